@@ -1,0 +1,47 @@
+# The README's two commands are `make demo` and `make test`; everything else supports them.
+SHELL := /bin/bash
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-stamp
+PYTEST_ARGS ?=
+
+.PHONY: demo test venv services lint typecheck pytest benchmarks clean constraints
+
+$(STAMP): pyproject.toml constraints.txt
+	@test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade "pip>=24"
+	$(PY) -m pip install -q -c constraints.txt -e ".[dev]"
+	@touch $(STAMP)
+
+venv: $(STAMP)
+
+# A demo evaluation of the embedded default: synthetic corpus, built-in pitch anonymizer.
+demo: venv
+	$(VENV)/bin/unmask demo
+
+# PostgreSQL and Redis on loopback (started, or installed then started, when they don't answer).
+services:
+	@bash scripts/ensure_services.sh
+
+lint: venv
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+typecheck: venv
+	$(VENV)/bin/mypy services
+
+pytest: venv
+	$(VENV)/bin/pytest $(PYTEST_ARGS)
+
+# Lint, types, then every test (slow, integration, end-to-end and browser tests included).
+test: venv services lint typecheck pytest
+
+benchmarks: venv
+	for b in benchmarks/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+
+# Regenerate the pinned constraints from the current environment (after changing dependencies).
+constraints: venv
+	$(PY) -m pip freeze --exclude-editable | grep -v '^unmask' > constraints.txt
+
+clean:
+	rm -rf .unmask .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,52 @@
+"""The `unmask` command line.
+
+Every command calls `services/`; none imports FastAPI or Celery directly. Bad input ends with one
+line on stderr and exit code 2, never a stack trace.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+import typer
+
+from cli.anonymize import anonymize_command
+from cli.corpus import corpus_app
+
+app = typer.Typer(
+    name="unmask",
+    help="Unmask: how much privacy does a voice anonymizer really give?",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+app.add_typer(corpus_app, name="corpus", help="Import, validate and synthesize corpora; build protocols.")
+app.command("anonymize", help="Anonymize a protocol's audio with a built-in anonymizer.")(
+    anonymize_command
+)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the console script; returns the process exit code."""
+    from services.errors import InvalidInputError
+
+    try:
+        result = app(args=argv, standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        return int(exc.exit_code)
+    except click.exceptions.Abort:
+        print("unmask: aborted", file=sys.stderr)
+        return 130
+    except click.UsageError as exc:
+        # One line, naming the problem (click's own multi-line usage box is not wanted here).
+        print(f"unmask: {exc.format_message()}", file=sys.stderr)
+        return 2
+    except InvalidInputError as exc:
+        print(f"unmask: {exc}", file=sys.stderr)
+        return 2
+    return int(result) if isinstance(result, int) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
