@@ -10,9 +10,11 @@ import sys
 
 import click
 import typer
+from typer._click import exceptions as typer_click_exceptions
 
 from cli.anonymize import anonymize_command
 from cli.corpus import corpus_app
+from cli.evaluate import demo_command, evaluate_command
 
 app = typer.Typer(
     name="unmask",
@@ -21,9 +23,17 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-app.add_typer(corpus_app, name="corpus", help="Import, validate and synthesize corpora; build protocols.")
+app.add_typer(
+    corpus_app, name="corpus", help="Import, validate and synthesize corpora; build protocols."
+)
 app.command("anonymize", help="Anonymize a protocol's audio with a built-in anonymizer.")(
     anonymize_command
+)
+app.command("evaluate", help="Run an evaluation config: anonymize, train, score, report.")(
+    evaluate_command
+)
+app.command("demo", help="Run the demo evaluation (synthetic corpus, built-in pitch anonymizer).")(
+    demo_command
 )
 
 
@@ -33,12 +43,14 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         result = app(args=argv, standalone_mode=False)
-    except click.exceptions.Exit as exc:
+    except (click.exceptions.Exit, typer.Exit) as exc:
         return int(exc.exit_code)
-    except click.exceptions.Abort:
+    except (click.exceptions.Abort, typer.Abort):
         print("unmask: aborted", file=sys.stderr)
         return 130
-    except click.UsageError as exc:
+    except typer_click_exceptions.NoArgsIsHelpError:
+        return 2  # the help text was printed already
+    except (click.UsageError, typer_click_exceptions.UsageError) as exc:
         # One line, naming the problem (click's own multi-line usage box is not wanted here).
         print(f"unmask: {exc.format_message()}", file=sys.stderr)
         return 2

@@ -36,6 +36,18 @@ class Settings(BaseSettings):
     s3_access_key_id: str | None = None
     s3_secret_access_key: str | None = None
     s3_presign_expiry_s: int = Field(900, description="Presigned URL lifetime, seconds.")
+    s3_public_endpoint_url: str | None = Field(
+        None, description="S3 endpoint clients reach for presigned URLs; default s3_endpoint_url."
+    )
+    s3_multipart_threshold_bytes: int = Field(
+        64 * 1024 * 1024, description="Uploads at least this large use S3 multipart, bytes."
+    )
+    s3_multipart_chunksize_bytes: int = Field(
+        16 * 1024 * 1024, description="S3 multipart part size, bytes (S3 minimum 5 MiB)."
+    )
+    blob_public_url: str = Field(
+        "", description="Base URL of signed local-blob URLs; empty = file:// URIs."
+    )
 
     # Celery broker. Empty = a filesystem broker under data_dir (embedded mode).
     broker_url: str = ""
@@ -46,7 +58,9 @@ class Settings(BaseSettings):
     device: Literal["auto", "cpu", "cuda"] = "auto"
     num_threads: int = Field(0, description="torch intra-op threads; 0 = torch's default.")
     dataloader_workers: int = Field(0, description="DataLoader worker processes for training.")
-    cache_dir: Path | None = Field(None, description="Feature/embedding cache; default data_dir/cache.")
+    cache_dir: Path | None = Field(
+        None, description="Feature/embedding cache; default data_dir/cache."
+    )
 
     # Security.
     token_hmac_key: str = Field(

@@ -57,3 +57,10 @@ class Anonymizer(ABC):
     @abstractmethod
     def anonymize(self, items: Sequence[AnonymizationItem], seed: int) -> list[np.ndarray]:
         """Anonymize ``items``; returns one waveform per item, in order."""
+
+    def config(self) -> dict[str, object]:
+        """What determines the output besides the input, seed and targets (JSON-able).
+
+        Hashed to decide whether existing outputs can be reused; subclasses add their parameters.
+        """
+        return {"name": self.name, "class": type(self).__name__}

@@ -77,7 +77,9 @@ class Manifest(BaseModel):
     def subset(self, utt_ids: Iterable[str]) -> Manifest:
         """The utterances whose id is in ``utt_ids``, in manifest order."""
         keep = set(utt_ids)
-        return Manifest(utterances=tuple(u for u in self.utterances if u.utt_id in keep), root=self.root)
+        return Manifest(
+            utterances=tuple(u for u in self.utterances if u.utt_id in keep), root=self.root
+        )
 
     def with_utterances(self, utterances: Iterable[Utterance]) -> Manifest:
         """A manifest with the same root and the given utterances."""

@@ -1,0 +1,128 @@
+"""`unmask evaluate` and `unmask demo`: the evaluation pipeline, in-process, with progress bars."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+console = Console(stderr=True)
+out_console = Console()
+
+
+def _fmt(entry: Any, digits: int = 2) -> str:
+    if entry is None:
+        return "-"
+    if isinstance(entry, dict):
+        mean, std = entry["mean"], entry["std"]
+        return f"{mean:.{digits}f} ± {std:.{digits}f}" if std else f"{mean:.{digits}f}"
+    return f"{entry:.{digits}f}"
+
+
+def print_summary(result: dict[str, Any]) -> None:
+    """The summary table of a result document (mean ± std over seeds)."""
+    table = Table(
+        title=f"{result['name']}: {result['anonymizer']['name']} on {result['protocol']['name']}"
+    )
+    for col in (
+        "scenario",
+        "back-end",
+        "seeds",
+        "EER %",
+        "min Cllr",
+        "linkability",
+        "SRD MeanD",
+        "IdR %",
+    ):
+        table.add_column(col, justify="right" if col not in ("scenario", "back-end") else "left")
+    for s in result["summary"]:
+        table.add_row(
+            s["scenario"],
+            s["backend"],
+            str(s["n_seeds"]),
+            _fmt(s["eer_percent"], 1),
+            _fmt(s["min_cllr_bits"]),
+            _fmt(s["linkability"]),
+            _fmt(s["srd_mean_disclosure_bits"]),
+            _fmt(s["srd_identification_rate_percent"], 1),
+        )
+    out_console.print(table)
+    rows_with_ci = [r for r in result["rows"] if "eer_ci95_percent" in r]
+    for r in rows_with_ci:
+        lo, hi = r["eer_ci95_percent"]
+        out_console.print(
+            f"  {r['scenario']:>14} {r['backend']:<6} seed {r['seed']}: "
+            f"EER {r['eer_percent']:.1f} % (95 % CI {lo:.1f}-{hi:.1f}, speaker bootstrap)"
+        )
+
+
+class _ProgressBars:
+    """One rich progress bar per stage name, updated from the pipeline's reporter."""
+
+    def __init__(self, progress: Progress) -> None:
+        self.progress = progress
+        self.tasks: dict[str, TaskID] = {}
+
+    def __call__(self, stage: str, fraction: float, message: str) -> None:
+        if stage not in self.tasks:
+            self.tasks[stage] = self.progress.add_task(stage, total=1.0, note="")
+        self.progress.update(self.tasks[stage], completed=fraction, note=message)
+
+
+def run_with_progress(config: Any, out: Path) -> dict[str, Any]:
+    """Run an evaluation showing progress bars on stderr; returns the result document."""
+    from services.pipeline.evaluation import run_evaluation
+    from services.settings import get_settings
+
+    columns = (
+        TextColumn("{task.description:>10}"),
+        BarColumn(),
+        TextColumn("{task.percentage:>3.0f}%"),
+        TimeElapsedColumn(),
+        TextColumn("{task.fields[note]}"),
+    )
+    with Progress(*columns, console=console, transient=False) as progress:
+        result = run_evaluation(
+            config,
+            out,
+            cache_dir=get_settings().resolved_cache_dir(),
+            progress=_ProgressBars(progress),
+        )
+    return result
+
+
+def evaluate_command(
+    config: Annotated[Path, typer.Argument(help="Evaluation config (YAML).")],
+    out: Annotated[Path | None, typer.Option("--out", help="Output folder.")] = None,
+) -> None:
+    """Run an evaluation: anonymize, train the attacker(s), score, report."""
+    from services.pipeline.config import load_config
+
+    cfg = load_config(config)
+    out_dir = out if out is not None else Path(".unmask") / "evaluations" / cfg.name
+    result = run_with_progress(cfg, out_dir)
+    print_summary(result)
+    out_console.print(f"results: {out_dir / 'results.json'}  plots: {out_dir / 'plots'}")
+
+
+def demo_command(
+    out: Annotated[Path | None, typer.Option("--out", help="Output folder.")] = None,
+) -> None:
+    """Demo evaluation of the built-in pitch anonymizer on the synthetic corpus (embedded mode)."""
+    from services.pipeline.config import demo_config
+    from services.settings import get_settings
+
+    cfg = demo_config()
+    out_dir = out if out is not None else get_settings().data_dir / "demo"
+    console.print(
+        f"Unmask demo: {cfg.anonymizer.name} anonymizer, synthetic corpus of "
+        f"{cfg.synthetic.n_speakers} speakers, scenarios {', '.join(cfg.scenarios)}; "
+        f"output in {out_dir}"
+    )
+    result = run_with_progress(cfg, out_dir)
+    print_summary(result)
+    out_console.print(f"results: {out_dir / 'results.json'}  plots: {out_dir / 'plots'}")

@@ -1,0 +1,156 @@
+"""The attacker's speaker recognizer: ECAPA-TDNN or x-vector, trained from scratch.
+
+Presets (``ModelPreset``):
+
+- ``standard``: SpeechBrain's ECAPA-TDNN default size, channels 1024,1024,1024,1024,3072,
+  192-dim embedding (the SpAnE size that seed 000 recommends; about 20.8 M parameters).
+- ``vpc``: half the channels, 512,512,512,512,1536, 192-dim (the VoicePrivacy 2024 size;
+  about 6.2 M parameters).
+- ``tiny``: 64,64,64,64,192 channels, 64-dim embedding: for tests and demos on a CPU.
+- ``xvector``: SpeechBrain's x-vector TDNN (512,512,512,512,1500), 512-dim, for the PLDA pipeline
+  of seed 004.
+
+Every model maps (mean-normalized fbank features (batch, frames, 80), relative lengths (batch,))
+to embeddings (batch, dim). Nothing is pretrained.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import torch
+from pydantic import BaseModel, ConfigDict, Field
+from speechbrain.lobes.models.ECAPA_TDNN import ECAPA_TDNN, Classifier
+from speechbrain.lobes.models.Xvector import Xvector
+
+from services.attacker.features import N_MELS, FilterbankFeatures
+from services.errors import ConfigError
+
+PresetName = Literal["standard", "vpc", "tiny", "xvector"]
+
+
+class ModelPreset(BaseModel):
+    """Architecture and size of the attacker's embedding model."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str = Field(description="Preset name (standard, vpc, tiny, xvector or custom).")
+    architecture: Literal["ecapa", "xvector"] = Field(description="Embedding network family.")
+    channels: tuple[int, ...] = Field(description="Output channels per TDNN / SE-Res2Net layer.")
+    embedding_dim: int = Field(description="Embedding size (lin_neurons).")
+    n_mels: int = Field(N_MELS, description="Input feature bands.")
+    attention_channels: int = Field(128, description="ECAPA attentive pooling channels.")
+    se_channels: int = Field(128, description="ECAPA squeeze-excitation channels.")
+    res2net_scale: int = Field(8, description="ECAPA Res2Net scale (divides the channels).")
+
+
+PRESETS: dict[str, ModelPreset] = {
+    "standard": ModelPreset(
+        name="standard",
+        architecture="ecapa",
+        channels=(1024, 1024, 1024, 1024, 3072),
+        embedding_dim=192,
+    ),
+    "vpc": ModelPreset(
+        name="vpc", architecture="ecapa", channels=(512, 512, 512, 512, 1536), embedding_dim=192
+    ),
+    "tiny": ModelPreset(
+        name="tiny",
+        architecture="ecapa",
+        channels=(64, 64, 64, 64, 192),
+        embedding_dim=64,
+        attention_channels=32,
+        se_channels=32,
+        res2net_scale=4,
+    ),
+    "xvector": ModelPreset(
+        name="xvector",
+        architecture="xvector",
+        channels=(512, 512, 512, 512, 1500),
+        embedding_dim=512,
+    ),
+}
+
+
+def get_preset(preset: str | ModelPreset) -> ModelPreset:
+    """The preset of that name (or ``preset`` itself). Raises ``ConfigError`` for unknown names."""
+    if isinstance(preset, ModelPreset):
+        return preset
+    if preset not in PRESETS:
+        raise ConfigError(
+            f"preset: unknown model preset {preset!r}; choose one of {sorted(PRESETS)}"
+        )
+    return PRESETS[preset]
+
+
+class EmbeddingModel(torch.nn.Module):
+    """(features (batch, frames, bands), relative lengths) -> embeddings (batch, dim)."""
+
+    def __init__(self, preset: ModelPreset) -> None:
+        super().__init__()
+        self.preset = preset
+        self.net: torch.nn.Module
+        if preset.architecture == "ecapa":
+            if len(preset.channels) != 5:
+                raise ConfigError("channels: ECAPA-TDNN needs 5 channel counts")
+            self.net = ECAPA_TDNN(
+                preset.n_mels,
+                lin_neurons=preset.embedding_dim,
+                channels=list(preset.channels),
+                attention_channels=preset.attention_channels,
+                se_channels=preset.se_channels,
+                res2net_scale=preset.res2net_scale,
+            )
+        else:
+            self.net = Xvector(
+                tdnn_blocks=len(preset.channels),
+                tdnn_channels=list(preset.channels),
+                tdnn_kernel_sizes=[5, 3, 3, 1, 1][: len(preset.channels)],
+                tdnn_dilations=[1, 2, 3, 1, 1][: len(preset.channels)],
+                lin_neurons=preset.embedding_dim,
+                in_channels=preset.n_mels,
+            )
+
+    def forward(self, feats: torch.Tensor, lengths: torch.Tensor | None = None) -> torch.Tensor:
+        """Embeddings (batch, embedding_dim) of the feature batch."""
+        if self.preset.architecture == "ecapa":
+            out = self.net(feats, lengths=lengths)
+        else:
+            out = self.net(feats, lens=lengths)
+        return out.squeeze(1)
+
+
+def build_embedding_model(preset: str | ModelPreset) -> EmbeddingModel:
+    """A freshly initialized embedding model of that preset (uses torch's global RNG)."""
+    return EmbeddingModel(get_preset(preset))
+
+
+class SpeakerEncoder(torch.nn.Module):
+    """The whole recognizer: waveforms (batch, samples) at 16 kHz -> embeddings (batch, dim)."""
+
+    def __init__(self, preset: str | ModelPreset) -> None:
+        super().__init__()
+        self.preset = get_preset(preset)
+        self.features = FilterbankFeatures(self.preset.n_mels)
+        self.embedding = EmbeddingModel(self.preset)
+
+    @property
+    def embedding_dim(self) -> int:
+        """Size of the embeddings."""
+        return self.preset.embedding_dim
+
+    def forward(self, wavs: torch.Tensor, lengths: torch.Tensor | None = None) -> torch.Tensor:
+        """Embeddings of ``wavs``; ``lengths`` are relative lengths in (0, 1] or None."""
+        return self.embedding(self.features(wavs, lengths), lengths)
+
+
+class CosineHead(torch.nn.Module):
+    """SpeechBrain's cosine classifier: cosine between the embedding and one weight per class."""
+
+    def __init__(self, embedding_dim: int, n_classes: int) -> None:
+        super().__init__()
+        self.classifier = Classifier(input_size=embedding_dim, out_neurons=n_classes)
+
+    def forward(self, embeddings: torch.Tensor) -> torch.Tensor:
+        """Cosines (batch, n_classes) in [-1, 1]."""
+        return self.classifier(embeddings.unsqueeze(1)).squeeze(1)

@@ -1,0 +1,686 @@
+"""Training the attacker's speaker recognizer, with the target classifier of seed 000.
+
+The recognizer (``SpeakerEncoder``: fbanks + ECAPA-TDNN or x-vector) is trained from scratch with
+a source classifier (cosine head + AAM-softmax over the training speakers, weight w_S) on random
+fixed-length crops. Optionally a target classifier (a second cosine head over the target ids of
+the anonymized training utterances) sits on the same embedding:
+
+- ``off``: no target head.
+- ``observe``: the head sees ``embedding.detach()``: it measures how much target information the
+  recognizer encodes, and no gradient of it reaches the recognizer.
+- ``adversarial``: the head sees the embedding through a gradient reversal layer (identity
+  forward, gradient times -w_T backward), so the recognizer learns to discard target information.
+
+w_T schedule (seed 000, SpAnE): w_T is 0 for the first ``adversarial_start_epoch`` = E epochs, then
+rises linearly to 1 at the last epoch: for 1-based epoch e,
+``w_T(e) = 0 if e <= E else (e - E) / (epochs - E)``. With the defaults (E = 6, 10 epochs) w_T is
+0, 0, 0, 0, 0, 0, 0.25, 0.5, 0.75, 1. E counts the epochs with w_T = 0 because seed 000 calls E = 10
+of 10 "the baseline, where the target classifier's gradients are never back-propagated".
+
+Each epoch ends with a validation pass on whole held-out utterances (VER_S, VER_T in %), a history
+record, ``history.json``, the checkpoint ``last.pt`` (everything needed to resume bit-identically)
+and ``best.pt`` (lowest VER_S). Training that is started again in the same folder with the same
+config and data resumes after the last completed epoch.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import random
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Literal, NamedTuple, cast
+
+import numpy as np
+import torch
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+from speechbrain.nnet.losses import AdditiveAngularMargin, LogSoftmaxWrapper
+from torch.utils.data import DataLoader, Dataset
+
+from services.attacker.checkpoint import (
+    CHECKPOINT_FORMAT,
+    encoder_from_checkpoint,
+    load_checkpoint,
+    save_checkpoint,
+)
+from services.attacker.embeddings import (
+    MIN_SAMPLES,
+    auto_strategy,
+    check_waveforms,
+    embed_waveforms,
+    resolve_device,
+)
+from services.attacker.models import CosineHead, ModelPreset, PresetName, SpeakerEncoder, get_preset
+from services.audio import SAMPLE_RATE_HZ
+from services.errors import ConfigError, InvalidInputError
+
+TargetClassifierMode = Literal["off", "observe", "adversarial"]
+
+
+class TrainingItem(NamedTuple):
+    """One labelled training or validation utterance (a plain 3-tuple works too)."""
+
+    waveform: np.ndarray
+    """Mono float32 samples at 16 kHz."""
+    speaker: str
+    """Source speaker label (the source classifier's class)."""
+    target: str | None = None
+    """Target voice id the utterance was anonymized with (the target classifier's class)."""
+
+
+class TrainingConfig(BaseModel):
+    """Everything a training result depends on (plus device knobs that do not change it)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    preset: PresetName = Field("standard", description="Model preset (models.PRESETS).")
+    epochs: int = Field(10, ge=1, description="Training epochs (seed 000: 10).")
+    batch_size: int = Field(32, ge=2, description="Crops per training step.")
+    crop_seconds: float = Field(
+        3.0,
+        gt=0.1,
+        description="Random crop length (s); shorter utterances are repeated to this length.",
+    )
+    lr: float = Field(1e-3, gt=0, description="Adam learning rate = the cyclic schedule's peak.")
+    base_lr: float = Field(1e-8, ge=0, description="Cyclic schedule's lowest learning rate.")
+    lr_half_cycle_epochs: float | None = Field(
+        None,
+        gt=0,
+        description="Epochs from base_lr to lr (half a triangle); None = epochs / 2, i.e. one "
+        "triangle over the run.",
+    )
+    lr_step_size: int | None = Field(
+        None,
+        ge=1,
+        description="Half cycle in optimizer steps (SpeechBrain's step_size); overrides "
+        "lr_half_cycle_epochs.",
+    )
+    weight_decay: float = Field(2e-6, ge=0, description="Adam weight decay.")
+    aam_margin: float = Field(0.2, ge=0, description="Additive angular margin (radians).")
+    aam_scale: float = Field(30.0, gt=0, description="AAM-softmax scale.")
+    source_weight: float = Field(1.0, gt=0, description="w_S, weight of the source loss.")
+    target_classifier: TargetClassifierMode = Field(
+        "off", description="Target classifier mode: off, observe or adversarial."
+    )
+    target_loss: Literal["aam", "softmax"] = Field(
+        "aam",
+        description="Target head loss: AAM-softmax like the source head, or softmax over scaled "
+        "cosines (margin 0).",
+    )
+    adversarial_start_epoch: int = Field(
+        6, ge=0, description="E: number of initial epochs with w_T = 0 (adversarial mode)."
+    )
+    seed: int = Field(0, description="Seed of initialization, crops and shuffling.")
+    device: Literal["auto", "cpu", "cuda"] = Field("auto", description="auto = CUDA if available.")
+    mixed_precision: bool = Field(True, description="bf16 autocast for training, on CUDA only.")
+    dataloader_workers: int = Field(0, ge=0, description="DataLoader worker processes.")
+    deterministic: bool = Field(
+        True, description="torch.use_deterministic_algorithms (warn only) during training."
+    )
+
+    @model_validator(mode="after")
+    def _check_schedule(self) -> TrainingConfig:
+        if self.base_lr > self.lr:
+            raise ValueError("base_lr must not exceed lr")
+        return self
+
+
+# Fields that may change between a crash and its resume without changing the result.
+_RUNTIME_FIELDS = frozenset({"device", "dataloader_workers"})
+
+
+class EpochRecord(BaseModel):
+    """What one epoch did (``history.json`` holds a list of these)."""
+
+    epoch: int = Field(description="1-based epoch number.")
+    steps: int = Field(description="Optimizer steps in the epoch.")
+    loss_source: float = Field(description="Mean source (AAM) loss over the epoch's steps.")
+    loss_target: float | None = Field(description="Mean target loss; None in mode off.")
+    ver_source: float | None = Field(description="VER_S: source head error rate (%) on validation.")
+    ver_target: float | None = Field(
+        description="VER_T: target head error rate (%) on validation items with a known target."
+    )
+    learning_rate: float = Field(description="Learning rate of the epoch's last step.")
+    w_target: float = Field(description="w_T of the epoch (0 unless adversarial).")
+    train_seconds: float = Field(description="Wall time of the training steps (s).")
+    validation_seconds: float = Field(description="Wall time of the validation pass (s).")
+    epoch_seconds: float = Field(description="Wall time of the whole epoch (s).")
+    audio_seconds: float = Field(description="Seconds of audio in the epoch's crops.")
+    throughput: float = Field(description="Training speed: seconds of audio per second.")
+
+
+class TrainedAttacker(BaseModel):
+    """Result of ``train_attacker``: where the recognizer is and how training went."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    output_dir: Path
+    best_checkpoint: Path = Field(description="best.pt: the epoch with the lowest VER_S.")
+    last_checkpoint: Path = Field(description="last.pt: the last epoch, with resume state.")
+    best_epoch: int
+    history: list[EpochRecord]
+    speaker_labels: list[str] = Field(description="Source class index -> speaker label.")
+    target_labels: list[str] = Field(description="Target class index -> target label.")
+    preset: ModelPreset
+    config: TrainingConfig
+
+    def load_encoder(self, which: Literal["best", "last"] = "best") -> SpeakerEncoder:
+        """The trained recognizer (eval mode, CPU)."""
+        path = self.best_checkpoint if which == "best" else self.last_checkpoint
+        return encoder_from_checkpoint(load_checkpoint(path))
+
+
+ProgressCallback = Callable[[int, int, int, float, dict[str, float]], None]
+"""``(epoch, step, steps_per_epoch, eta_seconds, metrics)``: called after every training step
+(metrics: running ``loss_source`` / ``loss_target`` means, ``lr``, ``w_target``) and once more
+after validation with ``step == steps_per_epoch`` (metrics add ``ver_source`` / ``ver_target``)."""
+
+
+def target_weight(epoch: int, epochs: int, start_epoch: int) -> float:
+    """w_T of 1-based ``epoch``: 0 for the first ``start_epoch`` epochs, then linear to 1.
+
+    ``w_T = (epoch - start_epoch) / (epochs - start_epoch)`` for ``epoch > start_epoch``; always 0
+    when ``start_epoch >= epochs`` (the baseline without adversarial gradients).
+    """
+    if epoch <= start_epoch or epochs <= start_epoch:
+        return 0.0
+    return min(1.0, (epoch - start_epoch) / (epochs - start_epoch))
+
+
+def cyclic_learning_rate(step: int, base_lr: float, max_lr: float, step_size: float) -> float:
+    """Triangular cyclic learning rate at optimizer step ``step`` (0-based).
+
+    SpeechBrain's ``CyclicLRScheduler(mode="triangular").clr``: rises linearly from ``base_lr`` to
+    ``max_lr`` over ``step_size`` steps, falls back over the next ``step_size``, and repeats.
+    """
+    cycle = math.floor(1 + step / (2 * step_size))
+    x = abs(step / step_size - 2 * cycle + 1)
+    return base_lr + (max_lr - base_lr) * max(0.0, 1.0 - x)
+
+
+class GradientReversal(torch.autograd.Function):
+    """Identity forward; backward multiplies the gradient by ``-weight`` (Ganin & Lempitsky)."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, weight: float) -> torch.Tensor:
+        ctx.weight = float(weight)
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx: Any, grad_output: torch.Tensor) -> tuple[torch.Tensor, None]:
+        return grad_output * -ctx.weight, None
+
+
+def reverse_gradient(x: torch.Tensor, weight: float) -> torch.Tensor:
+    """Gradient reversal layer: ``x`` forward, ``-weight`` times the gradient backward."""
+    out: torch.Tensor = GradientReversal.apply(x, weight)
+    return out
+
+
+class _CropDataset(Dataset[torch.Tensor]):
+    """Fixed-length crops; the crop starts are drawn in the main process, so workers are neutral."""
+
+    def __init__(self, waveforms: Sequence[np.ndarray], crop_samples: int) -> None:
+        self.waveforms = waveforms
+        self.crop_samples = crop_samples
+        self.starts = np.zeros(len(waveforms), dtype=np.int64)
+
+    def __len__(self) -> int:
+        return len(self.waveforms)
+
+    def __getitem__(self, i: int) -> torch.Tensor:
+        w = self.waveforms[i]
+        n = self.crop_samples
+        if len(w) >= n:
+            crop = w[self.starts[i] : self.starts[i] + n]
+        else:
+            crop = np.resize(w, n)  # repeats the utterance cyclically
+        return torch.from_numpy(np.ascontiguousarray(crop, dtype=np.float32))
+
+
+def _epoch_generator(seed: int, epoch: int) -> torch.Generator:
+    # Independent per-epoch streams: resuming at any epoch reproduces its crops and order.
+    state = np.random.SeedSequence([seed & 0xFFFFFFFF, epoch]).generate_state(2, np.uint64)
+    return torch.Generator().manual_seed(int(state[0] & np.uint64(0x7FFFFFFFFFFFFFFF)))
+
+
+def _normalize_items(items: Sequence[Any], name: str) -> list[TrainingItem]:
+    if isinstance(items, (str, bytes)) or not isinstance(items, Sequence):
+        raise InvalidInputError(f"{name}: expected a sequence of (waveform, speaker, target)")
+    out: list[TrainingItem] = []
+    for i, item in enumerate(items):
+        if not isinstance(item, tuple) or len(item) not in (2, 3):
+            raise InvalidInputError(f"{name}[{i}]: expected (waveform, speaker[, target])")
+        wav, spk = item[0], item[1]
+        tgt = item[2] if len(item) == 3 else None
+        if not isinstance(spk, str) or not spk:
+            raise InvalidInputError(f"{name}[{i}]: speaker label must be a non-empty str")
+        if tgt is not None and not isinstance(tgt, str):
+            raise InvalidInputError(f"{name}[{i}]: target label must be str or None")
+        out.append(TrainingItem(wav, spk, tgt))
+    if out:
+        check_waveforms([it.waveform for it in out], f"{name} waveforms")
+    return out
+
+
+def _data_fingerprint(train: Sequence[TrainingItem], val: Sequence[TrainingItem]) -> str:
+    """Cheap identity of the data (labels, lengths, first samples), checked when resuming."""
+    h = hashlib.sha256()
+    for part in (train, val):
+        h.update(b"|part|")
+        for it in part:
+            h.update(f"{it.speaker}\x00{it.target}\x00{len(it.waveform)}\x00".encode())
+            h.update(it.waveform[:64].tobytes())
+    return h.hexdigest()
+
+
+def _rng_state() -> dict[str, Any]:
+    # The legacy global NumPy RNG is what third-party code may draw from, so it is checkpointed.
+    np_state = cast(tuple[Any, ...], np.random.get_state())  # noqa: NPY002
+    state: dict[str, Any] = {
+        "torch": torch.get_rng_state(),
+        "numpy": {
+            "keys": torch.from_numpy(np.asarray(np_state[1], dtype=np.int64)),
+            "pos": int(np_state[2]),
+            "has_gauss": int(np_state[3]),
+            "cached_gaussian": float(np_state[4]),
+        },
+        "python": random.getstate(),
+        "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
+    }
+    return state
+
+
+def _set_rng_state(state: dict[str, Any]) -> None:
+    torch.set_rng_state(state["torch"])
+    n = state["numpy"]
+    np.random.set_state(  # noqa: NPY002
+        (
+            "MT19937",
+            n["keys"].numpy().astype(np.uint32),
+            n["pos"],
+            n["has_gauss"],
+            n["cached_gaussian"],
+        )
+    )
+    random.setstate(_as_python_state(state["python"]))
+    if state["cuda"] and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def _as_python_state(s: Any) -> Any:
+    # torch.load returns lists where random.getstate() had tuples.
+    return tuple(_as_python_state(x) for x in s) if isinstance(s, (list, tuple)) else s
+
+
+def _seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed & 0xFFFFFFFF)  # noqa: NPY002
+    torch.manual_seed(seed)
+
+
+@contextmanager
+def _deterministic(enabled: bool, device: torch.device) -> Iterator[None]:
+    if not enabled:
+        yield
+        return
+    if device.type == "cuda":
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    previous = torch.are_deterministic_algorithms_enabled()
+    previous_warn = torch.is_deterministic_algorithms_warn_only_enabled()
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    try:
+        yield
+    finally:
+        torch.use_deterministic_algorithms(previous, warn_only=previous_warn)
+
+
+def _error_rate(cosines: torch.Tensor, labels: torch.Tensor) -> float:
+    return float((cosines.argmax(dim=1) != labels).float().mean().item() * 100.0)
+
+
+class _Trainer:
+    """State of one training run (models, optimizer, labels); ``train_attacker`` drives it."""
+
+    def __init__(
+        self,
+        config: TrainingConfig,
+        train: list[TrainingItem],
+        val: list[TrainingItem],
+        output_dir: Path,
+    ) -> None:
+        self.config = config
+        self.train = train
+        self.val = val
+        self.output_dir = output_dir
+        self.device = resolve_device(config.device)
+        self.preset = get_preset(config.preset)
+        self.speaker_labels = sorted({it.speaker for it in train})
+        self.target_labels = sorted({it.target for it in train if it.target is not None})
+        self.use_target = config.target_classifier != "off"
+        if self.use_target and not self.target_labels:
+            raise ConfigError(
+                f"target_classifier: mode {config.target_classifier!r} needs training items with "
+                "target labels, and none has one"
+            )
+        unknown = sorted({it.speaker for it in val} - set(self.speaker_labels))
+        if unknown:
+            raise InvalidInputError(
+                f"validation: speakers absent from the training items: {unknown[:5]}"
+            )
+        self.spk_index = {s: i for i, s in enumerate(self.speaker_labels)}
+        self.tgt_index = {t: i for i, t in enumerate(self.target_labels)}
+
+        # The recognizer and source head are built first, so that their initialization does not
+        # depend on whether a target head exists (mode off vs observe: same recognizer).
+        _seed_everything(config.seed)
+        self.encoder = SpeakerEncoder(self.preset).to(self.device)
+        self.source_head = CosineHead(self.preset.embedding_dim, len(self.speaker_labels)).to(
+            self.device
+        )
+        self.target_head: CosineHead | None = None
+        params = list(self.encoder.parameters()) + list(self.source_head.parameters())
+        if self.use_target:
+            self.target_head = CosineHead(self.preset.embedding_dim, len(self.target_labels)).to(
+                self.device
+            )
+            params += list(self.target_head.parameters())
+        self.optimizer = torch.optim.Adam(params, lr=config.lr, weight_decay=config.weight_decay)
+        self.source_loss = LogSoftmaxWrapper(
+            AdditiveAngularMargin(margin=config.aam_margin, scale=config.aam_scale)
+        )
+        target_margin = config.aam_margin if config.target_loss == "aam" else 0.0
+        self.target_loss = LogSoftmaxWrapper(
+            AdditiveAngularMargin(margin=target_margin, scale=config.aam_scale)
+        )
+
+        self.crop_samples = round(config.crop_seconds * SAMPLE_RATE_HZ)
+        self.dataset = _CropDataset([it.waveform for it in train], self.crop_samples)
+        self.lengths = torch.tensor([len(it.waveform) for it in train], dtype=torch.float64)
+        self.spk_ids = torch.tensor([self.spk_index[it.speaker] for it in train])
+        self.tgt_ids = torch.tensor([self.tgt_index.get(it.target or "", -1) for it in train])
+        n = len(train)
+        self.steps_per_epoch = n // config.batch_size + (1 if n % config.batch_size >= 2 else 0)
+        if config.lr_step_size is not None:
+            self.step_size = float(config.lr_step_size)
+        else:
+            half = config.lr_half_cycle_epochs or config.epochs / 2
+            self.step_size = max(1.0, half * self.steps_per_epoch)
+
+        self.global_step = 0
+        self.epoch = 0
+        self.history: list[EpochRecord] = []
+        self.best_epoch = 0
+        self.best_ver: float | None = None
+        self.fingerprint = _data_fingerprint(train, val)
+        self.autocast_enabled = config.mixed_precision and self.device.type == "cuda"
+
+    # ----------------------------------------------------------------- checkpoints
+    def _payload(self, *, resumable: bool) -> dict[str, Any]:
+        payload: dict[str, Any] = {
+            "format": CHECKPOINT_FORMAT,
+            "preset": self.preset.model_dump(mode="json"),
+            "config": self.config.model_dump(mode="json"),
+            "speaker_labels": self.speaker_labels,
+            "target_labels": self.target_labels,
+            "epoch": self.epoch,
+            "history": [r.model_dump(mode="json") for r in self.history],
+            "encoder": self.encoder.state_dict(),
+            "source_head": self.source_head.state_dict(),
+            "target_head": self.target_head.state_dict() if self.target_head else None,
+            "best_epoch": self.best_epoch,
+            "best_ver_source": self.best_ver,
+            "data_fingerprint": self.fingerprint,
+        }
+        if resumable:
+            payload["optimizer"] = self.optimizer.state_dict()
+            payload["scheduler"] = {"step": self.global_step, "step_size": self.step_size}
+            payload["rng"] = _rng_state()
+        return payload
+
+    def resume_from(self, path: Path) -> None:
+        payload = load_checkpoint(path)
+        saved = TrainingConfig.model_validate(payload["config"])
+        changed = [
+            k
+            for k in TrainingConfig.model_fields
+            if k not in _RUNTIME_FIELDS and getattr(saved, k) != getattr(self.config, k)
+        ]
+        if changed:
+            raise ConfigError(
+                f"{path}: cannot resume, config differs in {changed}; use resume=False or "
+                "another output folder"
+            )
+        if payload["data_fingerprint"] != self.fingerprint:
+            raise InvalidInputError(
+                f"{path}: cannot resume, the training/validation data differ from the checkpoint's"
+            )
+        self.encoder.load_state_dict(payload["encoder"])
+        self.source_head.load_state_dict(payload["source_head"])
+        if self.target_head is not None:
+            self.target_head.load_state_dict(payload["target_head"])
+        self.optimizer.load_state_dict(payload["optimizer"])
+        self.global_step = int(payload["scheduler"]["step"])
+        self.epoch = int(payload["epoch"])
+        self.history = [EpochRecord.model_validate(r) for r in payload["history"]]
+        self.best_epoch = int(payload["best_epoch"])
+        self.best_ver = payload["best_ver_source"]
+        _set_rng_state(payload["rng"])
+
+    def save(self, ver_source: float | None) -> None:
+        # Without validation the latest epoch counts as the best.
+        is_best = ver_source is None or self.best_ver is None or ver_source < self.best_ver
+        if is_best:
+            self.best_epoch = self.epoch
+            self.best_ver = ver_source
+        save_checkpoint(self._payload(resumable=True), self.output_dir / "last.pt")
+        if is_best:
+            save_checkpoint(self._payload(resumable=False), self.output_dir / "best.pt")
+        history = [r.model_dump(mode="json") for r in self.history]
+        tmp = self.output_dir / "history.json.part"
+        tmp.write_text(json.dumps(history, indent=2))
+        os.replace(tmp, self.output_dir / "history.json")
+
+    # ----------------------------------------------------------------- training
+    def _batches(self, epoch: int) -> list[torch.Tensor]:
+        g = _epoch_generator(self.config.seed, epoch)
+        n = len(self.train)
+        room = torch.clamp(self.lengths - self.crop_samples + 1, min=1)
+        starts = torch.floor(torch.rand(n, generator=g, dtype=torch.float64) * room)
+        self.dataset.starts = starts.to(torch.int64).numpy()
+        order = torch.randperm(n, generator=g)
+        batches = list(torch.split(order, self.config.batch_size))
+        if len(batches[-1]) < 2:  # BatchNorm in training mode needs two items
+            batches.pop()
+        return batches
+
+    def _step(self, wavs: torch.Tensor, idx: torch.Tensor, w_t: float) -> tuple[float, float]:
+        lr = cyclic_learning_rate(
+            self.global_step, self.config.base_lr, self.config.lr, self.step_size
+        )
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+        spk = self.spk_ids[idx].to(self.device)
+        with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.autocast_enabled):
+            emb = self.encoder(wavs.to(self.device))
+            loss_s = self.source_loss(self.source_head(emb).unsqueeze(1), spk.unsqueeze(1))
+            loss = self.config.source_weight * loss_s
+            loss_t_value = float("nan")
+            if self.target_head is not None:
+                tgt = self.tgt_ids[idx].to(self.device)
+                has = tgt >= 0
+                if bool(has.any()):
+                    if self.config.target_classifier == "observe":
+                        emb_t = emb.detach()
+                    else:
+                        emb_t = reverse_gradient(emb, w_t)
+                    cos_t = self.target_head(emb_t[has])
+                    loss_t = self.target_loss(cos_t.unsqueeze(1), tgt[has].unsqueeze(1))
+                    loss = loss + loss_t
+                    loss_t_value = float(loss_t.detach())
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        self.optimizer.step()
+        self.global_step += 1
+        return float(loss_s.detach()), loss_t_value
+
+    def validate(self) -> tuple[float | None, float | None]:
+        if not self.val:
+            return None, None
+        self.encoder.eval()
+        emb = embed_waveforms(
+            self.encoder,
+            [it.waveform for it in self.val],
+            strategy=auto_strategy(self.device),
+            device=self.device,
+        )
+        self.encoder.train()
+        emb_t = torch.from_numpy(emb).to(self.device)
+        with torch.inference_mode():
+            spk = torch.tensor([self.spk_index[it.speaker] for it in self.val], device=self.device)
+            ver_s = _error_rate(self.source_head(emb_t), spk)
+            ver_t: float | None = None
+            if self.target_head is not None:
+                known = [i for i, it in enumerate(self.val) if it.target in self.tgt_index]
+                if known:
+                    tgt = torch.tensor(
+                        [self.tgt_index[self.val[i].target or ""] for i in known],
+                        device=self.device,
+                    )
+                    ver_t = _error_rate(self.target_head(emb_t[known]), tgt)
+        return ver_s, ver_t
+
+    def run(self, progress: ProgressCallback | None) -> None:
+        cfg = self.config
+        run_steps = 0
+        run_train_seconds = 0.0
+        last_val_seconds = 0.0
+        while self.epoch < cfg.epochs:
+            epoch = self.epoch + 1
+            w_t = (
+                target_weight(epoch, cfg.epochs, cfg.adversarial_start_epoch)
+                if cfg.target_classifier == "adversarial"
+                else 0.0
+            )
+            t_epoch = time.perf_counter()
+            batches = self._batches(epoch)
+            loader = DataLoader(
+                self.dataset,
+                batch_sampler=[b.tolist() for b in batches],
+                num_workers=cfg.dataloader_workers,
+            )
+            self.encoder.train()
+            self.source_head.train()
+            if self.target_head is not None:
+                self.target_head.train()
+            sum_s = 0.0
+            sum_t = 0.0
+            n_t = 0
+            lr = 0.0
+            for step, (wavs, idx) in enumerate(zip(loader, batches, strict=True), start=1):
+                lr = cyclic_learning_rate(self.global_step, cfg.base_lr, cfg.lr, self.step_size)
+                loss_s, loss_t = self._step(wavs, idx, w_t)
+                sum_s += loss_s
+                if not math.isnan(loss_t):
+                    sum_t += loss_t
+                    n_t += 1
+                run_steps += 1
+                if progress is not None:
+                    elapsed = time.perf_counter() - t_epoch
+                    per_step = (run_train_seconds + elapsed) / run_steps
+                    remaining = (len(batches) - step) + len(batches) * (cfg.epochs - epoch)
+                    eta = per_step * remaining + last_val_seconds * (cfg.epochs - epoch + 1)
+                    metrics = {"loss_source": sum_s / step, "lr": lr, "w_target": w_t}
+                    if n_t:
+                        metrics["loss_target"] = sum_t / n_t
+                    progress(epoch, step, len(batches), eta, metrics)
+            train_seconds = time.perf_counter() - t_epoch
+            run_train_seconds += train_seconds
+            t_val = time.perf_counter()
+            ver_s, ver_t = self.validate()
+            last_val_seconds = time.perf_counter() - t_val
+            audio_seconds = sum(len(b) for b in batches) * self.crop_samples / SAMPLE_RATE_HZ
+            record = EpochRecord(
+                epoch=epoch,
+                steps=len(batches),
+                loss_source=sum_s / len(batches),
+                loss_target=(sum_t / n_t) if n_t else None,
+                ver_source=ver_s,
+                ver_target=ver_t,
+                learning_rate=lr,
+                w_target=w_t,
+                train_seconds=train_seconds,
+                validation_seconds=last_val_seconds,
+                epoch_seconds=time.perf_counter() - t_epoch,
+                audio_seconds=audio_seconds,
+                throughput=audio_seconds / max(train_seconds, 1e-9),
+            )
+            self.epoch = epoch
+            self.history.append(record)
+            self.save(ver_s)
+            if progress is not None:
+                final = {
+                    k: float(v)
+                    for k, v in record.model_dump().items()
+                    if isinstance(v, (int, float)) and k != "epoch"
+                }
+                eta = (run_train_seconds / max(run_steps, 1)) * len(batches) * (cfg.epochs - epoch)
+                eta += last_val_seconds * (cfg.epochs - epoch)
+                progress(epoch, len(batches), len(batches), eta, final)
+
+    def result(self) -> TrainedAttacker:
+        return TrainedAttacker(
+            output_dir=self.output_dir,
+            best_checkpoint=self.output_dir / "best.pt",
+            last_checkpoint=self.output_dir / "last.pt",
+            best_epoch=self.best_epoch,
+            history=list(self.history),
+            speaker_labels=self.speaker_labels,
+            target_labels=self.target_labels,
+            preset=self.preset,
+            config=self.config,
+        )
+
+
+def train_attacker(
+    train_items: Sequence[TrainingItem | tuple[Any, ...]],
+    validation_items: Sequence[TrainingItem | tuple[Any, ...]],
+    config: TrainingConfig | None = None,
+    output_dir: str | Path = "attacker",
+    *,
+    resume: bool = True,
+    progress: ProgressCallback | None = None,
+) -> TrainedAttacker:
+    """Train the attacker's recognizer from scratch; checkpoints go to ``output_dir``.
+
+    ``train_items`` / ``validation_items``: ``(waveform float32 16 kHz, speaker, target | None)``
+    (validation: the held-out 10 % of the same speakers; may be empty, then VER is None and
+    ``best.pt`` is the last epoch). With ``resume`` (default), a ``last.pt`` left in
+    ``output_dir`` by an interrupted run of the same config and data is continued after its last
+    completed epoch, with results identical to an uninterrupted run; ``resume=False`` starts
+    over. ``progress``: see ``ProgressCallback``. Raises ``InvalidInputError`` / ``ConfigError``
+    naming a bad item, label or field.
+    """
+    cfg = config if config is not None else TrainingConfig()
+    train = _normalize_items(train_items, "train_items")
+    val = _normalize_items(validation_items, "validation_items")
+    if len(train) < 2:
+        raise InvalidInputError("train_items: need at least 2 utterances")
+    if len({it.speaker for it in train}) < 2:
+        raise InvalidInputError("train_items: need at least 2 speakers")
+    if cfg.crop_seconds * SAMPLE_RATE_HZ < MIN_SAMPLES:
+        raise ConfigError("crop_seconds: too short")
+    out = Path(output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    trainer = _Trainer(cfg, train, val, out)
+    last = out / "last.pt"
+    with _deterministic(cfg.deterministic, trainer.device):
+        if resume and last.is_file():
+            trainer.resume_from(last)
+        trainer.run(progress)
+    return trainer.result()

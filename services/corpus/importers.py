@@ -1,0 +1,274 @@
+"""Importers of corpus folder layouts: LibriSpeech, LibriTTS, and plain CSV/JSONL manifests.
+
+LibriSpeech: ``<subset>/<spk>/<chapter>/<spk>-<chapter>-<utt>.flac`` (or ``.wav``), transcripts in
+``<spk>-<chapter>.trans.txt`` (``<utt_id> TEXT`` per line), gender from ``SPEAKERS.TXT``.
+LibriTTS: ``<subset>/<spk>/<chapter>/<spk>_<chapter>_<...>.wav``, one ``<stem>.normalized.txt``
+transcript per file, gender from ``speakers.tsv`` or ``SPEAKERS.txt``.
+
+``src`` may be the corpus folder (holding the speaker file and subset folders) or one subset folder
+(speaker file in its parent). Durations and original sample rates come from the audio headers;
+audio is resampled to 16 kHz when read (``services.audio.read_audio``), not at import.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from services.audio import audio_info
+from services.corpus.loaders import load_manifest
+from services.corpus.manifest import Gender, Manifest, Utterance
+from services.corpus.validation import (
+    DurationFilter,
+    LoadReport,
+    Problem,
+    normalize_gender,
+    one_line,
+    raise_if_problems,
+)
+from services.errors import CorpusError
+
+Layout = Literal["librispeech", "libritts", "librispeech-tts", "csv", "jsonl"]
+LAYOUTS: tuple[str, ...] = ("librispeech", "libritts", "librispeech-tts", "csv", "jsonl")
+
+_SPEAKER_FILE_NAMES = ("speakers.tsv", "speakers.txt")
+_HEADER_THREADS = 8  # reading headers is I/O bound; threads overlap the file system latency
+
+
+def parse_speaker_file(path: Path) -> tuple[dict[str, Gender], list[Problem]]:
+    """Speaker id -> gender from a LibriSpeech ``SPEAKERS.TXT`` or a LibriTTS ``speakers.tsv``.
+
+    ``SPEAKERS.TXT``: ``;`` comment lines, rows ``ID | SEX | SUBSET | MINUTES | NAME`` (the name
+    may itself contain ``|``). ``speakers.tsv``: header ``READER<TAB>GENDER<TAB>SUBSET<TAB>NAME``.
+    Rows with an unknown gender become problems naming the line.
+    """
+    genders: dict[str, Gender] = {}
+    problems: list[Problem] = []
+    try:
+        lines = path.read_text(encoding="utf-8-sig", errors="replace").splitlines()
+    except OSError as exc:
+        raise CorpusError(f"{path}: unreadable speaker file ({one_line(exc)})") from exc
+    tsv = bool(lines) and lines[0].split("\t")[0].strip().upper() == "READER"
+    for n, line in enumerate(lines, start=1):
+        text = line.strip()
+        if not text or text.startswith(";") or (tsv and n == 1):
+            continue
+        cells = [c.strip() for c in (line.split("\t") if tsv else line.split("|", 4))]
+        if len(cells) < 2 or not cells[0]:
+            problems.append(Problem(str(path), n, f"malformed speaker row {text!r:.60}"))
+            continue
+        try:
+            genders[cells[0]] = normalize_gender(cells[1])
+        except ValueError as exc:
+            problems.append(Problem(str(path), n, f"speaker {cells[0]!r}: {exc}"))
+    return genders, problems
+
+
+def find_speaker_file(src: Path) -> Path:
+    """The speaker/gender file in ``src`` or its parent (names matched case-insensitively)."""
+    for folder in (src, src.parent):
+        if not folder.is_dir():
+            continue
+        found = {p.name.lower(): p for p in folder.iterdir() if p.is_file()}
+        for name in _SPEAKER_FILE_NAMES:
+            if name in found:
+                return found[name]
+    raise CorpusError(
+        f"{src}: no speaker file (SPEAKERS.TXT or speakers.tsv) in this folder or its parent"
+    )
+
+
+@dataclass(frozen=True)
+class _Found:
+    """An audio file recognised by a layout: ids and transcript, before the header is read."""
+
+    path: Path
+    utt_id: str
+    speaker_id: str
+    chapter_id: str
+    text: str | None
+
+
+_LIBRISPEECH_NAME = re.compile(r"^(?P<spk>[^-/]+)-(?P<chapter>[^-/]+)-(?P<utt>[^/]+)$")
+_LIBRITTS_NAME = re.compile(r"^(?P<spk>[^_/]+)_(?P<chapter>[^_/]+)_(?P<rest>[^/]+)$")
+
+
+def _check_folders(path: Path, spk: str, chapter: str) -> str | None:
+    if path.parent.name != chapter or path.parent.parent.name != spk:
+        return f"file name says speaker {spk}, chapter {chapter} but it lies in {path.parent}"
+    return None
+
+
+def _scan_librispeech(src: Path) -> tuple[list[_Found], list[Problem]]:
+    found: list[_Found] = []
+    problems: list[Problem] = []
+    transcripts: dict[Path, dict[str, str]] = {}
+    files = sorted(p for p in src.rglob("*") if p.suffix.lower() in (".flac", ".wav"))
+    for path in files:
+        m = _LIBRISPEECH_NAME.match(path.stem)
+        if m is None:
+            problems.append(Problem(str(path), None, "name is not <speaker>-<chapter>-<utt>"))
+            continue
+        spk, chapter = m["spk"], m["chapter"]
+        bad = _check_folders(path, spk, chapter)
+        if bad:
+            problems.append(Problem(str(path), None, bad))
+            continue
+        trans_file = path.parent / f"{spk}-{chapter}.trans.txt"
+        if trans_file not in transcripts:
+            transcripts[trans_file] = _read_trans(trans_file)
+        text = transcripts[trans_file].get(path.stem)
+        found.append(_Found(path, path.stem, spk, chapter, text))
+    return found, problems
+
+
+def _read_trans(path: Path) -> dict[str, str]:
+    """``<utt_id> TEXT`` lines of a LibriSpeech transcript file (empty if absent)."""
+    if not path.is_file():
+        return {}
+    out: dict[str, str] = {}
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        utt, _, text = line.strip().partition(" ")
+        if utt:
+            out[utt] = text.strip()
+    return out
+
+
+def _scan_libritts(src: Path) -> tuple[list[_Found], list[Problem]]:
+    found: list[_Found] = []
+    problems: list[Problem] = []
+    for path in sorted(p for p in src.rglob("*") if p.suffix.lower() == ".wav"):
+        m = _LIBRITTS_NAME.match(path.stem)
+        if m is None:
+            problems.append(Problem(str(path), None, "name is not <speaker>_<chapter>_<...>"))
+            continue
+        spk, chapter = m["spk"], m["chapter"]
+        bad = _check_folders(path, spk, chapter)
+        if bad:
+            problems.append(Problem(str(path), None, bad))
+            continue
+        text = None
+        for kind in ("normalized", "original"):
+            t = path.with_name(f"{path.stem}.{kind}.txt")
+            if t.is_file():
+                text = " ".join(t.read_text(encoding="utf-8", errors="replace").split())
+                break
+        found.append(_Found(path, path.stem, spk, chapter, text))
+    return found, problems
+
+
+def _header(path: Path) -> tuple[float, int] | str:
+    try:
+        return audio_info(path)
+    except CorpusError as exc:
+        return one_line(exc).removeprefix(f"{path}: ")
+
+
+def _import_folder(
+    src: Path, scan: Callable[[Path], tuple[list[_Found], list[Problem]]]
+) -> tuple[Manifest, list[Problem]]:
+    if not src.is_dir():
+        raise CorpusError(f"{src}: corpus folder not found")
+    genders, problems = parse_speaker_file(find_speaker_file(src))
+    found, scan_problems = scan(src)
+    problems += scan_problems
+    if not found and not scan_problems:
+        problems.append(Problem(str(src), None, "no audio files found for this layout"))
+    with ThreadPoolExecutor(max_workers=_HEADER_THREADS) as pool:
+        headers = list(pool.map(_header, [f.path for f in found]))
+    root = src.resolve()
+    unknown: dict[str, list[Path]] = {}
+    rows: list[Utterance] = []
+    for f, header in zip(found, headers, strict=True):
+        if isinstance(header, str):
+            problems.append(Problem(str(f.path), None, header))
+            continue
+        gender = genders.get(f.speaker_id)
+        if gender is None:
+            unknown.setdefault(f.speaker_id, []).append(f.path)
+            continue
+        rows.append(
+            Utterance(
+                utt_id=f.utt_id,
+                speaker_id=f.speaker_id,
+                gender=gender,
+                path=f.path.resolve().relative_to(root).as_posix(),
+                duration_s=header[0],
+                text=f.text,
+                chapter_id=f.chapter_id,
+                original_sample_rate=header[1],
+            )
+        )
+    for spk, paths in sorted(unknown.items()):
+        problems.append(
+            Problem(
+                str(paths[0].parent.parent),
+                None,
+                f"speaker {spk!r} ({len(paths)} files) is not in the speaker file (no gender)",
+            )
+        )
+    seen: dict[str, Path] = {}
+    unique: list[Utterance] = []
+    for u in rows:
+        if u.utt_id in seen:
+            problems.append(
+                Problem(
+                    str(root / u.path),
+                    None,
+                    f"duplicate utt_id {u.utt_id!r} (also {seen[u.utt_id]})",
+                )
+            )
+            continue
+        seen[u.utt_id] = root / u.path
+        unique.append(u)
+    return Manifest(utterances=tuple(unique), root=str(root)), problems
+
+
+def import_librispeech(src: str | Path) -> tuple[Manifest, list[Problem]]:
+    """Every readable, gendered utterance of a LibriSpeech tree, plus the problems found."""
+    return _import_folder(Path(src), _scan_librispeech)
+
+
+def import_libritts(src: str | Path) -> tuple[Manifest, list[Problem]]:
+    """Every readable, gendered utterance of a LibriTTS tree, plus the problems found."""
+    return _import_folder(Path(src), _scan_libritts)
+
+
+def import_corpus(
+    layout: str,
+    src: str | Path,
+    *,
+    skip_invalid: bool = False,
+    duration_filter: DurationFilter | None = None,
+) -> LoadReport:
+    """Import ``src`` in the given layout, check it, and apply the duration filter.
+
+    ``layout``: ``librispeech``, ``libritts`` (``librispeech-tts`` is an alias), ``csv`` or
+    ``jsonl``. Problems (unreadable/empty audio, unknown speaker gender, bad rows, speakers left
+    with no utterance by the filter) raise one ``CorpusError`` listing them, or with
+    ``skip_invalid=True`` are skipped and returned in the report.
+    """
+    if layout not in LAYOUTS:
+        raise CorpusError(f"unknown layout {layout!r} (expected one of {', '.join(LAYOUTS)})")
+    if layout in ("csv", "jsonl"):
+        if Path(src).suffix.lower() not in (
+            (".csv",) if layout == "csv" else (".jsonl", ".ndjson")
+        ):
+            raise CorpusError(f"{src}: layout {layout} expects a .{layout} file")
+        report = load_manifest(src, skip_invalid=True)
+        manifest, problems = report.manifest, list(report.problems)
+    elif layout == "librispeech":
+        manifest, problems = import_librispeech(src)
+    else:
+        manifest, problems = import_libritts(src)
+    if duration_filter is not None:
+        filtered = duration_filter.apply(manifest, source=str(src))
+        manifest = filtered.manifest
+        problems += filtered.problems
+    if not skip_invalid:
+        raise_if_problems(problems)
+    return LoadReport(manifest, problems)

@@ -1,0 +1,78 @@
+"""Privacy metrics: ROCCH EER, Cllr / min Cllr, linkability, ZEBRA, SRD and bootstrap intervals.
+
+Pure NumPy / SciPy; inputs are score arrays, ranks or similarity matrices. Definitions, units,
+tie rules and edge cases: docs/metrics.md.
+"""
+
+from services.metrics.bootstrap import (
+    BootstrapInterval,
+    SRDBootstrap,
+    bootstrap_eer,
+    bootstrap_srd,
+)
+from services.metrics.calibration import (
+    PavCalibration,
+    compute_cllr,
+    compute_min_cllr,
+    pav,
+    pav_calibration,
+    pav_llrs,
+)
+from services.metrics.eer import (
+    DETCurve,
+    EERResult,
+    ROCConvexHull,
+    compute_eer,
+    compute_interpolated_eer,
+    compute_rocch,
+    det_curve,
+)
+from services.metrics.linkability import LinkabilityResult, compute_linkability
+from services.metrics.srd import (
+    BetaBinomialFit,
+    SRDResult,
+    SRDSummary,
+    beta_binomial_rank_pmf,
+    compute_srd,
+    fit_beta_binomial,
+    fit_beta_binomial_constrained,
+    matching_ranks,
+    srd_from_similarity,
+    srd_summary,
+)
+from services.metrics.zebra import ZebraResult, compute_zebra, zebra_category
+
+__all__ = [
+    "BetaBinomialFit",
+    "BootstrapInterval",
+    "DETCurve",
+    "EERResult",
+    "LinkabilityResult",
+    "PavCalibration",
+    "ROCConvexHull",
+    "SRDBootstrap",
+    "SRDResult",
+    "SRDSummary",
+    "ZebraResult",
+    "beta_binomial_rank_pmf",
+    "bootstrap_eer",
+    "bootstrap_srd",
+    "compute_cllr",
+    "compute_eer",
+    "compute_interpolated_eer",
+    "compute_linkability",
+    "compute_min_cllr",
+    "compute_rocch",
+    "compute_srd",
+    "compute_zebra",
+    "det_curve",
+    "fit_beta_binomial",
+    "fit_beta_binomial_constrained",
+    "matching_ranks",
+    "pav",
+    "pav_calibration",
+    "pav_llrs",
+    "srd_from_similarity",
+    "srd_summary",
+    "zebra_category",
+]

@@ -1,0 +1,181 @@
+"""The evaluation config: everything a result depends on, validated, with documented defaults.
+
+Loaded from YAML (``unmask evaluate CONFIG.yaml``) or built in code. Each field's description is
+the reference documentation (``docs/evaluation.md`` is generated from the same text).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from services.attacker.training import TrainingConfig
+from services.corpus.protocol import TargetSelection
+from services.errors import ConfigError
+
+Scenario = Literal["original", "ignorant", "lazy-informed", "semi-informed"]
+Backend = Literal["cosine", "plda"]
+
+
+class SyntheticCorpusSpec(BaseModel):
+    """The built-in synthetic corpus and the protocol built on it (tests, demo)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    n_speakers: int = Field(48, ge=6, description="Speakers generated (genders balanced).")
+    utts_per_speaker: int = Field(24, ge=4, description="Utterances per speaker.")
+    seed: int = Field(0, description="Generator seed.")
+    n_attacker_train_speakers: int = Field(24, ge=2, description="Speakers the attacker trains on.")
+    n_eval_speakers: int = Field(16, ge=2, description="Evaluation (enrollment/trial) speakers.")
+    n_target_speakers: int = Field(8, ge=2, description="Target voices for the anonymizer.")
+    enrollments_per_speaker: int = Field(8, ge=1, description="Enrollment utterances per speaker.")
+    trials_per_speaker: int = Field(8, ge=1, description="Trial utterances per speaker.")
+    min_duration_s: float = Field(2.0, gt=0, description="Shortest utterance (s).")
+    max_duration_s: float = Field(6.0, gt=0, description="Longest utterance (s).")
+
+
+class AnonymizerSpec(BaseModel):
+    """Which anonymizer to evaluate.
+
+    ``builtin``: a built-in by ``name`` with ``params``. ``archive``: pre-anonymized audio for the
+    protocol, an extracted and validated archive folder at ``archive``. ``container``: an OCI
+    image reference pinned by digest, run in the sandbox (docs/container-contract.md).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["builtin", "archive", "container"] = Field(
+        "builtin", description="builtin, archive (pre-anonymized audio) or container (OCI image)."
+    )
+    name: str = Field("pitch", description="Built-in name: pitch, vtln, mcadams.")
+    params: dict[str, Any] = Field(default_factory=dict, description="Built-in parameters.")
+    archive: Path | None = Field(None, description="kind=archive: the extracted archive folder.")
+    image: str | None = Field(
+        None, description="kind=container: image reference (name@sha256:...)."
+    )
+
+    @model_validator(mode="after")
+    def _kind_fields(self) -> AnonymizerSpec:
+        if self.kind == "archive" and self.archive is None:
+            raise ValueError("kind archive needs `archive` (the extracted archive folder)")
+        if self.kind == "container" and not self.image:
+            raise ValueError("kind container needs `image` (an image reference)")
+        return self
+
+
+class MetricsSpec(BaseModel):
+    """Which metrics to compute on the scores."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    bootstrap_resamples: int = Field(
+        200, ge=0, description="Speaker-level bootstrap resamples for 95 % intervals (0 = off)."
+    )
+    srd: bool = Field(True, description="Similarity rank disclosure on the speaker embeddings.")
+    linkability: bool = Field(True, description="Linkability D_sys.")
+    zebra: bool = Field(True, description="ZEBRA expected / worst-case disclosure.")
+    cllr: bool = Field(True, description="Cllr and min Cllr (bits).")
+
+
+class EvaluationConfig(BaseModel):
+    """An evaluation of one anonymizer on one protocol (PROTOCOLS.md sections 2-5)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field("evaluation", description="A label for the result.")
+    protocol: Path | None = Field(
+        None, description="Protocol JSON (from `unmask corpus protocol`); null = synthetic."
+    )
+    synthetic: SyntheticCorpusSpec = Field(
+        default_factory=SyntheticCorpusSpec, description="Used when `protocol` is null."
+    )
+    anonymizer: AnonymizerSpec = Field(default_factory=AnonymizerSpec)
+    tsa: TargetSelection | None = Field(
+        None,
+        description="Target selection for enrollment and trial sets (null = the protocol's); the "
+        "attacker's training data is always anonymized at utterance level with the same strategy.",
+    )
+    scenarios: list[Scenario] = Field(
+        default_factory=lambda: list[Scenario](["ignorant", "semi-informed"]),
+        description="Attack scenarios (PROTOCOLS.md section 3); `original` scores unprotected "
+        "speech as a reference.",
+        min_length=1,
+    )
+    training: TrainingConfig = Field(
+        default_factory=TrainingConfig, description="Attacker recognizer training."
+    )
+    seeds: list[int] = Field(
+        default_factory=lambda: [0], min_length=1, description="Training seeds (repetitions)."
+    )
+    backends: list[Backend] = Field(
+        default_factory=lambda: list[Backend](["cosine"]),
+        min_length=1,
+        description="Scoring back-ends.",
+    )
+    gender_handling: Literal["pooled", "per-gender"] = Field(
+        "pooled", description="pooled (seed 000) or per-gender (VPC 2024: no cross-gender trials)."
+    )
+    metrics: MetricsSpec = Field(default_factory=MetricsSpec)
+
+    @model_validator(mode="after")
+    def _unique_lists(self) -> EvaluationConfig:
+        for field in ("scenarios", "seeds", "backends"):
+            values = getattr(self, field)
+            if len(set(values)) != len(values):
+                raise ValueError(f"{field} has duplicate entries: {values}")
+        return self
+
+    def content_hash(self) -> str:
+        """sha256 of the canonical JSON config."""
+        blob = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def _first_error(exc: ValidationError) -> str:
+    err = exc.errors()[0]
+    loc = ".".join(str(p) for p in err["loc"]) or "(config)"
+    return f"{loc}: {err['msg']}"
+
+
+def parse_config(data: Any, source: str = "config") -> EvaluationConfig:
+    """Validate a config mapping; a ``ConfigError`` names the first bad field."""
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: expected a mapping at the top level")
+    try:
+        return EvaluationConfig.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(f"{source}: {_first_error(exc)}") from exc
+
+
+def load_config(path: str | Path) -> EvaluationConfig:
+    """Read and validate a YAML evaluation config."""
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"{p}: config file not found")
+    try:
+        data = yaml.safe_load(p.read_text())
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{p}: not valid YAML ({exc})") from exc
+    cfg = parse_config(data, str(p))
+    if cfg.protocol is not None and not cfg.protocol.is_absolute():
+        cfg = cfg.model_copy(update={"protocol": (p.parent / cfg.protocol).resolve()})
+    return cfg
+
+
+def demo_config() -> EvaluationConfig:
+    """The embedded demo: pitch anonymizer, synthetic corpus, small recognizer, 3 scenarios."""
+    return EvaluationConfig(
+        name="demo",
+        anonymizer=AnonymizerSpec(name="pitch"),
+        scenarios=["original", "ignorant", "semi-informed"],
+        training=TrainingConfig(preset="tiny", epochs=6, batch_size=32, adversarial_start_epoch=4),
+        seeds=[0],
+        backends=["cosine"],
+    )

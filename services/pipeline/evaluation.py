@@ -1,0 +1,780 @@
+"""The evaluation pipeline: (protocol, anonymizer, config) -> result JSON + plots.
+
+Stages (each a plain function keyed by a content hash of its inputs, see `stage_runner`):
+
+1. ``corpus``      the protocol and its manifest (synthetic corpus generated when none is given);
+2. ``anonymize``   the attacker-train, enrollment and trial sets through the anonymizer, each with
+                   targets drawn by the TSA (training data always at utterance level);
+3. ``train``       the attacker's recognizer per (training data, seed): original speech for the
+                   ignorant and lazy-informed attackers, anonymized speech for the semi-informed;
+4. ``embed``       embeddings of every (recognizer, set) pair a scenario needs;
+5. ``score``       per (scenario, back-end, seed): scores, EER (+ bootstrap interval), Cllr,
+                   min Cllr, linkability, ZEBRA, DET points, SRD on the embeddings;
+6. ``report``      results.json, summary over seeds, plots.
+
+The same stage functions are what the platform's Celery tasks run; here they run in-process.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import socket
+import subprocess
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from services.anonymizers.registry import build_anonymizer
+from services.anonymizers.service import anonymize_manifest, build_target_voices
+from services.anonymizers.target_selection import select_targets_with, targets_for_utterances
+from services.attacker.embeddings import extract_embeddings
+from services.attacker.training import TrainedAttacker, TrainingItem, train_attacker
+from services.audio import read_audio
+from services.corpus.loaders import read_manifest
+from services.corpus.manifest import Manifest
+from services.corpus.protocol import (
+    Protocol,
+    TargetSelection,
+    build_protocol,
+    load_protocol_and_manifest,
+    save_protocol,
+)
+from services.errors import ConfigError
+from services.metrics import (
+    bootstrap_eer,
+    bootstrap_srd,
+    compute_cllr,
+    compute_linkability,
+    compute_min_cllr,
+    compute_zebra,
+    det_curve,
+    srd_from_similarity,
+)
+from services.pipeline import plots
+from services.pipeline.config import EvaluationConfig
+from services.pipeline.stage_runner import StageOutcome, StageRunner
+from services.scoring import (
+    CosineBackend,
+    PLDABackend,
+    TrialSet,
+    eer_report,
+    score_trials,
+    train_plda,
+)
+
+RESULT_SCHEMA_VERSION = 1
+
+Phase = Literal["corpus", "anonymize", "train", "embed", "score", "report"]
+PHASES: tuple[Phase, ...] = ("corpus", "anonymize", "train", "embed", "score", "report")
+"""The pipeline's phases in order; the platform runs each as a Celery task on its queue."""
+
+ProgressReporter = Callable[[str, float, str], None]
+"""``(stage, fraction done in [0, 1], message)``; stages report as they go."""
+
+# Which recognizer and which enrollment data each scenario uses (PROTOCOLS.md section 3).
+# Trials are always anonymized, except in the unprotected "original" reference.
+_SCENARIO_PLAN: dict[str, tuple[str, str, str]] = {
+    # scenario: (recognizer trained on, enrollment data, trial data)
+    "original": ("original", "original", "original"),
+    "ignorant": ("original", "original", "anonymized"),
+    "lazy-informed": ("original", "anonymized", "anonymized"),
+    "semi-informed": ("anonymized", "anonymized", "anonymized"),
+}
+
+
+def _noop_progress(stage: str, fraction: float, message: str) -> None:
+    return None
+
+
+@dataclass
+class _Sets:
+    """Manifests of one data condition (original or anonymized) and their stage keys."""
+
+    train: Manifest
+    validation: Manifest
+    enrollment: Manifest
+    trial: Manifest
+    keys: dict[str, str] = field(default_factory=dict)
+
+    def get(self, name: str) -> Manifest:
+        return {
+            "train": self.train,
+            "validation": self.validation,
+            "enrollment": self.enrollment,
+            "trial": self.trial,
+        }[name]
+
+
+class _AudioCache:
+    """Waveforms read once per run (the same utterance feeds training, embedding and SRD)."""
+
+    def __init__(self) -> None:
+        self._cache: dict[Path, np.ndarray] = {}
+
+    def load(self, manifest: Manifest) -> list[np.ndarray]:
+        out = []
+        for u in manifest.utterances:
+            p = manifest.resolve(u)
+            if p not in self._cache:
+                self._cache[p] = read_audio(p)[0]
+            out.append(self._cache[p])
+        return out
+
+
+def _rel(folder: Path, path: Path) -> str:
+    return str(path.relative_to(folder))
+
+
+class EvaluationRun:
+    """One evaluation in a work folder; ``run()`` executes (or reuses) every stage."""
+
+    def __init__(
+        self,
+        config: EvaluationConfig,
+        out_dir: Path,
+        *,
+        cache_dir: Path | None = None,
+        progress: ProgressReporter | None = None,
+    ) -> None:
+        self.cfg = config
+        self.out_dir = Path(out_dir)
+        self.runner = StageRunner(self.out_dir / "stages")
+        self.cache_dir = cache_dir
+        self.progress = progress or _noop_progress
+        self.audio = _AudioCache()
+
+    # -- stage 1 -----------------------------------------------------------------------------
+    def corpus_stage(self) -> tuple[Protocol, Manifest, str]:
+        """The protocol, its (duration-filtered) manifest and the stage key."""
+        cfg = self.cfg
+        if cfg.protocol is not None:
+            protocol, manifest = load_protocol_and_manifest(cfg.protocol)
+            return protocol, manifest, protocol.content_hash or protocol.compute_hash()
+        spec = cfg.synthetic
+
+        def make(folder: Path) -> dict[str, Any]:
+            from services.corpus.synthetic import generate_synthetic_corpus
+
+            self.progress("corpus", 0.0, "generating the synthetic corpus")
+            manifest = generate_synthetic_corpus(
+                folder / "corpus",
+                n_speakers=spec.n_speakers,
+                utts_per_speaker=spec.utts_per_speaker,
+                seed=spec.seed,
+                min_duration_s=spec.min_duration_s,
+                max_duration_s=spec.max_duration_s,
+            )
+            protocol = build_protocol(
+                manifest,
+                name=f"synthetic-{spec.n_speakers}x{spec.utts_per_speaker}-s{spec.seed}",
+                manifest_path="corpus/manifest.jsonl",
+                n_attacker_train_speakers=spec.n_attacker_train_speakers,
+                n_eval_speakers=spec.n_eval_speakers,
+                n_target_speakers=spec.n_target_speakers,
+                trials_per_speaker=spec.trials_per_speaker,
+                enrollments_per_speaker=spec.enrollments_per_speaker,
+                seed=spec.seed,
+            )
+            save_protocol(protocol, folder / "protocol.json")
+            self.progress("corpus", 1.0, f"{len(manifest)} utterances")
+            return {"protocol": "protocol.json"}
+
+        outcome = self.runner.run("corpus", {"synthetic": spec.model_dump(mode="json")}, make)
+        protocol, manifest = load_protocol_and_manifest(outcome.folder / "protocol.json")
+        return protocol, manifest, protocol.content_hash or protocol.compute_hash()
+
+    # -- stage 2 -----------------------------------------------------------------------------
+    def original_sets(self, protocol: Protocol, manifest: Manifest, key: str) -> _Sets:
+        sets = _Sets(
+            train=manifest.subset(protocol.attacker_train),
+            validation=manifest.subset(protocol.attacker_validation),
+            enrollment=manifest.subset(protocol.enrollment),
+            trial=manifest.subset(protocol.trial),
+        )
+        sets.keys = {
+            name: f"original:{key}:{name}"
+            for name in ("train", "validation", "enrollment", "trial")
+        }
+        return sets
+
+    def anonymize_stage(
+        self, protocol: Protocol, manifest: Manifest, protocol_key: str, original: _Sets
+    ) -> _Sets:
+        """Anonymize the four sets; enrollment and trial get independently drawn targets."""
+        cfg = self.cfg
+        tsa: TargetSelection = cfg.tsa or protocol.target_selection
+        anonymizer = build_anonymizer(cfg.anonymizer.name, cfg.anonymizer.params)
+        target_manifest = manifest.subset(
+            u.utt_id for u in manifest.utterances if u.speaker_id in set(protocol.target_pool)
+        )
+        voices: dict[str, Any] | None = None
+        out: dict[str, Manifest] = {}
+        keys: dict[str, str] = {}
+        names = ("train", "validation", "enrollment", "trial")
+        for i, name in enumerate(names):
+            subset = original.get(name)
+            # Attacker training data is always anonymized at utterance level (PROTOCOLS.md s. 2).
+            granularity = "utterance" if name in ("train", "validation") else tsa.granularity
+            inputs = {
+                "protocol": protocol_key,
+                "set": name,
+                "manifest": subset.content_hash(),
+                "anonymizer": anonymizer.config(),
+                "tsa": tsa.model_dump(mode="json"),
+                "granularity": granularity,
+            }
+
+            def make(
+                folder: Path,
+                subset: Manifest = subset,
+                name: str = name,
+                g: str = granularity,
+                i: int = i,
+            ) -> dict[str, Any]:
+                nonlocal voices
+                if voices is None:
+                    voices = build_target_voices(target_manifest)
+                mapping = select_targets_with(tsa, subset, voices, salt=name, granularity=g)  # type: ignore[arg-type]
+                targets = targets_for_utterances(mapping, voices)
+
+                def report(done: int, total: int) -> None:
+                    self.progress(
+                        "anonymize",
+                        (i + done / max(total, 1)) / len(names),
+                        f"{name} {done}/{total}",
+                    )
+
+                anonymize_manifest(
+                    subset, anonymizer, targets, folder / "audio", seed=tsa.seed, progress=report
+                )
+                return {"manifest": "audio/manifest.jsonl"}
+
+            outcome = self.runner.run("anonymize", inputs, make)
+            out[name] = read_manifest(
+                outcome.folder / outcome.outputs["manifest"], check_audio=False
+            )
+            keys[name] = f"anonymize:{outcome.key}"
+        return _Sets(out["train"], out["validation"], out["enrollment"], out["trial"], keys)
+
+    # -- stage 3 -----------------------------------------------------------------------------
+    def train_stage(
+        self, data: _Sets, condition: str, seed: int
+    ) -> tuple[TrainedAttacker, StageOutcome]:
+        """Train the recognizer on ``data`` (original or anonymized speech) with ``seed``."""
+        training = self.cfg.training.model_copy(update={"seed": seed})
+        if condition == "original" and training.target_classifier != "off":
+            # Original speech has no targets: there is nothing for a target head to learn.
+            training = training.model_copy(update={"target_classifier": "off"})
+        inputs = {
+            "condition": condition,
+            "train": data.keys["train"],
+            "validation": data.keys["validation"],
+            "training": training.model_dump(mode="json", exclude={"device", "dataloader_workers"}),
+        }
+        holder: dict[str, TrainedAttacker] = {}
+
+        def make(folder: Path) -> dict[str, Any]:
+            def items(m: Manifest) -> list[TrainingItem]:
+                waves = self.audio.load(m)
+                return [
+                    TrainingItem(w, u.speaker_id, u.target_id)
+                    for w, u in zip(waves, m.utterances, strict=True)
+                ]
+
+            train_items, val_items = items(data.train), items(data.validation)
+            label = f"{condition} seed {seed}"
+
+            def report(
+                epoch: int, step: int, steps: int, eta: float, metrics: dict[str, float]
+            ) -> None:
+                frac = ((epoch - 1) + step / max(steps, 1)) / training.epochs
+                msg = f"{label}: epoch {epoch}/{training.epochs} step {step}/{steps} ETA {eta:.0f}s"
+                self.progress("train", min(frac, 1.0), msg)
+
+            result = train_attacker(
+                train_items, val_items, training, folder / "model", progress=report
+            )
+            holder["result"] = result
+            (folder / "trained.json").write_text(result.model_dump_json(indent=2))
+            return {"trained": "trained.json"}
+
+        outcome = self.runner.run("train", inputs, make, resumable=True)
+        trained = TrainedAttacker.model_validate_json((outcome.folder / "trained.json").read_text())
+        # Paths recorded while training point into the temporary folder that became ``folder``.
+        trained = trained.model_copy(
+            update={
+                "output_dir": outcome.folder / "model",
+                "best_checkpoint": outcome.folder / "model" / trained.best_checkpoint.name,
+                "last_checkpoint": outcome.folder / "model" / trained.last_checkpoint.name,
+            }
+        )
+        return trained, outcome
+
+    # -- stage 4 -----------------------------------------------------------------------------
+    def embed_stage(
+        self, model_key: str, checkpoint: Path, data: Manifest, data_key: str
+    ) -> np.ndarray:
+        """Embeddings (n, dim) of ``data`` by the recognizer at ``checkpoint`` (manifest order)."""
+        inputs = {"model": model_key, "data": data_key, "manifest": data.content_hash()}
+
+        def make(folder: Path) -> dict[str, Any]:
+            self.progress("embed", 0.0, f"{len(data)} utterances")
+            waves = self.audio.load(data)
+            emb = extract_embeddings(
+                checkpoint, waves, cache=self.cache_dir, device=self.cfg.training.device
+            )
+            np.save(folder / "embeddings.npy", emb)
+            (folder / "utt_ids.json").write_text(json.dumps([u.utt_id for u in data.utterances]))
+            self.progress("embed", 1.0, f"{len(data)} utterances")
+            return {"embeddings": "embeddings.npy", "utt_ids": "utt_ids.json"}
+
+        outcome = self.runner.run("embed", inputs, make)
+        return np.load(outcome.folder / "embeddings.npy")
+
+    # -- stage 5 -----------------------------------------------------------------------------
+    def score_stage(
+        self,
+        scenario: str,
+        backend_name: str,
+        seed: int,
+        enrollment: tuple[Manifest, np.ndarray, str],
+        trial: tuple[Manifest, np.ndarray, str],
+        plda_train: tuple[Manifest, np.ndarray, str] | None,
+    ) -> dict[str, Any]:
+        """Scores and every metric of one (scenario, back-end, seed) row."""
+        cfg = self.cfg
+        gender_mode = "per_gender" if cfg.gender_handling == "per-gender" else "pooled"
+        inputs = {
+            "scenario": scenario,
+            "backend": backend_name,
+            "seed": seed,
+            "enrollment": enrollment[2],
+            "trial": trial[2],
+            "plda_train": plda_train[2] if plda_train else None,
+            "gender_mode": gender_mode,
+            "metrics": cfg.metrics.model_dump(mode="json"),
+        }
+
+        def make(folder: Path) -> dict[str, Any]:
+            e_man, e_emb, _ = enrollment
+            t_man, t_emb, _ = trial
+            trial_set = TrialSet.from_arrays(
+                t_emb,
+                np.array([u.speaker_id for u in t_man.utterances]),
+                np.array([u.gender for u in t_man.utterances]),
+                e_emb,
+                np.array([u.speaker_id for u in e_man.utterances]),
+                np.array([u.gender for u in e_man.utterances]),
+            )
+            backend: Any
+            if backend_name == "cosine":
+                backend = CosineBackend()
+            else:
+                assert plda_train is not None
+                p_man, p_emb, _ = plda_train
+                backend = PLDABackend(
+                    train_plda(p_emb, np.array([u.speaker_id for u in p_man.utterances]))
+                )
+            scored = score_trials(backend, trial_set, gender_mode=gender_mode)  # type: ignore[arg-type]
+            row = _metrics_row(scored, cfg.metrics, seed)
+            # SRD on the embeddings: inputs = trial utterances, references = enrollment speakers.
+            if cfg.metrics.srd:
+                row["srd"] = _srd_of(scored, cfg.metrics.bootstrap_resamples, seed)
+            matrices = {k: m.scores for k, m in scored.partitions.items()}
+            np.savez_compressed(folder / "scores.npz", allow_pickle=False, **matrices)
+            np.savez_compressed(
+                folder / "score_sample.npz", allow_pickle=False, **_score_sample(scored, seed)
+            )
+            (folder / "row.json").write_text(json.dumps(row, indent=2))
+            return {"row": "row.json", "scores": "scores.npz", "score_sample": "score_sample.npz"}
+
+        outcome = self.runner.run("score", inputs, make)
+        row: dict[str, Any] = json.loads((outcome.folder / "row.json").read_text())
+        row.update(
+            {"scenario": scenario, "backend": backend_name, "seed": seed, "stage_key": outcome.key}
+        )
+        return row
+
+    # -- the whole run ---------------------------------------------------------------------------
+    def run(self, stop_after: Phase | None = None) -> dict[str, Any] | None:
+        """Run every stage, or every stage up to and including the phase ``stop_after``.
+
+        Finished stages are reused, so calling ``run(stop_after=p)`` for each phase in turn (what
+        the platform's workers do, each on its own queue) computes every stage exactly once.
+        Returns the result document after the ``report`` phase, else ``None``.
+        """
+        if stop_after is not None and stop_after not in PHASES:
+            raise ConfigError(f"stop_after: unknown phase {stop_after!r}; one of {PHASES}")
+        last = PHASES.index(stop_after) if stop_after is not None else len(PHASES) - 1
+        t0 = time.perf_counter()
+        cfg = self.cfg
+        protocol, manifest, protocol_key = self.corpus_stage()
+        if last == PHASES.index("corpus"):
+            return None
+        original = self.original_sets(protocol, manifest, protocol_key)
+        needs_anon = any(s != "original" for s in cfg.scenarios)
+        anonymized = (
+            self.anonymize_stage(protocol, manifest, protocol_key, original) if needs_anon else None
+        )
+        if last == PHASES.index("anonymize"):
+            return None
+
+        conditions = {"original": original, "anonymized": anonymized}
+        models: dict[tuple[str, int], tuple[TrainedAttacker, StageOutcome]] = {}
+        needed = sorted({(_SCENARIO_PLAN[s][0], seed) for s in cfg.scenarios for seed in cfg.seeds})
+        for condition, seed in needed:
+            data = conditions[condition]
+            assert data is not None
+            models[(condition, seed)] = self.train_stage(data, condition, seed)
+        if last == PHASES.index("train"):
+            return None
+
+        # Every (recognizer, data condition, set) the scenarios and back-ends need, embedded once.
+        plan: list[tuple[str, str, int, str, str, str | None]] = []
+        wanted: list[tuple[str, int, str, str]] = []
+        for scenario in cfg.scenarios:
+            model_cond, enr_cond, trial_cond = _SCENARIO_PLAN[scenario]
+            for seed in cfg.seeds:
+                for backend in cfg.backends:
+                    plda_cond = model_cond if backend == "plda" else None
+                    plan.append((scenario, backend, seed, enr_cond, trial_cond, plda_cond))
+                    wanted += [
+                        (model_cond, seed, enr_cond, "enrollment"),
+                        (model_cond, seed, trial_cond, "trial"),
+                    ]
+                    if plda_cond is not None:
+                        wanted.append((model_cond, seed, plda_cond, "train"))
+        embeddings: dict[tuple[str, int, str, str], tuple[Manifest, np.ndarray, str]] = {}
+        for k in dict.fromkeys(wanted):
+            condition, seed, data_condition, set_name = k
+            trained, outcome = models[(condition, seed)]
+            data = conditions[data_condition]
+            assert data is not None
+            m = data.get(set_name)
+            emb = self.embed_stage(
+                f"train:{outcome.key}", trained.best_checkpoint, m, data.keys[set_name]
+            )
+            embeddings[k] = (m, emb, f"embed:{outcome.key}:{data.keys[set_name]}")
+        if last == PHASES.index("embed"):
+            return None
+
+        rows = []
+        for row_scenario, row_backend, seed, enr_cond, trial_cond, plda_cond in plan:
+            model_cond = _SCENARIO_PLAN[row_scenario][0]
+            enr = embeddings[(model_cond, seed, enr_cond, "enrollment")]
+            tri = embeddings[(model_cond, seed, trial_cond, "trial")]
+            plda = embeddings[(model_cond, seed, plda_cond, "train")] if plda_cond else None
+            self.progress("score", 0.0, f"{row_scenario} {row_backend} seed {seed}")
+            rows.append(self.score_stage(row_scenario, row_backend, seed, enr, tri, plda))
+        self.progress("score", 1.0, f"{len(rows)} rows")
+        if last == PHASES.index("score"):
+            return None
+        return self._report(protocol, protocol_key, rows, models, time.perf_counter() - t0)
+
+    # -- stage 6 -----------------------------------------------------------------------------
+    def _report(
+        self,
+        protocol: Protocol,
+        protocol_key: str,
+        rows: list[dict[str, Any]],
+        models: Mapping[tuple[str, int], tuple[TrainedAttacker, StageOutcome]],
+        seconds: float,
+    ) -> dict[str, Any]:
+        cfg = self.cfg
+        plot_dir = self.out_dir / "plots"
+        plot_files: dict[str, list[str]] = {}
+        training = {}
+        for (condition, seed), (trained, outcome) in sorted(models.items()):
+            name = f"{condition}-seed{seed}"
+            history = [r.model_dump(mode="json") for r in trained.history]
+            training[name] = {
+                "condition": condition,
+                "seed": seed,
+                "best_epoch": trained.best_epoch,
+                "history": history,
+                "stage_key": outcome.key,
+            }
+            plot_files[f"training-{name}"] = plots.plot_training_history(
+                [r["epoch"] for r in history],
+                {
+                    "VER_S": [r["ver_source"] for r in history],
+                    "VER_T": [r["ver_target"] for r in history],
+                },
+                plot_dir / f"training-{name}",
+                f"Validation error rates ({name})",
+            )
+        for scenario in cfg.scenarios:
+            for backend in cfg.backends:
+                sel = [r for r in rows if r["scenario"] == scenario and r["backend"] == backend]
+                curves = {
+                    f"seed {r['seed']}": (np.array(r["det"]["pfa"]), np.array(r["det"]["pmiss"]))
+                    for r in sel
+                }
+                plot_files[f"det-{scenario}-{backend}"] = plots.plot_det_curves(
+                    curves, plot_dir / f"det-{scenario}-{backend}", f"DET: {scenario}, {backend}"
+                )
+                first = sel[0]
+                if "srd" in first:
+                    srd = first["srd"]
+                    plot_files[f"ranks-{scenario}-{backend}"] = plots.plot_rank_histogram(
+                        np.array(srd["empirical"]["pmf"]),
+                        plot_dir / f"ranks-{scenario}-{backend}",
+                        f"Rank histogram: {scenario}, {backend}, seed {first['seed']}",
+                        fitted=np.array(srd["constrained_fit"]["pmf"])
+                        if srd.get("constrained_fit")
+                        else None,
+                    )
+                sample = np.load(
+                    self.runner.folder("score", first["stage_key"]) / "score_sample.npz"
+                )
+                tar, non = sample["target"], sample["nontarget"]
+                plot_files[f"scores-{scenario}-{backend}"] = plots.plot_score_histograms(
+                    tar,
+                    non,
+                    plot_dir / f"scores-{scenario}-{backend}",
+                    f"Scores: {scenario}, {backend}",
+                )
+        result = {
+            "schema_version": RESULT_SCHEMA_VERSION,
+            "name": cfg.name,
+            "created_at": datetime.now(UTC).isoformat(),
+            "protocol": {"name": protocol.name, "hash": protocol_key},
+            "anonymizer": cfg.anonymizer.model_dump(mode="json"),
+            "rows": [{k: v for k, v in r.items() if k not in ("det", "stage_key")} for r in rows],
+            "summary": summarize_rows(rows),
+            "training": training,
+            "plots": {k: [f"plots/{n}" for n in v] for k, v in plot_files.items()},
+            "stages": [
+                {"stage": o.stage, "key": o.key, "reused": o.reused, "seconds": round(o.seconds, 3)}
+                for o in self.runner.log
+            ],
+            "provenance": provenance(cfg, protocol_key, seconds),
+        }
+        (self.out_dir / "results.json").write_text(
+            json.dumps(result, indent=2, default=_json_default)
+        )
+        return result
+
+
+def _json_default(obj: Any) -> Any:
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    if isinstance(obj, Path):
+        return str(obj)
+    raise TypeError(f"not JSON-serializable: {type(obj).__name__}")
+
+
+def _target_nontarget(scored: Any) -> tuple[np.ndarray, np.ndarray]:
+    parts = [m.target_nontarget() for m in scored.partitions.values()]
+    tar = np.concatenate([p.target for p in parts]).astype(np.float64)
+    non = np.concatenate([p.nontarget for p in parts]).astype(np.float64)
+    return tar, non
+
+
+def _score_sample(scored: Any, seed: int) -> dict[str, np.ndarray]:
+    """A bounded random sample of target / non-target scores for the histogram plot."""
+    tar, non = _target_nontarget(scored)
+    rng = np.random.default_rng(seed)
+    return {"target": rng.permutation(tar)[:5000], "nontarget": rng.permutation(non)[:20000]}
+
+
+def _metrics_row(scored: Any, spec: Any, seed: int) -> dict[str, Any]:
+    """EER (+ per gender, + bootstrap interval), Cllr, min Cllr, linkability, ZEBRA, DET points."""
+    report = eer_report(scored)
+    parts = list(scored.partitions.values())
+    tar, non = _target_nontarget(scored)
+    row: dict[str, Any] = {
+        "eer_percent": report.eer_percent,
+        "eer_threshold": report.pooled.threshold if report.pooled is not None else None,
+        "eer_per_gender_percent": {g: r.eer_percent for g, r in report.per_gender.items()},
+        "n_target": int(tar.size),
+        "n_nontarget": int(non.size),
+    }
+    if spec.bootstrap_resamples > 0:
+        scores = np.concatenate([m.scores.ravel() for m in parts])
+        is_target = np.concatenate([m.target_mask().ravel() for m in parts])
+        speakers = np.concatenate(
+            [np.broadcast_to(m.row_speaker_ids[:, None], m.scores.shape).ravel() for m in parts]
+        )
+        ci = bootstrap_eer(
+            scores, is_target, speakers, n_resamples=spec.bootstrap_resamples, seed=seed
+        )
+        row["eer_ci95_percent"] = [ci.low, ci.high]
+    if spec.cllr:
+        row["cllr_bits"] = compute_cllr(tar, non)
+        row["min_cllr_bits"] = compute_min_cllr(tar, non)
+    if spec.linkability:
+        try:
+            row["linkability"] = compute_linkability(tar, non).d_sys
+        except ValueError:
+            row["linkability"] = None  # too few mated scores for the VPC binning rule
+    if spec.zebra:
+        z = compute_zebra(tar, non)
+        row["zebra"] = {
+            "expected_disclosure_bits": z.expected_disclosure_bits,
+            "worst_case_log10_lr": z.worst_case_log10_lr,
+            "category": z.category,
+        }
+    det = det_curve(tar, non, n_points=200)
+    row["det"] = {"pfa": det.pfa.tolist(), "pmiss": det.pmiss.tolist()}
+    return row
+
+
+def _summary_of(summary: Any) -> dict[str, Any]:
+    return {
+        "max_disclosure_bits": summary.max_disclosure_bits,
+        "mean_disclosure_bits": summary.mean_disclosure_bits,
+        "identification_rate_percent": summary.identification_rate_percent,
+        "rank_spread_percent": summary.rank_spread_percent,
+        "pmf": summary.pmf.tolist(),
+    }
+
+
+def _srd_of(scored: Any, resamples: int, seed: int) -> dict[str, Any]:
+    """SRD of the score matrix: for each trial, the rank of its own speaker among the models."""
+    parts = list(scored.partitions.values())
+    if len(parts) != 1:
+        # Per-gender mode: references differ per gender, so N differs; use the larger partition.
+        parts = [max(parts, key=lambda m: m.scores.shape[1])]
+    m = parts[0]
+    col_index = {s: i for i, s in enumerate(m.col_speaker_ids.tolist())}
+    ref = np.array([col_index[s] for s in m.row_speaker_ids.tolist()])
+    res = srd_from_similarity(m.scores, ref)
+    out: dict[str, Any] = {
+        "n_references": res.n_references,
+        "n_observations": res.n_observations,
+        "empirical": _summary_of(res.empirical),
+        "constrained_fit": (
+            {
+                "alpha": res.constrained_fit.alpha,
+                "beta": res.constrained_fit.beta,
+                **_summary_of(res.constrained_fit.summary),
+            }
+            if res.constrained_fit is not None
+            else None
+        ),
+        "unconstrained_fit": (
+            {
+                "alpha": res.unconstrained_fit.alpha,
+                "beta": res.unconstrained_fit.beta,
+                **_summary_of(res.unconstrained_fit.summary),
+            }
+            if res.unconstrained_fit is not None
+            else None
+        ),
+    }
+    if resamples > 0:
+        from services.metrics import matching_ranks
+
+        ranks = matching_ranks(m.scores, ref)
+        b = bootstrap_srd(
+            ranks, m.row_speaker_ids, res.n_references, n_resamples=resamples, seed=seed
+        )
+        out["mean_disclosure_ci95_bits"] = [b.mean_disclosure_bits.low, b.mean_disclosure_bits.high]
+        out["identification_rate_ci95_percent"] = [
+            b.identification_rate_percent.low,
+            b.identification_rate_percent.high,
+        ]
+    return out
+
+
+_SUMMARY_METRICS: dict[str, Callable[[Mapping[str, Any]], float | None]] = {
+    "eer_percent": lambda r: r.get("eer_percent"),
+    "cllr_bits": lambda r: r.get("cllr_bits"),
+    "min_cllr_bits": lambda r: r.get("min_cllr_bits"),
+    "linkability": lambda r: r.get("linkability"),
+    "srd_mean_disclosure_bits": lambda r: (
+        r["srd"]["empirical"]["mean_disclosure_bits"] if "srd" in r else None
+    ),
+    "srd_identification_rate_percent": lambda r: (
+        r["srd"]["empirical"]["identification_rate_percent"] if "srd" in r else None
+    ),
+}
+
+
+def summarize_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Mean and (sample) standard deviation over seeds per (scenario, back-end)."""
+    groups: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+    for r in rows:
+        groups.setdefault((r["scenario"], r["backend"]), []).append(r)
+    out = []
+    for (scenario, backend), sel in groups.items():
+        entry: dict[str, Any] = {"scenario": scenario, "backend": backend, "n_seeds": len(sel)}
+        for name, get in _SUMMARY_METRICS.items():
+            values = np.array([v for v in (get(r) for r in sel) if v is not None], dtype=float)
+            if values.size == 0:
+                entry[name] = None
+                continue
+            std = float(values.std(ddof=1)) if values.size > 1 else 0.0
+            entry[name] = {"mean": float(values.mean()), "std": std}
+        out.append(entry)
+    return out
+
+
+def _git_revision() -> str | None:
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            cwd=Path(__file__).resolve().parent,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+def provenance(cfg: EvaluationConfig, protocol_key: str, seconds: float) -> dict[str, Any]:
+    """What a result was computed with: config, protocol, code and package versions, device."""
+    import torch
+
+    packages: dict[str, str | None] = {}
+    for name in ("unmask", "torch", "torchaudio", "speechbrain", "numpy", "scipy", "librosa"):
+        try:
+            packages[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            packages[name] = None
+    device = cfg.training.device
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    return {
+        "config": cfg.model_dump(mode="json"),
+        "config_hash": cfg.content_hash(),
+        "protocol_hash": protocol_key,
+        "seeds": cfg.seeds,
+        "code_version": _git_revision(),
+        "packages": packages,
+        "python": platform.python_version(),
+        "device": device,
+        "cuda_device": torch.cuda.get_device_name(0)
+        if device == "cuda" and torch.cuda.is_available()
+        else None,
+        "host": socket.gethostname(),
+        "wall_seconds": round(seconds, 3),
+    }
+
+
+def run_evaluation(
+    config: EvaluationConfig,
+    out_dir: str | Path,
+    *,
+    cache_dir: Path | None = None,
+    progress: ProgressReporter | None = None,
+) -> dict[str, Any]:
+    """Run (or resume) an evaluation into ``out_dir``; returns the result document."""
+    if config.protocol is not None and not Path(config.protocol).is_file():
+        raise ConfigError(f"protocol: file not found: {config.protocol}")
+    run = EvaluationRun(config, Path(out_dir), cache_dir=cache_dir, progress=progress)
+    result = run.run()
+    assert result is not None
+    return result

@@ -1,0 +1,277 @@
+"""Score a :class:`TrialSet` with a back-end; split scores into target / non-target; EER.
+
+``score_trials`` returns one :class:`ScoreMatrix` per partition: ``"all"`` in ``pooled`` gender
+mode, one per gender (``"f"``, ``"m"``) in ``per_gender`` mode, where cross-gender pairs are never
+formed. ``eer_report`` gives the EER per partition, per gender and pooled.
+``streaming_eer_report`` gives the same EERs without materializing the score matrix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+import numpy as np
+
+from services.metrics.eer import EERResult, compute_eer
+from services.scoring.pairs import (
+    DEFAULT_MEMORY_BUDGET_BYTES,
+    PairScoreTerms,
+    group_means,
+    iter_score_blocks,
+    score_all_pairs,
+    speaker_pair_mean_scores,
+    speaker_pair_mean_scores_explicit,
+)
+from services.scoring.streaming import StreamingEER
+from services.scoring.trials import (
+    Aggregation,
+    EnrollmentMode,
+    GenderMode,
+    TrialSet,
+    check_choice,
+)
+
+SpeakerPairMethod = Literal["moments", "explicit"]
+
+
+class ScoringBackend(Protocol):
+    """What a back-end provides to :func:`score_trials`."""
+
+    name: str
+
+    def prepare(self, embeddings: np.ndarray) -> np.ndarray:
+        """Raw embeddings (n, d) -> per-utterance vectors in the back-end's space (float64)."""
+        ...
+
+    def speaker_model(self, mean_vectors: np.ndarray) -> np.ndarray:
+        """Per-speaker means of prepared vectors -> speaker model vectors."""
+        ...
+
+    def score_terms(self, trial_vectors: np.ndarray, model_vectors: np.ndarray) -> PairScoreTerms:
+        """Operands of the quadratic-form score of every (trial, model) pair."""
+        ...
+
+
+@dataclass(frozen=True)
+class TargetNontargetScores:
+    """Scores of target trials (same speaker) and non-target trials, 1-D each."""
+
+    target: np.ndarray
+    nontarget: np.ndarray
+
+
+@dataclass(frozen=True)
+class ScoreMatrix:
+    """Scores (n_rows, n_cols): rows = trial utterances (or trial speakers when aggregated),
+    cols = enrollment models (speakers or utterances). Target = same speaker id."""
+
+    scores: np.ndarray
+    row_speaker_ids: np.ndarray
+    row_genders: np.ndarray
+    col_speaker_ids: np.ndarray
+    col_genders: np.ndarray
+
+    def target_mask(self) -> np.ndarray:
+        return np.asarray(self.row_speaker_ids[:, None] == self.col_speaker_ids[None, :])
+
+    def target_nontarget(self) -> TargetNontargetScores:
+        mask = self.target_mask()
+        return TargetNontargetScores(self.scores[mask], self.scores[~mask])
+
+    def rows_of_gender(self, gender: str) -> ScoreMatrix:
+        rows = self.row_genders == gender
+        return ScoreMatrix(
+            self.scores[rows],
+            self.row_speaker_ids[rows],
+            self.row_genders[rows],
+            self.col_speaker_ids,
+            self.col_genders,
+        )
+
+
+@dataclass(frozen=True)
+class ScoredTrials:
+    """Score matrices per partition (``"all"`` when pooled, else ``"f"`` / ``"m"``)."""
+
+    gender_mode: GenderMode
+    partitions: dict[str, ScoreMatrix]
+
+
+@dataclass(frozen=True)
+class EERReport:
+    """EERs of one scoring run (percent, with thresholds).
+
+    ``pooled`` mode: ``pooled`` over all trials; ``per_gender`` breaks it down by the trial
+    utterance's gender (all models). ``per_gender`` mode: same-gender trials only, ``pooled`` is
+    ``None`` and the headline is the mean of the per-gender EERs (VPC 2024).
+    """
+
+    gender_mode: GenderMode
+    pooled: EERResult | None
+    per_gender: dict[str, EERResult] = field(default_factory=dict)
+
+    @property
+    def mean_per_gender_percent(self) -> float:
+        return float(np.mean([r.eer_percent for r in self.per_gender.values()]))
+
+    @property
+    def eer_percent(self) -> float:
+        """Headline EER (%): pooled EER, or the per-gender mean in ``per_gender`` mode."""
+        if self.gender_mode == "pooled" and self.pooled is not None:
+            return self.pooled.eer_percent
+        return self.mean_per_gender_percent
+
+
+def _partitions(trial_set: TrialSet, gender_mode: GenderMode) -> dict[str, TrialSet]:
+    check_choice(gender_mode, GenderMode, "gender_mode")
+    if gender_mode == "pooled":
+        return {"all": trial_set}
+    return {g: trial_set.by_gender(g) for g in trial_set.genders_present()}
+
+
+def _models(
+    backend: ScoringBackend, trial_set: TrialSet, enrollment: EnrollmentMode
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+    """(model vectors, model speaker ids, model genders, model -> speaker index, n_speakers)."""
+    check_choice(enrollment, EnrollmentMode, "enrollment")
+    enr = trial_set.enrollment
+    spk, gen, inv = enr.speakers()
+    vectors = backend.prepare(enr.embeddings)
+    if enrollment == "speaker_mean":
+        models = backend.speaker_model(group_means(vectors, inv, spk.size))
+        return models, spk, gen, np.arange(spk.size), spk.size
+    return vectors, enr.speaker_ids, enr.genders, inv, spk.size
+
+
+def score_trials(
+    backend: ScoringBackend,
+    trial_set: TrialSet,
+    enrollment: EnrollmentMode = "speaker_mean",
+    gender_mode: GenderMode = "pooled",
+    aggregation: Aggregation = "none",
+    speaker_pair_method: SpeakerPairMethod = "moments",
+    memory_budget_bytes: int = DEFAULT_MEMORY_BUDGET_BYTES,
+    dtype: np.dtype | type = np.float32,
+) -> ScoredTrials:
+    """Score every trial against every enrollment model of its partition.
+
+    ``aggregation="speaker_pair_mean"`` averages the scores over all utterance pairs of each
+    (trial speaker, enrollment speaker); ``speaker_pair_method="moments"`` computes that exactly
+    from per-speaker moments (the shortcut), ``"explicit"`` by scoring every pair in blocks.
+    ``memory_budget_bytes`` bounds one score block; ``dtype`` is that of the pair products.
+    """
+    check_choice(aggregation, Aggregation, "aggregation")
+    check_choice(speaker_pair_method, SpeakerPairMethod, "speaker_pair_method")
+    out: dict[str, ScoreMatrix] = {}
+    for key, part in _partitions(trial_set, gender_mode).items():
+        models, m_spk, m_gen, m_group, n_enr_spk = _models(backend, part, enrollment)
+        terms = backend.score_terms(backend.prepare(part.trials.embeddings), models)
+        if aggregation == "none":
+            out[key] = ScoreMatrix(
+                score_all_pairs(terms, memory_budget_bytes, dtype),
+                part.trials.speaker_ids,
+                part.trials.genders,
+                m_spk,
+                m_gen,
+            )
+            continue
+        t_spk, t_gen, t_inv = part.trials.speakers()
+        e_spk, e_gen, _ = part.enrollment.speakers()
+        if speaker_pair_method == "moments":
+            scores = speaker_pair_mean_scores(terms, t_inv, t_spk.size, m_group, n_enr_spk)
+        else:
+            scores = speaker_pair_mean_scores_explicit(
+                terms, t_inv, t_spk.size, m_group, n_enr_spk, memory_budget_bytes, dtype
+            )
+        out[key] = ScoreMatrix(scores, t_spk, t_gen, e_spk, e_gen)
+    return ScoredTrials(gender_mode, out)
+
+
+def eer_report(scored: ScoredTrials) -> EERReport:
+    """EER per gender and pooled (see :class:`EERReport`) with ``compute_eer``."""
+
+    def eer(m: ScoreMatrix) -> EERResult:
+        split = m.target_nontarget()
+        return compute_eer(split.target, split.nontarget)
+
+    if scored.gender_mode == "per_gender":
+        return EERReport("per_gender", None, {g: eer(m) for g, m in scored.partitions.items()})
+    matrix = scored.partitions["all"]
+    genders = [g for g in ("f", "m") if (matrix.row_genders == g).any()]
+    per_gender = {}
+    for g in genders:
+        sub = matrix.rows_of_gender(g)
+        if sub.target_mask().any() and not sub.target_mask().all():
+            per_gender[g] = eer(sub)
+    return EERReport("pooled", eer(matrix), per_gender)
+
+
+@dataclass(frozen=True)
+class ScoreBlock:
+    """A block of trial rows x all models of one partition."""
+
+    partition: str
+    scores: np.ndarray
+    row_speaker_ids: np.ndarray
+    row_genders: np.ndarray
+    col_speaker_ids: np.ndarray
+
+    def target_nontarget(self) -> TargetNontargetScores:
+        mask = self.row_speaker_ids[:, None] == self.col_speaker_ids[None, :]
+        return TargetNontargetScores(self.scores[mask], self.scores[~mask])
+
+
+def iter_score_blocks_for_trials(
+    backend: ScoringBackend,
+    trial_set: TrialSet,
+    enrollment: EnrollmentMode = "speaker_mean",
+    gender_mode: GenderMode = "pooled",
+    memory_budget_bytes: int = DEFAULT_MEMORY_BUDGET_BYTES,
+    dtype: np.dtype | type = np.float32,
+) -> Iterator[ScoreBlock]:
+    """Yield utterance-level score blocks; peak memory ~ ``memory_budget_bytes`` per block.
+
+    Trial rows are grouped by gender first, so each block is cut at gender boundaries.
+    """
+    for key, part in _partitions(trial_set, gender_mode).items():
+        models, m_spk, _, _, _ = _models(backend, part, enrollment)
+        order = np.argsort(part.trials.genders, kind="stable")
+        trials = part.trials.select(order)
+        terms = backend.score_terms(backend.prepare(trials.embeddings), models)
+        for g in np.unique(trials.genders):
+            rows = np.flatnonzero(trials.genders == g)
+            sub = terms.select(rows=rows)
+            for block_rows, block in iter_score_blocks(sub, memory_budget_bytes, dtype):
+                idx = rows[block_rows]
+                yield ScoreBlock(key, block, trials.speaker_ids[idx], trials.genders[idx], m_spk)
+
+
+def streaming_eer_report(
+    backend: ScoringBackend,
+    trial_set: TrialSet,
+    enrollment: EnrollmentMode = "speaker_mean",
+    gender_mode: GenderMode = "pooled",
+    memory_budget_bytes: int = DEFAULT_MEMORY_BUDGET_BYTES,
+    dtype: np.dtype | type = np.float32,
+) -> EERReport:
+    """Same EERs as ``eer_report(score_trials(..., aggregation="none"))`` (exactly, on the same
+    float32 scores) without storing the score matrix: blocks feed :class:`StreamingEER`
+    accumulators, one per trial gender; the pooled one is their union. Memory: one block plus
+    20 bytes per distinct float32 score value."""
+    acc: dict[str, StreamingEER] = {}
+    for block in iter_score_blocks_for_trials(
+        backend, trial_set, enrollment, gender_mode, memory_budget_bytes, dtype
+    ):
+        split = block.target_nontarget()
+        acc.setdefault(str(block.row_genders[0]), StreamingEER()).update(
+            split.target, split.nontarget
+        )
+    if gender_mode == "per_gender":
+        return EERReport("per_gender", None, {g: a.result() for g, a in acc.items()})
+    per_gender = {g: a.result() for g, a in acc.items() if a.n_target > 0 and a.n_nontarget > 0}
+    pooled = StreamingEER()
+    for a in acc.values():
+        pooled.merge(a)
+    return EERReport("pooled", pooled.result(), per_gender)

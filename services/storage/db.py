@@ -1,0 +1,108 @@
+"""Engine and session factories built from :class:`services.settings.Settings`.
+
+``Database`` holds one engine and one session factory; ``db.session_scope()`` yields a session
+that commits on success and rolls back on any exception. The same code runs on PostgreSQL
+(``postgresql+psycopg://...``) and SQLite (the embedded default,
+``Settings.resolved_database_url()``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import make_url
+from sqlalchemy.orm import Session, sessionmaker
+
+from services.settings import Settings, get_settings
+
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+
+
+def _configure_sqlite(engine: Engine) -> None:
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        cursor = dbapi_connection.cursor()
+        # SQLite ignores ON DELETE clauses unless foreign keys are switched on per connection.
+        cursor.execute("PRAGMA foreign_keys=ON")
+        # WAL lets the API read while a worker writes; busy_timeout waits instead of failing.
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        cursor.close()
+        # pysqlite's own transaction handling defers BEGIN and breaks SAVEPOINT (a RELEASE of
+        # the first savepoint would commit); take over and emit BEGIN ourselves, as the
+        # SQLAlchemy docs recommend.
+        dbapi_connection.isolation_level = None
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(connection: Any) -> None:
+        connection.exec_driver_sql("BEGIN")
+
+
+def create_db_engine(url: str, *, echo: bool = False) -> Engine:
+    """An engine for ``url`` with per-dialect settings (SQLite pragmas, PostgreSQL pre-ping).
+
+    For a SQLite file URL the parent folder is created, so the embedded mode needs no setup.
+    """
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        database = parsed.database
+        if database and database != ":memory:" and not database.startswith("file:"):
+            Path(database).parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(url, echo=echo, connect_args={"check_same_thread": False})
+        _configure_sqlite(engine)
+        return engine
+    return create_engine(url, echo=echo, pool_pre_ping=True)
+
+
+class Database:
+    """One engine plus its session factory."""
+
+    def __init__(self, url: str, *, echo: bool = False) -> None:
+        self.url = url
+        self.engine = create_db_engine(url, echo=echo)
+        # expire_on_commit=False: objects returned from a scope stay readable after it commits.
+        self.sessionmaker = sessionmaker(bind=self.engine, expire_on_commit=False)
+
+    @classmethod
+    def from_settings(cls, settings: Settings | None = None) -> Database:
+        """The database named by ``settings`` (default: the process settings)."""
+        return cls((settings or get_settings()).resolved_database_url())
+
+    @contextmanager
+    def session_scope(self) -> Iterator[Session]:
+        """A session in one transaction: commit on success, roll back on exception."""
+        session = self.sessionmaker()
+        try:
+            yield session
+            session.commit()
+        except BaseException:
+            session.rollback()
+            raise
+        finally:
+            session.close()
+
+    def dispose(self) -> None:
+        """Close every pooled connection (tests, process shutdown)."""
+        self.engine.dispose()
+
+
+_default_database: Database | None = None
+
+
+def get_database() -> Database:
+    """The process-wide database from :func:`services.settings.get_settings` (created once)."""
+    global _default_database
+    if _default_database is None:
+        _default_database = Database.from_settings()
+    return _default_database
+
+
+@contextmanager
+def session_scope(database: Database | None = None) -> Iterator[Session]:
+    """A transactional session on ``database`` (default: :func:`get_database`)."""
+    with (database or get_database()).session_scope() as session:
+        yield session

@@ -1,0 +1,392 @@
+"""The relational schema of the platform (SQLAlchemy 2 typed declarative models).
+
+One table per entity: teams, users, API tokens, protocols, submissions, jobs, stages, results,
+artifacts. Every table has a surrogate integer key and a timezone-aware ``created_at``. Enumerated
+columns are short strings guarded by CHECK constraints rather than native PostgreSQL enums, so
+adding a state is a one-line migration on both PostgreSQL and SQLite.
+
+``docs/storage.md`` explains the choices (long-format results, denormalized leaderboard keys).
+Alembic migrations in ``migrations/`` are generated from these models; a test fails when the two
+diverge.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from enum import StrEnum
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    CheckConstraint,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    UniqueConstraint,
+    event,
+    inspect,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+from services.storage.errors import ImmutableSubmissionError
+from services.storage.types import UTCDateTime, json_type, utc_now
+
+# Deterministic constraint names: Alembic can drop/alter what it can name, and SQLite batch
+# migrations need names to recreate tables.
+NAMING_CONVENTION: dict[str, str] = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+SHA256_HEX_LENGTH = 64
+MAX_BLOB_KEY_LENGTH = 1024
+# ``Result.seed`` of a row that aggregates over seeds (leaderboards prefer it when present).
+AGGREGATE_SEED = -1
+
+
+class TokenScope(StrEnum):
+    """What an API token may do. ``admin`` implies the other two."""
+
+    SUBMIT = "submit"
+    READ = "read"
+    ADMIN = "admin"
+
+
+class SubmissionKind(StrEnum):
+    """How an anonymizer is supplied."""
+
+    BUILTIN = "builtin"  # a built-in anonymizer by name + parameters
+    ARCHIVE = "archive"  # pre-anonymized audio uploaded as an archive blob
+    CONTAINER = "container"  # an OCI image, pinned by digest
+
+
+class Visibility(StrEnum):
+    """Whether a submission (and its results) appear on public leaderboards."""
+
+    PUBLIC = "public"
+    PRIVATE = "private"
+
+
+class SubmissionStatus(StrEnum):
+    """Lifecycle of a submission; content is frozen once ``accepted``."""
+
+    PENDING = "pending"  # e.g. archive upload not verified yet
+    ACCEPTED = "accepted"
+    REJECTED = "rejected"
+
+
+class RunState(StrEnum):
+    """State of a job or of one of its stages."""
+
+    QUEUED = "queued"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+TERMINAL_STATES: frozenset[RunState] = frozenset(
+    {RunState.SUCCEEDED, RunState.FAILED, RunState.CANCELLED}
+)
+
+
+def _in_check(column: str, enum: type[StrEnum]) -> str:
+    values = ", ".join(f"'{member.value}'" for member in enum)
+    return f"{column} IN ({values})"
+
+
+class Base(DeclarativeBase):
+    """Declarative base carrying the naming convention."""
+
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+class Team(Base):
+    """A group of users that owns submissions and jobs."""
+
+    __tablename__ = "teams"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    slug: Mapped[str] = mapped_column(String(64), unique=True)
+    display_name: Mapped[str] = mapped_column(String(200))
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utc_now)
+
+    users: Mapped[list[User]] = relationship(back_populates="team", passive_deletes=True)
+
+
+class User(Base):
+    """A person (or a CI robot) belonging to one team."""
+
+    __tablename__ = "users"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    team_id: Mapped[int] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"), index=True)
+    email: Mapped[str] = mapped_column(String(320), unique=True)
+    display_name: Mapped[str] = mapped_column(String(200))
+    is_active: Mapped[bool] = mapped_column(Boolean, default=True)
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utc_now)
+
+    team: Mapped[Team] = relationship(back_populates="users")
+    tokens: Mapped[list[ApiToken]] = relationship(back_populates="user", passive_deletes=True)
+
+
+class ApiToken(Base):
+    """A bearer token. Only ``HMAC-SHA256(Settings.token_hmac_key, token)`` is stored."""
+
+    __tablename__ = "api_tokens"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(200))
+    # The first characters of the plaintext, safe to show so a user can tell tokens apart.
+    prefix: Mapped[str] = mapped_column(String(16))
+    token_hash: Mapped[str] = mapped_column(String(SHA256_HEX_LENGTH), unique=True)
+    scopes: Mapped[list[str]] = mapped_column(json_type())
+    expires_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
+    last_used_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
+    revoked_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utc_now)
+
+    user: Mapped[User] = relationship(back_populates="tokens")
+
+    @property
+    def revoked(self) -> bool:
+        """Whether the token has been revoked."""
+        return self.revoked_at is not None
+
+
+class Protocol(Base):
+    """A versioned evaluation protocol (the config every job on a leaderboard shares)."""
+
+    __tablename__ = "protocols"
+    __table_args__ = (
+        UniqueConstraint("name", "version"),
+        CheckConstraint("version >= 1", name="version_positive"),
+        CheckConstraint("body IS NOT NULL OR blob_key IS NOT NULL", name="body_or_blob"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(128))
+    version: Mapped[int] = mapped_column(Integer)
+    content_hash: Mapped[str] = mapped_column(String(SHA256_HEX_LENGTH), index=True)
+    description: Mapped[str] = mapped_column(Text, default="")
+    body: Mapped[dict[str, Any] | None] = mapped_column(json_type())
+    blob_key: Mapped[str | None] = mapped_column(String(MAX_BLOB_KEY_LENGTH))
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utc_now)
+
+
+class Submission(Base):
+    """An anonymizer handed in for evaluation. Its content is immutable once accepted."""
+
+    __tablename__ = "submissions"
+    __table_args__ = (
+        CheckConstraint(_in_check("kind", SubmissionKind), name="kind"),
+        CheckConstraint(_in_check("visibility", Visibility), name="visibility"),
+        CheckConstraint(_in_check("status", SubmissionStatus), name="status"),
+        CheckConstraint(
+            "(kind = 'builtin' AND builtin_name IS NOT NULL)"
+            " OR (kind = 'archive' AND archive_blob_key IS NOT NULL)"
+            " OR (kind = 'container' AND container_image IS NOT NULL"
+            " AND container_digest IS NOT NULL)",
+            name="kind_fields",
+        ),
+        Index("ix_submissions_team_id_created_at", "team_id", "created_at"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    team_id: Mapped[int] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"))
+    created_by_user_id: Mapped[int | None] = mapped_column(
+        ForeignKey("users.id", ondelete="SET NULL"), index=True
+    )
+    name: Mapped[str] = mapped_column(String(200))
+    kind: Mapped[str] = mapped_column(String(16))
+    visibility: Mapped[str] = mapped_column(String(16), default=Visibility.PRIVATE.value)
+    status: Mapped[str] = mapped_column(String(16), default=SubmissionStatus.ACCEPTED.value)
+    # sha256 of the canonical JSON of the kind-specific fields: equal content, equal hash.
+    content_hash: Mapped[str] = mapped_column(String(SHA256_HEX_LENGTH), index=True)
+    builtin_name: Mapped[str | None] = mapped_column(String(128))
+    builtin_params: Mapped[dict[str, Any] | None] = mapped_column(json_type())
+    archive_blob_key: Mapped[str | None] = mapped_column(String(MAX_BLOB_KEY_LENGTH))
+    archive_sha256: Mapped[str | None] = mapped_column(String(SHA256_HEX_LENGTH))
+    container_image: Mapped[str | None] = mapped_column(String(512))
+    container_digest: Mapped[str | None] = mapped_column(String(128))
+    accepted_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utc_now)
+
+    team: Mapped[Team] = relationship()
+
+
+# Columns that define what was evaluated; changing them after acceptance would silently
+# re-label existing results.
+SUBMISSION_CONTENT_COLUMNS: tuple[str, ...] = (
+    "team_id",
+    "kind",
+    "content_hash",
+    "builtin_name",
+    "builtin_params",
+    "archive_blob_key",
+    "archive_sha256",
+    "container_image",
+    "container_digest",
+    "accepted_at",
+)
+
+
+@event.listens_for(Submission, "before_update")
+def _refuse_changes_to_accepted_submission(_mapper: Any, _connection: Any, target: Any) -> None:
+    state = inspect(target)
+    status_history = state.attrs.status.history
+    was_accepted = (
+        status_history.deleted[0] if status_history.deleted else target.status
+    ) == SubmissionStatus.ACCEPTED.value
+    if not was_accepted:
+        return
+    changed = [name for name in SUBMISSION_CONTENT_COLUMNS if state.attrs[name].history.deleted]
+    if status_history.deleted and target.status != SubmissionStatus.ACCEPTED.value:
+        changed.append("status")
+    if changed:
+        raise ImmutableSubmissionError(
+            f"submission {target.id} is accepted and immutable; refused change to "
+            f"{', '.join(changed)} (create a new submission instead)"
+        )
+
+
+class Job(Base):
+    """One evaluation of a submission under a config (usually a protocol)."""
+
+    __tablename__ = "jobs"
+    __table_args__ = (
+        CheckConstraint(_in_check("state", RunState), name="state"),
+        UniqueConstraint("team_id", "idempotency_key"),
+        Index("ix_jobs_team_id_id", "team_id", "id"),
+        Index("ix_jobs_state_created_at", "state", "created_at"),
+        Index("ix_jobs_protocol_id_submission_id_state", "protocol_id", "submission_id", "state"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    team_id: Mapped[int] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"))
+    submission_id: Mapped[int] = mapped_column(
+        ForeignKey("submissions.id", ondelete="CASCADE"), index=True
+    )
+    # RESTRICT: a protocol that has results must not vanish under its leaderboard.
+    protocol_id: Mapped[int | None] = mapped_column(ForeignKey("protocols.id", ondelete="RESTRICT"))
+    created_by_user_id: Mapped[int | None] = mapped_column(
+        ForeignKey("users.id", ondelete="SET NULL"), index=True
+    )
+    state: Mapped[str] = mapped_column(String(16), default=RunState.QUEUED.value)
+    config: Mapped[dict[str, Any]] = mapped_column(json_type())
+    config_hash: Mapped[str] = mapped_column(String(SHA256_HEX_LENGTH), index=True)
+    idempotency_key: Mapped[str | None] = mapped_column(String(255))
+    # sha256 of the request (submission, protocol, config): same key + other body = conflict.
+    request_hash: Mapped[str] = mapped_column(String(SHA256_HEX_LENGTH))
+    error_message: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utc_now)
+    started_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
+    finished_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
+
+    submission: Mapped[Submission] = relationship()
+    protocol: Mapped[Protocol | None] = relationship()
+    stages: Mapped[list[Stage]] = relationship(
+        back_populates="job", order_by="Stage.position", passive_deletes=True
+    )
+
+
+class Stage(Base):
+    """One step of a job's plan (anonymize, train, embed, score, ...)."""
+
+    __tablename__ = "stages"
+    __table_args__ = (
+        CheckConstraint(_in_check("state", RunState), name="state"),
+        CheckConstraint("progress >= 0 AND progress <= 1", name="progress_fraction"),
+        CheckConstraint("attempts >= 0", name="attempts_nonnegative"),
+        UniqueConstraint("job_id", "name"),
+        Index("ix_stages_state_heartbeat_at", "state", "heartbeat_at"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"))
+    name: Mapped[str] = mapped_column(String(64))
+    position: Mapped[int] = mapped_column(Integer, default=0)
+    state: Mapped[str] = mapped_column(String(16), default=RunState.QUEUED.value)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    worker_host: Mapped[str | None] = mapped_column(String(255))
+    heartbeat_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
+    progress: Mapped[float] = mapped_column(Float, default=0.0)
+    log_tail: Mapped[str] = mapped_column(Text, default="")
+    artifact_keys: Mapped[dict[str, str]] = mapped_column(json_type(), default=dict)
+    # Content hash of the stage's inputs + config: the cache key of its outputs.
+    input_hash: Mapped[str | None] = mapped_column(String(SHA256_HEX_LENGTH), index=True)
+    error: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utc_now)
+    started_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
+    finished_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
+
+    job: Mapped[Job] = relationship(back_populates="stages")
+
+
+class Result(Base):
+    """One metric value of one job (long format: one row per scenario/back-end/seed/metric).
+
+    ``protocol_id`` and ``submission_id`` repeat the job's, so a leaderboard reads one index
+    range (protocol, metric, scenario, back-end) instead of joining through jobs. ``value`` NULL
+    means "not computed" (it ranks last).
+    """
+
+    __tablename__ = "results"
+    __table_args__ = (
+        UniqueConstraint("job_id", "scenario", "backend", "seed", "metric"),
+        Index(
+            "ix_results_leaderboard",
+            "protocol_id",
+            "metric",
+            "scenario",
+            "backend",
+            "job_id",
+            "value",
+        ),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"))
+    protocol_id: Mapped[int | None] = mapped_column(ForeignKey("protocols.id", ondelete="RESTRICT"))
+    submission_id: Mapped[int] = mapped_column(
+        ForeignKey("submissions.id", ondelete="CASCADE"), index=True
+    )
+    scenario: Mapped[str] = mapped_column(String(64))
+    backend: Mapped[str] = mapped_column(String(64))
+    # AGGREGATE_SEED (-1) = an aggregate over seeds; not NULL, because NULLs never collide in the
+    # unique key.
+    seed: Mapped[int] = mapped_column(Integer)
+    metric: Mapped[str] = mapped_column(String(64))
+    value: Mapped[float | None] = mapped_column(Float)
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utc_now)
+
+
+class Artifact(Base):
+    """A blob a job produced (plot, scores, checkpoint), with its size and sha256."""
+
+    __tablename__ = "artifacts"
+    __table_args__ = (
+        UniqueConstraint("job_id", "key"),
+        CheckConstraint("size_bytes >= 0", name="size_nonnegative"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"))
+    stage_id: Mapped[int | None] = mapped_column(
+        ForeignKey("stages.id", ondelete="SET NULL"), index=True
+    )
+    # Blobs are content-addressed and may be shared between jobs: indexed, not unique.
+    key: Mapped[str] = mapped_column(String(MAX_BLOB_KEY_LENGTH), index=True)
+    size_bytes: Mapped[int] = mapped_column(BigInteger)
+    sha256: Mapped[str] = mapped_column(String(SHA256_HEX_LENGTH))
+    media_type: Mapped[str] = mapped_column(String(255), default="application/octet-stream")
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utc_now)

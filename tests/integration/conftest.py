@@ -1,0 +1,168 @@
+"""Fixtures for tests against real services on loopback: PostgreSQL, an S3 server (moto), blob
+stores.
+
+PostgreSQL: one uniquely named database per test session (created through psycopg as user
+``postgres`` on 127.0.0.1, migrated to head, dropped at the end); each test gets it emptied.
+Migration tests create their own databases with ``postgres_database_factory``.
+S3: moto's threaded server on a free loopback port, talked to over HTTP with boto3; each test gets
+its own bucket.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg import sql
+
+from services.storage.blobstore import BlobStore, LocalBlobStore, S3BlobStore
+from services.storage.db import Database
+from services.storage.local_http import LocalBlobServer
+from services.storage.migrate import upgrade_database
+from services.storage.models import Base
+
+POSTGRES_HOST = os.environ.get("UNMASK_TEST_PG_HOST", "127.0.0.1")
+POSTGRES_PORT = int(os.environ.get("UNMASK_TEST_PG_PORT", "5432"))
+POSTGRES_USER = os.environ.get("UNMASK_TEST_PG_USER", "postgres")
+# Small multipart settings so a ~11 MiB file takes the multipart path (S3's minimum part: 5 MiB).
+TEST_MULTIPART_THRESHOLD = 5 * 1024 * 1024
+TEST_MULTIPART_CHUNKSIZE = 5 * 1024 * 1024
+
+
+def _admin_connection() -> psycopg.Connection[Any]:
+    try:
+        return psycopg.connect(
+            host=POSTGRES_HOST,
+            port=POSTGRES_PORT,
+            user=POSTGRES_USER,
+            dbname="postgres",
+            autocommit=True,
+            connect_timeout=5,
+        )
+    except psycopg.OperationalError as exc:
+        raise RuntimeError(
+            f"PostgreSQL does not answer on {POSTGRES_HOST}:{POSTGRES_PORT} as {POSTGRES_USER}"
+            f" (run `make services`): {exc}"
+        ) from exc
+
+
+def postgres_url(dbname: str) -> str:
+    """SQLAlchemy URL (psycopg 3) of database ``dbname`` on the test server."""
+    return f"postgresql+psycopg://{POSTGRES_USER}@{POSTGRES_HOST}:{POSTGRES_PORT}/{dbname}"
+
+
+@pytest.fixture(scope="session")
+def postgres_database_factory() -> Iterator[Callable[[], str]]:
+    """Creates uniquely named empty databases (returns their URLs); drops them all at the end."""
+    created: list[str] = []
+
+    def create() -> str:
+        name = f"unmask_test_{os.getpid()}_{uuid.uuid4().hex[:10]}"
+        with _admin_connection() as conn:
+            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+        created.append(name)
+        return postgres_url(name)
+
+    yield create
+    with _admin_connection() as conn:
+        for name in created:
+            conn.execute(
+                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+            )
+
+
+@pytest.fixture(scope="session")
+def migrated_postgres_url(postgres_database_factory: Callable[[], str]) -> str:
+    """The session's PostgreSQL database, migrated to head."""
+    url = postgres_database_factory()
+    upgrade_database(url)
+    return url
+
+
+@pytest.fixture()
+def pg_database(migrated_postgres_url: str) -> Iterator[Database]:
+    """A :class:`Database` on the session's PostgreSQL database, emptied after the test."""
+    database = Database(migrated_postgres_url)
+    yield database
+    tables = ", ".join(f'"{table.name}"' for table in Base.metadata.sorted_tables)
+    with database.engine.begin() as conn:
+        conn.exec_driver_sql(f"TRUNCATE {tables} RESTART IDENTITY CASCADE")
+    database.dispose()
+
+
+@pytest.fixture()
+def sqlite_migrated_database(tmp_path: Path) -> Iterator[Database]:
+    """A :class:`Database` on a fresh SQLite file, built by the Alembic migrations."""
+    url = f"sqlite:///{tmp_path / 'unmask.db'}"
+    upgrade_database(url)
+    database = Database(url)
+    yield database
+    database.dispose()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def any_database(request: pytest.FixtureRequest) -> Database:
+    """The same test on a migrated SQLite file and on the session's PostgreSQL database."""
+    name = "sqlite_migrated_database" if request.param == "sqlite" else "pg_database"
+    database: Database = request.getfixturevalue(name)
+    return database
+
+
+@pytest.fixture(scope="session")
+def moto_endpoint() -> Iterator[str]:
+    """HTTP endpoint of a moto S3 server on a free loopback port."""
+    from moto.server import ThreadedMotoServer
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    yield f"http://{host}:{port}"
+    server.stop()
+
+
+def make_s3_client(endpoint: str) -> Any:
+    """A boto3 S3 client for the moto endpoint (path-style, SigV4, dummy credentials)."""
+    import boto3
+    from botocore.config import Config
+
+    return boto3.client(
+        "s3",
+        endpoint_url=endpoint,
+        region_name="us-east-1",
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+        config=Config(signature_version="s3v4", s3={"addressing_style": "path"}),
+    )
+
+
+@pytest.fixture()
+def s3_store(moto_endpoint: str) -> S3BlobStore:
+    """An :class:`S3BlobStore` on a fresh bucket (created by the store) with small multipart."""
+    return S3BlobStore(
+        f"unmask-test-{uuid.uuid4().hex[:12]}",
+        client=make_s3_client(moto_endpoint),
+        multipart_threshold=TEST_MULTIPART_THRESHOLD,
+        multipart_chunksize=TEST_MULTIPART_CHUNKSIZE,
+        presign_expiry_s=60,
+    )
+
+
+@pytest.fixture()
+def local_store(tmp_path: Path) -> Iterator[LocalBlobStore]:
+    """A :class:`LocalBlobStore` whose signed URLs are served over HTTP on loopback."""
+    store = LocalBlobStore(tmp_path / "blobs", signing_key="test-signing-key", presign_expiry_s=60)
+    server = LocalBlobServer(store).start()
+    yield store
+    server.stop()
+
+
+@pytest.fixture(params=["local", "s3"])
+def blob_store(request: pytest.FixtureRequest) -> BlobStore:
+    """Each blob-store test runs on both back-ends."""
+    store: BlobStore = request.getfixturevalue(f"{request.param}_store")
+    return store

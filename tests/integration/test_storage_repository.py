@@ -1,0 +1,197 @@
+"""Repositories on migrated databases: SQLite and the real PostgreSQL (leaderboard, cascades)."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+from sqlalchemy import func, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from services.storage import repository as repo
+from services.storage.db import Database
+from services.storage.errors import IdempotencyConflictError
+from services.storage.models import AGGREGATE_SEED, Artifact, Job, Result, Stage, Team
+
+pytestmark = pytest.mark.integration
+
+T0 = dt.datetime(2030, 1, 1, tzinfo=dt.UTC)
+
+
+def _submission(
+    session: Session, team_id: int, name: str, minute: int, visibility: str = "public"
+) -> int:
+    sub = repo.create_submission(
+        session, team_id, name, "builtin", builtin_name="pitch", visibility=visibility
+    )
+    sub.created_at = T0 + dt.timedelta(minutes=minute)
+    return sub.id
+
+
+def _job(
+    session: Session,
+    team_id: int,
+    submission_id: int,
+    protocol_id: int,
+    rows: list[repo.ResultRow],
+    *,
+    finished_minute: int = 100,
+    final_state: str = "succeeded",
+) -> int:
+    job = repo.create_job(
+        session,
+        team_id=team_id,
+        submission_id=submission_id,
+        protocol_id=protocol_id,
+        config={"n": len(rows), "minute": finished_minute},
+    ).job
+    repo.transition_job(session, job.id, "running")
+    repo.record_results_and_artifacts(session, job.id, results=rows)
+    repo.transition_job(
+        session, job.id, final_state, now=T0 + dt.timedelta(minutes=finished_minute)
+    )
+    return job.id
+
+
+def eer(value: float | None, seed: int = 0, scenario: str = "lazy") -> repo.ResultRow:
+    return repo.ResultRow(scenario, "plda", seed, "eer", value)
+
+
+def test_leaderboard(any_database: Database) -> None:
+    with any_database.session_scope() as session:
+        a = repo.create_team(session, "team-a").id
+        b = repo.create_team(session, "team-b").id
+        p = repo.create_protocol(session, "vpc", body={"v": 1}).id
+        q = repo.create_protocol(session, "other", body={"v": 1}).id
+        s = {
+            "tie_late": _submission(session, a, "tie-late", 9),
+            "top": _submission(session, a, "top", 1),
+            "tie_early": _submission(session, a, "tie-early", 2),
+            "no_value": _submission(session, a, "no-value", 3),
+            "failed_only": _submission(session, a, "failed", 4),
+            "private": _submission(session, b, "private", 5, visibility="private"),
+            "rerun": _submission(session, a, "rerun", 6),
+            "seeds": _submission(session, a, "seeds", 7),
+            "aggregate": _submission(session, a, "aggregate", 8),
+        }
+        _job(session, a, s["tie_late"], p, [eer(0.375)])
+        _job(session, a, s["top"], p, [eer(0.25, 0), eer(0.5, 1)])  # seed mean 0.375 (exact)
+        _job(session, a, s["tie_early"], p, [eer(0.375), eer(0.99, scenario="ignorant")])
+        _job(session, a, s["no_value"], p, [repo.ResultRow("lazy", "plda", 0, "cllr", 0.7)])
+        _job(session, a, s["failed_only"], p, [eer(0.9)], final_state="failed")
+        _job(session, b, s["private"], p, [eer(0.8)])
+        _job(session, a, s["rerun"], p, [eer(0.95)], finished_minute=100)
+        _job(session, a, s["rerun"], p, [eer(0.1)], finished_minute=200)  # latest wins
+        _job(session, a, s["seeds"], p, [eer(0.4, 0), eer(0.45, 1)])
+        _job(session, a, s["aggregate"], p, [eer(0.0, 0), eer(0.0, 1), eer(0.5, AGGREGATE_SEED)])
+        _job(session, a, s["tie_early"], q, [eer(0.99)])  # another protocol: invisible here
+    with any_database.session_scope() as session:
+        public = repo.leaderboard(session, p, "eer", scenario="lazy", backend="plda")
+        with_private = repo.leaderboard(
+            session, p, "eer", scenario="lazy", backend="plda", viewer_team_id=b
+        )
+        ascending = repo.leaderboard(
+            session, p, "eer", scenario="lazy", backend="plda", higher_is_better=False
+        )
+    names = {v: k for k, v in s.items()}
+    got = [(names[e.submission_id], None if e.value is None else round(e.value, 6)) for e in public]
+    # top (seed mean), tie_early and tie_late tie at 0.375: the earliest submission wins.
+    assert got == [
+        ("aggregate", 0.5),
+        ("seeds", 0.425),
+        ("top", 0.375),
+        ("tie_early", 0.375),
+        ("tie_late", 0.375),
+        ("rerun", 0.1),
+        ("no_value", None),
+    ]
+    assert [names[e.submission_id] for e in with_private][:1] == ["private"]
+    assert [names[e.submission_id] for e in ascending] == [
+        "rerun",
+        "top",
+        "tie_early",
+        "tie_late",
+        "seeds",
+        "aggregate",
+        "no_value",
+    ]
+    assert public[-1].metrics == {"cllr": 0.7}
+
+
+def test_idempotency_on_real_database(any_database: Database) -> None:
+    with any_database.session_scope() as session:
+        team = repo.create_team(session, "t").id
+        sub = _submission(session, team, "s", 0)
+        first = repo.create_job(
+            session, team_id=team, submission_id=sub, config={"x": 1}, idempotency_key="k"
+        )
+    with any_database.session_scope() as session:
+        again = repo.create_job(
+            session, team_id=team, submission_id=sub, config={"x": 1}, idempotency_key="k"
+        )
+        assert again.job.id == first.job.id and not again.created
+        with pytest.raises(IdempotencyConflictError):
+            repo.create_job(
+                session, team_id=team, submission_id=sub, config={"x": 2}, idempotency_key="k"
+            )
+    with any_database.session_scope() as session:
+        # The constraint itself holds even if the repository is bypassed.
+        job = session.get(Job, first.job.id)
+        assert job is not None
+        session.add(
+            Job(
+                team_id=team,
+                submission_id=sub,
+                config={},
+                config_hash="0" * 64,
+                request_hash="0" * 64,
+                idempotency_key="k",
+            )
+        )
+        with pytest.raises(IntegrityError):
+            session.flush()
+        session.rollback()
+
+
+def test_deleting_a_team_cascades(any_database: Database) -> None:
+    with any_database.session_scope() as session:
+        team = repo.create_team(session, "gone").id
+        sub = _submission(session, team, "s", 0)
+        protocol = repo.create_protocol(session, "vpc", body={}).id
+        job = repo.create_job(
+            session,
+            team_id=team,
+            submission_id=sub,
+            protocol_id=protocol,
+            config={},
+            stage_names=["score"],
+        ).job
+        stage_id = job.stages[0].id
+        repo.record_results_and_artifacts(
+            session,
+            job.id,
+            stage_id=stage_id,
+            results=[eer(0.2)],
+            artifacts=[repo.ArtifactRecord("jobs/1/scores.npz", 3, "c" * 64)],
+        )
+    with any_database.session_scope() as session:
+        session.delete(session.get(Team, team))
+    with any_database.session_scope() as session:
+        for model in (Job, Stage, Result, Artifact):
+            assert session.scalar(select(func.count()).select_from(model)) == 0
+        # The protocol survives (RESTRICT protects it only while results reference it).
+        assert repo.get_protocol(session, "vpc").id == protocol
+
+
+def test_timestamps_are_timezone_aware_utc(any_database: Database) -> None:
+    with any_database.session_scope() as session:
+        team_id = repo.create_team(session, "tz").id
+    with any_database.session_scope() as session:
+        created = session.get(Team, team_id)
+        assert created is not None
+        assert created.created_at.utcoffset() == dt.timedelta(0)
+        with pytest.raises(Exception, match="naive"):
+            created.created_at = dt.datetime(2030, 1, 1)  # naive on purpose
+            session.flush()
+        session.rollback()
