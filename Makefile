@@ -19,9 +19,11 @@ venv: $(STAMP)
 demo: venv
 	$(VENV)/bin/unmask demo
 
-# PostgreSQL and Redis on loopback (started, or installed then started, when they don't answer).
+# PostgreSQL and Redis on loopback (started, or installed then started, when they don't answer);
+# rootful Podman serving the Docker Engine API for the container sandbox tests.
 services:
 	@bash scripts/ensure_services.sh
+	@bash scripts/ensure_podman.sh
 
 lint: venv
 	$(VENV)/bin/ruff check .

@@ -73,7 +73,7 @@ class _ProgressBars:
         self.progress.update(self.tasks[stage], completed=fraction, note=message)
 
 
-def run_with_progress(config: Any, out: Path) -> dict[str, Any]:
+def run_with_progress(config: Any, out: Path, stages: Path | None = None) -> dict[str, Any]:
     """Run an evaluation showing progress bars on stderr; returns the result document."""
     from services.pipeline.evaluation import run_evaluation
     from services.settings import get_settings
@@ -91,6 +91,7 @@ def run_with_progress(config: Any, out: Path) -> dict[str, Any]:
             out,
             cache_dir=get_settings().resolved_cache_dir(),
             progress=_ProgressBars(progress),
+            stages_dir=stages,
         )
     return result
 
@@ -98,13 +99,19 @@ def run_with_progress(config: Any, out: Path) -> dict[str, Any]:
 def evaluate_command(
     config: Annotated[Path, typer.Argument(help="Evaluation config (YAML).")],
     out: Annotated[Path | None, typer.Option("--out", help="Output folder.")] = None,
+    stages: Annotated[
+        Path | None,
+        typer.Option(
+            "--stages", help="Stage store shared between evaluations (default: OUT/stages)."
+        ),
+    ] = None,
 ) -> None:
     """Run an evaluation: anonymize, train the attacker(s), score, report."""
     from services.pipeline.config import load_config
 
     cfg = load_config(config)
     out_dir = out if out is not None else Path(".unmask") / "evaluations" / cfg.name
-    result = run_with_progress(cfg, out_dir)
+    result = run_with_progress(cfg, out_dir, stages)
     print_summary(result)
     out_console.print(f"results: {out_dir / 'results.json'}  plots: {out_dir / 'plots'}")
 

@@ -12,7 +12,10 @@ import click
 import typer
 from typer._click import exceptions as typer_click_exceptions
 
+from cli.admin import admin_app
+from cli.analyses import analyses_app
 from cli.anonymize import anonymize_command
+from cli.container import container_app
 from cli.corpus import corpus_app
 from cli.evaluate import demo_command, evaluate_command
 
@@ -26,6 +29,9 @@ app = typer.Typer(
 app.add_typer(
     corpus_app, name="corpus", help="Import, validate and synthesize corpora; build protocols."
 )
+app.add_typer(admin_app, name="admin", help="Teams and API tokens (operators).")
+app.add_typer(container_app, name="container")
+app.add_typer(analyses_app, name="analyses", help="SRD on representations, dataset-size study.")
 app.command("anonymize", help="Anonymize a protocol's audio with a built-in anonymizer.")(
     anonymize_command
 )

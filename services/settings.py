@@ -54,12 +54,78 @@ class Settings(BaseSettings):
     result_backend: str = ""
     celery_eager: bool = Field(False, description="Run tasks in-process (embedded/tests).")
 
+    # Workers (workers/, services/pipeline/jobs.py). Times in seconds.
+    work_dir: Path | None = Field(
+        None, description="Worker scratch folder (stage cache, job folders); default data_dir/work."
+    )
+    stage_time_limits_s: dict[str, float] = Field(
+        default_factory=dict,
+        description='Soft time limit per phase, seconds, e.g. {"train": 86400}; phases not '
+        "named use the built-in defaults (workers/app.py DEFAULT_STAGE_TIME_LIMITS_S).",
+    )
+    stage_hard_limit_margin_s: float = Field(
+        300.0, gt=0, description="Hard time limit = soft limit + this margin, seconds."
+    )
+    stage_max_attempts: int = Field(
+        3,
+        ge=1,
+        description="Runs of one stage (first + retries after lost workers) before failing.",
+    )
+    task_max_retries: int = Field(
+        5, ge=0, description="Celery retries of a phase after transient errors (DB/broker/S3)."
+    )
+    task_retry_backoff_s: float = Field(
+        10.0, gt=0, description="First retry delay after a transient error (doubles, max 10 min)."
+    )
+    heartbeat_interval_s: float = Field(
+        15.0, gt=0, description="How often a running stage writes heartbeat and progress."
+    )
+    stage_stale_after_s: float = Field(
+        180.0, gt=0, description="A running stage without heartbeat this long is lost."
+    )
+    stage_requeue_after_s: float = Field(
+        3600.0, gt=0, description="A queued stage whose task was sent this long ago is re-sent."
+    )
+    reaper_interval_s: float = Field(60.0, gt=0, description="Period of the reaper (Celery beat).")
+
     # Compute.
     device: Literal["auto", "cpu", "cuda"] = "auto"
     num_threads: int = Field(0, description="torch intra-op threads; 0 = torch's default.")
     dataloader_workers: int = Field(0, description="DataLoader worker processes for training.")
     cache_dir: Path | None = Field(
         None, description="Feature/embedding cache; default data_dir/cache."
+    )
+
+    # Anonymizer containers (docs/container-contract.md): engine, sandbox limits per shard run.
+    container_engine_url: str = Field(
+        "",
+        description="Docker Engine API URL (Docker or `podman system service`), e.g. "
+        "unix:///run/unmask-podman.sock; empty = DOCKER_HOST or the Docker default.",
+    )
+    container_memory_mb: int = Field(4096, ge=16, description="Memory limit per container, MiB.")
+    container_cpus: float = Field(2.0, gt=0, description="CPU limit per container, cores.")
+    container_pids_limit: int = Field(256, ge=8, description="Process/thread limit per container.")
+    container_time_limit_s: float = Field(
+        1800.0, gt=0, description="Wall-clock limit of one container run (one shard), seconds."
+    )
+    container_shard_size: int = Field(
+        64, ge=1, description="Utterances per container run (a crash loses one shard)."
+    )
+    container_log_bytes: int = Field(
+        65536, ge=1024, description="Container log kept per run (the tail), bytes."
+    )
+    container_tmpfs_mb: int = Field(512, ge=1, description="Size of the tmpfs /tmp, MiB.")
+    container_user: str = Field("65534:65534", description="uid:gid the container runs as.")
+    container_pull: bool = Field(
+        True, description="Pull an image that is not present locally (submission time)."
+    )
+
+    # Pre-anonymized archives: bounds on what one upload may unpack to.
+    archive_max_unpacked_mb: int = Field(20480, ge=1, description="Unpacked size limit, MiB.")
+    archive_max_member_mb: int = Field(512, ge=1, description="Per-file size limit, MiB.")
+    archive_max_members: int = Field(500_000, ge=1, description="Member (entry) count limit.")
+    archive_max_compression_ratio: float = Field(
+        100.0, gt=1, description="Declared / compressed size above this is a zip bomb."
     )
 
     # Security.
@@ -71,6 +137,27 @@ class Settings(BaseSettings):
     api_host: str = "127.0.0.1"
     api_port: int = 8000
     public_url: str = ""
+    max_archive_bytes: int = Field(
+        512 * 1024 * 1024,
+        description="Largest archive streamed through the API (bytes); larger -> presigned upload.",
+    )
+    max_presigned_archive_bytes: int = Field(
+        50 * 1024 * 1024 * 1024,
+        description="Largest archive accepted through presigned (multipart) upload URLs, bytes.",
+    )
+    upload_part_bytes: int = Field(
+        64 * 1024 * 1024, description="Part size of presigned multipart uploads, bytes (>= 5 MiB)."
+    )
+    artifact_url_expiry_s: int = Field(
+        300, description="Lifetime of artifact download links handed out by the API, seconds."
+    )
+    quota_submissions_per_day: int = Field(
+        50, description="Submissions a team may create per rolling 24 h (rejected not counted)."
+    )
+    quota_jobs_per_day: int = Field(
+        100, description="Jobs a team may create per rolling 24 h (failed/cancelled not counted)."
+    )
+    quota_concurrent_jobs: int = Field(4, description="Queued + running jobs a team may have.")
 
     def resolved_database_url(self) -> str:
         """The database URL, defaulting to an SQLite file inside ``data_dir``."""
@@ -81,6 +168,10 @@ class Settings(BaseSettings):
     def resolved_blob_dir(self) -> Path:
         """The local blob folder (embedded mode)."""
         return self.blob_dir if self.blob_dir is not None else self.data_dir / "blobs"
+
+    def resolved_work_dir(self) -> Path:
+        """The worker's local scratch folder (stage cache and per-job folders)."""
+        return self.work_dir if self.work_dir is not None else self.data_dir / "work"
 
     def resolved_cache_dir(self) -> Path:
         """The folder for cached features and embeddings."""

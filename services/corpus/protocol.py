@@ -43,9 +43,13 @@ class TargetSelection(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    strategy: Literal["random", "same-gender"] = "random"
-    granularity: Literal["utterance", "speaker"] = "utterance"
-    seed: int = 0
+    strategy: Literal["random", "same-gender"] = Field(
+        "random", description="random (whole pool) or same-gender (source's gender only)."
+    )
+    granularity: Literal["utterance", "speaker"] = Field(
+        "utterance", description="utterance: a new target per utterance; speaker: one per speaker."
+    )
+    seed: int = Field(0, description="Seed of the target draws.")
 
 
 class ProtocolSeeds(BaseModel):

@@ -94,7 +94,9 @@ class EvaluationConfig(BaseModel):
     synthetic: SyntheticCorpusSpec = Field(
         default_factory=SyntheticCorpusSpec, description="Used when `protocol` is null."
     )
-    anonymizer: AnonymizerSpec = Field(default_factory=AnonymizerSpec)
+    anonymizer: AnonymizerSpec = Field(
+        default_factory=AnonymizerSpec, description="The anonymizer under evaluation."
+    )
     tsa: TargetSelection | None = Field(
         None,
         description="Target selection for enrollment and trial sets (null = the protocol's); the "
@@ -120,7 +122,9 @@ class EvaluationConfig(BaseModel):
     gender_handling: Literal["pooled", "per-gender"] = Field(
         "pooled", description="pooled (seed 000) or per-gender (VPC 2024: no cross-gender trials)."
     )
-    metrics: MetricsSpec = Field(default_factory=MetricsSpec)
+    metrics: MetricsSpec = Field(
+        default_factory=MetricsSpec, description="Metrics computed on every score set."
+    )
 
     @model_validator(mode="after")
     def _unique_lists(self) -> EvaluationConfig:

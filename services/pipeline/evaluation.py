@@ -31,7 +31,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from services.anonymizers.registry import build_anonymizer
+from services.anonymizers.registry import build_anonymizer_of_kind
 from services.anonymizers.service import anonymize_manifest, build_target_voices
 from services.anonymizers.target_selection import select_targets_with, targets_for_utterances
 from services.attacker.embeddings import extract_embeddings
@@ -142,10 +142,12 @@ class EvaluationRun:
         *,
         cache_dir: Path | None = None,
         progress: ProgressReporter | None = None,
+        stages_dir: Path | None = None,
     ) -> None:
         self.cfg = config
         self.out_dir = Path(out_dir)
-        self.runner = StageRunner(self.out_dir / "stages")
+        # Stages are content-addressed, so evaluations may share one store (default: private).
+        self.runner = StageRunner(Path(stages_dir) if stages_dir else self.out_dir / "stages")
         self.cache_dir = cache_dir
         self.progress = progress or _noop_progress
         self.audio = _AudioCache()
@@ -210,7 +212,12 @@ class EvaluationRun:
         """Anonymize the four sets; enrollment and trial get independently drawn targets."""
         cfg = self.cfg
         tsa: TargetSelection = cfg.tsa or protocol.target_selection
-        anonymizer = build_anonymizer(cfg.anonymizer.name, cfg.anonymizer.params)
+        spec = cfg.anonymizer
+        anonymizer = build_anonymizer_of_kind(
+            spec.kind, name=spec.name, params=spec.params, archive=spec.archive, image=spec.image
+        )
+        # A container runs once per shard: hand it whole shards, not the default small batches.
+        batch_size = int(getattr(anonymizer, "shard_size", 16))
         target_manifest = manifest.subset(
             u.utt_id for u in manifest.utterances if u.speaker_id in set(protocol.target_pool)
         )
@@ -252,7 +259,13 @@ class EvaluationRun:
                     )
 
                 anonymize_manifest(
-                    subset, anonymizer, targets, folder / "audio", seed=tsa.seed, progress=report
+                    subset,
+                    anonymizer,
+                    targets,
+                    folder / "audio",
+                    seed=tsa.seed,
+                    progress=report,
+                    batch_size=batch_size,
                 )
                 return {"manifest": "audio/manifest.jsonl"}
 
@@ -383,7 +396,7 @@ class EvaluationRun:
                     train_plda(p_emb, np.array([u.speaker_id for u in p_man.utterances]))
                 )
             scored = score_trials(backend, trial_set, gender_mode=gender_mode)  # type: ignore[arg-type]
-            row = _metrics_row(scored, cfg.metrics, seed)
+            row = _metrics_row(scored, cfg.metrics, seed, llr_scores=backend_name == "plda")
             # SRD on the embeddings: inputs = trial utterances, references = enrollment speakers.
             if cfg.metrics.srd:
                 row["srd"] = _srd_of(scored, cfg.metrics.bootstrap_resamples, seed)
@@ -587,8 +600,13 @@ def _score_sample(scored: Any, seed: int) -> dict[str, np.ndarray]:
     return {"target": rng.permutation(tar)[:5000], "nontarget": rng.permutation(non)[:20000]}
 
 
-def _metrics_row(scored: Any, spec: Any, seed: int) -> dict[str, Any]:
-    """EER (+ per gender, + bootstrap interval), Cllr, min Cllr, linkability, ZEBRA, DET points."""
+def _metrics_row(scored: Any, spec: Any, seed: int, *, llr_scores: bool) -> dict[str, Any]:
+    """EER (+ per gender, + bootstrap interval), Cllr, min Cllr, linkability, ZEBRA, DET points.
+
+    Cllr (bits) is reported only when the scores are log-likelihood ratios (``llr_scores``, the
+    PLDA back-end): on cosine scores it measures the score scale, not the evidence. min Cllr,
+    ZEBRA and the rest calibrate by PAV first, so they apply to any score.
+    """
     report = eer_report(scored)
     parts = list(scored.partitions.values())
     tar, non = _target_nontarget(scored)
@@ -610,7 +628,8 @@ def _metrics_row(scored: Any, spec: Any, seed: int) -> dict[str, Any]:
         )
         row["eer_ci95_percent"] = [ci.low, ci.high]
     if spec.cllr:
-        row["cllr_bits"] = compute_cllr(tar, non)
+        if llr_scores:
+            row["cllr_bits"] = compute_cllr(tar, non)
         row["min_cllr_bits"] = compute_min_cllr(tar, non)
     if spec.linkability:
         try:
@@ -770,11 +789,18 @@ def run_evaluation(
     *,
     cache_dir: Path | None = None,
     progress: ProgressReporter | None = None,
+    stages_dir: Path | None = None,
 ) -> dict[str, Any]:
-    """Run (or resume) an evaluation into ``out_dir``; returns the result document."""
+    """Run (or resume) an evaluation into ``out_dir``; returns the result document.
+
+    ``stages_dir``: a stage store shared between evaluations (stages with equal inputs are
+    computed once); default ``out_dir/stages``.
+    """
     if config.protocol is not None and not Path(config.protocol).is_file():
         raise ConfigError(f"protocol: file not found: {config.protocol}")
-    run = EvaluationRun(config, Path(out_dir), cache_dir=cache_dir, progress=progress)
+    run = EvaluationRun(
+        config, Path(out_dir), cache_dir=cache_dir, progress=progress, stages_dir=stages_dir
+    )
     result = run.run()
     assert result is not None
     return result

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import and_, case, func, select
+from sqlalchemy import and_, case, delete, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -484,9 +484,9 @@ def _replay(existing: Job, request_hash: str, key: str) -> Job:
     return existing
 
 
-def get_job(session: Session, job_id: int) -> Job:
-    """The job with ``job_id`` or :class:`NotFoundError`."""
-    job: Job = _get(session, Job, job_id)
+def get_job(session: Session, job_id: int, *, lock: bool = False) -> Job:
+    """The job with ``job_id`` or :class:`NotFoundError` (``lock``: ``SELECT ... FOR UPDATE``)."""
+    job: Job = _get(session, Job, job_id, lock=lock)
     return job
 
 
@@ -604,6 +604,69 @@ def heartbeat_stage(
     return stage
 
 
+def ensure_stages(session: Session, job_id: int, stage_names: Sequence[str]) -> list[Stage]:
+    """The job's stages named ``stage_names`` (in order), creating the missing ones (queued).
+
+    Lets a worker run a job whose creator did not plan stages; existing rows are kept as they are.
+    """
+    _get(session, Job, job_id)
+    existing = {
+        stage.name: stage for stage in session.scalars(select(Stage).where(Stage.job_id == job_id))
+    }
+    next_position = max((stage.position for stage in existing.values()), default=-1) + 1
+    for name in stage_names:
+        if name not in existing:
+            stage = Stage(job_id=job_id, name=name, position=next_position)
+            next_position += 1
+            session.add(stage)
+            existing[name] = stage
+    session.flush()
+    return [existing[name] for name in stage_names]
+
+
+def get_stage_for_update(session: Session, stage_id: int) -> Stage:
+    """Stage ``stage_id``, row-locked on PostgreSQL (``SELECT ... FOR UPDATE``)."""
+    stage: Stage = _get(session, Stage, stage_id, lock=True)
+    return stage
+
+
+def mark_stage_enqueued(
+    session: Session, stage_id: int, *, now: dt.datetime | None = None
+) -> Stage:
+    """Record that the task of a queued stage was just sent (``heartbeat_at`` of a queued stage).
+
+    For a queued stage ``heartbeat_at`` means "task last sent at"; the reaper re-sends a task
+    that was sent long ago and never started (a message lost between commit and send).
+    """
+    stage: Stage = _get(session, Stage, stage_id)
+    if stage.state != RunState.QUEUED.value:
+        raise ConflictError(f"stage {stage_id} is {stage.state}, not queued")
+    stage.heartbeat_at = now or utc_now()
+    session.flush()
+    return stage
+
+
+def list_stages_in_states(
+    session: Session, states: Iterable[str], *, limit: int = 1000
+) -> list[Stage]:
+    """Stages in any of ``states`` (oldest first), with their jobs loaded; the reaper's scan."""
+    wanted = [RunState(state).value for state in states]
+    query = select(Stage).where(Stage.state.in_(wanted)).order_by(Stage.id.asc()).limit(limit)
+    return list(session.scalars(query))
+
+
+def reject_submission(session: Session, submission_id: int) -> Submission:
+    """Mark a pending submission rejected (e.g. its archive failed validation)."""
+    submission: Submission = _get(session, Submission, submission_id)
+    if submission.status == SubmissionStatus.REJECTED.value:
+        return submission
+    if submission.status != SubmissionStatus.PENDING.value:
+        raise ConflictError(f"submission {submission_id} is {submission.status}, not pending")
+    submission.status = SubmissionStatus.REJECTED.value
+    session.flush()
+    return submission
+
+
 # --- results and artifacts ---------------------------------------------------------------------
 
 
@@ -690,6 +753,29 @@ def record_results_and_artifacts(
         session.flush()
 
 
+def replace_job_results(
+    session: Session,
+    job_id: int,
+    *,
+    results: Sequence[ResultRow] = (),
+    artifacts: Sequence[ArtifactRecord] = (),
+    stage_id: int | None = None,
+) -> None:
+    """Replace every result and artifact row of a job with these (one SAVEPOINT).
+
+    A report recorded twice (a task delivered twice, a re-run after a lost worker) leaves exactly
+    the last set; call it in the transaction that marks the job succeeded.
+    """
+    _get(session, Job, job_id)
+    with session.begin_nested():
+        session.execute(delete(Result).where(Result.job_id == job_id))
+        session.execute(delete(Artifact).where(Artifact.job_id == job_id))
+        session.flush()
+        record_results_and_artifacts(
+            session, job_id, results=results, artifacts=artifacts, stage_id=stage_id
+        )
+
+
 # --- listing -----------------------------------------------------------------------------------
 
 
@@ -709,6 +795,7 @@ def list_jobs(
     submission_id: int | None = None,
     limit: int = DEFAULT_PAGE_SIZE,
     cursor: str | None = None,
+    protocol_id: int | None = None,
 ) -> JobPage:
     """Jobs newest first, keyset-paginated on the job id.
 
@@ -724,6 +811,8 @@ def list_jobs(
         query = query.where(Job.state == RunState(state).value)
     if submission_id is not None:
         query = query.where(Job.submission_id == submission_id)
+    if protocol_id is not None:
+        query = query.where(Job.protocol_id == protocol_id)
     if cursor is not None:
         try:
             after_id = int(cursor)
@@ -864,3 +953,234 @@ def _metrics_of_jobs(
     for job_id, metric_name, value in session.execute(query):
         out.setdefault(job_id, {})[metric_name] = None if value is None else float(value)
     return out
+
+
+# --- HTTP gateway helpers (added for api/) -------------------------------------------------------
+
+
+def get_team(session: Session, team_id: int) -> Team:
+    """The team with ``team_id`` or :class:`NotFoundError`."""
+    team: Team = _get(session, Team, team_id)
+    return team
+
+
+def lock_team(session: Session, team_id: int) -> Team:
+    """The team row, locked until the transaction ends (``SELECT ... FOR UPDATE`` on PostgreSQL).
+
+    Quota checks take this lock first, so two concurrent requests of one team cannot both pass a
+    check that only one of them fits under.
+    """
+    team: Team = _get(session, Team, team_id, lock=True)
+    return team
+
+
+def get_or_create_user(
+    session: Session, team_id: int, email: str, display_name: str | None = None
+) -> User:
+    """The user with ``email`` (must belong to ``team_id``), created when missing."""
+    normalized = email.strip().lower()
+    user = session.scalar(select(User).where(User.email == normalized))
+    if user is None:
+        return create_user(session, team_id, normalized, display_name)
+    if user.team_id != team_id:
+        raise ConflictError(f"user email {normalized!r} belongs to another team")
+    return user
+
+
+def team_robot_email(slug: str) -> str:
+    """The e-mail of the user that owns a team's API tokens when no person is named."""
+    return f"api-robot@{slug}.teams.unmask.invalid"
+
+
+def issue_team_token(
+    session: Session,
+    team_slug: str,
+    *,
+    hmac_key: str,
+    scopes: Iterable[str],
+    name: str = "",
+    expires_in_s: float | None = None,
+    email: str | None = None,
+) -> IssuedToken:
+    """Issue a token for team ``team_slug`` (owned by ``email``, default the team's robot user)."""
+    team = get_team_by_slug(session, team_slug)
+    user = get_or_create_user(session, team.id, email or team_robot_email(team.slug))
+    return issue_token(
+        session, user.id, hmac_key=hmac_key, scopes=scopes, name=name, expires_in_s=expires_in_s
+    )
+
+
+def get_token(session: Session, token_id: int) -> ApiToken:
+    """The API token row with ``token_id`` or :class:`NotFoundError`."""
+    token: ApiToken = _get(session, ApiToken, token_id)
+    return token
+
+
+def get_protocol_by_id(session: Session, protocol_id: int) -> Protocol:
+    """The protocol with ``protocol_id`` or :class:`NotFoundError`."""
+    protocol: Protocol = _get(session, Protocol, protocol_id)
+    return protocol
+
+
+def list_protocols(session: Session, *, name: str | None = None) -> list[Protocol]:
+    """Every protocol version (optionally of one ``name``), by name then version."""
+    query = select(Protocol)
+    if name is not None:
+        query = query.where(Protocol.name == name)
+    return list(session.scalars(query.order_by(Protocol.name, Protocol.version)))
+
+
+def get_submission(session: Session, submission_id: int) -> Submission:
+    """The submission with ``submission_id`` or :class:`NotFoundError`."""
+    submission: Submission = _get(session, Submission, submission_id)
+    return submission
+
+
+def find_submission_by_archive_key(
+    session: Session, team_id: int, archive_blob_key: str
+) -> Submission | None:
+    """The team's archive submission stored under ``archive_blob_key``, if any."""
+    return session.scalar(
+        select(Submission).where(
+            Submission.team_id == team_id, Submission.archive_blob_key == archive_blob_key
+        )
+    )
+
+
+@dataclass(frozen=True)
+class SubmissionPage:
+    """One page of submissions, newest first; ``next_cursor`` None = last page."""
+
+    items: list[Submission]
+    next_cursor: str | None
+
+
+def list_submissions(
+    session: Session,
+    *,
+    team_id: int | None = None,
+    kind: str | None = None,
+    status: str | None = None,
+    limit: int = DEFAULT_PAGE_SIZE,
+    cursor: str | None = None,
+) -> SubmissionPage:
+    """Submissions newest first, keyset-paginated on the id (as :func:`list_jobs`)."""
+    if not 1 <= limit <= MAX_PAGE_SIZE:
+        raise ConflictError(f"page limit {limit} is not in 1..{MAX_PAGE_SIZE}")
+    query = select(Submission)
+    if team_id is not None:
+        query = query.where(Submission.team_id == team_id)
+    if kind is not None:
+        query = query.where(Submission.kind == SubmissionKind(kind).value)
+    if status is not None:
+        query = query.where(Submission.status == SubmissionStatus(status).value)
+    if cursor is not None:
+        try:
+            after_id = int(cursor)
+        except ValueError:
+            raise ConflictError(f"invalid page cursor {cursor!r}") from None
+        query = query.where(Submission.id < after_id)
+    rows = list(session.scalars(query.order_by(Submission.id.desc()).limit(limit + 1)))
+    items = rows[:limit]
+    return SubmissionPage(items=items, next_cursor=str(items[-1].id) if len(rows) > limit else None)
+
+
+def find_job_by_idempotency_key(session: Session, team_id: int, key: str) -> Job | None:
+    """The team's job created with idempotency key ``key``, if any."""
+    return _job_by_idempotency_key(session, team_id, key)
+
+
+@dataclass(frozen=True)
+class WindowUsage:
+    """How many rows count against a quota, and when the oldest of them was created."""
+
+    count: int
+    oldest_at: dt.datetime | None
+
+
+def count_jobs(
+    session: Session,
+    team_id: int,
+    *,
+    states: Iterable[str] | None = None,
+    exclude_states: Iterable[str] = (),
+    since: dt.datetime | None = None,
+) -> WindowUsage:
+    """Jobs of a team in ``states`` (default all), minus ``exclude_states``, created ``since``."""
+    query = select(func.count(Job.id), func.min(Job.created_at)).where(Job.team_id == team_id)
+    if states is not None:
+        query = query.where(Job.state.in_([RunState(s).value for s in states]))
+    excluded = [RunState(s).value for s in exclude_states]
+    if excluded:
+        query = query.where(Job.state.not_in(excluded))
+    if since is not None:
+        query = query.where(Job.created_at >= since)
+    count, oldest = session.execute(query).one()
+    return WindowUsage(int(count), oldest)
+
+
+def count_submissions(
+    session: Session,
+    team_id: int,
+    *,
+    since: dt.datetime | None = None,
+    exclude_statuses: Iterable[str] = (),
+) -> WindowUsage:
+    """Submissions of a team created ``since``, not in ``exclude_statuses``."""
+    query = select(func.count(Submission.id), func.min(Submission.created_at)).where(
+        Submission.team_id == team_id
+    )
+    excluded = [SubmissionStatus(s).value for s in exclude_statuses]
+    if excluded:
+        query = query.where(Submission.status.not_in(excluded))
+    if since is not None:
+        query = query.where(Submission.created_at >= since)
+    count, oldest = session.execute(query).one()
+    return WindowUsage(int(count), oldest)
+
+
+def mark_job_cancelled(
+    session: Session, job_id: int, *, reason: str | None = None, now: dt.datetime | None = None
+) -> Job:
+    """Cancel a queued or running job and its unfinished stages (one transaction).
+
+    :class:`ConflictError` when the job already finished (succeeded, failed or cancelled).
+    """
+    now = now or utc_now()
+    job = transition_job(session, job_id, RunState.CANCELLED.value, error_message=reason, now=now)
+    for stage in session.scalars(
+        select(Stage)
+        .where(
+            Stage.job_id == job_id,
+            Stage.state.in_([RunState.QUEUED.value, RunState.RUNNING.value]),
+        )
+        .with_for_update()
+    ):
+        transition_stage(session, stage.id, RunState.CANCELLED.value, now=now)
+    return job
+
+
+def list_results(session: Session, job_id: int) -> list[Result]:
+    """A job's result rows ordered by scenario, back-end, metric, seed."""
+    return list(
+        session.scalars(
+            select(Result)
+            .where(Result.job_id == job_id)
+            .order_by(Result.scenario, Result.backend, Result.metric, Result.seed)
+        )
+    )
+
+
+def list_artifacts(session: Session, job_id: int) -> list[Artifact]:
+    """A job's artifacts in the order they were recorded."""
+    return list(
+        session.scalars(select(Artifact).where(Artifact.job_id == job_id).order_by(Artifact.id))
+    )
+
+
+def get_artifact(session: Session, job_id: int, artifact_id: int) -> Artifact:
+    """Artifact ``artifact_id`` of job ``job_id`` or :class:`NotFoundError`."""
+    artifact = session.get(Artifact, artifact_id)
+    if artifact is None or artifact.job_id != job_id:
+        raise NotFoundError(f"job {job_id} has no artifact {artifact_id}")
+    return artifact

@@ -166,3 +166,137 @@ def blob_store(request: pytest.FixtureRequest) -> BlobStore:
     """Each blob-store test runs on both back-ends."""
     store: BlobStore = request.getfixturevalue(f"{request.param}_store")
     return store
+
+
+# --- HTTP gateway (api/) fixtures ---------------------------------------------------------------
+
+
+class RecordingDispatcher:
+    """Stands in for ``workers.dispatch`` in API tests: records what would have been queued."""
+
+    def __init__(self) -> None:
+        self.enqueued: list[int] = []
+        self.cancelled: list[int] = []
+        self.validations: list[int] = []
+        self.fail_enqueue = False
+
+    def enqueue_job(self, job_id: int) -> None:
+        if self.fail_enqueue:
+            raise ConnectionError("broker unreachable (test)")
+        self.enqueued.append(job_id)
+
+    def cancel_job(self, job_id: int) -> None:
+        self.cancelled.append(job_id)
+
+    def enqueue_archive_validation(self, submission_id: int) -> None:
+        self.validations.append(submission_id)
+
+
+API_TEST_HMAC_KEY = "api-test-hmac-key"
+
+
+@pytest.fixture()
+def api_dispatcher() -> RecordingDispatcher:
+    """A fresh recording dispatcher."""
+    return RecordingDispatcher()
+
+
+@pytest.fixture()
+def make_api_client(
+    pg_database: Database, tmp_path: Path, api_dispatcher: RecordingDispatcher
+) -> Iterator[Callable[..., Any]]:
+    """Builds TestClients of ``create_app`` on the session's PostgreSQL database and a local blob
+    folder (signed URLs served by the API itself); keyword arguments override Settings fields,
+    ``blob_store=`` replaces the store."""
+    from fastapi.testclient import TestClient
+
+    from api.app import create_app
+    from services.settings import Settings
+
+    clients: list[Any] = []
+
+    def make(blob_store: BlobStore | None = None, **overrides: Any) -> Any:
+        fields: dict[str, Any] = {
+            "database_url": pg_database.url,
+            "blob_backend": "local",
+            "blob_dir": tmp_path / "blobs",
+            "blob_public_url": "http://testserver/v1/blobs",
+            "token_hmac_key": API_TEST_HMAC_KEY,
+            "broker_url": "",
+            "celery_eager": False,
+        }
+        fields.update(overrides)
+        settings = Settings(_env_file=None, **fields)  # type: ignore[call-arg]
+        app = create_app(
+            settings, database=pg_database, blob_store=blob_store, dispatcher=api_dispatcher
+        )
+        client = TestClient(app, raise_server_exceptions=False)
+        client.__enter__()
+        clients.append(client)
+        return client
+
+    yield make
+    for client in clients:
+        client.__exit__(None, None, None)
+
+
+class ApiWorld:
+    """Two teams (a, b) and an admin, with tokens, created straight in the database."""
+
+    def __init__(self, database: Database) -> None:
+        from services.storage import repository as repo
+
+        self.database = database
+        with database.session_scope() as session:
+            for slug in ("ops", "team-a", "team-b"):
+                repo.create_team(session, slug)
+        self.admin = self.token("ops", ["admin"])
+        self.a = self.token("team-a", ["submit", "read"])
+        self.a_read = self.token("team-a", ["read"])
+        self.b = self.token("team-b", ["submit", "read"])
+
+    def token(self, team: str, scopes: list[str], expires_in_s: float | None = None) -> str:
+        """A new token's plaintext."""
+        from services.storage import repository as repo
+
+        with self.database.session_scope() as session:
+            issued = repo.issue_team_token(
+                session,
+                team,
+                hmac_key=API_TEST_HMAC_KEY,
+                scopes=scopes,
+                expires_in_s=expires_in_s,
+            )
+            return issued.plaintext
+
+    @staticmethod
+    def auth(token: str) -> dict[str, str]:
+        """The Authorization header for ``token``."""
+        return {"Authorization": f"Bearer {token}"}
+
+
+# A small protocol on the synthetic corpus (the API never runs it; workers are faked).
+API_TEST_PROTOCOL: dict[str, Any] = {
+    "name": "synthetic-small",
+    "description": "API tests",
+    "config": {
+        "synthetic": {"n_speakers": 12, "utts_per_speaker": 6},
+        "scenarios": ["ignorant", "semi-informed"],
+        "backends": ["cosine"],
+    },
+    "leaderboard": {"metric": "eer_percent"},
+}
+
+
+@pytest.fixture()
+def api_world(pg_database: Database) -> ApiWorld:
+    """Teams and tokens for API tests."""
+    return ApiWorld(pg_database)
+
+
+@pytest.fixture()
+def api_protocol_body() -> dict[str, Any]:
+    """Body of ``POST /v1/admin/protocols`` for a small synthetic protocol."""
+    import copy
+
+    return copy.deepcopy(API_TEST_PROTOCOL)

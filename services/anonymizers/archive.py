@@ -1,0 +1,848 @@
+"""Pre-anonymized audio archives: the request a maker answers, the validator, the `Anonymizer`.
+
+A maker who cannot ship a container anonymizes the protocol's audio themselves and uploads one
+zip or tar(.gz/.bz2/.xz) archive. The archive is untrusted input: `validate_archive` lists it
+first (no byte is written before every member's name, type and declared size passed), then
+extracts the audio members with byte counting, then decodes and checks every file. The layout and
+every rule are in docs/container-contract.md ("Pre-anonymized archives").
+
+* `protocol_request` - the JSON a maker needs: every utterance of the protocol's four sets with its
+  source gender and the target voice the TSA chose (same structure as the container job file).
+* `validate_archive` - archive -> `ArchiveValidation` (files extracted under ``out_dir``, a report
+  with every problem found, written as ``out_dir/validation.json``).
+* `ArchiveAnonymizer` - an `Anonymizer` that returns the validated audio of each item's utt id,
+  so `anonymize_manifest` treats an archive like any other anonymizer.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import stat
+import tarfile
+import zipfile
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import IO, Any, Literal
+
+import numpy as np
+import soundfile as sf
+
+from services.anonymizers.base import AnonymizationItem, Anonymizer, TargetVoice
+from services.anonymizers.target_selection import select_targets_with
+from services.audio import SAMPLE_RATE_HZ
+from services.corpus.manifest import Gender, Manifest
+from services.corpus.protocol import Protocol, TargetSelection
+from services.errors import ConfigError, InvalidInputError
+
+CONTRACT_NAME = "unmask-anonymizer"
+CONTRACT_VERSION = 1
+"""Version of docs/container-contract.md that this module implements."""
+
+SET_NAMES: tuple[str, ...] = ("train", "validation", "enrollment", "trial")
+"""The protocol's sets, in the order the pipeline anonymizes them (also the archive folders)."""
+
+AUDIO_EXTENSIONS: tuple[str, ...] = (".wav", ".flac")
+METADATA_NAME = "metadata.json"
+REPORT_NAME = "validation.json"
+AUDIO_DIR = "audio"
+MAX_LISTED_PROBLEMS = 20
+"""Problems of one kind listed by name; the rest are counted."""
+
+_SAFE_STEM = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,199}$")
+_CHUNK = 1 << 20
+
+
+class ArchiveError(InvalidInputError):
+    """The archive (or a container's output folder) breaks the contract; names the member."""
+
+
+def output_stem(utt_id: str) -> str:
+    """File name stem (no extension) an anonymizer writes for ``utt_id``.
+
+    The utt id itself when it is a safe file name (letters, digits, ``._-``, at most 200
+    characters, not starting with a dot), else ``u-`` + the first 16 hex digits of its SHA-256.
+    """
+    if _SAFE_STEM.match(utt_id) and utt_id not in (".", ".."):
+        return utt_id
+    return "u-" + hashlib.sha256(utt_id.encode("utf-8")).hexdigest()[:16]
+
+
+# --------------------------------------------------------------------------------------------
+# The request: which utterances, which targets.
+# --------------------------------------------------------------------------------------------
+
+
+def plan_protocol_targets(
+    protocol: Protocol,
+    manifest: Manifest,
+    tsa: TargetSelection | None = None,
+    target_voices: Mapping[str, TargetVoice] | None = None,
+) -> dict[str, dict[str, str]]:
+    """Set name -> (utt id -> target speaker id), drawn exactly as the evaluation pipeline does.
+
+    Attacker-train and validation data at utterance level, enrollment and trial at the TSA's
+    granularity, each set with its own salt (the set name). ``target_voices`` defaults to the
+    genders of the protocol's target-pool speakers present in ``manifest``.
+    """
+    tsa = tsa or protocol.target_selection
+    pool: Mapping[str, Gender] | Mapping[str, TargetVoice]
+    if target_voices is not None:
+        pool = target_voices
+    else:
+        wanted = set(protocol.target_pool)
+        pool = {s: g for s, g in manifest.speaker_gender().items() if s in wanted}
+    ids = _protocol_sets(protocol)
+    plan: dict[str, dict[str, str]] = {}
+    for name in SET_NAMES:
+        subset = manifest.subset(ids[name])
+        if len(subset) != len(ids[name]):
+            missing = sorted(set(ids[name]) - {u.utt_id for u in subset})
+            raise ConfigError(
+                f"protocol {protocol.name!r}: {len(missing)} utterance(s) of set {name} are not "
+                f"in the manifest, e.g. {', '.join(missing[:5])}"
+            )
+        granularity = "utterance" if name in ("train", "validation") else tsa.granularity
+        plan[name] = (
+            select_targets_with(tsa, subset, pool, salt=name, granularity=granularity)
+            if len(subset)
+            else {}
+        )
+    return plan
+
+
+def _protocol_sets(protocol: Protocol) -> dict[str, tuple[str, ...]]:
+    return {
+        "train": protocol.attacker_train,
+        "validation": protocol.attacker_validation,
+        "enrollment": protocol.enrollment,
+        "trial": protocol.trial,
+    }
+
+
+def target_description(
+    target_id: str, gender: Gender, voice: TargetVoice | None = None
+) -> dict[str, Any]:
+    """The JSON description of one target voice (job file and protocol request)."""
+    out: dict[str, Any] = {"speaker_id": target_id, "gender": gender}
+    if voice is not None and voice.profile is not None:
+        out["median_f0_hz"] = round(float(voice.profile.median_f0_hz), 3)
+        out["formant_scale"] = round(float(voice.profile.formant_scale), 6)
+    return out
+
+
+def protocol_request(
+    protocol: Protocol,
+    manifest: Manifest,
+    tsa: TargetSelection | None = None,
+    target_voices: Mapping[str, TargetVoice] | None = None,
+) -> dict[str, Any]:
+    """What a maker must anonymize for ``protocol`` (JSON-able; docs/container-contract.md).
+
+    One entry per utterance of the four sets (train, validation, enrollment, trial) with its
+    source file (relative to the corpus root when it is under it), duration (seconds), source
+    gender, the target the TSA chose, and ``output``: the archive member to write
+    (``<set>/<stem>.wav``). Same structure as the container job file, plus ``set``.
+    """
+    tsa = tsa or protocol.target_selection
+    plan = plan_protocol_targets(protocol, manifest, tsa, target_voices)
+    genders = manifest.speaker_gender()
+    by_id = {u.utt_id: u for u in manifest.utterances}
+    root = Path(manifest.root).resolve()
+    used_targets: dict[str, dict[str, Any]] = {}
+    utterances: list[dict[str, Any]] = []
+    for name in SET_NAMES:
+        for utt_id, target_id in plan[name].items():
+            u = by_id[utt_id]
+            voice = target_voices.get(target_id) if target_voices else None
+            t_gender = voice.gender if voice is not None else genders[target_id]
+            used_targets.setdefault(target_id, target_description(target_id, t_gender, voice))
+            path = manifest.resolve(u)
+            try:
+                file = path.relative_to(root).as_posix()
+            except ValueError:
+                file = path.as_posix()
+            utterances.append(
+                {
+                    "utt_id": utt_id,
+                    "set": name,
+                    "file": file,
+                    "output": f"{name}/{output_stem(utt_id)}.wav",
+                    "duration_s": u.duration_s,
+                    "source_gender": u.gender,
+                    "target": {"speaker_id": target_id, "gender": t_gender},
+                }
+            )
+    return {
+        "contract": CONTRACT_NAME,
+        "contract_version": CONTRACT_VERSION,
+        "kind": "protocol-request",
+        "protocol": {
+            "name": protocol.name,
+            "content_hash": protocol.content_hash,
+            "manifest_hash": protocol.manifest_hash,
+        },
+        "target_selection": tsa.model_dump(mode="json"),
+        "sample_rate_hz": SAMPLE_RATE_HZ,
+        "sets": {name: len(plan[name]) for name in SET_NAMES},
+        "targets": dict(sorted(used_targets.items())),
+        "utterances": utterances,
+    }
+
+
+def expected_from_protocol(protocol: Protocol) -> dict[str, list[str]]:
+    """Set name -> utterance ids an archive for ``protocol`` must contain."""
+    return {name: list(ids) for name, ids in _protocol_sets(protocol).items()}
+
+
+# --------------------------------------------------------------------------------------------
+# Limits and the report.
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ArchiveLimits:
+    """Bounds that keep an untrusted archive (or container output) from exhausting the host.
+
+    ``max_unpacked_bytes``: total extracted bytes; with known original durations the bound is
+    also at most what their audio can need (8 bytes per sample plus 64 KiB per file).
+    ``max_member_bytes``: one file. ``max_members``: entries of the archive, folders included.
+    ``max_compression_ratio``: declared / compressed size, per zip member of at least
+    ``ratio_min_bytes`` and for the whole archive (speech compresses about 1.1-3x; a zip bomb
+    1000x). ``duration_tolerance_s`` and ``duration_tolerance_fraction``: an output may differ
+    from its original's duration by the larger of the two (seconds; fraction of the original).
+    """
+
+    max_unpacked_bytes: int = 20 * 1024**3
+    max_member_bytes: int = 512 * 1024**2
+    max_members: int = 500_000
+    max_compression_ratio: float = 100.0
+    ratio_min_bytes: int = 1024**2
+    max_metadata_bytes: int = 16 * 1024**2
+    duration_tolerance_s: float = 0.1
+    duration_tolerance_fraction: float = 0.01
+
+    def tolerance_s(self, original_s: float) -> float:
+        """Largest allowed |output - original| duration for an original of ``original_s`` s."""
+        return max(self.duration_tolerance_s, self.duration_tolerance_fraction * original_s)
+
+    @classmethod
+    def from_settings(cls, settings: Any | None = None) -> ArchiveLimits:
+        """The limits configured in `Settings` (``UNMASK_ARCHIVE_*``)."""
+        if settings is None:
+            from services.settings import get_settings
+
+            settings = get_settings()
+        return cls(
+            max_unpacked_bytes=int(settings.archive_max_unpacked_mb) * 1024**2,
+            max_member_bytes=int(settings.archive_max_member_mb) * 1024**2,
+            max_members=int(settings.archive_max_members),
+            max_compression_ratio=float(settings.archive_max_compression_ratio),
+        )
+
+
+@dataclass
+class ArchiveValidation:
+    """What `validate_archive` found. ``ok`` when ``problems`` is empty.
+
+    ``files``: utt id -> path of its audio relative to ``out_dir``; ``durations_s`` (seconds) and
+    ``sha256`` per utt id; ``unpacked_bytes``: bytes written. ``metadata``: the parsed optional
+    ``metadata.json`` (a JSON object) or None.
+    """
+
+    archive: str
+    archive_sha256: str
+    out_dir: str
+    n_members: int = 0
+    unpacked_bytes: int = 0
+    files: dict[str, str] = field(default_factory=dict)
+    durations_s: dict[str, float] = field(default_factory=dict)
+    sha256: dict[str, str] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+    metadata: dict[str, Any] | None = None
+    contract_version: int = CONTRACT_VERSION
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def raise_for_problems(self) -> ArchiveValidation:
+        """Self when valid; `ArchiveError` listing the problems otherwise."""
+        if self.problems:
+            head = "; ".join(self.problems[:MAX_LISTED_PROBLEMS])
+            more = len(self.problems) - MAX_LISTED_PROBLEMS
+            tail = f"; and {more} more problem(s)" if more > 0 else ""
+            raise ArchiveError(f"{self.archive}: {head}{tail}")
+        return self
+
+    def content_hash(self) -> str:
+        """SHA-256 over (utt id, file SHA-256) pairs: names the audio this archive provides."""
+        blob = json.dumps(sorted(self.sha256.items()), separators=(",", ":"))
+        return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ArchiveValidation:
+        known = set(cls.__dataclass_fields__)
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+
+class _Fatal(Exception):
+    """Stops validation at once (unsafe or over-limit archive): nothing more is read."""
+
+
+class _Problems:
+    """Collects problems per kind, so thousands of missing files make one readable line."""
+
+    def __init__(self) -> None:
+        self.by_kind: dict[str, list[str]] = {}
+
+    def add(self, kind: str, item: str) -> None:
+        self.by_kind.setdefault(kind, []).append(item)
+
+    def lines(self) -> list[str]:
+        out = []
+        for kind, items in self.by_kind.items():
+            shown = ", ".join(items[:MAX_LISTED_PROBLEMS])
+            more = len(items) - MAX_LISTED_PROBLEMS
+            out.append(f"{kind}: {shown}" + (f" (and {more} more)" if more > 0 else ""))
+        return out
+
+    def __bool__(self) -> bool:
+        return bool(self.by_kind)
+
+
+# --------------------------------------------------------------------------------------------
+# Listing: names, types and declared sizes, before any byte is written.
+# --------------------------------------------------------------------------------------------
+
+EntryKind = Literal["file", "dir"]
+
+
+@dataclass(frozen=True)
+class _Entry:
+    name: str  # normalized POSIX path, no leading "./", no trailing "/"
+    raw: str  # as stored (for messages)
+    kind: EntryKind
+    size: int  # declared uncompressed size, bytes
+    handle: Any  # ZipInfo or TarInfo
+
+
+def _name_problem(raw: str) -> str | None:
+    """Why a member name is unsafe, or None."""
+    if not raw or raw in ("/", "./"):
+        return "empty name"
+    if "\x00" in raw:
+        return "NUL byte in the name"
+    if "\\" in raw:
+        return "backslash in the name (use / as the separator)"
+    if raw.startswith("/") or re.match(r"^[A-Za-z]:", raw):
+        return "absolute path"
+    if any(part == ".." for part in raw.split("/")):
+        return "path traversal (..)"
+    if len(raw) > 1024:
+        return "name longer than 1024 characters"
+    return None
+
+
+def _normalize(raw: str) -> str:
+    return "/".join(p for p in raw.split("/") if p not in ("", "."))
+
+
+def _zip_entries(zf: zipfile.ZipFile, limits: ArchiveLimits, guard: _SizeGuard) -> Iterator[_Entry]:
+    infos = zf.infolist()
+    if len(infos) > limits.max_members:
+        raise _Fatal(f"{len(infos)} members, more than the limit of {limits.max_members}")
+    for info in infos:
+        raw = info.filename
+        why = _name_problem(raw)
+        if why:
+            raise _Fatal(f"member {raw!r}: {why}")
+        if info.flag_bits & 0x1:
+            raise _Fatal(f"member {raw!r}: encrypted members are not accepted")
+        mode = (info.external_attr >> 16) & 0xFFFF
+        ftype = stat.S_IFMT(mode)
+        if info.create_system == 3 and ftype not in (0, stat.S_IFREG, stat.S_IFDIR):
+            what = "a symlink" if ftype == stat.S_IFLNK else "a device, fifo or socket"
+            raise _Fatal(f"member {raw!r}: {what}; only regular files and folders are accepted")
+        is_dir = info.is_dir() or ftype == stat.S_IFDIR
+        if is_dir and info.file_size:
+            raise _Fatal(f"member {raw!r}: a folder entry with data")
+        guard.add(info.file_size, raw)
+        if (
+            not is_dir
+            and info.file_size >= limits.ratio_min_bytes
+            and info.file_size > limits.max_compression_ratio * max(info.compress_size, 1)
+        ):
+            ratio = info.file_size / max(info.compress_size, 1)
+            raise _Fatal(
+                f"member {raw!r}: compression ratio {ratio:.0f}:1 above the limit of "
+                f"{limits.max_compression_ratio:g}:1 (zip bomb?)"
+            )
+        yield _Entry(_normalize(raw), raw, "dir" if is_dir else "file", info.file_size, info)
+
+
+def _tar_entries(tf: tarfile.TarFile, limits: ArchiveLimits, guard: _SizeGuard) -> Iterator[_Entry]:
+    count = 0
+    while True:
+        try:
+            info = tf.next()
+        except tarfile.TarError as exc:
+            raise _Fatal(f"corrupt tar archive after {count} members ({exc})") from None
+        if info is None:
+            return
+        count += 1
+        if count > limits.max_members:
+            raise _Fatal(f"more members than the limit of {limits.max_members}")
+        raw = info.name
+        why = _name_problem(raw)
+        if why:
+            raise _Fatal(f"member {raw!r}: {why}")
+        if info.issym() or info.islnk():
+            kind = "a symlink" if info.issym() else "a hard link"
+            raise _Fatal(
+                f"member {raw!r}: {kind} (to {info.linkname!r}); only regular files and "
+                "folders are accepted"
+            )
+        if info.issparse():
+            raise _Fatal(f"member {raw!r}: sparse files are not accepted")
+        if info.isdir():
+            yield _Entry(_normalize(raw), raw, "dir", 0, info)
+        elif info.isreg():
+            guard.add(int(info.size), raw)
+            yield _Entry(_normalize(raw), raw, "file", int(info.size), info)
+        else:
+            raise _Fatal(
+                f"member {raw!r}: a device, fifo or other special file; only regular files and "
+                "folders are accepted"
+            )
+
+
+class _SizeGuard:
+    """Declared sizes checked while listing, so a bomb stops before its data is even read.
+
+    The total is bounded by the unpacked-size budget and by ``max_compression_ratio`` times the
+    archive's own size (which also bounds what listing a compressed tar has to decompress).
+    """
+
+    def __init__(self, archive_bytes: int, budget: int, lim: ArchiveLimits) -> None:
+        self.archive_bytes = max(archive_bytes, 1)
+        self.budget = budget
+        self.lim = lim
+        self.total = 0
+        self.metadata_seen = False
+
+    def add(self, size: int, raw: str) -> None:
+        lim = self.lim
+        name = _normalize(raw)
+        if not self.metadata_seen and name.split("/")[-1] == METADATA_NAME and name.count("/") < 2:
+            # The one metadata file has its own bound and does not use the audio budget.
+            self.metadata_seen = True
+            if size > lim.max_metadata_bytes:
+                raise _Fatal(
+                    f"member {raw!r}: declared size {size} bytes above the metadata limit of "
+                    f"{lim.max_metadata_bytes} bytes"
+                )
+            return
+        if size > lim.max_member_bytes:
+            raise _Fatal(
+                f"member {raw!r}: declared size {size} bytes above the per-file limit of "
+                f"{lim.max_member_bytes} bytes"
+            )
+        self.total += size
+        if self.total > self.budget:
+            raise _Fatal(
+                f"declared unpacked size exceeds the limit of {self.budget} bytes at member "
+                f"{raw!r} (zip bomb?)"
+            )
+        ratio = self.total / self.archive_bytes
+        if self.total >= lim.ratio_min_bytes and ratio > lim.max_compression_ratio:
+            raise _Fatal(
+                f"declared unpacked size reaches {ratio:.0f} times the archive's "
+                f"{self.archive_bytes} bytes at member {raw!r}, above the limit of "
+                f"{lim.max_compression_ratio:g}:1 (zip bomb?)"
+            )
+
+
+# --------------------------------------------------------------------------------------------
+# Checking one audio file (archives and container outputs alike).
+# --------------------------------------------------------------------------------------------
+
+
+def check_audio_file(
+    path: Path, label: str, original_s: float | None, limits: ArchiveLimits
+) -> tuple[np.ndarray | None, str | None]:
+    """Decode ``path`` and check the contract: 16 kHz, mono, finite, duration near the original.
+
+    Returns ``(waveform float32, None)`` or ``(None, problem naming label)``. ``original_s``:
+    the original's duration in seconds (None = unknown, only a sanity bound applies).
+    """
+    try:
+        info = sf.info(str(path))
+    except Exception as exc:  # soundfile raises several types for corrupt data
+        why = _one_line(exc).replace(str(path), path.name)
+        return None, f"{label}: not decodable audio ({why})"
+    if info.format not in ("WAV", "WAVEX", "FLAC"):
+        return None, f"{label}: {info.format} audio; WAV or FLAC is required"
+    if info.samplerate != SAMPLE_RATE_HZ:
+        return None, f"{label}: sample rate {info.samplerate} Hz, {SAMPLE_RATE_HZ} Hz is required"
+    if info.channels != 1:
+        return None, f"{label}: {info.channels} channels, mono is required"
+    if info.frames <= 0:
+        return None, f"{label}: empty audio"
+    try:
+        wav, _ = sf.read(str(path), dtype="float32", always_2d=False)
+    except Exception as exc:
+        why = _one_line(exc).replace(str(path), path.name)
+        return None, f"{label}: not decodable audio ({why})"
+    if wav.ndim != 1 or wav.size == 0:
+        return None, f"{label}: no mono samples decoded"
+    if not np.isfinite(wav).all():
+        return None, f"{label}: non-finite samples (NaN or infinity)"
+    duration = wav.size / SAMPLE_RATE_HZ
+    if original_s is not None:
+        tol = limits.tolerance_s(original_s)
+        if abs(duration - original_s) > tol:
+            return None, (
+                f"{label}: duration {duration:.3f} s differs from the original's "
+                f"{original_s:.3f} s by more than {tol:.3f} s"
+            )
+    return wav, None
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+# --------------------------------------------------------------------------------------------
+# validate_archive
+# --------------------------------------------------------------------------------------------
+
+
+def _sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(_CHUNK), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _normalize_expected(
+    expected: Mapping[str, Iterable[str]] | Iterable[str],
+) -> dict[str, str]:
+    """utt id -> set name ("" when the caller gave one flat list)."""
+    groups: Mapping[str, Iterable[str]] = (
+        expected if isinstance(expected, Mapping) else {"": list(expected)}
+    )
+    out: dict[str, str] = {}
+    for set_name, ids in groups.items():
+        for utt in ids:
+            if utt in out:
+                raise ValueError(f"utterance {utt!r} is expected in two sets")
+            out[utt] = set_name
+    return out
+
+
+def _copy_bounded(src: IO[bytes], dest: Path, limit: int, label: str) -> tuple[int, str]:
+    """Copy at most ``limit`` bytes; `_Fatal` when the stream has more. Returns (bytes, sha256)."""
+    fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    h = hashlib.sha256()
+    written = 0
+    with os.fdopen(fd, "wb") as out:
+        while True:
+            block = src.read(min(_CHUNK, limit - written + 1))
+            if not block:
+                break
+            written += len(block)
+            if written > limit:
+                raise _Fatal(
+                    f"member {label!r}: more data than its declared size or the size limit "
+                    f"({limit} bytes) (zip bomb?)"
+                )
+            h.update(block)
+            out.write(block)
+    return written, h.hexdigest()
+
+
+def validate_archive(
+    archive_path: str | Path,
+    expected: Mapping[str, Iterable[str]] | Iterable[str],
+    out_dir: str | Path,
+    limits: ArchiveLimits | None = None,
+    original_durations_s: Mapping[str, float] | None = None,
+) -> ArchiveValidation:
+    """Validate a pre-anonymized archive and extract its audio into ``out_dir``.
+
+    ``expected``: set name -> utterance ids (e.g. `expected_from_protocol`), or one flat list.
+    ``original_durations_s``: utt id -> original duration (seconds), to check durations. Layout
+    (docs/container-contract.md): ``<stem>.wav|.flac`` at the top, or ``<set>/<stem>.wav|.flac``
+    in the utterance's own set folder, optionally all inside one wrapper folder, plus an optional
+    ``metadata.json``; `output_stem` gives the stem of an utt id.
+
+    Order: the archive is listed first (unsafe names, links, devices, member count, declared
+    sizes and compression ratios stop it at once; missing, duplicate and extra members are all
+    reported) and nothing is written unless the listing is clean. Then each audio member is
+    copied with a byte count capped at its declared size, hashed, decoded and checked. Valid
+    audio lands in ``out_dir/audio/<stem><ext>``; the report goes to ``out_dir/validation.json``.
+    On any problem the extracted audio is deleted again. The returned report has ``ok`` False
+    and the problems; call ``raise_for_problems()`` to turn that into `ArchiveError`.
+    """
+    lim = limits or ArchiveLimits()
+    src = Path(archive_path)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    audio_dir = out / AUDIO_DIR
+    if audio_dir.exists():
+        shutil.rmtree(audio_dir)
+    if not src.is_file():
+        raise ArchiveError(f"{src}: archive not found")
+    set_of = _normalize_expected(expected)
+    stem_to_utt: dict[str, str] = {}
+    for utt in set_of:
+        stem = output_stem(utt)
+        if stem in stem_to_utt:
+            raise ValueError(f"utterances {stem_to_utt[stem]!r} and {utt!r} share a file name")
+        stem_to_utt[stem] = utt
+    durations = dict(original_durations_s or {})
+    report = ArchiveValidation(
+        archive=src.name, archive_sha256=_sha256_file(src), out_dir=str(out.resolve())
+    )
+    budget = lim.max_unpacked_bytes
+    if durations and set(durations) >= set(set_of):
+        need = sum(
+            int((d + lim.tolerance_s(d)) * SAMPLE_RATE_HZ * 8) + 65536
+            for u, d in durations.items()
+            if u in set_of
+        )
+        budget = min(budget, need)
+
+    guard = _SizeGuard(src.stat().st_size, budget, lim)
+    check = _MemberCheck(report, lim, budget, set_of, stem_to_utt, durations, audio_dir)
+    try:
+        if zipfile.is_zipfile(src):
+            with zipfile.ZipFile(src) as zf:
+                check.run(zf, list(_zip_entries(zf, lim, guard)))
+        elif tarfile.is_tarfile(str(src)):
+            with tarfile.open(str(src), mode="r:*") as tf:
+                check.run(tf, list(_tar_entries(tf, lim, guard)))
+        else:
+            raise _Fatal("not a zip or tar archive")
+    except _Fatal as exc:
+        report.problems.append(str(exc))
+    except (zipfile.BadZipFile, tarfile.TarError, EOFError, OSError, RuntimeError) as exc:
+        # RuntimeError: zipfile's "File ... is encrypted"/unsupported compression messages.
+        report.problems.append(f"corrupt archive ({_one_line(exc)})")
+    except NotImplementedError as exc:
+        report.problems.append(f"unsupported archive feature ({_one_line(exc)})")
+    if report.problems:
+        shutil.rmtree(audio_dir, ignore_errors=True)
+        report.files, report.durations_s, report.sha256 = {}, {}, {}
+    tmp = out / (REPORT_NAME + ".part")
+    tmp.write_text(json.dumps(report.to_json(), indent=1, sort_keys=True) + "\n", "utf-8")
+    os.replace(tmp, out / REPORT_NAME)
+    return report
+
+
+@dataclass
+class _MemberCheck:
+    report: ArchiveValidation
+    lim: ArchiveLimits
+    budget: int
+    set_of: Mapping[str, str]
+    stem_to_utt: Mapping[str, str]
+    durations: Mapping[str, float]
+    audio_dir: Path
+
+    def run(self, container: zipfile.ZipFile | tarfile.TarFile, entries: list[_Entry]) -> None:
+        self.report.n_members = len(entries)
+        chosen, metadata_entry = self._match(entries)
+        if chosen is not None:
+            self._extract(container, chosen, metadata_entry)
+
+    def _match(
+        self, entries: list[_Entry]
+    ) -> tuple[dict[str, tuple[_Entry, str]] | None, _Entry | None]:
+        """Member -> utterance for every entry; None (and problems recorded) when any is off."""
+        set_of = self.set_of
+        set_names = {s for s in set_of.values() if s}
+        files = [e for e in entries if e.kind == "file"]
+        # One wrapper folder around everything (``zip -r out.zip out/``) is stripped.
+        prefix = ""
+        tops = {e.name.split("/", 1)[0] for e in entries if e.name}
+        if (
+            len(tops) == 1
+            and files
+            and all("/" in e.name for e in files)
+            and next(iter(tops)) not in set_names
+        ):
+            prefix = next(iter(tops)) + "/"
+        problems = _Problems()
+        chosen: dict[str, tuple[_Entry, str]] = {}
+        metadata_entry: _Entry | None = None
+        for e in entries:
+            if prefix and e.name == prefix[:-1]:
+                continue
+            rel = e.name[len(prefix) :] if prefix else e.name
+            parts = rel.split("/") if rel else []
+            if e.kind == "dir":
+                if not parts or (len(parts) == 1 and parts[0] in set_names):
+                    continue
+                problems.add("unexpected folder(s)", repr(e.raw))
+                continue
+            if parts == [METADATA_NAME]:
+                if metadata_entry is not None:
+                    problems.add("duplicate member(s)", f"{e.raw!r} and {metadata_entry.raw!r}")
+                metadata_entry = e
+                continue
+            if len(parts) > 2 or (len(parts) == 2 and parts[0] not in set_names):
+                problems.add("unexpected path(s)", repr(e.raw))
+                continue
+            stem, ext = os.path.splitext(parts[-1])
+            if ext.lower() not in AUDIO_EXTENSIONS:
+                problems.add("unexpected file(s) (not .wav/.flac)", repr(e.raw))
+                continue
+            utt = self.stem_to_utt.get(stem)
+            if utt is None:
+                problems.add("file(s) for no utterance of the protocol", repr(e.raw))
+                continue
+            if len(parts) == 2 and parts[0] != set_of[utt]:
+                problems.add(
+                    "file(s) in the wrong set folder", f"{e.raw!r} (belongs to {set_of[utt]})"
+                )
+                continue
+            if utt in chosen:
+                problems.add("duplicate utterance(s)", f"{e.raw!r} and {chosen[utt][0].raw!r}")
+                continue
+            chosen[utt] = (e, ext.lower())
+        for u in set_of:
+            if u not in chosen:
+                problems.add("missing utterance(s)", repr(u))
+        if problems:
+            self.report.problems.extend(problems.lines())
+            return None, None
+        return chosen, metadata_entry
+
+    def _extract(
+        self,
+        container: zipfile.ZipFile | tarfile.TarFile,
+        chosen: dict[str, tuple[_Entry, str]],
+        metadata_entry: _Entry | None,
+    ) -> None:
+        report, lim = self.report, self.lim
+        problems = _Problems()
+        self.audio_dir.mkdir(parents=True, exist_ok=True)
+        remaining = self.budget
+        for utt, (e, ext) in chosen.items():
+            dest = self.audio_dir / f"{output_stem(utt)}{ext}"
+            with _open_member(container, e) as stream:
+                n, digest = _copy_bounded(stream, dest, min(e.size, remaining), e.raw)
+            if n != e.size:
+                raise _Fatal(f"member {e.raw!r}: {n} bytes extracted, {e.size} declared")
+            remaining -= n
+            report.unpacked_bytes += n
+            wav, problem = check_audio_file(dest, f"member {e.raw!r}", self.durations.get(utt), lim)
+            if problem is not None or wav is None:
+                problems.add("bad audio", str(problem))
+                dest.unlink()
+                continue
+            report.files[utt] = f"{AUDIO_DIR}/{dest.name}"
+            report.durations_s[utt] = wav.size / SAMPLE_RATE_HZ
+            report.sha256[utt] = digest
+        if metadata_entry is not None:
+            with _open_member(container, metadata_entry) as stream:
+                blob = stream.read(min(metadata_entry.size, lim.max_metadata_bytes) + 1)
+            meta, why = parse_metadata(blob, lim)
+            if why:
+                problems.add("bad metadata", f"{metadata_entry.raw!r}: {why}")
+            report.metadata = meta
+        report.problems.extend(problems.lines())
+
+
+def _open_member(container: zipfile.ZipFile | tarfile.TarFile, e: _Entry) -> IO[bytes]:
+    if isinstance(container, zipfile.ZipFile):
+        return container.open(e.handle)
+    stream = container.extractfile(e.handle)
+    if stream is None:
+        raise _Fatal(f"member {e.raw!r}: not a regular file")
+    return stream
+
+
+def parse_metadata(blob: bytes, limits: ArchiveLimits) -> tuple[dict[str, Any] | None, str | None]:
+    """The optional per-utterance metadata JSON: (object, None) or (None, problem)."""
+    if len(blob) > limits.max_metadata_bytes:
+        return None, f"larger than {limits.max_metadata_bytes} bytes"
+    try:
+        data = json.loads(blob.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        return None, f"not valid UTF-8 JSON ({_one_line(exc)})"
+    if not isinstance(data, dict):
+        return None, "must be a JSON object"
+    return data, None
+
+
+# --------------------------------------------------------------------------------------------
+# The Anonymizer over a validated archive.
+# --------------------------------------------------------------------------------------------
+
+
+def fit_length(wav: np.ndarray, n: int) -> np.ndarray:
+    """Crop or zero-pad ``wav`` to ``n`` samples (float32); used within the duration tolerance."""
+    wav = np.asarray(wav, dtype=np.float32)
+    if wav.size >= n:
+        return wav[:n]
+    return np.concatenate([wav, np.zeros(n - wav.size, dtype=np.float32)])
+
+
+class ArchiveAnonymizer(Anonymizer):
+    """The audio of a validated pre-anonymized archive, looked up by each item's utt id.
+
+    ``folder``: the ``out_dir`` of a successful `validate_archive` (it holds ``validation.json``
+    and ``audio/``). Outputs are cropped or zero-padded to the input's length (the validator
+    already bounded the difference). ``seed`` is ignored: the maker fixed the randomness.
+    """
+
+    name = "archive"
+
+    def __init__(self, folder: str | Path) -> None:
+        self.folder = Path(folder)
+        report_path = self.folder / REPORT_NAME
+        if not report_path.is_file():
+            raise ConfigError(
+                f"{self.folder}: no {REPORT_NAME}; validate the archive first "
+                "(services.anonymizers.archive.validate_archive) and pass its out_dir"
+            )
+        try:
+            data = json.loads(report_path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as exc:
+            raise ConfigError(f"{report_path}: unreadable ({_one_line(exc)})") from exc
+        self.validation = ArchiveValidation.from_json(data)
+        if not self.validation.ok:
+            raise ArchiveError(
+                f"{self.folder}: the archive failed validation: "
+                + "; ".join(self.validation.problems[:5])
+            )
+
+    def anonymize(self, items: Sequence[AnonymizationItem], seed: int) -> list[np.ndarray]:
+        outputs = []
+        for item in items:
+            rel = self.validation.files.get(item.utt_id)
+            if rel is None:
+                raise ArchiveError(
+                    f"{self.validation.archive}: no audio for utterance {item.utt_id!r}"
+                )
+            wav, _ = sf.read(str(self.folder / rel), dtype="float32", always_2d=False)
+            outputs.append(fit_length(wav, len(item.waveform)))
+        return outputs
+
+    def config(self) -> dict[str, object]:
+        return {
+            **super().config(),
+            "archive_sha256": self.validation.archive_sha256,
+            "content_hash": self.validation.content_hash(),
+        }

@@ -1,0 +1,66 @@
+"""Markdown reference of the evaluation config, generated from the pydantic field descriptions.
+
+``docs/evaluation.md`` embeds its output; a test keeps the two equal, so the docs cannot drift.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pydantic import BaseModel
+from pydantic_core import PydanticUndefined
+
+from services.pipeline.config import EvaluationConfig
+
+BEGIN = "<!-- config-reference:begin -->"
+END = "<!-- config-reference:end -->"
+
+
+def _default(field: Any) -> str:
+    if field.default_factory is not None:
+        value = field.default_factory()
+    elif field.default is PydanticUndefined:
+        return "(required)"
+    else:
+        value = field.default
+    if isinstance(value, BaseModel):
+        return "(see below)"
+    return f"`{json.dumps(value, default=str)}`"
+
+
+def _nested_model(annotation: Any) -> type[BaseModel] | None:
+    candidates = getattr(annotation, "__args__", None) or (annotation,)
+    for c in candidates:
+        if isinstance(c, type) and issubclass(c, BaseModel):
+            return c
+    return None
+
+
+def config_reference_markdown() -> str:
+    """Tables of every config field (path, default, description), nested models expanded."""
+    lines: list[str] = []
+
+    def table(model: type[BaseModel], prefix: str) -> None:
+        nested: list[tuple[str, type[BaseModel]]] = []
+        lines.append(f"### `{prefix or 'top level'}`" if prefix else "### top level")
+        lines.append("")
+        lines.append("| field | default | description |")
+        lines.append("|---|---|---|")
+        for name, field in model.model_fields.items():
+            path = f"{prefix}.{name}" if prefix else name
+            desc = (field.description or "").replace("|", "\\|").replace("\n", " ")
+            lines.append(f"| `{path}` | {_default(field)} | {desc} |")
+            sub = _nested_model(field.annotation)
+            if sub is not None:
+                nested.append((path, sub))
+        lines.append("")
+        for path, sub in nested:
+            table(sub, path)
+
+    table(EvaluationConfig, "")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+if __name__ == "__main__":
+    print(config_reference_markdown())

@@ -1,0 +1,184 @@
+"""The Celery layer on a real Redis broker: routing, time limits, retries, no retry on bad input.
+
+A Celery worker runs in a thread of the test process (``celery.contrib.testing.worker``, solo
+pool) consuming from Redis on loopback under a unique key prefix; the database is PostgreSQL and
+the blob store a moto S3 server. The full pipeline through a worker process is in tests/e2e.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+
+from services.pipeline.jobs import JobServices, job_stage_names, stage_time_limit_s, task_id_for
+from services.settings import Settings, get_settings
+from services.storage import repository as repo
+from services.storage.blobstore import S3BlobStore
+from services.storage.db import Database
+from workers import dispatch, runtime
+from workers.app import app, configure_app, reset_connections
+
+pytestmark = pytest.mark.integration
+
+REDIS_URL = "redis://127.0.0.1:6379/13"
+CONFIG: dict[str, Any] = {
+    "synthetic": {
+        "n_speakers": 8,
+        "utts_per_speaker": 4,
+        "n_attacker_train_speakers": 4,
+        "n_eval_speakers": 2,
+        "n_target_speakers": 2,
+        "enrollments_per_speaker": 2,
+        "trials_per_speaker": 2,
+        "min_duration_s": 2.0,
+        "max_duration_s": 2.5,
+    },
+    "training": {"preset": "tiny", "epochs": 1},
+}
+
+
+def _s3(endpoint: str, **config: Any) -> Any:
+    import boto3
+    from botocore.config import Config
+
+    return boto3.client(
+        "s3",
+        endpoint_url=endpoint,
+        region_name="us-east-1",
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+        config=Config(signature_version="s3v4", s3={"addressing_style": "path"}, **config),
+    )
+
+
+@pytest.fixture()
+def broker(
+    pg_database: Database, moto_endpoint: str, tmp_path: Path
+) -> Iterator[tuple[Settings, str]]:
+    """The Celery app pointed at Redis (unique key prefix) and the worker services installed."""
+    prefix = f"unmask-test-{uuid.uuid4().hex[:8]}:"
+    settings = Settings(
+        data_dir=tmp_path / "data",
+        broker_url=REDIS_URL,
+        heartbeat_interval_s=0.5,
+        task_retry_backoff_s=0.2,
+        task_max_retries=2,
+    )
+    configure_app(app, settings)
+    app.conf.broker_transport_options = {
+        **app.conf.broker_transport_options,
+        "global_keyprefix": prefix,
+    }
+    reset_connections(app)
+    store = S3BlobStore(f"unmask-celery-{uuid.uuid4().hex[:8]}", client=_s3(moto_endpoint))
+    runtime.set_services(
+        JobServices(pg_database, store, settings, send=dispatch.send_phase, worker_host="celery-t")
+    )
+    yield settings, prefix
+    runtime.set_services(None)
+    client = redis.Redis.from_url(REDIS_URL)
+    keys = list(client.scan_iter(f"{prefix}*"))
+    if keys:
+        client.delete(*keys)
+    configure_app(app, get_settings())
+
+
+def _job(database: Database, builtin: str = "pitch") -> int:
+    with database.session_scope() as session:
+        team = repo.create_team(session, f"t-{uuid.uuid4().hex[:8]}")
+        submission = repo.create_submission(
+            session, team.id, "sub", "builtin", builtin_name=builtin, builtin_params={}
+        )
+        return repo.create_job(
+            session,
+            team_id=team.id,
+            submission_id=submission.id,
+            config=CONFIG,
+            stage_names=job_stage_names(),
+        ).job.id
+
+
+def _wait_for(
+    database: Database, job_id: int, done: Callable[[Any], bool], timeout_s: float
+) -> Any:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        with database.session_scope() as session:
+            job = repo.get_job(session, job_id)
+            if done(job):
+                return job
+        time.sleep(0.2)
+    raise AssertionError(f"job {job_id} did not reach the expected state in {timeout_s} s")
+
+
+def test_phase_task_goes_to_its_queue_with_its_time_limits(
+    broker: tuple[Settings, str], pg_database: Database
+) -> None:
+    settings, prefix = broker
+    job_id = _job(pg_database)
+    dispatch.enqueue_job(job_id)  # no worker runs: the message stays in Redis
+    client = redis.Redis.from_url(REDIS_URL)
+    messages = [json.loads(m) for m in client.lrange(f"{prefix}gpu", 0, -1)]
+    assert client.llen(f"{prefix}cpu") == 0
+    assert len(messages) == 1
+    headers = messages[0]["headers"]
+    assert headers["task"] == "unmask.run_phase"
+    assert headers["id"] == task_id_for(job_id, "corpus")
+    soft = stage_time_limit_s(settings, "corpus")
+    assert headers["timelimit"] == [soft + settings.stage_hard_limit_margin_s, soft]
+    with pg_database.session_scope() as session:
+        assert repo.get_stage(session, job_id, "corpus").heartbeat_at is not None  # "sent at"
+    # Cancelling revokes the task and the queued stages (the API marks the job first).
+    with pg_database.session_scope() as session:
+        repo.transition_job(session, job_id, "cancelled")
+    dispatch.cancel_job(job_id)
+    with pg_database.session_scope() as session:
+        assert {s.state for s in repo.get_job(session, job_id).stages} == {"cancelled"}
+
+
+@pytest.mark.slow
+def test_bad_input_fails_the_job_once_without_retry(
+    broker: tuple[Settings, str], pg_database: Database
+) -> None:
+    from celery.contrib.testing.worker import start_worker
+
+    job_id = _job(pg_database, builtin="no-such-anonymizer")
+    with start_worker(app, pool="solo", perform_ping_check=False, queues=["gpu", "cpu"]):
+        dispatch.enqueue_job(job_id)
+        job = _wait_for(pg_database, job_id, lambda j: j.state == "failed", 120)
+    assert "no-such-anonymizer" in (job.error_message or "")
+    with pg_database.session_scope() as session:
+        stages = {s.name: s for s in repo.get_job(session, job_id).stages}
+    assert stages["corpus"].state == "succeeded" and stages["corpus"].worker_host == "celery-t"
+    assert stages["anonymize"].state == "failed" and stages["anonymize"].attempts == 1
+    assert stages["train"].state == "cancelled"
+
+
+def test_transient_errors_are_retried_with_backoff_then_fail_the_job(
+    broker: tuple[Settings, str], pg_database: Database
+) -> None:
+    from celery.contrib.testing.worker import start_worker
+
+    settings, _ = broker
+    services = runtime.get_services()
+    dead = _s3("http://127.0.0.1:9", retries={"max_attempts": 1}, connect_timeout=1)
+    services.store = S3BlobStore("dead", client=dead, create_bucket=False)
+    job_id = _job(pg_database)
+    started = time.monotonic()
+    with start_worker(app, pool="solo", perform_ping_check=False, queues=["gpu", "cpu"]):
+        dispatch.enqueue_job(job_id)
+        job = _wait_for(pg_database, job_id, lambda j: j.state == "failed", 60)
+    elapsed = time.monotonic() - started
+    assert "gave up after 2 retries" in (job.error_message or "")
+    with pg_database.session_scope() as session:
+        corpus = repo.get_stage(session, job_id, "corpus")
+    # First run + 2 retries, each one attempt; backoff 0.2 s then 0.4 s between them.
+    assert corpus.attempts == settings.task_max_retries + 1 and corpus.state == "failed"
+    assert elapsed >= 0.6

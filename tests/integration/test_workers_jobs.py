@@ -1,0 +1,469 @@
+"""Jobs phase by phase against real PostgreSQL and a moto S3 server (services/pipeline/jobs.py).
+
+Two "hosts" (separate work folders, shared database and bucket) run one job: the gpu phases on
+host A, the cpu phases on host B, which has to fetch every stage it reuses from S3. The task
+sender is an in-process queue, so these tests exercise the job logic without a broker
+(test_workers_celery.py adds the broker).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from services.pipeline.jobs import (
+    PHASE_QUEUES,
+    JobServices,
+    PhaseOutcome,
+    StageMonitor,
+    TransientPhaseError,
+    _Claim,
+    _claim,
+    _complete,
+    job_stage_names,
+    reap_stale_stages,
+    result_rows_from_document,
+    run_job_phase,
+    start_job,
+)
+from services.pipeline.stage_runner import DONE_FILE
+from services.pipeline.workspace import StageWorkspace, stage_index_key
+from services.settings import Settings
+from services.storage import repository as repo
+from services.storage.blobstore import S3BlobStore
+from services.storage.db import Database
+from services.storage.errors import BlobIntegrityError
+from services.storage.migrate import upgrade_database
+from services.storage.models import AGGREGATE_SEED
+from services.storage.types import utc_now
+
+pytestmark = pytest.mark.integration
+
+TINY_CONFIG: dict[str, Any] = {
+    "name": "tiny",
+    "synthetic": {
+        "n_speakers": 12,
+        "utts_per_speaker": 6,
+        "n_attacker_train_speakers": 6,
+        "n_eval_speakers": 4,
+        "n_target_speakers": 2,
+        "enrollments_per_speaker": 3,
+        "trials_per_speaker": 3,
+        "min_duration_s": 2.0,
+        "max_duration_s": 2.5,
+    },
+    "scenarios": ["original", "ignorant", "semi-informed"],
+    "training": {"preset": "tiny", "epochs": 1, "batch_size": 8, "crop_seconds": 1.5},
+    "backends": ["cosine"],
+    "metrics": {"bootstrap_resamples": 10},
+}
+
+
+def s3_client(endpoint: str) -> Any:
+    """A boto3 client for the moto server (path-style, dummy credentials)."""
+    import boto3
+    from botocore.config import Config
+
+    return boto3.client(
+        "s3",
+        endpoint_url=endpoint,
+        region_name="us-east-1",
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+        config=Config(signature_version="s3v4", s3={"addressing_style": "path"}),
+    )
+
+
+def tiny_config(seed: int = 0) -> dict[str, Any]:
+    """The tiny config with another corpus seed (a different seed shares no stage)."""
+    config = json.loads(json.dumps(TINY_CONFIG))
+    config["synthetic"]["seed"] = seed
+    return config
+
+
+@dataclass
+class Platform:
+    """One database, one bucket, two worker hosts and the queue of sent tasks."""
+
+    database: Database
+    store: S3BlobStore
+    root: Path
+    sent: list[tuple[int, str]] = field(default_factory=list)
+    team_id: int = 0
+
+    def services(self, host: str, **settings: Any) -> JobServices:
+        base = {"data_dir": self.root / host, "heartbeat_interval_s": 0.5}
+        return JobServices(
+            database=self.database,
+            store=self.store,
+            settings=Settings(**{**base, **settings}),
+            send=lambda job_id, phase: self.sent.append((job_id, phase)),
+            worker_host=host,
+        )
+
+    def create_job(
+        self, config: dict[str, Any], *, builtin: str = "pitch", protocol: bool = True
+    ) -> int:
+        with self.database.session_scope() as session:
+            submission = repo.create_submission(
+                session,
+                self.team_id,
+                f"{builtin}-{uuid.uuid4().hex[:6]}",
+                "builtin",
+                builtin_name=builtin,
+                builtin_params={},
+                visibility="public",
+            )
+            protocol_id = None
+            if protocol:
+                protocol_id = repo.create_protocol(session, "tiny", body={"config": config}).id
+            job = repo.create_job(
+                session,
+                team_id=self.team_id,
+                submission_id=submission.id,
+                protocol_id=protocol_id,
+                config=config,
+                stage_names=job_stage_names(),  # what the API plans
+            ).job
+            return job.id
+
+    def drain(self, pick: Callable[[str], JobServices]) -> list[PhaseOutcome]:
+        """Run every sent task (and those it sends) on the host ``pick(queue)`` names."""
+        outcomes = []
+        while self.sent:
+            job_id, phase = self.sent.pop(0)
+            outcomes.append(run_job_phase(pick(PHASE_QUEUES[phase]), job_id, phase))
+        return outcomes
+
+
+@pytest.fixture(scope="module")
+def platform(
+    postgres_database_factory: Callable[[], str],
+    moto_endpoint: str,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Platform]:
+    url = postgres_database_factory()
+    upgrade_database(url)
+    database = Database(url)
+    store = S3BlobStore(f"unmask-workers-{uuid.uuid4().hex[:10]}", client=s3_client(moto_endpoint))
+    out = Platform(database, store, tmp_path_factory.mktemp("hosts"))
+    with database.session_scope() as session:
+        out.team_id = repo.create_team(session, "workers-lab").id
+    yield out
+    database.dispose()
+
+
+@pytest.fixture(scope="module")
+def finished_job(platform: Platform) -> tuple[int, list[PhaseOutcome]]:
+    """The tiny job, gpu phases on host A and cpu phases on host B (B starts empty)."""
+    job_id = platform.create_job(tiny_config())
+    host_a, host_b = platform.services("host-a"), platform.services("host-b")
+    assert start_job(host_a, job_id) == "corpus"
+    outcomes = platform.drain(lambda queue: host_a if queue == "gpu" else host_b)
+    return job_id, outcomes
+
+
+def _results(database: Database, job_id: int) -> list[tuple[int, str, str, int, str, Any]]:
+    with database.session_scope() as session:
+        return sorted(
+            (r.id, r.scenario, r.backend, r.seed, r.metric, r.value)
+            for r in repo.list_results(session, job_id)
+        )
+
+
+@pytest.mark.slow
+def test_job_runs_every_phase_once_across_two_hosts(
+    platform: Platform, finished_job: tuple[int, list[PhaseOutcome]]
+) -> None:
+    job_id, outcomes = finished_job
+    assert [(o.phase, o.status) for o in outcomes] == [
+        (p, "succeeded") for p in ("corpus", "anonymize", "train", "embed", "score", "report")
+    ]
+    with platform.database.session_scope() as session:
+        job = repo.get_job(session, job_id)
+        assert job.state == "succeeded" and job.error_message is None
+        hosts = {s.name: s.worker_host for s in job.stages}
+        assert all(s.state == "succeeded" and s.attempts == 1 for s in job.stages)
+        assert all(s.progress == 1.0 for s in job.stages)
+        train = next(s for s in job.stages if s.name == "train")
+        assert "[train]" in train.log_tail and "epoch 1/1" in train.log_tail
+        embed_keys = next(s for s in job.stages if s.name == "embed").artifact_keys
+    assert hosts["train"] == "host-a" and hosts["score"] == "host-b"
+    # Host B never trained: it downloaded the trained models (and everything else it reused).
+    b_stages = platform.root / "host-b" / "work" / "stages"
+    for name, index_key in embed_keys.items():
+        stage, key = name.split("/")
+        assert (b_stages / stage / key / DONE_FILE).is_file()
+        assert platform.store.exists(index_key)
+    assert list((b_stages / "train").glob(f"*/{DONE_FILE}"))
+    assert not list((b_stages / "train").glob("*.tmp"))
+
+
+@pytest.mark.slow
+def test_results_and_artifacts_match_the_report(
+    platform: Platform, finished_job: tuple[int, list[PhaseOutcome]]
+) -> None:
+    job_id, _ = finished_job
+    with platform.database.session_scope() as session:
+        artifacts = repo.list_artifacts(session, job_id)
+        results = {
+            (r.scenario, r.backend, r.seed, r.metric): r.value
+            for r in repo.list_results(session, job_id)
+        }
+    keys = {a.key for a in artifacts}
+    assert f"jobs/{job_id}/results.json" in keys
+    assert any(k.endswith(".png") for k in keys) and any(k.endswith(".svg") for k in keys)
+    for artifact in artifacts:
+        info = platform.store.stat(artifact.key)
+        assert (info.sha256, info.size_bytes) == (artifact.sha256, artifact.size_bytes)
+    document = json.loads(platform.store.get_bytes(f"jobs/{job_id}/results.json"))
+    for row in document["rows"]:
+        stored = results[(row["scenario"], row["backend"], row["seed"], "eer_percent")]
+        assert stored == pytest.approx(row["eer_percent"])
+    for entry in document["summary"]:
+        mean = entry["eer_percent"]["mean"]
+        key = (entry["scenario"], entry["backend"], AGGREGATE_SEED, "eer_percent")
+        assert results[key] == pytest.approx(mean)
+    assert len(results) == len(result_rows_from_document(document))
+
+
+@pytest.mark.slow
+def test_leaderboard_ranks_the_finished_job(
+    platform: Platform, finished_job: tuple[int, list[PhaseOutcome]]
+) -> None:
+    job_id, _ = finished_job
+    with platform.database.session_scope() as session:
+        job = repo.get_job(session, job_id)
+        board = repo.leaderboard(
+            session, job.protocol_id or 0, "eer_percent", scenario="semi-informed", backend="cosine"
+        )
+    entry = next(e for e in board if e.job_id == job_id)
+    assert entry.value is not None and 0.0 <= entry.value <= 100.0
+    assert "srd_mean_disclosure_bits" in entry.metrics
+
+
+@pytest.mark.slow
+def test_duplicate_deliveries_change_nothing(
+    platform: Platform, finished_job: tuple[int, list[PhaseOutcome]]
+) -> None:
+    job_id, _ = finished_job
+    before = _results(platform.database, job_id)
+    host_b = platform.services("host-b")
+    for phase in PHASE_QUEUES:
+        outcome = run_job_phase(host_b, job_id, phase)
+        assert outcome.status == "skipped" and "succeeded" in outcome.detail
+    assert platform.sent == []
+    assert _results(platform.database, job_id) == before
+
+
+@pytest.mark.slow
+def test_lost_worker_is_taken_over_and_its_late_result_ignored(platform: Platform) -> None:
+    """Worker 1 claims corpus and goes silent; the reaper requeues; worker 2 finishes the job.
+
+    The stages are cached from the finished job, so this re-runs the whole job cheaply (the
+    report's plots are the main cost). Worker 1 reporting late must not record anything.
+    """
+    job_id = platform.create_job(tiny_config())
+    lost = platform.services("lost-host", stage_stale_after_s=5)
+    host = platform.services("host-a", stage_stale_after_s=5)
+    claim = _claim(lost, job_id, "corpus")
+    assert isinstance(claim, _Claim) and claim.attempt == 1
+    # A duplicate delivery while the claim is fresh is skipped, not run twice.
+    assert run_job_phase(host, job_id, "corpus").status == "skipped"
+    report = reap_stale_stages(host, now=utc_now() + dt.timedelta(seconds=6))
+    assert report.requeued == [(job_id, "corpus")]
+    assert platform.sent == [(job_id, "corpus")]
+    outcomes = platform.drain(lambda queue: host)
+    assert [o.status for o in outcomes] == ["succeeded"] * 6
+    late = _complete(lost, job_id, "corpus", claim, artifact_keys={}, input_hash="0" * 64)
+    assert late.status == "superseded"
+    with platform.database.session_scope() as session:
+        job = repo.get_job(session, job_id)
+        corpus = next(s for s in job.stages if s.name == "corpus")
+        assert job.state == "succeeded"
+        assert corpus.attempts == 2 and corpus.worker_host == "host-a"
+    rows = _results(platform.database, job_id)
+    identities = [r[1:5] for r in rows]
+    assert len(identities) == len(set(identities)) > 0
+
+
+def test_reaper_fails_a_stage_out_of_attempts_with_a_reason(platform: Platform) -> None:
+    job_id = platform.create_job(tiny_config(seed=7))
+    services = platform.services("host-a", stage_max_attempts=1, stage_stale_after_s=30)
+    claim = _claim(services, job_id, "corpus")
+    assert isinstance(claim, _Claim)
+    report = reap_stale_stages(services, now=utc_now() + dt.timedelta(seconds=31))
+    assert report.failed == [(job_id, "corpus")]
+    with platform.database.session_scope() as session:
+        job = repo.get_job(session, job_id)
+        states = {s.name: s.state for s in job.stages}
+    assert job.state == "failed"
+    assert "no heartbeat" in (job.error_message or "") and "1 attempt" in (job.error_message or "")
+    assert states["corpus"] == "failed" and states["report"] == "cancelled"
+    assert platform.sent == []
+
+
+def test_reaper_resends_a_lost_task_and_cancels_stages_of_cancelled_jobs(
+    platform: Platform,
+) -> None:
+    services = platform.services("host-a", stage_requeue_after_s=60)
+    lost = platform.create_job(tiny_config(seed=8))  # committed, but its task never sent
+    waiting = platform.create_job(tiny_config(seed=9))
+    start_job(services, waiting)
+    platform.sent.clear()
+    cancelled = platform.create_job(tiny_config(seed=10))
+    with platform.database.session_scope() as session:
+        repo.ensure_stages(session, cancelled, list(PHASE_QUEUES))
+        repo.transition_job(session, cancelled, "cancelled")
+    report = reap_stale_stages(services)
+    assert (lost, "corpus") in report.resent
+    assert all(job != waiting for job, _ in report.resent)  # sent just now: not yet lost
+    assert {job for job, _ in report.cancelled} >= {cancelled}
+    assert (lost, "corpus") in platform.sent
+    later = reap_stale_stages(services, now=utc_now() + dt.timedelta(seconds=61))
+    assert (waiting, "corpus") in later.resent
+    platform.sent.clear()
+    with platform.database.session_scope() as session:
+        for job_id in (lost, waiting):
+            repo.mark_job_cancelled(session, job_id)
+
+
+def test_unknown_anonymizer_fails_the_job_with_its_message(platform: Platform) -> None:
+    job_id = platform.create_job(tiny_config(), builtin="no-such-anonymizer", protocol=False)
+    services = platform.services("host-a")
+    start_job(services, job_id)
+    outcomes = platform.drain(lambda queue: services)
+    assert [(o.phase, o.status) for o in outcomes] == [
+        ("corpus", "succeeded"),
+        ("anonymize", "failed"),
+    ]
+    with platform.database.session_scope() as session:
+        job = repo.get_job(session, job_id)
+        anonymize = next(s for s in job.stages if s.name == "anonymize")
+    assert job.state == "failed" and "no-such-anonymizer" in (job.error_message or "")
+    assert anonymize.attempts == 1 and anonymize.error == job.error_message
+
+
+@pytest.mark.slow
+def test_cancel_stops_a_running_phase(platform: Platform) -> None:
+    job_id = platform.create_job(tiny_config(seed=11))  # nothing cached: anonymize really runs
+    services = platform.services("host-a", heartbeat_interval_s=0.2)
+    start_job(services, job_id)
+    platform.sent.clear()
+    assert run_job_phase(services, job_id, "corpus").status == "succeeded"
+    platform.sent.clear()
+    result: dict[str, PhaseOutcome] = {}
+    worker = threading.Thread(
+        target=lambda: result.update(out=run_job_phase(services, job_id, "anonymize"))
+    )
+    worker.start()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        with platform.database.session_scope() as session:
+            if repo.get_stage(session, job_id, "anonymize").state == "running":
+                repo.mark_job_cancelled(session, job_id, reason="test cancel")
+                break
+        time.sleep(0.05)
+    worker.join(timeout=120)
+    assert result["out"].status == "cancelled"
+    with platform.database.session_scope() as session:
+        job = repo.get_job(session, job_id)
+        states = {s.name: s.state for s in job.stages}
+    assert job.state == "cancelled"
+    assert states["anonymize"] == "cancelled" and states["train"] == "cancelled"
+    assert platform.sent == []  # the next phase was never sent
+
+
+def test_unreachable_blob_store_requeues_the_stage_for_a_retry(
+    platform: Platform, tmp_path: Path
+) -> None:
+    import boto3
+    from botocore.config import Config
+
+    dead = boto3.client(
+        "s3",
+        endpoint_url="http://127.0.0.1:9",  # discard port: connection refused
+        region_name="us-east-1",
+        aws_access_key_id="x",
+        aws_secret_access_key="x",
+        config=Config(retries={"max_attempts": 1}, connect_timeout=1),
+    )
+    job_id = platform.create_job(tiny_config(seed=12))
+    services = platform.services("host-a")
+    services.store = S3BlobStore("dead", client=dead, create_bucket=False)
+    with pytest.raises(TransientPhaseError) as info:
+        run_job_phase(services, job_id, "corpus")
+    assert info.value.requeued
+    with platform.database.session_scope() as session:
+        stage = repo.get_stage(session, job_id, "corpus")
+        job = repo.get_job(session, job_id)
+        assert stage.state == "queued" and stage.attempts == 1
+        assert "transient" in (stage.error or "") and job.state == "running"
+        repo.mark_job_cancelled(session, job_id)
+
+
+def test_monitor_throttles_progress_writes(platform: Platform) -> None:
+    job_id = platform.create_job(tiny_config(seed=13))
+    services = platform.services("host-a")
+    claim = _claim(services, job_id, "corpus")
+    assert isinstance(claim, _Claim)
+    monitor = StageMonitor(
+        platform.database, job_id, claim.stage_id, "corpus", heartbeat_interval_s=0.3
+    )
+    with monitor:
+        for i in range(2000):
+            monitor.report("corpus", i / 2000, f"step {i}")
+            monitor.report("anonymize", 0.9, "another stage: ignored")
+        time.sleep(0.8)
+    assert 1 <= monitor.writes <= 6
+    with platform.database.session_scope() as session:
+        stage = repo.get_stage(session, job_id, "corpus")
+        assert stage.progress == pytest.approx(1999 / 2000)
+        assert "step 1999" in stage.log_tail and "another stage" not in stage.log_tail
+        assert stage.started_at is not None and stage.heartbeat_at is not None
+        assert stage.heartbeat_at > stage.started_at
+        repo.mark_job_cancelled(session, job_id)
+
+
+def test_stage_folders_round_trip_through_s3(platform: Platform, tmp_path: Path) -> None:
+    key = uuid.uuid4().hex[:16]
+    folder_a = tmp_path / "a" / "demo" / key
+    (folder_a / "audio").mkdir(parents=True)
+    (folder_a / "audio" / "x 1.wav").write_bytes(b"RIFF" + bytes(100))  # a space: stored by hash
+    (folder_a / ".hidden").write_text("dot file")
+    (folder_a / DONE_FILE).write_text("{}")
+    a = StageWorkspace(platform.store, tmp_path / "a")
+    b = StageWorkspace(platform.store, tmp_path / "b")
+    assert b.download("demo", key).direction == "none"  # nothing remote yet
+    first = a.upload("demo", key)
+    assert first.direction == "upload" and first.files == 3
+    assert a.upload("demo", key).direction == "none"  # content-addressed: never rewritten
+    got = b.download("demo", key)
+    assert got.direction == "download" and got.bytes == first.bytes
+    folder_b = tmp_path / "b" / "demo" / key
+    assert (folder_b / "audio" / "x 1.wav").read_bytes() == b"RIFF" + bytes(100)
+    assert (folder_b / ".hidden").read_text() == "dot file"
+    # A blob that no longer matches the index is refused and leaves no folder behind.
+    index = json.loads(platform.store.get_bytes(stage_index_key("demo", key)))
+    victim = next(e for e in index["files"] if e["path"] == DONE_FILE)
+    platform.store.put_bytes(victim["key"], b'{"tampered": true}')
+    c = StageWorkspace(platform.store, tmp_path / "c")
+    with pytest.raises(BlobIntegrityError):
+        c.download("demo", key)
+    assert not (tmp_path / "c" / "demo" / key).exists()
+
+
+def test_job_phases_are_the_pipeline_phases() -> None:
+    from services.pipeline import evaluation, jobs
+
+    assert jobs.PHASES == evaluation.PHASES
+    assert set(PHASE_QUEUES) == set(evaluation.PHASES)

@@ -1,0 +1,129 @@
+"""Feature-domain transforms of the pre-restoration attack against the attacker's own features."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from services.anonymizers.builtin import finish_waveform
+from services.anonymizers.pitch import pitch_shift
+from services.anonymizers.vtln import vtln_warp
+from services.anonymizers.warps import IDENTITY_PARAMETER, TRANSFORM_FAMILIES, parameter_grid
+from services.attacker.models import SpeakerEncoder
+from services.attacks.feature_warp import (
+    FeatureDomainTransformer,
+    mel_matrix,
+    source_frequencies,
+    warp_matrices,
+)
+from services.corpus.synthetic import sample_speakers, synthesize_utterance
+
+SR = 16_000
+
+
+@pytest.fixture(scope="module")
+def encoder() -> SpeakerEncoder:
+    torch.manual_seed(0)
+    return SpeakerEncoder("tiny").eval()
+
+
+@pytest.fixture(scope="module")
+def speech() -> np.ndarray:
+    return synthesize_utterance(
+        sample_speakers(1, seed=3)[0], np.random.default_rng(5), duration_s=2.0
+    )
+
+
+def _features(encoder: SpeakerEncoder, wav: np.ndarray) -> torch.Tensor:
+    with torch.inference_mode():
+        return encoder.features(torch.from_numpy(np.ascontiguousarray(wav)).unsqueeze(0))[0]
+
+
+def test_identity_features_equal_the_attackers_fbank(
+    encoder: SpeakerEncoder, speech: np.ndarray
+) -> None:
+    plan = [(f, float(IDENTITY_PARAMETER[f])) for f in TRANSFORM_FAMILIES]
+    feats = FeatureDomainTransformer(encoder.features, plan).transform(speech)
+    ref = _features(encoder, speech)
+    assert feats.shape == (len(plan), *ref.shape)
+    assert float((feats - ref).abs().max()) < 1e-3  # dB; rounding only
+
+
+def test_identity_warp_matrices_are_the_identity() -> None:
+    for family in TRANSFORM_FAMILIES:
+        w = warp_matrices(family, [IDENTITY_PARAMETER[family]], 201)[0]
+        np.testing.assert_allclose(w, np.eye(201), atol=1e-9)
+
+
+def test_warp_matrix_rows_interpolate_the_source_frequency() -> None:
+    n = 201
+    omega = np.linspace(0, np.pi, n)
+    for family in TRANSFORM_FAMILIES:
+        params = parameter_grid(family)
+        w = warp_matrices(family, params, n)
+        bins = np.arange(n, dtype=np.float64)
+        for r, a in enumerate(params):
+            src = source_frequencies(family, omega, float(a)) / np.pi * (n - 1)
+            inside = src <= n - 1 + 1e-9
+            # A linear ramp is reproduced exactly by linear interpolation.
+            np.testing.assert_allclose((w[r] @ bins)[inside], src[inside], atol=1e-6)
+            assert np.all(w[r][~inside] == 0.0)
+
+
+def test_pitch_warp_moves_a_tone_by_the_semitone_ratio(encoder: SpeakerEncoder) -> None:
+    t = np.arange(SR) / SR
+    tone = (0.5 * np.sin(2 * np.pi * 1000.0 * t)).astype(np.float32)
+    tr = FeatureDomainTransformer(
+        encoder.features, [("pitch", 0.0), ("pitch", 12.0), ("pitch", -7.0)]
+    )
+    power = tr.power_spectrum(tone).numpy().mean(axis=0)
+    w = warp_matrices("pitch", [12.0, -7.0], power.size)
+    hz = np.linspace(0, SR / 2, power.size)
+    assert abs(hz[np.argmax(w[0] @ power)] - 2000.0) <= 40.0  # one bin (40 Hz)
+    assert abs(hz[np.argmax(w[1] @ power)] - 1000.0 * 2 ** (-7 / 12)) <= 40.0
+
+
+def test_mel_matrix_reproduces_speechbrains_filterbank(
+    encoder: SpeakerEncoder, speech: np.ndarray
+) -> None:
+    cf = encoder.features.fbank.compute_fbanks
+    tr = FeatureDomainTransformer(encoder.features, [("pitch", 0.0)])
+    power = tr.power_spectrum(speech).unsqueeze(0)
+    with torch.inference_mode():
+        expected = cf(power)
+        got = cf._amplitude_to_DB(power @ mel_matrix(encoder.features))
+    torch.testing.assert_close(got, expected)
+
+
+@pytest.mark.parametrize(
+    ("family", "parameter"),
+    [
+        ("pitch", 4.0),
+        ("pitch", -5.0),
+        ("bilinear", 0.1),
+        ("power", -0.2),
+        ("piecewise_linear", 1.2),
+    ],
+)
+def test_feature_warp_matches_the_waveform_transform(
+    encoder: SpeakerEncoder, speech: np.ndarray, family: str, parameter: float
+) -> None:
+    """Warping the power spectrum ~ transforming the waveform and recomputing the features."""
+    x = speech.astype(np.float64)
+    if family == "pitch":
+        y = finish_waveform(pitch_shift(x, parameter), x)
+    else:
+        y = finish_waveform(vtln_warp(x, family, parameter, "spectrum"), x)
+    ref = _features(encoder, y).numpy()
+    tr = FeatureDomainTransformer(
+        encoder.features, [(family, IDENTITY_PARAMETER[family]), (family, parameter)]
+    )  # type: ignore[index]
+    feats = tr.transform(speech).numpy()
+    warped, untouched = feats[1], feats[0]
+    band = slice(2, 70)  # the lowest and highest bands hold the least energy and the most noise
+    err = np.abs(warped[:, band] - ref[:, band]).mean()
+    err_without_warp = np.abs(untouched[:, band] - ref[:, band]).mean()
+    corr = np.corrcoef(warped[:, band].mean(0), ref[:, band].mean(0))[0, 1]
+    assert err < 0.5 * err_without_warp
+    assert corr > 0.9
