@@ -43,7 +43,7 @@ HMAC_KEY = "api-load-benchmark"
 STAGES = ["corpus", "anonymize", "train", "embed", "score", "report"]
 
 
-def _admin() -> psycopg.Connection:  # type: ignore[type-arg]
+def _admin() -> psycopg.Connection:
     return psycopg.connect(
         host=PG_HOST, port=PG_PORT, user=PG_USER, dbname="postgres", autocommit=True
     )
@@ -138,6 +138,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="100 requests/s for 5 s")
     parser.add_argument("--rate", type=float, default=None, help="requests per second")
     parser.add_argument("--seconds", type=float, default=None, help="duration per endpoint")
+    parser.add_argument("--workers", type=int, default=1, help="uvicorn worker processes")
     args = parser.parse_args()
     rate = args.rate or (100.0 if args.quick else 200.0)
     seconds = args.seconds or (5.0 if args.quick else 20.0)
@@ -159,7 +160,8 @@ def main() -> None:
             }
             server = subprocess.Popen(
                 [sys.executable, "-m", "uvicorn", "api.app:app", "--host", "127.0.0.1",
-                 "--port", str(port), "--log-level", "warning", "--no-access-log"],
+                 "--port", str(port), "--log-level", "warning", "--no-access-log",
+                 "--workers", str(args.workers)],
                 cwd=REPO_ROOT,
                 env=env,
             )  # fmt: skip
@@ -198,7 +200,10 @@ def main() -> None:
                 sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(dbname))
             )
 
-    print(f"target rate {rate:.0f} requests/s, {seconds:.0f} s per endpoint, open loop;")
+    print(
+        f"target rate {rate:.0f} requests/s, {seconds:.0f} s per endpoint, open loop, "
+        f"{args.workers} uvicorn worker(s);"
+    )
     print(
         f"1-minute load average {load_before[0]:.1f} before, {load_after[0]:.1f} after "
         f"({os.cpu_count()} CPUs; other processes included)"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import warnings
 
 import pytest
 
@@ -20,7 +21,9 @@ def _drop_unloadable_lazy_modules() -> None:
     for name, module in list(sys.modules.items()):
         if isinstance(module, LazyModule):
             try:
-                getattr(module, "__file__", None)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")  # SpeechBrain's redirect notices
+                    getattr(module, "__file__", None)
             except ImportError:
                 del sys.modules[name]
 

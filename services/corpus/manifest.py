@@ -85,6 +85,17 @@ class Manifest(BaseModel):
         """A manifest with the same root and the given utterances."""
         return Manifest(utterances=tuple(utterances), root=self.root)
 
+    def absolute(self) -> Manifest:
+        """The same utterances with absolute paths (root no longer matters)."""
+        rows = tuple(u.model_copy(update={"path": str(self.resolve(u))}) for u in self.utterances)
+        return Manifest(utterances=rows, root=self.root)
+
+    @staticmethod
+    def concat(*manifests: Manifest) -> Manifest:
+        """Utterances of several manifests (possibly with different roots), paths made absolute."""
+        rows = tuple(u for m in manifests for u in m.absolute().utterances)
+        return Manifest(utterances=rows, root="/")
+
     def content_hash(self) -> str:
         """SHA-256 of the rows (not the audio bytes, not the root): names what a result used."""
         rows = [u.model_dump(mode="json", exclude_none=True) for u in self.utterances]

@@ -15,11 +15,14 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from services.attacker.training import TrainingConfig
+from services.attacks.srd_representations import SRDRepresentationsConfig
 from services.corpus.protocol import TargetSelection
 from services.errors import ConfigError
+from services.studies.dataset_size import SizeStudyConfig
 
 Scenario = Literal["original", "ignorant", "lazy-informed", "semi-informed"]
 Backend = Literal["cosine", "plda"]
+TransformFamily = Literal["pitch", "bilinear", "quadratic", "power", "piecewise_linear"]
 
 
 class SyntheticCorpusSpec(BaseModel):
@@ -82,6 +85,69 @@ class MetricsSpec(BaseModel):
     cllr: bool = Field(True, description="Cllr and min Cllr (bits).")
 
 
+class SizeStudySpec(SizeStudyConfig):
+    """A dataset-size study (seed 004) on the semi-informed attacker's embeddings."""
+
+    target_seeds: list[int] = Field(
+        default_factory=lambda: [0],
+        min_length=1,
+        description="TSA seeds: the evaluation sets are anonymized (and embedded) once per seed.",
+    )
+    backend: Backend = Field("cosine", description="Scoring back-end of the study.")
+
+
+class PrerestorationSpec(BaseModel):
+    """De-anonymization by pre-restoration (seed 001, PROTOCOLS.md section 7)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    attackers: list[Literal["ignorant", "semi-informed"]] = Field(
+        default_factory=lambda: list[Literal["ignorant", "semi-informed"]](["ignorant"]),
+        min_length=1,
+        description="Recognizers attacked with pre-restoration: ignorant = trained on original "
+        "speech (seed 001's setting), semi-informed = trained on anonymized speech.",
+    )
+    families: list[TransformFamily] = Field(
+        default_factory=lambda: list[TransformFamily](
+            ["pitch", "bilinear", "quadratic", "power", "piecewise_linear"]
+        ),
+        min_length=1,
+        description="Transform families (each sweeps its seed 001 Table 1 grid).",
+    )
+    modes: list[Literal["enrollment", "trial"]] = Field(
+        default_factory=lambda: list[Literal["enrollment", "trial"]](["enrollment", "trial"]),
+        min_length=1,
+        description="enrollment: transform the enrollment side; trial: the trial side.",
+    )
+    implementation: Literal["feature", "waveform"] = Field(
+        "feature",
+        description="feature: warp one STFT per utterance (fast); waveform: re-synthesize.",
+    )
+    enrollment_model: Literal["speaker_mean", "per_utterance"] = Field(
+        "speaker_mean",
+        description="Enrollment embeddings averaged per speaker, or one per utterance.",
+    )
+
+
+class AnalysesSpec(BaseModel):
+    """Optional analyses (PROTOCOLS.md sections 5-7), each a pipeline stage; null = off."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    srd_representations: SRDRepresentationsConfig | None = Field(
+        None,
+        description="SRD on speaker embeddings (ignorant and semi-informed), F0 and phone units, "
+        "for original and anonymized evaluation speech (seed 003).",
+    )
+    size_study: SizeStudySpec | None = Field(
+        None,
+        description="Dataset-size sweeps over speakers, enrollment and trial counts (seed 004).",
+    )
+    prerestoration: PrerestorationSpec | None = Field(
+        None, description="De-anonymization by pre-restoration: pitch and VTLN sweeps (seed 001)."
+    )
+
+
 class EvaluationConfig(BaseModel):
     """An evaluation of one anonymizer on one protocol (PROTOCOLS.md sections 2-5)."""
 
@@ -124,6 +190,9 @@ class EvaluationConfig(BaseModel):
     )
     metrics: MetricsSpec = Field(
         default_factory=MetricsSpec, description="Metrics computed on every score set."
+    )
+    analyses: AnalysesSpec = Field(
+        default_factory=AnalysesSpec, description="Optional analyses run after scoring."
     )
 
     @model_validator(mode="after")

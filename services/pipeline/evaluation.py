@@ -36,6 +36,7 @@ from services.anonymizers.service import anonymize_manifest, build_target_voices
 from services.anonymizers.target_selection import select_targets_with, targets_for_utterances
 from services.attacker.embeddings import extract_embeddings
 from services.attacker.training import TrainedAttacker, TrainingItem, train_attacker
+from services.attacks.prerestore import plot_per_parameter_eer
 from services.audio import read_audio
 from services.corpus.loaders import read_manifest
 from services.corpus.manifest import Manifest
@@ -68,15 +69,18 @@ from services.scoring import (
     score_trials,
     train_plda,
 )
+from services.studies.dataset_size import SizeStudyConfig
 
 RESULT_SCHEMA_VERSION = 1
 
-Phase = Literal["corpus", "anonymize", "train", "embed", "score", "report"]
-PHASES: tuple[Phase, ...] = ("corpus", "anonymize", "train", "embed", "score", "report")
+Phase = Literal["corpus", "anonymize", "train", "embed", "score", "analyze", "report"]
+PHASES: tuple[Phase, ...] = ("corpus", "anonymize", "train", "embed", "score", "analyze", "report")
 """The pipeline's phases in order; the platform runs each as a Celery task on its queue."""
 
 ProgressReporter = Callable[[str, float, str], None]
 """``(stage, fraction done in [0, 1], message)``; stages report as they go."""
+
+_SET_NAMES = ("train", "validation", "enrollment", "trial")
 
 # Which recognizer and which enrollment data each scenario uses (PROTOCOLS.md section 3).
 # Trials are always anonymized, except in the unprotected "original" reference.
@@ -207,11 +211,24 @@ class EvaluationRun:
         return sets
 
     def anonymize_stage(
-        self, protocol: Protocol, manifest: Manifest, protocol_key: str, original: _Sets
+        self,
+        protocol: Protocol,
+        manifest: Manifest,
+        protocol_key: str,
+        original: _Sets,
+        *,
+        tsa_seed: int | None = None,
+        names: tuple[str, ...] = ("train", "validation", "enrollment", "trial"),
     ) -> _Sets:
-        """Anonymize the four sets; enrollment and trial get independently drawn targets."""
+        """Anonymize the sets ``names``; enrollment and trial get independently drawn targets.
+
+        ``tsa_seed`` replaces the TSA's seed (the size study anonymizes once per target seed);
+        sets not in ``names`` are returned as the original ones.
+        """
         cfg = self.cfg
         tsa: TargetSelection = cfg.tsa or protocol.target_selection
+        if tsa_seed is not None:
+            tsa = tsa.model_copy(update={"seed": tsa_seed})
         spec = cfg.anonymizer
         anonymizer = build_anonymizer_of_kind(
             spec.kind, name=spec.name, params=spec.params, archive=spec.archive, image=spec.image
@@ -222,9 +239,8 @@ class EvaluationRun:
             u.utt_id for u in manifest.utterances if u.speaker_id in set(protocol.target_pool)
         )
         voices: dict[str, Any] | None = None
-        out: dict[str, Manifest] = {}
-        keys: dict[str, str] = {}
-        names = ("train", "validation", "enrollment", "trial")
+        out: dict[str, Manifest] = {n: original.get(n) for n in _SET_NAMES}
+        keys: dict[str, str] = dict(original.keys)
         for i, name in enumerate(names):
             subset = original.get(name)
             # Attacker training data is always anonymized at utterance level (PROTOCOLS.md s. 2).
@@ -489,7 +505,282 @@ class EvaluationRun:
         self.progress("score", 1.0, f"{len(rows)} rows")
         if last == PHASES.index("score"):
             return None
-        return self._report(protocol, protocol_key, rows, models, time.perf_counter() - t0)
+        analyses = self.analyze_phase(protocol, manifest, protocol_key, conditions, models)
+        if last == PHASES.index("analyze"):
+            return None
+        return self._report(
+            protocol, protocol_key, rows, models, analyses, time.perf_counter() - t0
+        )
+
+    # -- analyses (PROTOCOLS.md sections 5-7) ------------------------------------------------
+    def _embed_set(
+        self,
+        models: Mapping[tuple[str, int], tuple[TrainedAttacker, StageOutcome]],
+        model: tuple[str, int],
+        data: _Sets,
+        set_name: str,
+    ) -> np.ndarray:
+        trained, outcome = models[model]
+        return self.embed_stage(
+            f"train:{outcome.key}", trained.best_checkpoint, data.get(set_name), data.keys[set_name]
+        )
+
+    def analyze_phase(
+        self,
+        protocol: Protocol,
+        manifest: Manifest,
+        protocol_key: str,
+        conditions: Mapping[str, _Sets | None],
+        models: Mapping[tuple[str, int], tuple[TrainedAttacker, StageOutcome]],
+    ) -> dict[str, Any]:
+        """Run the analyses the config selects; returns their JSON-able results by name."""
+        spec = self.cfg.analyses
+        out: dict[str, Any] = {}
+        if spec.srd_representations is not None:
+            out["srd_representations"] = self._srd_representations(conditions, models)
+        if spec.size_study is not None:
+            out["size_study"] = self._size_study(
+                protocol, manifest, protocol_key, conditions, models
+            )
+        if spec.prerestoration is not None and conditions.get("anonymized") is not None:
+            out["prerestoration"] = self._prerestoration(conditions, models)
+        return out
+
+    def _prerestoration(
+        self,
+        conditions: Mapping[str, _Sets | None],
+        models: Mapping[tuple[str, int], tuple[TrainedAttacker, StageOutcome]],
+    ) -> dict[str, Any]:
+        """Pre-restoration attacks on the anonymized evaluation sets, per attacker (seed 001)."""
+        from services.attacks.prerestore import anonymizer_family_of, run_prerestoration
+
+        spec = self.cfg.analyses.prerestoration
+        assert spec is not None
+        data = conditions["anonymized"]
+        assert data is not None
+        seed = self.cfg.seeds[0]
+        anon = self.cfg.anonymizer
+        family = anonymizer_family_of(anon.name, anon.params) if anon.kind == "builtin" else None
+        results: dict[str, Any] = {}
+        for attacker in spec.attackers:
+            model = ("original", seed) if attacker == "ignorant" else ("anonymized", seed)
+            if model not in models:
+                continue
+            trained, trained_stage = models[model]
+            inputs = {
+                "model": trained_stage.key,
+                "sets": [data.keys["enrollment"], data.keys["trial"]],
+                "config": spec.model_dump(mode="json"),
+                "anonymizer_family": family,
+            }
+
+            def make(folder: Path, checkpoint: Path = trained.best_checkpoint) -> dict[str, Any]:
+                def report(step: str, fraction: float, message: str) -> None:
+                    self.progress("analyze", fraction, f"pre-restoration {step}: {message}")
+
+                result = run_prerestoration(
+                    checkpoint,
+                    data.enrollment,
+                    data.trial,
+                    families=spec.families,
+                    modes=spec.modes,
+                    implementation=spec.implementation,
+                    anonymizer_family=family,
+                    enrollment_model=spec.enrollment_model,
+                    progress=report,
+                    device=self.cfg.training.device
+                    if self.cfg.training.device != "auto"
+                    else "cpu",
+                )
+                (folder / "plots").mkdir()
+                plot_per_parameter_eer(result, folder / "plots" / "per_parameter_eer")
+                (folder / "result.json").write_text(
+                    json.dumps(result.to_dict(), default=_json_default)
+                )
+                return {"result": "result.json"}
+
+            outcome = self.runner.run("analysis-prerestore", inputs, make)
+            results[attacker] = {
+                **json.loads((outcome.folder / "result.json").read_text()),
+                "stage_key": outcome.key,
+            }
+        return results
+
+    def _srd_representations(
+        self,
+        conditions: Mapping[str, _Sets | None],
+        models: Mapping[tuple[str, int], tuple[TrainedAttacker, StageOutcome]],
+    ) -> dict[str, Any]:
+        """SRD of embeddings, F0 and phone units, on original and anonymized evaluation speech."""
+        from services.attacks.srd_representations import run_srd_representations
+
+        spec = self.cfg.analyses.srd_representations
+        assert spec is not None
+        seed = self.cfg.seeds[0]
+        recognizers = {"ignorant": ("original", seed), "semi-informed": ("anonymized", seed)}
+        results: dict[str, Any] = {}
+        for condition, data in conditions.items():
+            if data is None:
+                continue
+            embeddings: dict[str, np.ndarray] = {}
+            emb_keys: dict[str, str] = {}
+            for label, model in recognizers.items():
+                if model not in models:
+                    continue
+                name = label if condition == "anonymized" else f"{model[0]}-trained"
+                if name in embeddings:
+                    continue
+                embeddings[name] = np.concatenate(
+                    [self._embed_set(models, model, data, s) for s in ("enrollment", "trial")]
+                )
+                emb_keys[name] = models[model][1].key
+            pooled = Manifest.concat(data.enrollment, data.trial)
+            # The phone-unit codebook is learnt on (a bounded sample of) attacker-train speech.
+            codebook = data.train.with_utterances(data.train.utterances[:200])
+            inputs = {
+                "condition": condition,
+                "sets": [data.keys["enrollment"], data.keys["trial"], data.keys["train"]],
+                "embeddings": emb_keys,
+                "config": spec.model_dump(mode="json"),
+                "seed": seed,
+            }
+
+            def make(
+                folder: Path,
+                pooled: Manifest = pooled,
+                codebook: Manifest = codebook,
+                embeddings: dict[str, np.ndarray] = embeddings,
+                condition: str = condition,
+            ) -> dict[str, Any]:
+                self.progress("analyze", 0.0, f"SRD representations ({condition} speech)")
+                result = run_srd_representations(
+                    self.audio.load(pooled),
+                    [u.speaker_id for u in pooled.utterances],
+                    attacker_train_waveforms=self.audio.load(codebook),
+                    embeddings=embeddings,
+                    cache_dir=(self.cache_dir / "f0") if self.cache_dir else None,
+                    out_dir=folder / "plots",
+                    config=spec,
+                    seed=seed,
+                )
+                (folder / "result.json").write_text(json.dumps(result, default=_json_default))
+                return {"result": "result.json"}
+
+            outcome = self.runner.run("analysis-srd", inputs, make)
+            results[condition] = {
+                **json.loads((outcome.folder / "result.json").read_text()),
+                "stage_key": outcome.key,
+            }
+        return results
+
+    def _size_study(
+        self,
+        protocol: Protocol,
+        manifest: Manifest,
+        protocol_key: str,
+        conditions: Mapping[str, _Sets | None],
+        models: Mapping[tuple[str, int], tuple[TrainedAttacker, StageOutcome]],
+    ) -> dict[str, Any]:
+        """Dataset-size sweeps on the strongest attacker's embeddings, one table per TSA seed."""
+        from services.studies.dataset_size import EmbeddingTable, run_size_study
+
+        spec = self.cfg.analyses.size_study
+        assert spec is not None
+        seed = self.cfg.seeds[0]
+        original = conditions["original"]
+        assert original is not None
+        anonymized_model = ("anonymized", seed) in models
+        model = ("anonymized", seed) if anonymized_model else ("original", seed)
+        tables: dict[int, EmbeddingTable] = {}
+        table_keys: dict[int, list[str]] = {}
+        for target_seed in spec.target_seeds:
+            if anonymized_model:
+                data = self.anonymize_stage(
+                    protocol,
+                    manifest,
+                    protocol_key,
+                    original,
+                    tsa_seed=target_seed,
+                    names=("enrollment", "trial"),
+                )
+            else:
+                data = original
+            enr = self._embed_set(models, model, data, "enrollment")
+            tri = self._embed_set(models, model, data, "trial")
+            utts = (*data.enrollment.utterances, *data.trial.utterances)
+            tables[target_seed] = EmbeddingTable(
+                np.concatenate([enr, tri]),
+                np.array([u.speaker_id for u in utts]),
+                np.array([u.gender for u in utts]),
+                np.array(["enrollment"] * len(enr) + ["trial"] * len(tri)),
+                np.array([u.utt_id for u in utts]),
+            )
+            table_keys[target_seed] = [data.keys["enrollment"], data.keys["trial"]]
+        plda_train = (
+            self._embed_set(models, model, conditions[model[0]] or original, "train")
+            if spec.backend == "plda"
+            else None
+        )
+        train_set = (conditions[model[0]] or original).train
+        inputs = {
+            "model": models[model][1].key,
+            "tables": {str(k): v for k, v in table_keys.items()},
+            "config": spec.model_dump(mode="json"),
+        }
+
+        def make(folder: Path) -> dict[str, Any]:
+            backend: Any
+            if spec.backend == "plda":
+                assert plda_train is not None
+                labels = np.array([u.speaker_id for u in train_set.utterances])
+                backend = PLDABackend(train_plda(plda_train, labels))
+            else:
+                backend = CosineBackend()
+
+            def report(sweep: str, i: int, n: int) -> None:
+                self.progress("analyze", i / max(n, 1), f"size study: {sweep} {i}/{n}")
+
+            study = SizeStudyConfig.model_validate(
+                spec.model_dump(exclude={"target_seeds", "backend"})
+            )
+            result = run_size_study(
+                tables, backend, study, out_dir=str(folder / "plots"), progress=report
+            )
+            (folder / "result.json").write_text(json.dumps(result, default=_json_default))
+            return {"result": "result.json"}
+
+        outcome = self.runner.run("analysis-size", inputs, make)
+        return {
+            **json.loads((outcome.folder / "result.json").read_text()),
+            "attacker": f"{model[0]}-seed{seed}",
+            "stage_key": outcome.key,
+        }
+
+    def _copy_analysis_plots(
+        self, analyses: Mapping[str, Any], plot_dir: Path
+    ) -> dict[str, list[str]]:
+        """Copy the analyses' plots next to the others (``plots/<analysis>-<name>``)."""
+        import shutil
+
+        stage_folders: list[tuple[str, Path]] = []
+        for condition, res in analyses.get("srd_representations", {}).items():
+            stage_folders.append(
+                (f"srd-{condition}", self.runner.folder("analysis-srd", res["stage_key"]))
+            )
+        if "size_study" in analyses:
+            key = analyses["size_study"]["stage_key"]
+            stage_folders.append(("size", self.runner.folder("analysis-size", key)))
+        for attacker, res in analyses.get("prerestoration", {}).items():
+            folder = self.runner.folder("analysis-prerestore", res["stage_key"])
+            stage_folders.append((f"prerestore-{attacker}", folder))
+        copied: dict[str, list[str]] = {}
+        plot_dir.mkdir(parents=True, exist_ok=True)
+        for prefix, folder in stage_folders:
+            for path in _stage_plot_files(folder):
+                name = f"{prefix}-{path.name}"
+                shutil.copyfile(path, plot_dir / name)
+                copied.setdefault(f"{prefix}-{path.stem}", []).append(name)
+        return copied
 
     # -- stage 6 -----------------------------------------------------------------------------
     def _report(
@@ -498,6 +789,7 @@ class EvaluationRun:
         protocol_key: str,
         rows: list[dict[str, Any]],
         models: Mapping[tuple[str, int], tuple[TrainedAttacker, StageOutcome]],
+        analyses: dict[str, Any],
         seconds: float,
     ) -> dict[str, Any]:
         cfg = self.cfg
@@ -554,6 +846,7 @@ class EvaluationRun:
                     plot_dir / f"scores-{scenario}-{backend}",
                     f"Scores: {scenario}, {backend}",
                 )
+        plot_files.update(self._copy_analysis_plots(analyses, plot_dir))
         result = {
             "schema_version": RESULT_SCHEMA_VERSION,
             "name": cfg.name,
@@ -563,6 +856,7 @@ class EvaluationRun:
             "rows": [{k: v for k, v in r.items() if k not in ("det", "stage_key")} for r in rows],
             "summary": summarize_rows(rows),
             "training": training,
+            "analyses": analyses,
             "plots": {k: [f"plots/{n}" for n in v] for k, v in plot_files.items()},
             "stages": [
                 {"stage": o.stage, "key": o.key, "reused": o.reused, "seconds": round(o.seconds, 3)}
@@ -574,6 +868,10 @@ class EvaluationRun:
             json.dumps(result, indent=2, default=_json_default)
         )
         return result
+
+
+def _stage_plot_files(stage_folder: Path) -> list[Path]:
+    return sorted(p for p in (stage_folder / "plots").glob("*") if p.suffix in (".png", ".svg"))
 
 
 def _json_default(obj: Any) -> Any:

@@ -212,3 +212,16 @@ def test_all_problems_of_one_row_reported(tmp_path: Path) -> None:
     messages = [p.message for p in load_manifest(m2, skip_invalid=True).problems]
     assert len(messages) == 2
     assert "duplicate utt_id" in messages[0]
+
+
+def test_concat_keeps_each_manifests_files(tmp_path: Path) -> None:
+    from services.corpus.manifest import Manifest, Utterance
+
+    def one(root: Path, utt: str) -> Manifest:
+        (root / "a.wav").parent.mkdir(parents=True, exist_ok=True)
+        (root / "a.wav").write_bytes(b"x")
+        u = Utterance(utt_id=utt, speaker_id="s", gender="f", path="a.wav", duration_s=1.0)
+        return Manifest(utterances=(u,), root=str(root))
+
+    both = Manifest.concat(one(tmp_path / "x", "u1"), one(tmp_path / "y", "u2"))
+    assert [both.resolve(u) for u in both] == [tmp_path / "x" / "a.wav", tmp_path / "y" / "a.wav"]

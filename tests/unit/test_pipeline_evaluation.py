@@ -119,3 +119,60 @@ def test_phases_run_one_at_a_time_compute_each_stage_once(
     final = EvaluationRun(cfg, work).run(stop_after="report")
     assert final is not None
     assert _metric_rows(final) == _metric_rows(result)
+
+
+def test_analyses_run_as_stages_and_land_in_the_result(
+    tiny_run: tuple[EvaluationConfig, Path, dict[str, Any]], tmp_path: Path
+) -> None:
+    cfg, out, result = tiny_run
+    with_analyses = parse_config(
+        {
+            **TINY,
+            "analyses": {
+                "srd_representations": {"phone_units": 8, "bootstrap_resamples": 20},
+                "size_study": {
+                    "target_seeds": [0, 1],
+                    "samples": 2,
+                    "speaker_counts": [2, None],
+                    "enrollment_counts": [1, 2],
+                    "trial_counts": [1, 2],
+                    "trial_sweep_enrollment": 2,
+                },
+                "prerestoration": {
+                    "attackers": ["ignorant", "semi-informed"],
+                    "families": ["pitch"],
+                },
+            },
+        }
+    )
+    # The shared stage store: corpus, anonymization, training and embeddings are reused.
+    res = run_evaluation(with_analyses, tmp_path / "a", stages_dir=out / "stages")
+    reused = {s["stage"] for s in res["stages"] if s["reused"]}
+    assert {"corpus", "train", "score"} <= reused
+    assert _metric_rows(res) == _metric_rows(result)
+
+    srd = res["analyses"]["srd_representations"]
+    assert set(srd) == {"original", "anonymized"}
+    anon_rows = srd["anonymized"]["representations"]
+    assert {"ignorant", "semi-informed", "f0", "phone_units"} <= set(anon_rows)
+    assert "original-trained" in srd["original"]["representations"]
+    for row in anon_rows.values():
+        assert row["n_references"] == 4
+
+    size = res["analyses"]["size_study"]
+    assert size["target_seeds"] == [0, 1]
+    assert set(size["sweeps"]) == {"speakers", "enrollment", "trials"}
+    assert any(k.startswith("size-") for k in res["plots"])
+    assert any(k.startswith("srd-anonymized") for k in res["plots"])
+    pre = res["analyses"]["prerestoration"]
+    assert set(pre) == {"ignorant", "semi-informed"}
+    for attacker in pre.values():
+        assert {(e["family"], e["mode"]) for e in attacker["entries"]} == {
+            ("pitch", "enrollment"),
+            ("pitch", "trial"),
+        }
+        assert all(e["label"] == "semi-informed" for e in attacker["entries"])  # pitch vs pitch
+    assert any(k.startswith("prerestore-ignorant") for k in res["plots"])
+    for files in res["plots"].values():
+        for f in files:
+            assert (tmp_path / "a" / f).is_file()

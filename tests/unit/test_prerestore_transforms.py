@@ -109,21 +109,31 @@ def test_mel_matrix_reproduces_speechbrains_filterbank(
 def test_feature_warp_matches_the_waveform_transform(
     encoder: SpeakerEncoder, speech: np.ndarray, family: str, parameter: float
 ) -> None:
-    """Warping the power spectrum ~ transforming the waveform and recomputing the features."""
+    """Warping the power spectrum ~ transforming the waveform and recomputing the features.
+
+    Compared on the long-term log-mel spectrum (frame-level values differ by the phase vocoder's
+    smearing): the warped features must be much closer to the transformed waveform's than the
+    untransformed features are.
+    """
     x = speech.astype(np.float64)
     if family == "pitch":
         y = finish_waveform(pitch_shift(x, parameter), x)
     else:
         y = finish_waveform(vtln_warp(x, family, parameter, "spectrum"), x)
-    ref = _features(encoder, y).numpy()
-    tr = FeatureDomainTransformer(
-        encoder.features, [(family, IDENTITY_PARAMETER[family]), (family, parameter)]
-    )  # type: ignore[index]
-    feats = tr.transform(speech).numpy()
-    warped, untouched = feats[1], feats[0]
-    band = slice(2, 70)  # the lowest and highest bands hold the least energy and the most noise
-    err = np.abs(warped[:, band] - ref[:, band]).mean()
-    err_without_warp = np.abs(untouched[:, band] - ref[:, band]).mean()
-    corr = np.corrcoef(warped[:, band].mean(0), ref[:, band].mean(0))[0, 1]
-    assert err < 0.5 * err_without_warp
-    assert corr > 0.9
+    tr = FeatureDomainTransformer(encoder.features, [(family, parameter)])
+    cf = encoder.features.fbank.compute_fbanks
+    with torch.inference_mode():
+        warped = cf._amplitude_to_DB((tr.power_spectrum(speech) @ tr.composite).unsqueeze(0))
+        reference = cf(tr.power_spectrum(y).unsqueeze(0))
+        untouched = cf(tr.power_spectrum(speech).unsqueeze(0))
+
+    def long_term(db: torch.Tensor) -> np.ndarray:
+        lt = db[0].mean(0).numpy()
+        return lt - lt.mean()
+
+    ref = long_term(reference)
+    err = np.abs(long_term(warped) - ref).mean()
+    err_untouched = np.abs(long_term(untouched) - ref).mean()
+    assert err < 0.6 * err_untouched
+    assert err < 2.5  # dB
+    assert np.corrcoef(long_term(warped), ref)[0, 1] > 0.97

@@ -1,0 +1,381 @@
+"""`unmask analyses ...`: the seeds' analyses outside a full evaluation (docs/analyses.md).
+
+Examples::
+
+    unmask analyses srd --manifest eval.jsonl --train-manifest train.jsonl \\
+        --embeddings semi-informed=emb.npz --out srd/ --cache cache/
+    unmask analyses prerestore --model attacker/best.pt --protocol proto.json \\
+        --anonymized-dir anon/ --out prerestore/ --family pitch --mode trial
+    unmask analyses size-study --embeddings seed0.npz --embeddings seed1.npz --out size/ \\
+        --trials 1,5,20,50 --samples 5
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import numpy as np
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from services.errors import InvalidInputError
+
+analyses_app = typer.Typer(no_args_is_help=True)
+
+
+def _console() -> Console:
+    # Built per call so output goes to the current sys.stdout (tests capture it).
+    return Console(highlight=False, soft_wrap=True)
+
+
+def _int_list(value: str | None, option: str, allow_all: bool = False) -> list[Any] | None:
+    """``"1,5,20"`` -> [1, 5, 20]; ``all`` -> None entries when ``allow_all``."""
+    if value is None:
+        return None
+    out: list[Any] = []
+    for item in value.split(","):
+        item = item.strip()
+        if allow_all and item == "all":
+            out.append(None)
+            continue
+        try:
+            n = int(item)
+        except ValueError:
+            raise InvalidInputError(f"{option}: {item!r} is not an integer") from None
+        if n < 1:
+            raise InvalidInputError(f"{option}: sizes must be >= 1, got {n}")
+        out.append(n)
+    return out
+
+
+def _write_json(path: Path, data: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=1, allow_nan=True))
+
+
+@analyses_app.command("size-study")
+def size_study_command(
+    embeddings: Annotated[
+        list[Path], typer.Option("--embeddings", help="Study .npz file(s); see docs/analyses.md.")
+    ],
+    out: Annotated[Path, typer.Option("--out", help="Output folder (JSON + plots).")],
+    sweep: Annotated[
+        list[str] | None,
+        typer.Option("--sweep", help="speakers, enrollment, trials (repeatable; default all)."),
+    ] = None,
+    speakers: Annotated[str | None, typer.Option(help="Speaker counts, e.g. 10,30,50,all.")] = None,
+    enrollment: Annotated[
+        str | None, typer.Option(help="Enrollment utterances per speaker, e.g. 1,5,20.")
+    ] = None,
+    trials: Annotated[
+        str | None, typer.Option(help="Trial utterances per speaker, e.g. 1,5,20,50.")
+    ] = None,
+    trial_enrollment: Annotated[
+        int, typer.Option(help="Enrollment utterances per speaker in the trials sweep.")
+    ] = 20,
+    samples: Annotated[int, typer.Option(help="Random draws per point and target seed.")] = 5,
+    backend: Annotated[str, typer.Option(help="cosine or plda.")] = "cosine",
+    plda_train: Annotated[
+        Path | None, typer.Option(help="PLDA training .npz (embeddings, speaker_ids).")
+    ] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the draws.")] = 0,
+) -> None:
+    """Dataset-size study (seed 004): EER mean / std vs speakers, enrollment and trials."""
+    from services.scoring import CosineBackend, PLDABackend, train_plda
+    from services.scoring.scorer import ScoringBackend
+    from services.studies.dataset_size import SWEEPS, SizeStudyConfig, run_size_study
+    from services.studies.io import load_embedding_tables, load_training_embeddings
+
+    if samples < 1:
+        raise InvalidInputError(f"--samples must be >= 1, got {samples}")
+    bad = sorted(set(sweep or []) - set(SWEEPS))
+    if bad:
+        raise InvalidInputError(f"--sweep: unknown sweep(s) {bad}; choose from {list(SWEEPS)}")
+    tables = load_embedding_tables(embeddings)
+    scorer: ScoringBackend
+    if backend == "cosine":
+        scorer = CosineBackend()
+    elif backend == "plda":
+        if plda_train is None:
+            raise InvalidInputError("--backend plda needs --plda-train FILE.npz")
+        x, labels = load_training_embeddings(plda_train)
+        try:
+            scorer = PLDABackend(train_plda(x, labels))
+        except ValueError as exc:
+            raise InvalidInputError(f"{plda_train}: {exc}") from None
+    else:
+        raise InvalidInputError(f"--backend must be cosine or plda, got {backend!r}")
+    update: dict[str, Any] = {
+        "samples": samples,
+        "seed": seed,
+        "trial_sweep_enrollment": trial_enrollment,
+    }
+    if sweep:
+        update["sweeps"] = list(dict.fromkeys(sweep))
+    for key, value in (
+        ("speaker_counts", _int_list(speakers, "--speakers", allow_all=True)),
+        ("enrollment_counts", _int_list(enrollment, "--enrollment")),
+        ("trial_counts", _int_list(trials, "--trials")),
+    ):
+        if value is not None:
+            update[key] = value
+    cfg = SizeStudyConfig.model_validate({**SizeStudyConfig().model_dump(), **update})
+    result = run_size_study(tables, scorer, cfg, out_dir=str(out))
+    _write_json(out / "size_study.json", result)
+    console = _console()
+    for name, rows in result["sweeps"].items():
+        table = Table(title=f"sweep: {name} ({len(tables)} target seed(s) x {samples} draws)")
+        for col in ("size", "speakers", "EER mean %", "EER std %", "95 % of reps", "ms/rep"):
+            table.add_column(col, justify="right")
+        for r in rows:
+            lo, hi = r["eer_interval95_percent"]
+            table.add_row(
+                "all" if r["size"] is None else str(r["size"]),
+                str(r["n_speakers"]),
+                f"{r['eer_mean_percent']:.2f}",
+                f"{r['eer_std_percent']:.2f}",
+                f"{lo:.1f}-{hi:.1f}",
+                f"{1000 * r['seconds_per_repetition']:.0f}",
+            )
+        console.print(table)
+    for s in result["skipped"]:
+        console.print(f"skipped {s['sweep']} size {s['size']}: {s['reason']}", markup=False)
+    console.print(f"wrote {out / 'size_study.json'}", markup=False)
+
+
+def _embedding_arrays(spec: str, utt_ids: list[str]) -> tuple[str, np.ndarray]:
+    name, sep, file = spec.partition("=")
+    if not sep or not name.strip() or not file.strip():
+        raise InvalidInputError(f"--embeddings must look like NAME=FILE.npz, got {spec!r}")
+    path = Path(file.strip())
+    if not path.is_file():
+        raise InvalidInputError(f"{path}: embedding file not found")
+    with np.load(path, allow_pickle=False) as data:
+        if "embeddings" not in data.files or "utt_ids" not in data.files:
+            raise InvalidInputError(f"{path}: needs arrays 'embeddings' and 'utt_ids'")
+        emb, ids = data["embeddings"], data["utt_ids"].astype(str)
+    row_of = {u: i for i, u in enumerate(ids.tolist())}
+    missing = [u for u in utt_ids if u not in row_of]
+    if missing:
+        raise InvalidInputError(
+            f"{path}: no embedding for {len(missing)} utterance(s), e.g. {missing[:3]}"
+        )
+    return name.strip(), emb[[row_of[u] for u in utt_ids]]
+
+
+@analyses_app.command("srd")
+def srd_command(
+    manifest: Annotated[
+        Path, typer.Option(help="Manifest of the pooled evaluation utterances (one condition).")
+    ],
+    out: Annotated[Path, typer.Option("--out", help="Output folder (JSON + plots).")],
+    train_manifest: Annotated[
+        Path | None, typer.Option(help="Attacker-train manifest (phone-unit codebook).")
+    ] = None,
+    embeddings: Annotated[
+        list[str] | None,
+        typer.Option("--embeddings", help="NAME=FILE.npz with arrays embeddings, utt_ids."),
+    ] = None,
+    representation: Annotated[
+        list[str] | None,
+        typer.Option(help="embeddings, f0, phone_units (repeatable; default all available)."),
+    ] = None,
+    cache: Annotated[Path | None, typer.Option(help="F0 cache folder.")] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the split, codebook and bootstrap.")] = 0,
+    resamples: Annotated[int, typer.Option(help="Bootstrap resamples (0 = none).")] = 200,
+    workers: Annotated[
+        int | None, typer.Option(help="F0 processes (default: one per core).")
+    ] = None,
+    max_train_utterances: Annotated[
+        int, typer.Option(help="Attacker-train utterances read for the codebook.")
+    ] = 200,
+) -> None:
+    """Similarity rank disclosure (seed 003) on speaker embeddings, F0 and phone units."""
+    from services.attacks.srd_representations import (
+        SRDRepresentationsConfig,
+        run_srd_representations,
+    )
+    from services.audio import read_audio
+    from services.corpus.loaders import read_manifest
+
+    m = read_manifest(manifest)
+    utts = list(m)
+    waves = [read_audio(m.resolve(u))[0] for u in utts]
+    emb = dict(_embedding_arrays(s, [u.utt_id for u in utts]) for s in (embeddings or []))
+    wanted = representation or (
+        ["embeddings"] * bool(emb) + ["f0"] + ["phone_units"] * (train_manifest is not None)
+    )
+    train_waves = None
+    if "phone_units" in wanted:
+        if train_manifest is None:
+            raise InvalidInputError("--representation phone_units needs --train-manifest")
+        tm = read_manifest(train_manifest)
+        rng = np.random.default_rng(seed)
+        chosen = rng.permutation(len(tm))[:max_train_utterances]
+        train_list = list(tm)
+        train_waves = [read_audio(tm.resolve(train_list[i]))[0] for i in sorted(chosen)]
+    try:
+        cfg = SRDRepresentationsConfig(
+            representations=wanted, bootstrap_resamples=resamples, workers=workers
+        )
+    except ValueError as exc:
+        raise InvalidInputError(f"invalid option: {exc.errors()[0]['msg']}") from None  # type: ignore[attr-defined]
+    try:
+        result = run_srd_representations(
+            waves,
+            [u.speaker_id for u in utts],
+            attacker_train_waveforms=train_waves,
+            embeddings=emb,
+            cache_dir=cache,
+            out_dir=out,
+            config=cfg,
+            seed=seed,
+        )
+    except ValueError as exc:
+        raise InvalidInputError(str(exc)) from None
+    _write_json(out / "srd_representations.json", result)
+    console = _console()
+    split = result["split"]
+    table = Table(title=f"SRD, N = {split['n_references']} references, {split['n_inputs']} inputs")
+    for col in ("representation", "MaxD bits", "MeanD bits", "IdR %", "RS %", "MeanD 95 % CI"):
+        table.add_column(col, justify="left" if col == "representation" else "right")
+    for name, row in result["representations"].items():
+        e = row["empirical"]
+        ci = row.get("mean_disclosure_ci95_bits")
+        table.add_row(
+            name,
+            f"{e['max_disclosure_bits']:.2f}",
+            f"{e['mean_disclosure_bits']:.2f}",
+            f"{e['identification_rate_percent']:.1f}",
+            f"{e['rank_spread_percent']:.1f}",
+            "-" if ci is None else f"{ci[0]:.2f}-{ci[1]:.2f}",
+        )
+    console.print(table)
+    console.print(f"wrote {out / 'srd_representations.json'}", markup=False)
+
+
+def _anonymizer_family_from_sidecars(folders: list[Path]) -> str | None:
+    """The anonymizer family recorded in ``anonymization.json`` of the anonymized sets, if any."""
+    for folder in folders:
+        sidecar = folder / "anonymization.json"
+        if sidecar.is_file():
+            try:
+                config = json.loads(sidecar.read_text(encoding="utf-8")).get("config", {})
+            except (OSError, json.JSONDecodeError, UnicodeDecodeError):
+                continue
+            family = config.get("family")
+            if isinstance(family, str):
+                return family
+    return None
+
+
+@analyses_app.command("prerestore")
+def prerestore_command(
+    model: Annotated[Path, typer.Option("--model", help="Attacker checkpoint (best.pt).")],
+    protocol: Annotated[Path, typer.Option("--protocol", help="Protocol JSON.")],
+    out: Annotated[Path, typer.Option("--out", help="Output folder (JSON + plot).")],
+    anonymized_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--anonymized-dir",
+            help="Output of `unmask anonymize`: DIR/enrollment and DIR/trial replace the "
+            "original sets where present.",
+        ),
+    ] = None,
+    family: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--family", help="pitch, bilinear, quadratic, power, piecewise_linear (repeat)."
+        ),
+    ] = None,
+    mode: Annotated[
+        list[str] | None, typer.Option("--mode", help="enrollment, trial (repeat; default both).")
+    ] = None,
+    implementation: Annotated[
+        str, typer.Option(help="feature (fast) or waveform (built-in anonymizers).")
+    ] = "feature",
+    anonymizer_family: Annotated[
+        str | None,
+        typer.Option(
+            help="Anonymizer's family for the semi-informed / ignorant label (pitch, a warp, "
+            "vtln, mcadams, ...); default: from DIR/<set>/anonymization.json."
+        ),
+    ] = None,
+    enrollment_model: Annotated[
+        str, typer.Option(help="speaker_mean (cosine back-end) or per_utterance.")
+    ] = "speaker_mean",
+    device: Annotated[str, typer.Option(help="cpu, cuda or auto.")] = "cpu",
+) -> None:
+    """De-anonymization by pre-restoration (seed 001): EER per (family, mode) and curves."""
+    from services.anonymizers.warps import TRANSFORM_FAMILIES
+    from services.attacks.prerestore import (
+        MODES,
+        UtteranceSet,
+        plot_per_parameter_eer,
+        run_prerestoration,
+    )
+    from services.corpus.loaders import read_manifest
+    from services.corpus.protocol import load_protocol_and_manifest
+
+    families = list(family or TRANSFORM_FAMILIES)
+    modes = list(mode or MODES)
+    bad = [m for m in modes if m not in MODES]
+    if bad:
+        raise InvalidInputError(f"--mode: unknown mode(s) {bad}; choose enrollment, trial")
+    if implementation not in ("feature", "waveform"):
+        raise InvalidInputError(
+            f"--implementation must be feature or waveform, got {implementation!r}"
+        )
+    proto, manifest = load_protocol_and_manifest(protocol)
+    sets: dict[str, UtteranceSet] = {}
+    sources: dict[str, str] = {}
+    folders = []
+    for name, ids in (("enrollment", proto.enrollment), ("trial", proto.trial)):
+        folder = anonymized_dir / name if anonymized_dir is not None else None
+        if folder is not None and (folder / "manifest.jsonl").is_file():
+            m = read_manifest(folder / "manifest.jsonl")
+            sources[name] = str(folder / "manifest.jsonl")
+            folders.append(folder)
+        else:
+            m = manifest.subset(ids)
+            sources[name] = "original"
+        sets[name] = UtteranceSet.from_manifest(m)
+    label_family = anonymizer_family or _anonymizer_family_from_sidecars(folders)
+    result = run_prerestoration(
+        model,
+        sets["enrollment"],
+        sets["trial"],
+        families,
+        modes,  # type: ignore[arg-type]
+        implementation,  # type: ignore[arg-type]
+        label_family,
+        enrollment_model=enrollment_model,  # type: ignore[arg-type]
+        device=device,
+    )
+    data = {**result.to_dict(), "sources": sources}
+    _write_json(out / "prerestore.json", data)
+    plot_per_parameter_eer(result, out / "prerestore_per_parameter")
+    console = _console()
+    table = Table(
+        title=f"Pre-restoration EER (%), {implementation} implementation; no pre-restoration: "
+        f"{result.baseline_eer_percent:.2f} %"
+    )
+    for col in ("family", "label", *(f"{m} EER %" for m in modes), *(f"{m} best r" for m in modes)):
+        table.add_column(col, justify="left" if col in ("family", "label") else "right")
+    for fam in families:
+        entries = [result.entry(fam, m) for m in modes]
+        table.add_row(
+            fam,
+            entries[0].label or "-",
+            *(f"{e.eer_percent:.2f}" for e in entries),
+            *(f"{e.best_parameter_by_eer:g}" for e in entries),
+        )
+    console.print(table)
+    console.print(
+        f"{result.n_target} target / {result.n_nontarget} non-target trials, "
+        f"{result.timings_s['total']:.1f} s; wrote {out / 'prerestore.json'}",
+        markup=False,
+    )

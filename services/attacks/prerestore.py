@@ -1,0 +1,599 @@
+"""De-anonymization by pre-restoration (PROTOCOLS.md section 7, seed 001).
+
+The attacker transforms one side of every trial with each of the R parameters of a transform
+family (pitch scaling or one of the four VTLN warps, seed 001 Table 1 grids) and keeps the best
+match:
+
+- **enrollment** mode: ``d = min_r dist(g(x^(r)), g(y))`` (x enrollment, y trial);
+- **trial** mode: ``d = min_r dist(g(x), g(y^(r)))``;
+
+with ``g`` the attacker's embedding and ``dist`` = -cosine, i.e. the score is the best cosine
+over the R transforms. Enrollment is modelled like the cosine back-end (``speaker_mean``: the mean
+of a speaker's enrollment embeddings, per transform r in enrollment mode) or per utterance. The
+result holds, per (family, mode): the EER of the best-over-r score, the per-parameter EER curve
+(the EER when only transform r is used) and which parameter wins the target trials, each labelled
+**semi-informed** (attack family = the anonymizer's family) or **ignorant**.
+
+Two implementations of the transforms (`TransformEmbedder`):
+
+- ``waveform``: the built-in anonymizers in fixed-parameter mode (pitch: phase-vocoder pitch
+  scaling; VTLN: ``mode="spectrum"``, which warps the whole spectrum as the feature path does),
+  then the attacker's own features and embedding model, one version at a time or batched;
+- ``feature``: one STFT per utterance, every transform as a warp of the power spectrum's
+  frequency axis folded into the mel filterbank (`services.attacks.feature_warp`), and the R
+  versions embedded in batches (equal lengths: no padding, no masks).
+
+Every grid contains its family's identity; identity versions are never recomputed: they are the
+attacker's ordinary embedding of the utterance (also the "no pre-restoration" baseline).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import torch
+
+from services.anonymizers.builtin import BuiltinAnonymizer, finish_waveform
+from services.anonymizers.registry import build_anonymizer
+from services.anonymizers.warps import (
+    IDENTITY_PARAMETER,
+    TRANSFORM_FAMILIES,
+    WARP_FAMILIES,
+    parameter_grid,
+)
+from services.attacker.embeddings import check_waveforms, resolve_device
+from services.attacker.models import SpeakerEncoder
+from services.attacks.feature_warp import FeatureDomainTransformer
+from services.audio import read_audio
+from services.corpus.manifest import Manifest
+from services.errors import InvalidInputError
+from services.metrics import compute_eer
+from services.scoring.cosine import l2_normalize
+
+Mode = Literal["enrollment", "trial"]
+Implementation = Literal["feature", "waveform"]
+EnrollmentModel = Literal["speaker_mean", "per_utterance"]
+Label = Literal["semi-informed", "ignorant"]
+ProgressFn = Callable[[str, float, str], None]
+
+MODES: tuple[Mode, ...] = ("enrollment", "trial")
+DEFAULT_MAX_BATCH_FRAMES = 32_000
+"""Most feature frames (batch x frames) in one embedding batch: 32 versions of a 10 s utterance."""
+
+
+def _no_progress(stage: str, fraction: float, message: str) -> None:
+    return None
+
+
+# -- inputs ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class UtteranceSet:
+    """Waveforms (mono float32, 16 kHz) with their speaker and utterance ids."""
+
+    waveforms: Sequence[np.ndarray]
+    speaker_ids: Sequence[str]
+    utt_ids: Sequence[str] | None = None
+
+    def __post_init__(self) -> None:
+        if len(self.waveforms) != len(self.speaker_ids):
+            raise InvalidInputError(
+                f"{len(self.waveforms)} waveforms but {len(self.speaker_ids)} speaker ids"
+            )
+        if self.utt_ids is not None and len(self.utt_ids) != len(self.waveforms):
+            raise InvalidInputError(
+                f"{len(self.waveforms)} waveforms but {len(self.utt_ids)} utterance ids"
+            )
+
+    @classmethod
+    def from_manifest(cls, manifest: Manifest) -> UtteranceSet:
+        """Read every utterance of ``manifest`` (resampled to 16 kHz mono)."""
+        waves = [read_audio(manifest.resolve(u))[0] for u in manifest.utterances]
+        return cls(
+            waves,
+            [u.speaker_id for u in manifest.utterances],
+            [u.utt_id for u in manifest.utterances],
+        )
+
+
+def anonymizer_family_of(name: str, params: Mapping[str, Any] | None = None) -> str:
+    """The transform family of a built-in anonymizer spec: ``pitch``, the VTLN warp, or ``name``.
+
+    ``vtln`` without a ``warp`` parameter is ``bilinear`` (its default); any other name (e.g.
+    ``mcadams``, an external system) is returned as is and labels every attack ignorant.
+    """
+    if name == "vtln":
+        return str((params or {}).get("warp", "bilinear"))
+    return name
+
+
+def attack_label(attack_family: str, anonymizer_family: str | None) -> Label | None:
+    """``semi-informed`` when the attack uses the anonymizer's family, ``ignorant`` otherwise.
+
+    ``anonymizer_family`` ``vtln`` (warp unknown) makes every VTLN warp semi-informed; None
+    (unknown anonymizer) gives no label.
+    """
+    if anonymizer_family is None:
+        return None
+    if anonymizer_family == "vtln":
+        return "semi-informed" if attack_family in WARP_FAMILIES else "ignorant"
+    return "semi-informed" if attack_family == anonymizer_family else "ignorant"
+
+
+def resolve_grids(
+    families: Sequence[str], grids: Mapping[str, Sequence[float]] | None = None
+) -> dict[str, np.ndarray]:
+    """Parameter sweep per family: seed 001 Table 1 (`parameter_grid`) unless ``grids`` names one.
+
+    A custom grid must hold the family's identity (its embedding is the untransformed baseline).
+    """
+    out: dict[str, np.ndarray] = {}
+    for family in families:
+        if family not in TRANSFORM_FAMILIES:
+            raise InvalidInputError(
+                f"unknown pre-restoration family {family!r}; "
+                f"expected one of {', '.join(TRANSFORM_FAMILIES)}"
+            )
+        grid = np.asarray(
+            grids[family] if grids and family in grids else parameter_grid(family), np.float64
+        )
+        if grid.ndim != 1 or grid.size == 0 or not np.all(np.isfinite(grid)):
+            raise InvalidInputError(f"{family}: the parameter grid must be a non-empty 1-D list")
+        if not np.any(np.isclose(grid, IDENTITY_PARAMETER[family], atol=1e-9)):
+            raise InvalidInputError(
+                f"{family}: the parameter grid must contain the identity "
+                f"{IDENTITY_PARAMETER[family]}"
+            )
+        out[family] = grid
+    return out
+
+
+def transform_plan(grids: Mapping[str, np.ndarray]) -> list[tuple[str, float]]:
+    """(family, parameter) for every parameter of every family's grid, in order."""
+    return [(family, float(a)) for family, grid in grids.items() for a in grid]
+
+
+def _is_identity(family: str, parameter: float) -> bool:
+    return math.isclose(parameter, IDENTITY_PARAMETER[family], abs_tol=1e-9)  # type: ignore[index]
+
+
+# -- embedding the transformed versions ------------------------------------------------------
+
+
+class TransformEmbedder:
+    """Embeddings (R, dim) of every transform of ``plan`` applied to one utterance.
+
+    ``implementation``: ``feature`` or ``waveform`` (module docstring). ``max_batch``: most
+    versions embedded together (1 = one at a time); ``max_batch_frames`` bounds batch x frames.
+    Identity entries of the plan are computed once, from the untransformed utterance.
+    """
+
+    def __init__(
+        self,
+        encoder: SpeakerEncoder,
+        plan: Sequence[tuple[str, float]],
+        implementation: Implementation = "feature",
+        *,
+        device: str | torch.device = "cpu",
+        max_batch: int = 256,
+        max_batch_frames: int = DEFAULT_MAX_BATCH_FRAMES,
+        vtln_mode: str = "spectrum",
+    ) -> None:
+        if implementation not in ("feature", "waveform"):
+            raise InvalidInputError(
+                f"implementation must be 'feature' or 'waveform', got {implementation!r}"
+            )
+        if max_batch < 1 or max_batch_frames < 1:
+            raise InvalidInputError("max_batch and max_batch_frames must be >= 1")
+        self.device = resolve_device(device)
+        self.encoder = encoder.to(self.device).eval()
+        self.plan = list(plan)
+        self.implementation = implementation
+        self.max_batch = max_batch
+        self.max_batch_frames = max_batch_frames
+        identity = [_is_identity(f, a) for f, a in self.plan]
+        # Row 0 of the computed versions is the untransformed utterance.
+        self._transformed = [p for p, ident in zip(self.plan, identity, strict=True) if not ident]
+        rows, k = [], 1
+        for ident in identity:
+            rows.append(0 if ident else k)
+            k += 0 if ident else 1
+        self._rows = np.array(rows, dtype=np.int64)
+        self._feature: FeatureDomainTransformer | None = None
+        self._anonymizers: list[BuiltinAnonymizer] = []
+        if implementation == "feature":
+            self._feature = FeatureDomainTransformer(
+                self.encoder.features,
+                [(self.plan[0][0], IDENTITY_PARAMETER[self.plan[0][0]]), *self._transformed],  # type: ignore[index]
+                self.device,
+            )
+        else:
+            for family, a in self._transformed:
+                params: dict[str, Any] = (
+                    {"semitones": a}
+                    if family == "pitch"
+                    else {"warp": family, "alpha": a, "mode": vtln_mode}
+                )
+                self._anonymizers.append(
+                    build_anonymizer("pitch" if family == "pitch" else "vtln", params)
+                )
+
+    @property
+    def n_computed(self) -> int:
+        """Versions actually computed per utterance (the identity counted once)."""
+        return 1 + len(self._transformed)
+
+    def _embed_features(self, feats: torch.Tensor) -> np.ndarray:
+        n, frames = feats.shape[0], feats.shape[1]
+        size = max(1, min(self.max_batch, self.max_batch_frames // max(frames, 1)))
+        out = [
+            self.encoder.embedding(feats[i : i + size]).float().cpu().numpy()
+            for i in range(0, n, size)
+        ]
+        return np.concatenate(out, axis=0)
+
+    def _versions(self, waveform: np.ndarray) -> np.ndarray:
+        if self._feature is not None:
+            return self._embed_features(self._feature.transform(waveform))
+        x64 = np.asarray(waveform, dtype=np.float64)
+        waves = [np.asarray(waveform, dtype=np.float32)] + [
+            finish_waveform(anon.transform(x64, a), x64)
+            for anon, (_, a) in zip(self._anonymizers, self._transformed, strict=True)
+        ]
+        batch = torch.from_numpy(np.stack(waves)).to(self.device)  # equal lengths: no padding
+        return self._embed_features(self.encoder.features(batch))
+
+    def embed(self, waveform: np.ndarray) -> np.ndarray:
+        """Embeddings (R, dim) float32 of the plan's transforms of ``waveform``, plan order."""
+        fork = [self.device.index or 0] if self.device.type == "cuda" else []
+        with torch.random.fork_rng(devices=fork), torch.inference_mode():
+            torch.manual_seed(0)  # x-vector pooling draws noise: keep embeddings repeatable
+            computed = self._versions(waveform)
+        return computed[self._rows]
+
+
+def embed_transformed_set(
+    embedder: TransformEmbedder,
+    waveforms: Sequence[np.ndarray],
+    progress: ProgressFn = _no_progress,
+    stage: str = "embed",
+) -> np.ndarray:
+    """Embeddings (n, R, dim) of every utterance under every transform of the embedder's plan."""
+    out = np.empty((len(waveforms), len(embedder.plan), embedder.encoder.embedding_dim), np.float32)
+    for i, w in enumerate(waveforms):  # utterances differ in length: one batch of R per utterance
+        out[i] = embedder.embed(w)
+        progress(stage, (i + 1) / len(waveforms), f"{i + 1}/{len(waveforms)}")
+    return out
+
+
+# -- scoring -----------------------------------------------------------------------------------
+
+
+def enrollment_models(
+    speaker_ids: Sequence[str], enrollment_model: EnrollmentModel
+) -> tuple[np.ndarray, np.ndarray]:
+    """(averaging matrix A (n_models, n_enrollment), model speaker ids).
+
+    ``speaker_mean``: one model per speaker, the mean of its embeddings (``A`` rows sum to 1,
+    speakers sorted); ``per_utterance``: ``A = I``.
+    """
+    spk = np.asarray(speaker_ids).astype(str)
+    if enrollment_model == "per_utterance":
+        return np.eye(len(spk)), spk
+    if enrollment_model != "speaker_mean":
+        raise InvalidInputError(
+            f"enrollment_model must be 'speaker_mean' or 'per_utterance', got {enrollment_model!r}"
+        )
+    models, inverse = np.unique(spk, return_inverse=True)
+    onehot = (inverse[None, :] == np.arange(len(models))[:, None]).astype(np.float64)
+    return onehot / onehot.sum(axis=1, keepdims=True), models
+
+
+@dataclass
+class ModeScores:
+    """Scores of one (family, mode): best over r, which r won, and the per-r EER (%)."""
+
+    scores: np.ndarray  # (n_trial, n_models), best cosine over r
+    best_index: np.ndarray  # (n_trial, n_models), argmax r
+    per_parameter_eer_percent: np.ndarray  # (R,)
+
+
+def _eer(scores: np.ndarray, target: np.ndarray) -> float:
+    return float(compute_eer(scores[target], scores[~target]).eer_percent)
+
+
+def score_prerestoration(
+    transformed: np.ndarray,
+    fixed: np.ndarray,
+    averaging: np.ndarray,
+    target_mask: np.ndarray,
+    mode: Mode,
+) -> ModeScores:
+    """Best-over-r cosine scores of one mode, and the EER (%) of each r alone.
+
+    ``enrollment`` mode: ``transformed`` (n_enrollment, R, d) are the enrollment embeddings under
+    every transform (models ``averaging @ transformed[:, r]``), ``fixed`` (n_trial, d) the trial
+    embeddings. ``trial`` mode: ``transformed`` (n_trial, R, d), ``fixed`` (n_enrollment, d)
+    (models ``averaging @ fixed``). ``averaging`` (n_models, n_enrollment) comes from
+    `enrollment_models`; ``target_mask`` (n_trial, n_models) is True for same-speaker pairs.
+    """
+    if mode not in MODES:
+        raise InvalidInputError(f"mode must be 'enrollment' or 'trial', got {mode!r}")
+    if transformed.ndim != 3 or fixed.ndim != 2:
+        raise InvalidInputError("transformed must be (n, R, d) and fixed (m, d)")
+    fixed_side = l2_normalize(fixed if mode == "enrollment" else averaging @ fixed)
+    best = np.full(target_mask.shape, -np.inf)
+    best_index = np.zeros(target_mask.shape, dtype=np.int64)
+    per_r = np.empty(transformed.shape[1])
+    for r in range(transformed.shape[1]):  # a loop over parameters; each step scores all pairs
+        if mode == "enrollment":
+            s = fixed_side @ l2_normalize(averaging @ transformed[:, r]).T
+        else:
+            s = l2_normalize(transformed[:, r]) @ fixed_side.T
+        per_r[r] = _eer(s, target_mask)
+        better = s > best
+        best = np.where(better, s, best)
+        best_index = np.where(better, r, best_index)
+    return ModeScores(best, best_index, per_r)
+
+
+# -- results -----------------------------------------------------------------------------------
+
+
+@dataclass
+class FamilyModeResult:
+    """One row of seed 001's Table 2 plus its Fig. 2 curve."""
+
+    family: str
+    mode: Mode
+    label: Label | None
+    eer_percent: float
+    parameters: list[float]
+    per_parameter_eer_percent: list[float]
+    best_parameter_by_eer: float
+    target_best_parameter_counts: list[int]
+    median_target_best_parameter: float
+
+
+@dataclass
+class PrerestorationResult:
+    """Everything the pre-restoration analysis reports; `to_dict` is JSON-able."""
+
+    implementation: Implementation
+    anonymizer_family: str | None
+    enrollment_model: EnrollmentModel
+    families: list[str]
+    modes: list[Mode]
+    n_enrollment_utterances: int
+    n_trial_utterances: int
+    n_models: int
+    n_target: int
+    n_nontarget: int
+    baseline_eer_percent: float
+    entries: list[FamilyModeResult]
+    timings_s: dict[str, float] = field(default_factory=dict)
+    transforms_per_utterance: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-able dict (floats, ints, strings, lists)."""
+        return asdict(self)
+
+    def entry(self, family: str, mode: str) -> FamilyModeResult:
+        """The result of one (family, mode); KeyError if it was not run."""
+        for e in self.entries:
+            if e.family == family and e.mode == mode:
+                return e
+        raise KeyError(f"no pre-restoration result for family {family!r}, mode {mode!r}")
+
+    def table(self) -> list[dict[str, Any]]:
+        """Seed 001 Table 2 rows: family, label, EER (%) per mode, and the baseline."""
+        rows = []
+        for family in self.families:
+            row: dict[str, Any] = {
+                "family": family,
+                "baseline_eer_percent": self.baseline_eer_percent,
+            }
+            for e in self.entries:
+                if e.family == family:
+                    row["label"] = e.label
+                    row[f"{e.mode}_eer_percent"] = e.eer_percent
+            rows.append(row)
+        return rows
+
+
+def _as_encoder(encoder_checkpoint: SpeakerEncoder | str | Path) -> SpeakerEncoder:
+    if isinstance(encoder_checkpoint, SpeakerEncoder):
+        return encoder_checkpoint
+    from services.attacker.checkpoint import load_encoder
+
+    return load_encoder(encoder_checkpoint)
+
+
+def _as_set(data: UtteranceSet | Manifest, name: str) -> UtteranceSet:
+    out = UtteranceSet.from_manifest(data) if isinstance(data, Manifest) else data
+    check_waveforms(list(out.waveforms), name)
+    return out
+
+
+def run_prerestoration(
+    encoder_checkpoint: SpeakerEncoder | str | Path,
+    enrollment: UtteranceSet | Manifest,
+    trial: UtteranceSet | Manifest,
+    families: Sequence[str] = TRANSFORM_FAMILIES,
+    modes: Sequence[Mode] = MODES,
+    implementation: Implementation = "feature",
+    anonymizer_family: str | None = None,
+    *,
+    grids: Mapping[str, Sequence[float]] | None = None,
+    enrollment_model: EnrollmentModel = "speaker_mean",
+    device: str | torch.device = "cpu",
+    max_batch: int = 256,
+    max_batch_frames: int = DEFAULT_MAX_BATCH_FRAMES,
+    vtln_mode: str = "spectrum",
+    progress: ProgressFn = _no_progress,
+) -> PrerestorationResult:
+    """Pre-restoration attack of seed 001 on one evaluation set (see the module docstring).
+
+    ``encoder_checkpoint``: the attacker (checkpoint path or ``SpeakerEncoder``). ``enrollment``
+    and ``trial``: waveforms + speaker ids, or manifests (audio is read). Trials are every trial
+    utterance against every enrollment model, target when the speakers match (pooled genders).
+    ``anonymizer_family``: the anonymizer's transform family (`anonymizer_family_of`) for the
+    semi-informed / ignorant labels, or None. ``grids``: custom sweeps per family (default: seed
+    001 Table 1; each must contain the identity). ``max_batch`` (1 = one version at a time) and
+    ``max_batch_frames`` size the embedding batches; ``vtln_mode`` is the waveform VTLN's mode.
+    EERs are in percent; timings in seconds.
+    """
+    t_start = time.perf_counter()
+    families = list(dict.fromkeys(families))
+    modes = list(dict.fromkeys(modes))
+    if not families or not modes:
+        raise InvalidInputError("at least one family and one mode are needed")
+    for m in modes:
+        if m not in MODES:
+            raise InvalidInputError(
+                f"unknown pre-restoration mode {m!r}; expected enrollment, trial"
+            )
+    grid_of = resolve_grids(families, grids)
+    plan = transform_plan(grid_of)
+    encoder = _as_encoder(encoder_checkpoint)
+    enr = _as_set(enrollment, "enrollment")
+    tri = _as_set(trial, "trial")
+    averaging, model_speakers = enrollment_models(enr.speaker_ids, enrollment_model)
+    target = np.asarray(tri.speaker_ids).astype(str)[:, None] == model_speakers[None, :]
+    n_target = int(target.sum())
+    if n_target == 0 or n_target == target.size:
+        raise InvalidInputError(
+            "pre-restoration needs target and non-target trials: check that trial speakers are "
+            "enrolled and that there are at least two enrollment speakers"
+        )
+
+    def embedder(p: list[tuple[str, float]]) -> TransformEmbedder:
+        return TransformEmbedder(
+            encoder,
+            p,
+            implementation,
+            device=device,
+            max_batch=max_batch,
+            max_batch_frames=max_batch_frames,
+            vtln_mode=vtln_mode,
+        )
+
+    identity_plan = [(families[0], float(IDENTITY_PARAMETER[families[0]]))]  # type: ignore[index]
+    timings: dict[str, float] = {}
+    embedded: dict[str, np.ndarray] = {}
+    for name, data, mode in (("enrollment", enr, "enrollment"), ("trial", tri, "trial")):
+        t0 = time.perf_counter()
+        p = plan if mode in modes else identity_plan
+        embedded[name] = embed_transformed_set(embedder(p), data.waveforms, progress, name)
+        timings[f"embed_{name}"] = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    offsets = np.cumsum([0] + [len(grid_of[f]) for f in families])
+    # Plan row of the first family's identity: the untransformed embedding of a transformed set.
+    first = grid_of[families[0]]
+    identity_row = int(np.flatnonzero(np.isclose(first, IDENTITY_PARAMETER[families[0]]))[0])  # type: ignore[index]
+    base = {name: e[:, identity_row if e.shape[1] > 1 else 0] for name, e in embedded.items()}
+    baseline = score_prerestoration(
+        base["trial"][:, None], base["enrollment"], averaging, target, "trial"
+    ).per_parameter_eer_percent[0]
+    entries: list[FamilyModeResult] = []
+    for i, family in enumerate(families):
+        params = grid_of[family]
+        cols = slice(int(offsets[i]), int(offsets[i + 1]))
+        for mode in modes:
+            other = "trial" if mode == "enrollment" else "enrollment"
+            ms = score_prerestoration(embedded[mode][:, cols], base[other], averaging, target, mode)
+            wins = ms.best_index[target]
+            entries.append(
+                FamilyModeResult(
+                    family=family,
+                    mode=mode,
+                    label=attack_label(family, anonymizer_family),
+                    eer_percent=_eer(ms.scores, target),
+                    parameters=[float(a) for a in params],
+                    per_parameter_eer_percent=[float(v) for v in ms.per_parameter_eer_percent],
+                    best_parameter_by_eer=float(
+                        params[int(np.argmin(ms.per_parameter_eer_percent))]
+                    ),
+                    target_best_parameter_counts=np.bincount(wins, minlength=len(params)).tolist(),
+                    median_target_best_parameter=float(np.median(params[wins])),
+                )
+            )
+    timings["score"] = time.perf_counter() - t0
+    timings["total"] = time.perf_counter() - t_start
+    return PrerestorationResult(
+        implementation=implementation,
+        anonymizer_family=anonymizer_family,
+        enrollment_model=enrollment_model,
+        families=families,
+        modes=modes,
+        n_enrollment_utterances=len(enr.waveforms),
+        n_trial_utterances=len(tri.waveforms),
+        n_models=len(model_speakers),
+        n_target=n_target,
+        n_nontarget=int(target.size - n_target),
+        baseline_eer_percent=float(baseline),
+        entries=entries,
+        timings_s=timings,
+        transforms_per_utterance=len(plan),
+    )
+
+
+# -- plot --------------------------------------------------------------------------------------
+
+
+def plot_per_parameter_eer(result: PrerestorationResult, path_stem: Path) -> list[str]:
+    """Seed 001 Fig. 2: EER (%) using only transform r, against r, one panel per family.
+
+    One line per mode, a dashed line at the no-pre-restoration baseline, dotted lines at each
+    mode's best-over-r EER, a grey line at the identity parameter. Writes PNG and SVG; returns
+    the file names.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    n = len(result.families)
+    fig, axes = plt.subplots(1, n, figsize=(3.6 * n, 3.4), squeeze=False, sharey=True)
+    for ax, family in zip(axes[0], result.families, strict=True):
+        for k, e in enumerate(x for x in result.entries if x.family == family):
+            color = f"C{k}"
+            ax.plot(
+                e.parameters,
+                e.per_parameter_eer_percent,
+                marker=".",
+                color=color,
+                label=f"{e.mode} (min over r: {e.eer_percent:.1f} %)",
+            )
+            ax.axhline(e.eer_percent, color=color, linestyle=":", linewidth=1)
+        ax.axhline(
+            result.baseline_eer_percent,
+            color="k",
+            linestyle="--",
+            linewidth=1,
+            label=f"none ({result.baseline_eer_percent:.1f} %)",
+        )
+        ax.axvline(IDENTITY_PARAMETER[family], color="0.7", linewidth=1)  # type: ignore[index]
+        label = next((e.label for e in result.entries if e.family == family), None)
+        ax.set_title(family + (f" ({label})" if label else ""), fontsize=9)
+        ax.set_xlabel("semitones" if family == "pitch" else "warp parameter")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=7)
+    axes[0][0].set_ylabel("EER (%)")
+    fig.tight_layout()
+    path_stem.parent.mkdir(parents=True, exist_ok=True)
+    names = []
+    for ext in ("png", "svg"):
+        p = path_stem.with_suffix(f".{ext}")
+        fig.savefig(p, dpi=110, bbox_inches="tight")
+        names.append(p.name)
+    plt.close(fig)
+    return names
