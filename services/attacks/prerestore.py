@@ -54,6 +54,7 @@ from services.audio import read_audio
 from services.corpus.manifest import Manifest
 from services.errors import InvalidInputError
 from services.metrics import compute_eer
+from services.plotting import save_figure
 from services.scoring.cosine import l2_normalize
 
 Mode = Literal["enrollment", "trial"]
@@ -589,11 +590,4 @@ def plot_per_parameter_eer(result: PrerestorationResult, path_stem: Path) -> lis
         ax.legend(fontsize=7)
     axes[0][0].set_ylabel("EER (%)")
     fig.tight_layout()
-    path_stem.parent.mkdir(parents=True, exist_ok=True)
-    names = []
-    for ext in ("png", "svg"):
-        p = path_stem.with_suffix(f".{ext}")
-        fig.savefig(p, dpi=110, bbox_inches="tight")
-        names.append(p.name)
-    plt.close(fig)
-    return names
+    return save_figure(fig, path_stem)

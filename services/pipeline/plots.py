@@ -16,18 +16,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 from scipy.stats import norm
 
+from services.plotting import save_figure
+
 _DET_TICKS = [0.1, 0.5, 1, 2, 5, 10, 20, 40]
-
-
-def _save(fig: plt.Figure, path_stem: Path) -> list[str]:
-    path_stem.parent.mkdir(parents=True, exist_ok=True)
-    names = []
-    for ext in ("png", "svg"):
-        p = path_stem.with_suffix(f".{ext}")
-        fig.savefig(p, dpi=110, bbox_inches="tight")
-        names.append(p.name)
-    plt.close(fig)
-    return names
 
 
 def plot_det_curves(
@@ -52,7 +43,7 @@ def plot_det_curves(
     ax.set_title(title)
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8)
-    return _save(fig, path_stem)
+    return save_figure(fig, path_stem)
 
 
 def plot_score_histograms(
@@ -69,7 +60,7 @@ def plot_score_histograms(
     ax.set_ylabel("density")
     ax.set_title(title)
     ax.legend(fontsize=8)
-    return _save(fig, path_stem)
+    return save_figure(fig, path_stem)
 
 
 def plot_rank_histogram(
@@ -90,7 +81,7 @@ def plot_rank_histogram(
     ax.set_ylabel("probability")
     ax.set_title(title)
     ax.legend(fontsize=8)
-    return _save(fig, path_stem)
+    return save_figure(fig, path_stem)
 
 
 def plot_training_history(
@@ -112,4 +103,4 @@ def plot_training_history(
     ax.set_title(title)
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8)
-    return _save(fig, path_stem)
+    return save_figure(fig, path_stem)

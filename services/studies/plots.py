@@ -8,6 +8,8 @@ from typing import Any
 
 import matplotlib
 
+from services.plotting import save_figure
+
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
@@ -47,11 +49,4 @@ def plot_size_sweep(rows: Sequence[Mapping[str, Any]], path_stem: Path) -> list[
     ax_t.grid(True, alpha=0.3)
     if x.max() / max(x.min(), 1.0) >= 20:
         ax_t.set_xscale("log")
-    path_stem.parent.mkdir(parents=True, exist_ok=True)
-    names = []
-    for ext in ("png", "svg"):
-        p = path_stem.with_suffix(f".{ext}")
-        fig.savefig(p, dpi=110, bbox_inches="tight")
-        names.append(p.name)
-    plt.close(fig)
-    return names
+    return save_figure(fig, path_stem)
