@@ -53,6 +53,9 @@ class Settings(BaseSettings):
     broker_url: str = ""
     result_backend: str = ""
     celery_eager: bool = Field(False, description="Run tasks in-process (embedded/tests).")
+    broker_key_prefix: str = Field(
+        "", description="Prefix of every Redis key of the broker (several deployments, one Redis)."
+    )
 
     # Workers (workers/, services/pipeline/jobs.py). Times in seconds.
     work_dir: Path | None = Field(
@@ -61,7 +64,7 @@ class Settings(BaseSettings):
     stage_time_limits_s: dict[str, float] = Field(
         default_factory=dict,
         description='Soft time limit per phase, seconds, e.g. {"train": 86400}; phases not '
-        "named use the built-in defaults (workers/app.py DEFAULT_STAGE_TIME_LIMITS_S).",
+        "named use the built-in defaults (services/pipeline/jobs.py DEFAULT_STAGE_TIME_LIMITS_S).",
     )
     stage_hard_limit_margin_s: float = Field(
         300.0, gt=0, description="Hard time limit = soft limit + this margin, seconds."
@@ -158,6 +161,27 @@ class Settings(BaseSettings):
         100, description="Jobs a team may create per rolling 24 h (failed/cancelled not counted)."
     )
     quota_concurrent_jobs: int = Field(4, description="Queued + running jobs a team may have.")
+
+    # Outgoing webhooks (services/webhooks.py, workers/webhooks.py). Times in seconds.
+    webhook_timeout_s: float = Field(10.0, gt=0, description="HTTP timeout of one delivery try.")
+    webhook_max_attempts: int = Field(
+        8, ge=1, description="Tries of one webhook delivery before it is marked failed."
+    )
+    webhook_retry_backoff_s: float = Field(
+        10.0, gt=0, description="Delay before the first webhook retry (doubles, max 1 h)."
+    )
+    webhook_sweep_interval_s: float = Field(
+        30.0, gt=0, description="Period of the beat task that sends overdue webhook deliveries."
+    )
+    webhook_allow_private_hosts: bool = Field(
+        False,
+        description="Allow webhook URLs on loopback/private addresses (tests, single-host setups).",
+    )
+
+    # Server-rendered pages (api/routes/pages.py).
+    page_session_max_age_s: int = Field(
+        12 * 3600, ge=60, description="Lifetime of the pages' login cookie, seconds."
+    )
 
     def resolved_database_url(self) -> str:
         """The database URL, defaulting to an SQLite file inside ``data_dir``."""

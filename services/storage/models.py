@@ -390,3 +390,87 @@ class Artifact(Base):
     sha256: Mapped[str] = mapped_column(String(SHA256_HEX_LENGTH))
     media_type: Mapped[str] = mapped_column(String(255), default="application/octet-stream")
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utc_now)
+
+
+# --- outgoing webhooks (docs/api.md "Webhooks") --------------------------------------------------
+
+
+class WebhookDeliveryState(StrEnum):
+    """Lifecycle of one event sent to one endpoint."""
+
+    PENDING = "pending"  # not delivered yet; next try at ``next_attempt_at``
+    SUCCEEDED = "succeeded"  # a 2xx answer
+    FAILED = "failed"  # attempts exhausted, or the URL is not allowed
+
+
+class WebhookEndpoint(Base):
+    """A URL a team registered to receive job events, with its signing secret.
+
+    The secret must be usable for signing, so it is stored as issued (``whsec_`` + base64); the
+    API shows it once, at creation.
+    """
+
+    __tablename__ = "webhook_endpoints"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    team_id: Mapped[int] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"), index=True)
+    url: Mapped[str] = mapped_column(String(2048))
+    description: Mapped[str] = mapped_column(String(200), default="")
+    secret: Mapped[str] = mapped_column(String(128))
+    # Event types delivered here (``job.succeeded``, ``job.failed``, ``job.cancelled``).
+    event_types: Mapped[list[str]] = mapped_column(json_type())
+    is_active: Mapped[bool] = mapped_column(Boolean, default=True)
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utc_now)
+
+
+class WebhookDelivery(Base):
+    """One event for one endpoint (the transactional outbox row) and its delivery state."""
+
+    __tablename__ = "webhook_deliveries"
+    __table_args__ = (
+        CheckConstraint(_in_check("state", WebhookDeliveryState), name="state"),
+        CheckConstraint("attempts >= 0", name="attempts_nonnegative"),
+        # The sweeper's scan: pending deliveries that are due.
+        Index("ix_webhook_deliveries_state_next_attempt_at", "state", "next_attempt_at"),
+        Index("ix_webhook_deliveries_endpoint_id_id", "endpoint_id", "id"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    endpoint_id: Mapped[int] = mapped_column(ForeignKey("webhook_endpoints.id", ondelete="CASCADE"))
+    job_id: Mapped[int | None] = mapped_column(
+        ForeignKey("jobs.id", ondelete="CASCADE"), index=True
+    )
+    # The ``webhook-id`` header: the same for every retry of this delivery (receivers dedupe).
+    event_id: Mapped[str] = mapped_column(String(64), unique=True)
+    event_type: Mapped[str] = mapped_column(String(64))
+    payload: Mapped[dict[str, Any]] = mapped_column(json_type())
+    state: Mapped[str] = mapped_column(String(16), default=WebhookDeliveryState.PENDING.value)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    next_attempt_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
+    last_status_code: Mapped[int | None] = mapped_column(Integer)
+    last_error: Mapped[str | None] = mapped_column(Text)
+    delivered_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utc_now)
+
+    endpoint: Mapped[WebhookEndpoint] = relationship()
+    attempt_log: Mapped[list[WebhookAttempt]] = relationship(
+        order_by="WebhookAttempt.number", passive_deletes=True
+    )
+
+
+class WebhookAttempt(Base):
+    """One HTTP try of a delivery: the delivery log the API shows."""
+
+    __tablename__ = "webhook_attempts"
+    __table_args__ = (UniqueConstraint("delivery_id", "number"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    delivery_id: Mapped[int] = mapped_column(
+        ForeignKey("webhook_deliveries.id", ondelete="CASCADE")
+    )
+    number: Mapped[int] = mapped_column(Integer)
+    status_code: Mapped[int | None] = mapped_column(Integer)
+    error: Mapped[str | None] = mapped_column(Text)
+    duration_ms: Mapped[float] = mapped_column(Float)
+    response_excerpt: Mapped[str] = mapped_column(Text, default="")
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utc_now)

@@ -522,6 +522,11 @@ def transition_job(
     if error_message is not None:
         job.error_message = error_message
     session.flush()
+    if new in TERMINAL_STATES:
+        # Outgoing webhooks: the event is stored in this transaction (services/storage/webhooks.py).
+        from services.storage.webhooks import record_job_event
+
+        record_job_event(session, job, now=now)
     return job
 
 
@@ -649,7 +654,7 @@ def mark_stage_enqueued(
 def list_stages_in_states(
     session: Session, states: Iterable[str], *, limit: int = 1000
 ) -> list[Stage]:
-    """Stages in any of ``states`` (oldest first), with their jobs loaded; the reaper's scan."""
+    """Stages in any of ``states``, oldest first (at most ``limit``): the reaper's scan."""
     wanted = [RunState(state).value for state in states]
     query = select(Stage).where(Stage.state.in_(wanted)).order_by(Stage.id.asc()).limit(limit)
     return list(session.scalars(query))

@@ -305,7 +305,7 @@ def test_openapi_documents_every_route_with_security_and_problems(make_api_clien
                 assert "404" in operation["responses"], where
 
 
-def test_health_and_readiness(make_api_client: Any) -> None:
+def test_health_and_readiness(make_api_client: Any, s3_store: Any) -> None:
     client = make_api_client()
     assert client.get("/v1/health/live").json() == {"status": "ok"}
     ready = client.get("/v1/health/ready")
@@ -314,6 +314,9 @@ def test_health_and_readiness(make_api_client: Any) -> None:
     assert checks["database"]["status"] == "ok"
     assert checks["blob_store"]["status"] == "ok"
     assert checks["broker"]["status"] == "skipped"
+    s3_checks = make_api_client(blob_store=s3_store).get("/v1/health/ready").json()["checks"]
+    assert s3_checks["blob_store"] == {**s3_checks["blob_store"], "status": "ok"}
+    assert s3_store.bucket in s3_checks["blob_store"]["detail"]
     # Redis broker: the local Redis answers a PING.
     redis_client = make_api_client(broker_url="redis://127.0.0.1:6379/0")
     assert redis_client.get("/v1/health/ready").json()["checks"]["broker"]["status"] == "ok"
@@ -322,3 +325,18 @@ def test_health_and_readiness(make_api_client: Any) -> None:
     body = assert_problem(down.get("/v1/health/ready"), 503, "broker")
     assert body["checks"]["broker"]["status"] == "failed"
     assert body["checks"]["database"]["status"] == "ok"
+
+
+def test_every_authenticated_route_refuses_a_missing_or_unknown_token(
+    make_api_client: Any,
+) -> None:
+    client = make_api_client()
+    for method, template in sorted(EXPECTED_ROUTES):
+        if template.startswith(("/v1/health", "/v1/blobs")):
+            continue
+        path = template.format(
+            token_id=1, protocol_id=1, submission_id=1, upload_id="x.y", job_id=1, artifact_id=1
+        )
+        for headers in ({}, {"Authorization": "Bearer unm_unknown"}):
+            response = client.request(method.upper(), path, headers=headers, json={})
+            assert_problem(response, 401)

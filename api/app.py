@@ -1,0 +1,125 @@
+"""The Unmask HTTP gateway (FastAPI), versioned under ``/v1``.
+
+``create_app(settings)`` builds an app on the given (or the process) settings; ``app`` is the
+default instance for ``uvicorn api.app:app``. Routes live in ``api/routes/``; errors are RFC 9457
+problem details (``api/problems.py``); authentication is a bearer API token (``api/auth.py``).
+See docs/api.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
+from fastapi.staticfiles import StaticFiles
+
+from api.auth import BEARER_SCHEME_NAME
+from api.context import ApiContext, Dispatcher
+from api.problems import PROBLEM_MEDIA_TYPE, install_problem_handlers
+from api.routes import admin, blobs, health, jobs, pages, protocols, submissions, webhooks
+from services.settings import Settings, get_settings
+from services.storage.blobstore import BlobStore
+from services.storage.db import Database
+
+API_VERSION = "1.0.0"
+DESCRIPTION = """\
+Measures how much privacy a voice anonymizer gives by playing the strongest known attacker.
+
+Authenticate with `Authorization: Bearer <API token>`; each route names the scope it needs in
+`x-required-scope`. Errors are `application/problem+json` (RFC 9457). See docs/api.md.
+"""
+
+TAGS = [
+    {"name": "health", "description": "Liveness and readiness probes (no token)."},
+    {"name": "identity", "description": "The calling token."},
+    {"name": "protocols", "description": "Evaluation protocols and their leaderboards."},
+    {"name": "submissions", "description": "Anonymizers handed in for evaluation."},
+    {"name": "jobs", "description": "Evaluations of a submission under a protocol."},
+    {"name": "admin", "description": "Teams, tokens, protocols (admin scope)."},
+    {"name": "blobs", "description": "Signed URLs of the local blob store (embedded mode)."},
+    {"name": "webhooks", "description": "Signed job events POSTed to a team's URLs."},
+]
+
+
+def _openapi_with_problems(app: FastAPI) -> dict[str, Any]:
+    """The OpenAPI document, with every 4xx/5xx body as ``application/problem+json``."""
+    if app.openapi_schema:
+        return app.openapi_schema
+    schema = get_openapi(
+        title=app.title,
+        version=app.version,
+        description=app.description,
+        routes=app.routes,
+        tags=TAGS,
+    )
+    for path_item in schema.get("paths", {}).values():
+        for operation in path_item.values():
+            if not isinstance(operation, dict):
+                continue
+            for code, response in operation.get("responses", {}).items():
+                content = response.get("content")
+                if code[:1] in {"4", "5"} and content and "application/json" in content:
+                    content[PROBLEM_MEDIA_TYPE] = content.pop("application/json")
+    # Every 422 is documented with the Problem model; FastAPI's default error models are unused.
+    components = schema.get("components", {}).get("schemas", {})
+    for unused in ("HTTPValidationError", "ValidationError"):
+        text = str(schema.get("paths", {}))
+        if f"#/components/schemas/{unused}'" not in text:
+            components.pop(unused, None)
+    app.openapi_schema = schema
+    return schema
+
+
+def create_app(
+    settings: Settings | None = None,
+    *,
+    database: Database | None = None,
+    blob_store: BlobStore | None = None,
+    dispatcher: Dispatcher | None = None,
+) -> FastAPI:
+    """A gateway on ``settings`` (default: the process settings).
+
+    ``database``, ``blob_store`` and ``dispatcher`` default to the ones the settings name (the
+    dispatcher: ``workers.dispatch``, imported on first use); tests pass fakes here.
+    """
+    context = ApiContext(
+        settings or get_settings(),
+        database=database,
+        blob_store=blob_store,
+        dispatcher=dispatcher,
+    )
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        yield
+        context.close()
+
+    app = FastAPI(
+        title="Unmask API",
+        version=API_VERSION,
+        description=DESCRIPTION,
+        lifespan=lifespan,
+        openapi_url="/v1/openapi.json",
+        docs_url="/v1/docs",
+        redoc_url=None,
+        swagger_ui_oauth2_redirect_url=None,
+    )
+    app.state.context = context
+    install_problem_handlers(app)
+    for module in (health, admin, protocols, submissions, jobs, blobs):
+        app.include_router(module.router)
+    # Outgoing webhooks (/v1/webhooks) and the server-rendered pages (/, /protocols/..., HTML).
+    app.include_router(webhooks.router)
+    app.include_router(pages.router)
+    app.mount("/static", StaticFiles(directory=pages.STATIC_DIR), name="static")
+    app.openapi = lambda: _openapi_with_problems(app)  # type: ignore[method-assign]
+    return app
+
+
+# The default instance for `uvicorn api.app:app`: nothing is connected until the first request.
+app = create_app()
+
+__all__ = ["BEARER_SCHEME_NAME", "app", "create_app"]

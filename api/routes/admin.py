@@ -1,0 +1,160 @@
+"""The caller's identity (`/v1/me`) and the admin routes (teams, tokens, protocols)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends, Response, status
+
+from api.auth import Principal, Reader, reader_any, require_admin
+from api.context import ApiContext, get_context
+from api.job_config import validate_protocol_config
+from api.quotas import quota_report
+from api.routes.common import errors, scope
+from api.schemas import (
+    Me,
+    ProtocolCreate,
+    ProtocolOut,
+    TeamCreate,
+    TeamOut,
+    TokenCreate,
+    TokenIssued,
+    TokenOut,
+)
+from services.storage import repository as repo
+from services.storage.errors import NotFoundError
+
+SECONDS_PER_DAY = 86_400
+
+router = APIRouter(prefix="/v1")
+
+
+@router.get(
+    "/me",
+    response_model=Me,
+    tags=["identity"],
+    summary="Who am I: token, team, scopes, quota usage",
+    responses=errors(),
+    openapi_extra=scope("any"),
+)
+def me(reader: Reader = Depends(reader_any), context: ApiContext = Depends(get_context)) -> Me:
+    """The calling token's team and scopes, and the team's quota limits and usage."""
+    with reader.open() as (principal, session):
+        quotas = quota_report(session, context.settings, principal.team_id)
+        return Me(
+            token_prefix=principal.token_prefix,
+            user_id=principal.user_id,
+            team_id=principal.team_id,
+            team_slug=principal.team_slug,
+            scopes=list(principal.scopes),
+            quotas=quotas,
+        )
+
+
+@router.post(
+    "/admin/teams",
+    response_model=TeamOut,
+    status_code=status.HTTP_201_CREATED,
+    tags=["admin"],
+    summary="Create a team",
+    responses=errors(409),
+    openapi_extra=scope("admin"),
+)
+def create_team(
+    body: TeamCreate,
+    _admin: Principal = Depends(require_admin),
+    context: ApiContext = Depends(get_context),
+) -> TeamOut:
+    """A new team; 409 when the slug is taken."""
+    with context.database.session_scope() as session:
+        team = repo.create_team(session, body.slug, body.display_name)
+        return TeamOut(
+            id=team.id, slug=team.slug, display_name=team.display_name, created_at=team.created_at
+        )
+
+
+@router.post(
+    "/admin/tokens",
+    response_model=TokenIssued,
+    status_code=status.HTTP_201_CREATED,
+    tags=["admin"],
+    summary="Issue an API token for a team (plaintext returned once)",
+    responses=errors(404, 409),
+    openapi_extra=scope("admin"),
+)
+def create_token(
+    body: TokenCreate,
+    _admin: Principal = Depends(require_admin),
+    context: ApiContext = Depends(get_context),
+) -> TokenIssued:
+    """Issue a token; `token` in the answer is the only time the plaintext is shown."""
+    with context.database.session_scope() as session:
+        issued = repo.issue_team_token(
+            session,
+            body.team,
+            hmac_key=context.settings.token_hmac_key,
+            scopes=body.scopes,
+            name=body.name,
+            expires_in_s=None if body.expires_days is None else body.expires_days * SECONDS_PER_DAY,
+            email=body.email,
+        )
+        out = TokenOut.of(issued.token)
+        return TokenIssued(**out.model_dump(), token=issued.plaintext)
+
+
+@router.post(
+    "/admin/tokens/{token_id}/revoke",
+    response_model=TokenOut,
+    tags=["admin"],
+    summary="Revoke an API token",
+    responses=errors(404),
+    openapi_extra=scope("admin"),
+)
+def revoke_token(
+    token_id: int,
+    _admin: Principal = Depends(require_admin),
+    context: ApiContext = Depends(get_context),
+) -> TokenOut:
+    """Revoke a token at once (idempotent: the first revocation time is kept)."""
+    with context.database.session_scope() as session:
+        try:
+            token = repo.revoke_token(session, token_id)
+        except NotFoundError:
+            raise NotFoundError(f"token {token_id} not found") from None
+        return TokenOut.of(token)
+
+
+@router.post(
+    "/admin/protocols",
+    response_model=ProtocolOut,
+    status_code=status.HTTP_201_CREATED,
+    tags=["admin"],
+    summary="Register a protocol (or a new version of one)",
+    responses={
+        **errors(409),
+        200: {"description": "Same content as the latest version: that version, unchanged."},
+    },
+    openapi_extra=scope("admin"),
+)
+def register_protocol(
+    body: ProtocolCreate,
+    response: Response,
+    _admin: Principal = Depends(require_admin),
+    context: ApiContext = Depends(get_context),
+) -> ProtocolOut:
+    """Validate the config (as an EvaluationConfig without anonymizer) and store it.
+
+    The same name with new content becomes the next version; the same content as the latest
+    version returns that version (200).
+    """
+    config = validate_protocol_config(body.config)
+    stored = {
+        "config": config,
+        "leaderboard": body.leaderboard.model_dump(mode="json"),
+    }
+    with context.database.session_scope() as session:
+        before = {p.id for p in repo.list_protocols(session, name=body.name)}
+        protocol = repo.create_protocol(
+            session, body.name, body=stored, description=body.description
+        )
+        if protocol.id in before:
+            response.status_code = status.HTTP_200_OK
+        return ProtocolOut.of(protocol)

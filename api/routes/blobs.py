@@ -1,0 +1,82 @@
+"""Signed URLs of the local blob store, served by the API (embedded mode).
+
+With ``UNMASK_BLOB_BACKEND=local`` and ``UNMASK_BLOB_PUBLIC_URL=http://HOST:PORT/v1/blobs`` the
+presigned GET/PUT URLs the API hands out (artifact links, archive uploads) point here. No bearer
+token: the HMAC signature in the query (method, key, expiry, expected sha256) is the credential,
+checked by ``LocalBlobStore.check_presigned``. With the S3 back-end these routes answer 404.
+"""
+
+from __future__ import annotations
+
+from typing import IO, cast
+
+from fastapi import APIRouter, Depends, Request, Response, status
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import FileResponse
+
+from api.context import ApiContext, get_context
+from api.problems import ApiProblem, problem_responses
+from api.uploads import ArchiveTooLargeError, BoundedBodyReader
+from services.storage.blobstore import LocalBlobStore
+
+router = APIRouter(prefix="/v1/blobs", tags=["blobs"])
+
+_SIGNED_QUERY_DOC = (
+    "Query (from the presigned URL, unchanged): `method`, `expires` (Unix s), optional `sha256`, "
+    "`signature`."
+)
+
+
+def _local_store(context: ApiContext) -> LocalBlobStore:
+    store = context.blob_store
+    if not isinstance(store, LocalBlobStore):
+        raise ApiProblem(404, "this server's blob store is S3; use the URLs it presigns")
+    return store
+
+
+@router.get(
+    "/{key:path}",
+    summary="Download a blob through a signed URL (local blob store)",
+    response_class=FileResponse,
+    responses={
+        **problem_responses(403, 404, 422, 500),
+        200: {"content": {"application/octet-stream": {}}, "description": "The blob's bytes."},
+    },
+    description=_SIGNED_QUERY_DOC,
+    openapi_extra={"security": [], "x-required-scope": "none (signed URL)"},
+)
+def get_blob(key: str, request: Request, context: ApiContext = Depends(get_context)) -> Response:
+    store = _local_store(context)
+    store.check_presigned("GET", key, dict(request.query_params))
+    info = store.stat(key)
+    return FileResponse(store.path_of(key), media_type=info.media_type)
+
+
+@router.put(
+    "/{key:path}",
+    summary="Upload a blob through a signed URL (local blob store)",
+    status_code=status.HTTP_200_OK,
+    responses={
+        **problem_responses(403, 413, 422, 500),
+        200: {"description": "Stored; the `ETag` header is the blob's sha256."},
+    },
+    description=_SIGNED_QUERY_DOC + " Body: the bytes; a sha256 mismatch stores nothing (422).",
+    openapi_extra={"security": [], "x-required-scope": "none (signed URL)"},
+)
+async def put_blob(
+    key: str, request: Request, context: ApiContext = Depends(get_context)
+) -> Response:
+    store = _local_store(context)
+    expected = store.check_presigned("PUT", key, dict(request.query_params))
+    limit = context.settings.max_presigned_archive_bytes
+    reader = BoundedBodyReader(request.stream().__aiter__(), limit)
+    media_type = request.headers.get("content-type") or "application/octet-stream"
+    try:
+        info = await run_in_threadpool(
+            lambda: store.put_stream(
+                key, cast(IO[bytes], reader), media_type=media_type, expected_sha256=expected
+            )
+        )
+    except ArchiveTooLargeError:
+        raise ApiProblem(413, f"blob is larger than the limit of {limit} bytes") from None
+    return Response(status_code=200, headers={"ETag": f'"{info.sha256}"'})

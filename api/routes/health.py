@@ -1,0 +1,122 @@
+"""Liveness and readiness probes (no token needed)."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+
+from fastapi import APIRouter, Depends
+from fastapi.responses import JSONResponse
+from sqlalchemy import text
+
+from api.context import ApiContext, get_context
+from api.problems import PROBLEM_MEDIA_TYPE, PROBLEM_TYPE_PREFIX, problem_responses
+from api.schemas import CheckOut, Liveness, Readiness
+from services.storage.blobstore import LocalBlobStore, S3BlobStore
+
+router = APIRouter(prefix="/v1/health", tags=["health"])
+
+CHECK_TIMEOUT_S = 2.0
+
+
+def _timed(check: Callable[[], str]) -> CheckOut:
+    start = time.perf_counter()
+    try:
+        detail = check()
+    except Exception as exc:  # a probe reports every failure, whatever its type
+        return CheckOut(
+            status="failed",
+            latency_ms=(time.perf_counter() - start) * 1000,
+            detail=f"{type(exc).__name__}: {exc}"[:500],
+        )
+    return CheckOut(status="ok", latency_ms=(time.perf_counter() - start) * 1000, detail=detail)
+
+
+def check_database(context: ApiContext) -> CheckOut:
+    """``SELECT 1`` on the database."""
+
+    def run() -> str:
+        with context.database.engine.connect() as conn:
+            conn.execute(text("SELECT 1"))
+        return context.database.engine.dialect.name
+
+    return _timed(run)
+
+
+def check_broker(context: ApiContext) -> CheckOut:
+    """Redis ``PING`` when the broker is Redis; skipped for the filesystem/eager brokers."""
+    url = context.settings.broker_url
+    if context.settings.celery_eager or not url.startswith(("redis://", "rediss://")):
+        kind = "eager" if context.settings.celery_eager else (url.split(":", 1)[0] or "filesystem")
+        return CheckOut(status="skipped", detail=f"broker {kind!r} has no server to ping")
+
+    def run() -> str:
+        import redis
+
+        client = redis.Redis.from_url(
+            url, socket_timeout=CHECK_TIMEOUT_S, socket_connect_timeout=CHECK_TIMEOUT_S
+        )
+        try:
+            client.ping()
+        finally:
+            client.close()
+        return "redis"
+
+    return _timed(run)
+
+
+def check_blob_store(context: ApiContext) -> CheckOut:
+    """The bucket answers (S3 ``HEAD``) or the local folder is writable."""
+
+    def run() -> str:
+        store = context.blob_store
+        if isinstance(store, S3BlobStore):
+            store.client.head_bucket(Bucket=store.bucket)
+            return f"s3 bucket {store.bucket}"
+        if isinstance(store, LocalBlobStore):
+            probe = store.root / ".tmp" / f"ready-{uuid.uuid4().hex}"
+            probe.write_bytes(b"")
+            probe.unlink()
+            return "local folder"
+        return type(store).__name__
+
+    return _timed(run)
+
+
+@router.get(
+    "/live",
+    response_model=Liveness,
+    summary="Liveness: the process answers",
+    responses=problem_responses(500),
+)
+def live() -> Liveness:
+    """Always `ok` while the process serves requests (no dependency is checked)."""
+    return Liveness(status="ok")
+
+
+@router.get(
+    "/ready",
+    response_model=Readiness,
+    summary="Readiness: database, broker and blob store answer",
+    responses=problem_responses(500, 503),
+)
+def ready(context: ApiContext = Depends(get_context)) -> Readiness | JSONResponse:
+    """Checks each dependency; 200 when all are `ok` or `skipped`, else 503 with the report."""
+    checks = {
+        "database": check_database(context),
+        "broker": check_broker(context),
+        "blob_store": check_blob_store(context),
+    }
+    failed = [name for name, check in checks.items() if check.status == "failed"]
+    if not failed:
+        return Readiness(status="ready", checks=checks)
+    body = {
+        "type": PROBLEM_TYPE_PREFIX + "not-ready",
+        "title": "Service unavailable",
+        "status": 503,
+        "detail": "not ready: " + "; ".join(f"{n}: {checks[n].detail}" for n in failed),
+        "instance": "/v1/health/ready",
+        "checks": {name: check.model_dump() for name, check in checks.items()},
+    }
+    return JSONResponse(body, status_code=503, media_type=PROBLEM_MEDIA_TYPE)

@@ -1,0 +1,375 @@
+"""Jobs: create (idempotent), read, list, cancel, re-run; results and artifacts."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+from urllib.parse import urlencode
+
+from fastapi import APIRouter, Depends, Header, Query, Request, Response, status
+from fastapi.responses import RedirectResponse
+from sqlalchemy.orm import Session
+
+from api.auth import Principal, Reader, reader_read, require_submit
+from api.context import ApiContext, get_context
+from api.job_config import build_job_config, job_stage_names
+from api.problems import ApiProblem
+from api.quotas import check_job_quota
+from api.routes.common import (
+    CURSOR_PATTERN,
+    PAGE_LIMIT_DEFAULT,
+    PAGE_LIMIT_MAX,
+    errors,
+    owned_job,
+    owned_submission,
+    protocol_by_id,
+    scope,
+    visible_job,
+)
+from api.schemas import (
+    ArtifactOut,
+    ArtifactsOut,
+    JobCreate,
+    JobOut,
+    JobPageOut,
+    JobState,
+    JobSummary,
+    ResultOut,
+    ResultsOut,
+)
+from services.storage import repository as repo
+from services.storage.models import TERMINAL_STATES, RunState, SubmissionStatus
+
+logger = logging.getLogger("unmask.api")
+
+router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
+
+IDEMPOTENCY_HEADER_DOC = (
+    "Makes the request safe to retry: the same key with the same body returns the job created "
+    "first (200); the same key with another body is a 409. Keys are per team, 1-255 characters."
+)
+LOG_CHARS_DEFAULT = 2000
+
+
+def _render_job(session: Session, principal: Principal, job_id: int, log_chars: int) -> JobOut:
+    job = visible_job(session, principal, job_id)
+    return JobOut.of(job, log_chars=log_chars, show_key=principal.owns(job.team_id))
+
+
+def _job_out(context: ApiContext, principal: Principal, job_id: int, log_chars: int) -> JobOut:
+    with context.database.session_scope() as session:
+        return _render_job(session, principal, job_id, log_chars)
+
+
+def _queue_new_job(
+    context: ApiContext,
+    principal: Principal,
+    *,
+    submission_id: int,
+    protocol_id: int,
+    config: dict[str, Any] | None,
+    overrides: dict[str, Any],
+    idempotency_key: str | None,
+) -> tuple[int, bool]:
+    """Create a job in one transaction (team locked, quota checked): (job id, created)."""
+    with context.database.session_scope() as session:
+        repo.lock_team(session, principal.team_id)
+        submission = owned_submission(session, principal, submission_id)
+        protocol = protocol_by_id(session, protocol_id)
+        if config is None:
+            config = build_job_config(protocol, submission, overrides)
+        replay = idempotency_key is not None and (
+            repo.find_job_by_idempotency_key(session, principal.team_id, idempotency_key)
+            is not None
+        )
+        if not replay:
+            if submission.status != SubmissionStatus.ACCEPTED.value:
+                state = "validating" if submission.status == "pending" else submission.status
+                raise ApiProblem(
+                    409,
+                    f"submission {submission.id} is {state}; jobs need an accepted submission",
+                )
+            check_job_quota(session, context.settings, principal.team_id)
+        creation = repo.create_job(
+            session,
+            team_id=principal.team_id,
+            submission_id=submission.id,
+            protocol_id=protocol.id,
+            config=config,
+            idempotency_key=idempotency_key,
+            created_by_user_id=principal.user_id,
+            stage_names=job_stage_names(),
+        )
+        return creation.job.id, creation.created
+
+
+def _enqueue(context: ApiContext, job_id: int) -> None:
+    """Hand the committed job to the workers; if that fails the job is marked failed (503)."""
+    try:
+        context.dispatcher.enqueue_job(job_id)
+    except Exception as exc:
+        logger.exception("could not enqueue job %s", job_id)
+        reason = f"could not be queued: {type(exc).__name__}: {exc}"[:1000]
+        with context.database.session_scope() as session:
+            repo.transition_job(session, job_id, RunState.FAILED.value, error_message=reason)
+        raise ApiProblem(
+            503,
+            f"job {job_id} was created but the queue did not accept it ({type(exc).__name__}); "
+            "it is marked failed (not charged to the quota); retry later",
+            extra={"job_id": job_id},
+        ) from None
+
+
+@router.post(
+    "",
+    response_model=JobOut,
+    status_code=status.HTTP_201_CREATED,
+    summary="Create a job (submission + protocol + config overrides)",
+    responses={
+        **errors(404, 409, 429, 503),
+        200: {"description": "Idempotent replay: the job first created with this key."},
+    },
+    openapi_extra=scope("submit"),
+)
+def create_job(
+    body: JobCreate,
+    response: Response,
+    idempotency_key: str | None = Header(
+        None,
+        alias="Idempotency-Key",
+        min_length=1,
+        max_length=255,
+        description=IDEMPOTENCY_HEADER_DOC,
+    ),
+    principal: Principal = Depends(require_submit),
+    context: ApiContext = Depends(get_context),
+) -> JobOut:
+    """Validates the merged config (422 names the field), checks quotas (429), stores the job
+    with one queued stage per phase, commits, then queues it."""
+    job_id, created = _queue_new_job(
+        context,
+        principal,
+        submission_id=body.submission_id,
+        protocol_id=body.protocol_id,
+        config=None,
+        overrides=body.config_overrides,
+        idempotency_key=idempotency_key,
+    )
+    if created:
+        _enqueue(context, job_id)
+    else:
+        response.status_code = status.HTTP_200_OK
+        response.headers["Idempotent-Replayed"] = "true"
+    response.headers["Location"] = f"/v1/jobs/{job_id}"
+    return _job_out(context, principal, job_id, LOG_CHARS_DEFAULT)
+
+
+@router.get(
+    "",
+    response_model=JobPageOut,
+    summary="List the team's jobs",
+    responses=errors(),
+    openapi_extra=scope("read"),
+)
+def list_jobs(
+    request: Request,
+    response: Response,
+    state: JobState | None = Query(None),
+    submission_id: int | None = Query(None),
+    protocol_id: int | None = Query(None),
+    limit: int = Query(PAGE_LIMIT_DEFAULT, ge=1, le=PAGE_LIMIT_MAX),
+    cursor: str | None = Query(None, pattern=CURSOR_PATTERN, description="`next_cursor`."),
+    reader: Reader = Depends(reader_read),
+) -> JobPageOut:
+    """Newest first. Keyset pagination: pass `next_cursor` as `cursor`; pages do not shift when
+    new jobs arrive. A `Link: <...>; rel="next"` header carries the next page's URL."""
+    with reader.open() as (principal, session):
+        page = repo.list_jobs(
+            session,
+            team_id=principal.team_id,
+            state=state,
+            submission_id=submission_id,
+            protocol_id=protocol_id,
+            limit=limit,
+            cursor=cursor,
+        )
+        out = JobPageOut(
+            items=[JobSummary.of(job) for job in page.items], next_cursor=page.next_cursor
+        )
+        if out.next_cursor is not None:
+            params = {k: v for k, v in request.query_params.items() if k != "cursor"}
+            params["cursor"] = out.next_cursor
+            response.headers["Link"] = f'<{request.url.path}?{urlencode(params)}>; rel="next"'
+        return out
+
+
+@router.get(
+    "/{job_id}",
+    response_model=JobOut,
+    summary="Get a job: state, per-stage progress, log tails",
+    responses=errors(404),
+    openapi_extra=scope("read"),
+)
+def get_job(
+    job_id: int,
+    log_chars: int = Query(
+        LOG_CHARS_DEFAULT, ge=0, le=repo.LOG_TAIL_MAX_CHARS, description="Log tail per stage."
+    ),
+    reader: Reader = Depends(reader_read),
+) -> JobOut:
+    """The job of the caller's team or of a public submission (another team's private: 404)."""
+    with reader.open() as (principal, session):
+        return _render_job(session, principal, job_id, log_chars)
+
+
+@router.post(
+    "/{job_id}/cancel",
+    response_model=JobOut,
+    summary="Cancel a queued or running job",
+    responses=errors(404, 409),
+    openapi_extra=scope("submit"),
+)
+def cancel_job(
+    job_id: int,
+    principal: Principal = Depends(require_submit),
+    context: ApiContext = Depends(get_context),
+) -> JobOut:
+    """Marks the job and its unfinished stages cancelled, commits, then revokes its tasks.
+    Finished jobs: 409. Cancelled jobs are not charged to the quotas."""
+    with context.database.session_scope() as session:
+        job = owned_job(session, principal, job_id)
+        if RunState(job.state) in TERMINAL_STATES:
+            raise ApiProblem(
+                409,
+                f"job {job_id} already {job.state}; only queued or running jobs can be cancelled",
+            )
+        repo.mark_job_cancelled(session, job_id, reason=f"cancelled by {principal.team_slug}")
+    try:
+        context.dispatcher.cancel_job(job_id)
+    except Exception:
+        # The database says cancelled; workers check it before each stage, so a task that could
+        # not be revoked stops at its next stage boundary.
+        logger.exception("could not revoke the tasks of job %s", job_id)
+    return _job_out(context, principal, job_id, LOG_CHARS_DEFAULT)
+
+
+@router.post(
+    "/{job_id}/rerun",
+    response_model=JobOut,
+    status_code=status.HTTP_201_CREATED,
+    summary="Re-run a job: a new job with the same submission, protocol and config",
+    responses={
+        **errors(404, 409, 429, 503),
+        200: {"description": "Idempotent replay: the job first created with this key."},
+    },
+    openapi_extra=scope("submit"),
+)
+def rerun_job(
+    job_id: int,
+    response: Response,
+    idempotency_key: str | None = Header(
+        None,
+        alias="Idempotency-Key",
+        min_length=1,
+        max_length=255,
+        description=IDEMPOTENCY_HEADER_DOC,
+    ),
+    principal: Principal = Depends(require_submit),
+    context: ApiContext = Depends(get_context),
+) -> JobOut:
+    """The new job copies the original's stored config exactly; quotas apply."""
+    with context.database.session_scope() as session:
+        original = owned_job(session, principal, job_id)
+        if original.protocol_id is None:
+            raise ApiProblem(409, f"job {job_id} has no protocol; create a new job instead")
+        submission_id, protocol_id = original.submission_id, original.protocol_id
+        config = dict(original.config)
+    new_id, created = _queue_new_job(
+        context,
+        principal,
+        submission_id=submission_id,
+        protocol_id=protocol_id,
+        config=config,
+        overrides={},
+        idempotency_key=idempotency_key,
+    )
+    if created:
+        _enqueue(context, new_id)
+    else:
+        response.status_code = status.HTTP_200_OK
+        response.headers["Idempotent-Replayed"] = "true"
+    response.headers["Location"] = f"/v1/jobs/{new_id}"
+    return _job_out(context, principal, new_id, LOG_CHARS_DEFAULT)
+
+
+@router.get(
+    "/{job_id}/results",
+    response_model=ResultsOut,
+    summary="A job's metric rows",
+    responses=errors(404),
+    openapi_extra=scope("read"),
+)
+def get_results(
+    job_id: int,
+    reader: Reader = Depends(reader_read),
+) -> ResultsOut:
+    """One row per scenario, back-end, seed (-1 = aggregate) and metric; null = not computed."""
+    with reader.open() as (principal, session):
+        job = visible_job(session, principal, job_id)
+        rows = repo.list_results(session, job.id)
+        return ResultsOut(job_id=job.id, state=job.state, results=[ResultOut.of(r) for r in rows])
+
+
+def _artifact_out(context: ApiContext, artifact: Any, stage_names: dict[int, str]) -> ArtifactOut:
+    request = context.blob_store.presigned_get(artifact.key, context.settings.artifact_url_expiry_s)
+    return ArtifactOut.of(
+        artifact,
+        stage=stage_names.get(artifact.stage_id) if artifact.stage_id else None,
+        url=request.url,
+        expires_at=request.expires_at,
+        headers=dict(request.headers),
+    )
+
+
+@router.get(
+    "/{job_id}/artifacts",
+    response_model=ArtifactsOut,
+    summary="A job's artifacts with short-lived download links",
+    responses=errors(404),
+    openapi_extra=scope("read"),
+)
+def list_artifacts(
+    job_id: int,
+    reader: Reader = Depends(reader_read),
+    context: ApiContext = Depends(get_context),
+) -> ArtifactsOut:
+    """Each artifact with a presigned GET URL valid `artifact_url_expiry_s` seconds."""
+    with reader.open() as (principal, session):
+        job = visible_job(session, principal, job_id)
+        names = {stage.id: stage.name for stage in job.stages}
+        artifacts = repo.list_artifacts(session, job.id)
+        return ArtifactsOut(
+            job_id=job.id, artifacts=[_artifact_out(context, a, names) for a in artifacts]
+        )
+
+
+@router.get(
+    "/{job_id}/artifacts/{artifact_id}/download",
+    response_class=RedirectResponse,
+    status_code=status.HTTP_307_TEMPORARY_REDIRECT,
+    summary="Redirect to an artifact's presigned download URL",
+    responses=errors(404),
+    openapi_extra=scope("read"),
+)
+def download_artifact(
+    job_id: int,
+    artifact_id: int,
+    reader: Reader = Depends(reader_read),
+    context: ApiContext = Depends(get_context),
+) -> RedirectResponse:
+    """307 to a presigned GET URL (follow with `curl -L`)."""
+    with reader.open() as (principal, session):
+        job = visible_job(session, principal, job_id)
+        key = repo.get_artifact(session, job.id, artifact_id).key
+        request = context.blob_store.presigned_get(key, context.settings.artifact_url_expiry_s)
+        return RedirectResponse(request.url, status_code=status.HTTP_307_TEMPORARY_REDIRECT)

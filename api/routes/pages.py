@@ -1,0 +1,663 @@
+"""Server-rendered pages (HTML, Jinja2): protocols, leaderboards, submissions, jobs, login.
+
+Not under ``/v1`` and not in the OpenAPI document. Pages read the same stored rows as the JSON
+API (no recomputation); plots and other artifacts are streamed from the blob store after the same
+visibility check as ``/v1/jobs/{id}/artifacts``. Anonymous visitors see public submissions only;
+a team signs in with an API token (``api/page_session.py``) to see its private ones too.
+docs/pages.md describes every page.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+from urllib.parse import quote, urlencode
+
+from fastapi import APIRouter, Depends, Form, Query, Request
+from fastapi.responses import (
+    HTMLResponse,
+    JSONResponse,
+    RedirectResponse,
+    Response,
+    StreamingResponse,
+)
+from fastapi.templating import Jinja2Templates
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session, joinedload, selectinload
+
+from api.auth import Principal
+from api.context import ApiContext, get_context
+from api.job_config import leaderboard_defaults
+from api.page_session import clear_session_cookie, login, set_session_cookie, viewer_of
+from services.errors import InvalidInputError
+from services.storage import repository as repo
+from services.storage.errors import AuthenticationError, NotFoundError, PermissionDeniedError
+from services.storage.leaderboard_table import (
+    MetricKey,
+    leaderboard_table,
+    sort_rows,
+)
+from services.storage.models import (
+    AGGREGATE_SEED,
+    TERMINAL_STATES,
+    Artifact,
+    Job,
+    Protocol,
+    Result,
+    RunState,
+    Submission,
+    Visibility,
+)
+
+logger = logging.getLogger("unmask.pages")
+
+TEMPLATE_DIR = Path(__file__).resolve().parent.parent / "templates"
+STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
+templates = Jinja2Templates(directory=str(TEMPLATE_DIR))
+
+router = APIRouter(include_in_schema=False)
+
+# Blobs up to this size are read whole and verified against their sha256; larger ones stream.
+INLINE_ARTIFACT_BYTES = 16 * 1024 * 1024
+POLL_INTERVAL_MS = 2000
+LOG_CHARS = 4000
+
+
+# --- formatting ----------------------------------------------------------------------------------
+
+
+def fmt_number(value: Any, digits: int = 2) -> str:
+    """A number with ``digits`` decimals; '—' for missing or NaN."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "—"
+    if isinstance(value, int | float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def fmt_datetime(value: dt.datetime | str | None, with_time: bool = True) -> str:
+    """``YYYY-MM-DD HH:MM UTC`` (or the date only)."""
+    if value is None:
+        return "—"
+    if isinstance(value, str):
+        try:
+            value = dt.datetime.fromisoformat(value)
+        except ValueError:
+            return value
+    if value.tzinfo is not None:
+        value = value.astimezone(dt.UTC)
+    return value.strftime("%Y-%m-%d %H:%M UTC" if with_time else "%Y-%m-%d")
+
+
+def fmt_bytes(size: int | None) -> str:
+    """A byte count for people (B, KiB, MiB, GiB)."""
+    if size is None:
+        return "—"
+    value = float(size)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{size} B"
+
+
+templates.env.filters["num"] = fmt_number
+templates.env.filters["when"] = fmt_datetime
+templates.env.filters["bytes"] = fmt_bytes
+
+
+# --- helpers -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Column:
+    """A leaderboard column: a metric of one scenario, or a submission attribute."""
+
+    key: str
+    label: str
+    title: str
+    higher_is_better: bool
+    metric: str | None = None
+    scenario: str | None = None  # None with a metric = the protocol's leaderboard scenario
+    attribute: str | None = None
+    digits: int = 2
+    interval: tuple[str, str] | None = None  # metrics of the 95 % interval's bounds
+
+    def metric_key(self, default_scenario: str) -> MetricKey | None:
+        if self.metric is None:
+            return None
+        return (self.scenario or default_scenario, self.metric)
+
+
+COLUMNS: tuple[Column, ...] = (
+    Column("name", "Submission", "Submission name.", False, attribute="submission_name"),
+    Column("team", "Team", "The submitting team.", False, attribute="team_slug"),
+    Column(
+        "eer",
+        "EER %",
+        "Equal error rate of the strongest attacker (the protocol's scenario, usually "
+        "semi-informed), mean over seeds, with the 95 % speaker-bootstrap interval. Higher = "
+        "more privacy (50 = chance).",
+        True,
+        metric="eer_percent",
+        digits=1,
+        interval=("eer_ci95_percent_low", "eer_ci95_percent_high"),
+    ),
+    Column(
+        "eer_ignorant",
+        "Ignorant EER %",
+        "EER when the attacker trains on original speech and enrolls with original speech.",
+        True,
+        metric="eer_percent",
+        scenario="ignorant",
+        digits=1,
+    ),
+    Column(
+        "srd_meand",
+        "SRD MeanD",
+        "Similarity rank disclosure: mean disclosure in bits (lower = more privacy).",
+        False,
+        metric="srd_mean_disclosure_bits",
+        digits=3,
+    ),
+    Column(
+        "srd_idr",
+        "IdR %",
+        "SRD identification rate: share of trials whose true speaker ranks first (chance 1/N).",
+        False,
+        metric="srd_identification_rate_percent",
+        digits=1,
+    ),
+    Column(
+        "min_cllr",
+        "min Cllr",
+        "Minimum log-likelihood-ratio cost in bits (1 = no speaker information).",
+        True,
+        metric="min_cllr_bits",
+        digits=3,
+    ),
+    Column(
+        "linkability",
+        "Linkability",
+        "Global linkability D_sys in [0, 1] (0 = unlinkable).",
+        False,
+        metric="linkability",
+        digits=3,
+    ),
+    Column(
+        "prerestore_eer",
+        "Pre-restoration EER %",
+        "Lowest EER after the best pre-restoration transform (when the report has it).",
+        True,
+        metric="prerestore_eer_percent",
+        digits=1,
+    ),
+    Column("date", "Submitted", "Submission date (UTC).", False, attribute="submitted_at"),
+)
+COLUMN_BY_KEY = {column.key: column for column in COLUMNS}
+
+PLOT_GROUPS: tuple[tuple[str, str, str], ...] = (
+    ("det-", "DET curves", "False acceptance vs false rejection (probit axes), one per seed."),
+    ("scores-", "Score distributions", "Target vs non-target scores."),
+    ("ranks-", "Rank histograms (SRD)", "Rank of the true speaker among the references."),
+    ("srd-", "SRD per representation", "Rank histograms of embeddings, F0 and phone units."),
+    ("training-", "VER_S / VER_T per epoch", "Validation error rates of the recognizers."),
+    ("size-", "Dataset-size study", "EER against the number of speakers / utterances."),
+    ("prerestore", "Pre-restoration attacks", "EER per transform parameter."),
+)
+
+
+def _viewer(request: Request, context: ApiContext, session: Session) -> Principal | None:
+    return viewer_of(request, session, context.settings)
+
+
+def _can_see(viewer: Principal | None, team_id: int, visibility: str) -> bool:
+    if viewer is None:
+        return visibility == Visibility.PUBLIC.value
+    return viewer.can_see(team_id, visibility)
+
+
+def _render(
+    request: Request,
+    name: str,
+    viewer: Principal | None,
+    status_code: int = 200,
+    **values: Any,
+) -> HTMLResponse:
+    response = templates.TemplateResponse(
+        request, name, {"viewer": viewer, **values}, status_code=status_code
+    )
+    # Pages differ per viewer (login cookie): never shared by caches.
+    response.headers["Cache-Control"] = "private, no-store"
+    return response
+
+
+def _not_found(request: Request, viewer: Principal | None, message: str) -> HTMLResponse:
+    return _render(request, "error.html", viewer, 404, title="Not found", message=message)
+
+
+def _safe_next(target: str | None) -> str:
+    """Only same-site relative paths (no //host, no scheme) may be redirected to."""
+    if not target or not target.startswith("/") or target.startswith("//") or "\\" in target:
+        return "/"
+    return target
+
+
+def _plot_group(name: str) -> str:
+    for prefix, title, _ in PLOT_GROUPS:
+        if name.startswith(prefix):
+            return title
+    return "Other plots"
+
+
+# --- protocol list -------------------------------------------------------------------------------
+
+
+@router.get("/", response_class=HTMLResponse)
+def protocols_page(request: Request, context: ApiContext = Depends(get_context)) -> Response:
+    """Every protocol (latest version first per name) with its number of ranked submissions."""
+    with context.database.session_scope() as session:
+        viewer = _viewer(request, context, session)
+        protocols = repo.list_protocols(session)
+        count_query = (
+            select(Job.protocol_id, func.count(func.distinct(Job.submission_id)))
+            .join(Submission, Submission.id == Job.submission_id)
+            .where(Job.state == RunState.SUCCEEDED.value)
+            .group_by(Job.protocol_id)
+        )
+        if viewer is None or not viewer.is_admin:
+            visible = Submission.visibility == Visibility.PUBLIC.value
+            if viewer is not None:
+                visible = visible | (Submission.team_id == viewer.team_id)
+            count_query = count_query.where(visible)
+        counts: dict[int, int] = {pid: n for pid, n in session.execute(count_query).all()}
+        groups: dict[str, list[Protocol]] = {}
+        for protocol in protocols:
+            groups.setdefault(protocol.name, []).append(protocol)
+        items = [
+            {
+                "name": name,
+                "versions": [
+                    {
+                        "id": p.id,
+                        "version": p.version,
+                        "description": p.description,
+                        "created_at": p.created_at,
+                        "content_hash": p.content_hash,
+                        "submissions": counts.get(p.id, 0),
+                    }
+                    for p in sorted(versions, key=lambda p: -p.version)
+                ],
+            }
+            for name, versions in sorted(groups.items())
+        ]
+        return _render(request, "protocols.html", viewer, protocols=items)
+
+
+# --- leaderboard ---------------------------------------------------------------------------------
+
+
+def _best_first_desc(column: Column) -> bool:
+    """The first-click direction of a column: best privacy first; newest first for dates."""
+    return column.higher_is_better if column.metric else column.key == "date"
+
+
+def _sort_link(request: Request, column: Column, active: str | None, descending: bool) -> str:
+    if column.key == active:
+        order = "asc" if descending else "desc"
+    else:
+        order = "desc" if _best_first_desc(column) else "asc"
+    params = {**request.query_params, "sort": column.key, "order": order}
+    return f"{request.url.path}?{urlencode(params)}"
+
+
+@router.get("/protocols/{protocol_id}", response_class=HTMLResponse)
+def leaderboard_page(
+    request: Request,
+    protocol_id: int,
+    sort: str | None = Query(None, max_length=32),
+    order: str | None = Query(None, pattern="^(asc|desc)$"),
+    context: ApiContext = Depends(get_context),
+) -> Response:
+    """One row per visible submission (its latest succeeded job), sortable by every column."""
+    with context.database.session_scope() as session:
+        viewer = _viewer(request, context, session)
+        try:
+            protocol = repo.get_protocol_by_id(session, protocol_id)
+        except NotFoundError:
+            return _not_found(request, viewer, f"protocol {protocol_id} not found")
+        try:
+            metric, scenario, backend, higher = leaderboard_defaults(protocol)
+        except InvalidInputError:
+            metric, scenario, backend, higher = "eer_percent", "semi-informed", "cosine", True
+        keys: list[MetricKey] = [(scenario, metric)]
+        for column in COLUMNS:
+            key = column.metric_key(scenario)
+            if key is not None:
+                keys.append(key)
+            if column.interval:
+                keys += [(scenario, bound) for bound in column.interval]
+        rows = leaderboard_table(
+            session,
+            protocol.id,
+            backend=backend,
+            metrics=list(dict.fromkeys(keys)),
+            viewer_team_id=viewer.team_id if viewer else None,
+            include_all_private=bool(viewer and viewer.is_admin),
+        )
+    # The rank is the protocol's ranking (primary metric, then submission time), whatever the
+    # display order.
+    ranked = sort_rows(rows, key=(scenario, metric), descending=higher)
+    ranks = {row.submission_id: position for position, row in enumerate(ranked, start=1)}
+    current = COLUMN_BY_KEY.get(sort or "")
+    if current is None:  # the protocol's ranking (optionally reversed)
+        descending = higher if order is None else order == "desc"
+        display = sort_rows(rows, key=(scenario, metric), descending=descending)
+        active = "eer" if metric == "eer_percent" else None
+    else:
+        descending = order == "desc" if order is not None else _best_first_desc(current)
+        display = sort_rows(
+            rows,
+            key=current.metric_key(scenario),
+            attribute=current.attribute,
+            descending=descending,
+        )
+        active = current.key
+    columns = [
+        {
+            "column": column,
+            "key": column.metric_key(scenario),
+            "link": _sort_link(request, column, active, descending),
+            "active": column.key == active,
+            "label": f"{column.label} ({scenario})" if column.key == "eer" else column.label,
+        }
+        for column in COLUMNS
+    ]
+    return _render(
+        request,
+        "leaderboard.html",
+        viewer,
+        protocol=protocol,
+        scenario=scenario,
+        backend=backend,
+        primary_metric=metric,
+        higher_is_better=higher,
+        columns=columns,
+        rows=display,
+        ranks=ranks,
+        interval_keys=[(scenario, bound) for bound in COLUMN_BY_KEY["eer"].interval or ()],
+    )
+
+
+# --- submission ----------------------------------------------------------------------------------
+
+
+def _load_results_document(context: ApiContext, artifacts: list[Artifact]) -> dict[str, Any]:
+    """The report's results.json (provenance, training, analyses), or {} when unreadable."""
+    for artifact in artifacts:
+        if artifact.key.endswith("/results.json"):
+            try:
+                document: dict[str, Any] = json.loads(context.blob_store.get_bytes(artifact.key))
+                return document
+            except Exception as exc:  # a page must render without it
+                logger.warning("cannot read %s: %s", artifact.key, exc)
+    return {}
+
+
+def _result_tables(results: list[Result]) -> dict[str, Any]:
+    aggregate: dict[tuple[str, str], dict[str, float | None]] = {}
+    per_seed: dict[tuple[str, str, int], dict[str, float | None]] = {}
+    for row in results:
+        if row.seed == AGGREGATE_SEED:
+            aggregate.setdefault((row.scenario, row.backend), {})[row.metric] = row.value
+        else:
+            per_seed.setdefault((row.scenario, row.backend, row.seed), {})[row.metric] = row.value
+    metric_names = sorted({m for values in per_seed.values() for m in values})
+    return {
+        "aggregate": sorted(aggregate.items()),
+        "per_seed": sorted(per_seed.items()),
+        "metric_names": metric_names,
+    }
+
+
+def _plots(job_id: int, artifacts: list[Artifact]) -> list[dict[str, Any]]:
+    by_stem: dict[str, dict[str, Artifact]] = {}
+    for artifact in artifacts:
+        path = PurePosixPath(artifact.key)
+        if path.suffix in (".png", ".svg"):
+            by_stem.setdefault(path.stem, {})[path.suffix] = artifact
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for stem in sorted(by_stem):
+        files = by_stem[stem]
+        png = files.get(".png")
+        svg = files.get(".svg")
+        image = png or svg
+        assert image is not None
+        groups.setdefault(_plot_group(stem), []).append(
+            {
+                "name": stem,
+                "src": f"/jobs/{job_id}/artifacts/{image.id}",
+                "svg": f"/jobs/{job_id}/artifacts/{svg.id}" if svg else None,
+            }
+        )
+    order = [title for _, title, _ in PLOT_GROUPS] + ["Other plots"]
+    notes = {title: note for _, title, note in PLOT_GROUPS}
+    return [
+        {"title": title, "note": notes.get(title, ""), "plots": groups[title]}
+        for title in order
+        if title in groups
+    ]
+
+
+@router.get("/submissions/{submission_id}", response_class=HTMLResponse)
+def submission_page(
+    request: Request,
+    submission_id: int,
+    job: int | None = Query(None, description="Show this job instead of the latest succeeded."),
+    context: ApiContext = Depends(get_context),
+) -> Response:
+    """Every result and plot of a submission's evaluation, its provenance and artifacts."""
+    with context.database.session_scope() as session:
+        viewer = _viewer(request, context, session)
+        submission = session.scalar(
+            select(Submission)
+            .options(joinedload(Submission.team))
+            .where(Submission.id == submission_id)
+        )
+        if submission is None or not _can_see(viewer, submission.team_id, submission.visibility):
+            return _not_found(request, viewer, f"submission {submission_id} not found")
+        jobs = list(
+            session.scalars(
+                select(Job)
+                .options(joinedload(Job.protocol))
+                .where(Job.submission_id == submission.id)
+                .order_by(Job.id.desc())
+                .limit(50)
+            )
+        )
+        selected = None
+        if job is not None:
+            selected = next((j for j in jobs if j.id == job), None)
+        if selected is None:
+            selected = next((j for j in jobs if j.state == RunState.SUCCEEDED.value), None)
+        if selected is None and jobs:
+            selected = jobs[0]
+        artifacts = repo.list_artifacts(session, selected.id) if selected else []
+        results = repo.list_results(session, selected.id) if selected else []
+        document = _load_results_document(context, artifacts) if artifacts else {}
+        tables = _result_tables(results)
+        return _render(
+            request,
+            "submission.html",
+            viewer,
+            submission=submission,
+            jobs=jobs,
+            job=selected,
+            tables=tables,
+            plot_groups=_plots(selected.id, artifacts) if selected else [],
+            artifacts=artifacts,
+            document=document,
+            provenance=document.get("provenance") or {},
+            training=document.get("training") or {},
+            stages=document.get("stages") or [],
+            config_json=json.dumps(selected.config, indent=2, sort_keys=True) if selected else "",
+        )
+
+
+# --- job -----------------------------------------------------------------------------------------
+
+
+def _visible_job(session: Session, viewer: Principal | None, job_id: int) -> Job | None:
+    job = session.scalar(
+        select(Job)
+        .options(
+            joinedload(Job.submission).joinedload(Submission.team),
+            joinedload(Job.protocol),
+            selectinload(Job.stages),
+        )
+        .where(Job.id == job_id)
+    )
+    if job is None or not _can_see(viewer, job.team_id, job.submission.visibility):
+        return None
+    return job
+
+
+def job_status(job: Job, log_chars: int = LOG_CHARS) -> dict[str, Any]:
+    """The JSON the job page polls: state, progress, per-stage progress and log tails."""
+    stages = [
+        {
+            "name": s.name,
+            "state": s.state,
+            "progress": round(float(s.progress or 0.0), 4),
+            "attempts": s.attempts,
+            "worker_host": s.worker_host,
+            "started_at": s.started_at.isoformat() if s.started_at else None,
+            "finished_at": s.finished_at.isoformat() if s.finished_at else None,
+            "heartbeat_at": s.heartbeat_at.isoformat() if s.heartbeat_at else None,
+            "error": s.error,
+            "log_tail": (s.log_tail or "")[-log_chars:] if log_chars else "",
+        }
+        for s in job.stages
+    ]
+    progress = sum(s["progress"] for s in stages) / len(stages) if stages else 0.0
+    return {
+        "id": job.id,
+        "state": job.state,
+        "finished": RunState(job.state) in TERMINAL_STATES,
+        "progress": round(progress, 4),
+        "error_message": job.error_message,
+        "started_at": job.started_at.isoformat() if job.started_at else None,
+        "finished_at": job.finished_at.isoformat() if job.finished_at else None,
+        "stages": stages,
+    }
+
+
+@router.get("/jobs/{job_id}", response_class=HTMLResponse)
+def job_page(request: Request, job_id: int, context: ApiContext = Depends(get_context)) -> Response:
+    """Live stage progress and log tail (the page polls ``/jobs/{id}/status.json``)."""
+    with context.database.session_scope() as session:
+        viewer = _viewer(request, context, session)
+        job = _visible_job(session, viewer, job_id)
+        if job is None:
+            return _not_found(request, viewer, f"job {job_id} not found")
+        return _render(
+            request,
+            "job.html",
+            viewer,
+            job=job,
+            status=job_status(job),
+            poll_interval_ms=POLL_INTERVAL_MS,
+        )
+
+
+@router.get("/jobs/{job_id}/status.json")
+def job_status_json(
+    request: Request, job_id: int, context: ApiContext = Depends(get_context)
+) -> Response:
+    """State and stages of a visible job (same visibility as the page)."""
+    with context.database.session_scope() as session:
+        viewer = _viewer(request, context, session)
+        job = _visible_job(session, viewer, job_id)
+        if job is None:
+            return JSONResponse({"detail": f"job {job_id} not found"}, status_code=404)
+        return JSONResponse(job_status(job), headers={"Cache-Control": "no-store"})
+
+
+def _stream(context: ApiContext, key: str) -> Iterator[bytes]:
+    with context.blob_store.open_read(key) as source:
+        while chunk := source.read(1024 * 1024):
+            yield chunk
+
+
+@router.get("/jobs/{job_id}/artifacts/{artifact_id}")
+def artifact_file(
+    request: Request,
+    job_id: int,
+    artifact_id: int,
+    download: bool = Query(False),
+    context: ApiContext = Depends(get_context),
+) -> Response:
+    """An artifact's bytes (plots inline, anything with ``?download=1`` as an attachment)."""
+    with context.database.session_scope() as session:
+        viewer = _viewer(request, context, session)
+        job = _visible_job(session, viewer, job_id)
+        try:
+            artifact = repo.get_artifact(session, job.id, artifact_id) if job else None
+        except NotFoundError:
+            artifact = None
+        if artifact is None:
+            return JSONResponse({"detail": "artifact not found"}, status_code=404)
+        key, size, media_type = artifact.key, artifact.size_bytes, artifact.media_type
+    name = PurePosixPath(key).name
+    headers = {"Cache-Control": "private, max-age=300"}
+    if download:
+        headers["Content-Disposition"] = f"attachment; filename*=UTF-8''{quote(name)}"
+    if size <= INLINE_ARTIFACT_BYTES:
+        data = context.blob_store.get_bytes(key)  # checked against the recorded sha256
+        return Response(data, media_type=media_type, headers=headers)
+    return StreamingResponse(_stream(context, key), media_type=media_type, headers=headers)
+
+
+# --- login ---------------------------------------------------------------------------------------
+
+
+@router.get("/login", response_class=HTMLResponse)
+def login_form(
+    request: Request, next: str | None = Query(None), context: ApiContext = Depends(get_context)
+) -> Response:
+    """The sign-in form: paste an API token with the ``read`` scope."""
+    with context.database.session_scope() as session:
+        viewer = _viewer(request, context, session)
+    return _render(request, "login.html", viewer, next=_safe_next(next), error=None)
+
+
+@router.post("/login", response_class=HTMLResponse)
+def login_submit(
+    request: Request,
+    token: str = Form(..., max_length=200),
+    next: str = Form("/"),
+    context: ApiContext = Depends(get_context),
+) -> Response:
+    """Verify the token, set the session cookie, go back to ``next``."""
+    try:
+        with context.database.session_scope() as session:
+            principal = login(session, context.settings, token)
+    except (AuthenticationError, PermissionDeniedError) as exc:
+        return _render(request, "login.html", None, 401, next=_safe_next(next), error=str(exc))
+    response = RedirectResponse(_safe_next(next), status_code=303)
+    set_session_cookie(response, request, context.settings, principal.token_id)
+    return response
+
+
+@router.post("/logout")
+def logout() -> Response:
+    """Forget the session cookie."""
+    response = RedirectResponse("/", status_code=303)
+    clear_session_cookie(response)
+    return response

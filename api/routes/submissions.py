@@ -1,0 +1,428 @@
+"""Submissions: built-in anonymizers, container images, pre-anonymized archives."""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import time
+from typing import IO, Any, cast
+
+from fastapi import APIRouter, Depends, Header, Query, Request, Response, status
+from fastapi.concurrency import run_in_threadpool
+from starlette.requests import ClientDisconnect
+
+from api.auth import Principal, Reader, reader_read, require_submit
+from api.context import ApiContext, get_context
+from api.problems import ApiProblem
+from api.quotas import check_submission_quota
+from api.routes.common import (
+    CURSOR_PATTERN,
+    PAGE_LIMIT_DEFAULT,
+    PAGE_LIMIT_MAX,
+    errors,
+    protocol_by_id,
+    scope,
+    visible_submission,
+)
+from api.schemas import (
+    PINNED_IMAGE_RE,
+    SHA256_HEX_RE,
+    ArchiveUploadComplete,
+    ArchiveUploadCreate,
+    ArchiveUploadOut,
+    BuiltinSubmissionCreate,
+    SubmissionCreate,
+    SubmissionOut,
+    SubmissionPageOut,
+    UploadPart,
+    Visibility,
+)
+from api.uploads import (
+    ArchiveTooLargeError,
+    BoundedBodyReader,
+    UploadTicket,
+    abort_presigned_upload,
+    archive_key,
+    decode_ticket,
+    encode_ticket,
+    finish_presigned_upload,
+    start_presigned_upload,
+)
+from services.storage import repository as repo
+from services.storage.errors import BlobNotFoundError
+from services.storage.models import SubmissionKind
+
+logger = logging.getLogger("unmask.api")
+
+router = APIRouter(prefix="/v1/submissions", tags=["submissions"])
+
+
+def _check_builtin(body: BuiltinSubmissionCreate) -> None:
+    from services.anonymizers.registry import BUILTIN_NAMES, build_anonymizer
+
+    field = "body.builtin.name" if body.builtin.name not in BUILTIN_NAMES else "body.builtin.params"
+    try:
+        build_anonymizer(body.builtin.name, body.builtin.params)
+    except (ValueError, TypeError) as exc:
+        raise ApiProblem(
+            422,
+            f"{field}: {exc}",
+            extra={"errors": [{"field": field, "message": str(exc)}]},
+        ) from None
+
+
+@router.post(
+    "",
+    response_model=SubmissionOut,
+    status_code=status.HTTP_201_CREATED,
+    summary="Submit a built-in anonymizer or a container image",
+    responses=errors(429),
+    openapi_extra=scope("submit"),
+)
+def create_submission(
+    body: SubmissionCreate,
+    principal: Principal = Depends(require_submit),
+    context: ApiContext = Depends(get_context),
+) -> SubmissionOut:
+    """`kind: builtin` (name + params, checked by constructing the anonymizer) or
+    `kind: container` (an image pinned by digest; it runs when a job needs it). Archives use
+    `POST /v1/submissions/archive` or `POST /v1/submissions/uploads`. Accepted at once and
+    immutable from then on."""
+    fields: dict[str, Any]
+    if isinstance(body, BuiltinSubmissionCreate):
+        _check_builtin(body)
+        fields = {"builtin_name": body.builtin.name, "builtin_params": body.builtin.params}
+    else:
+        match = PINNED_IMAGE_RE.match(body.container.image)
+        assert match is not None  # checked by the schema
+        image = body.container.image.rsplit("@", 1)[0]
+        fields = {"container_image": image, "container_digest": match.group("digest")}
+    with context.database.session_scope() as session:
+        repo.lock_team(session, principal.team_id)
+        check_submission_quota(session, context.settings, principal.team_id)
+        submission = repo.create_submission(
+            session,
+            principal.team_id,
+            body.name,
+            body.kind,
+            visibility=body.visibility,
+            created_by_user_id=principal.user_id,
+            **fields,
+        )
+        return SubmissionOut.of(submission)
+
+
+def _register_archive(
+    context: ApiContext,
+    principal: Principal,
+    *,
+    key: str,
+    sha256: str,
+    name: str,
+    visibility: str,
+) -> tuple[int, bool]:
+    """Create the (pending) archive submission for an uploaded blob: (id, created)."""
+    with context.database.session_scope() as session:
+        existing = repo.find_submission_by_archive_key(session, principal.team_id, key)
+        if existing is not None:
+            return existing.id, False
+        repo.lock_team(session, principal.team_id)
+        check_submission_quota(session, context.settings, principal.team_id)
+        submission = repo.create_submission(
+            session,
+            principal.team_id,
+            name,
+            SubmissionKind.ARCHIVE.value,
+            visibility=visibility,
+            created_by_user_id=principal.user_id,
+            archive_blob_key=key,
+            archive_sha256=sha256,
+            accept=False,
+        )
+        return submission.id, True
+
+
+def _start_validation(context: ApiContext, submission_id: int) -> None:
+    try:
+        context.dispatcher.enqueue_archive_validation(submission_id)
+    except Exception as exc:
+        logger.exception("could not enqueue validation of submission %s", submission_id)
+        raise ApiProblem(
+            503,
+            f"archive submission {submission_id} was stored but its validation could not be "
+            f"queued ({type(exc).__name__}); it stays `validating` until an operator re-queues it",
+        ) from None
+
+
+def _submission_out(context: ApiContext, submission_id: int) -> SubmissionOut:
+    with context.database.session_scope() as session:
+        return SubmissionOut.of(repo.get_submission(session, submission_id))
+
+
+def _precheck_archive(context: ApiContext, principal: Principal, protocol_id: int) -> None:
+    with context.database.session_scope() as session:
+        protocol_by_id(session, protocol_id)
+        check_submission_quota(session, context.settings, principal.team_id)
+
+
+@router.post(
+    "/archive",
+    response_model=SubmissionOut,
+    status_code=status.HTTP_201_CREATED,
+    summary="Upload a pre-anonymized archive in the request body (small archives)",
+    responses=errors(404, 411, 413, 429, 503),
+    openapi_extra={
+        **scope("submit"),
+        "requestBody": {
+            "required": True,
+            "description": "The archive's bytes (e.g. a .tar.gz or .zip).",
+            "content": {
+                "application/octet-stream": {"schema": {"type": "string", "format": "binary"}}
+            },
+        },
+    },
+)
+async def upload_archive(
+    request: Request,
+    name: str = Query(min_length=1, max_length=200, description="Submission name."),
+    protocol_id: int = Query(description="The protocol whose audio the archive anonymizes."),
+    visibility: Visibility = Query("private"),
+    sha256: str | None = Query(
+        None, description="Optional hex SHA-256 of the archive; a mismatch stores nothing (422)."
+    ),
+    content_length: int | None = Header(None, alias="Content-Length", ge=0),
+    principal: Principal = Depends(require_submit),
+    context: ApiContext = Depends(get_context),
+) -> SubmissionOut:
+    """Streams the body to the blob store in chunks (never whole in memory). Larger than
+    `max_archive_bytes` -> 413 and nothing is stored. The submission is `validating` until the
+    workers have checked the archive against the protocol."""
+    limit = context.settings.max_archive_bytes
+    if sha256 is not None and not SHA256_HEX_RE.match(sha256):
+        raise ApiProblem(422, "query.sha256: must be 64 lowercase hex digits")
+    if content_length is not None and content_length > limit:
+        raise ApiProblem(
+            413,
+            f"archive of {content_length} bytes is larger than the limit of {limit} bytes for "
+            "uploads through the API; use POST /v1/submissions/uploads (presigned URLs)",
+            extra={"limit_bytes": limit},
+        )
+    await run_in_threadpool(_precheck_archive, context, principal, protocol_id)
+    key = archive_key(protocol_id, principal.team_id)
+    reader = BoundedBodyReader(request.stream().__aiter__(), limit)
+    store = context.blob_store
+    media_type = request.headers.get("content-type") or "application/octet-stream"
+    try:
+        info = await run_in_threadpool(
+            lambda: store.put_stream(
+                key, cast(IO[bytes], reader), media_type=media_type, expected_sha256=sha256
+            )
+        )
+    except ArchiveTooLargeError:
+        await run_in_threadpool(store.delete, key)
+        raise ApiProblem(
+            413,
+            f"archive is larger than the limit of {limit} bytes for uploads through the API; "
+            "use POST /v1/submissions/uploads (presigned URLs)",
+            extra={"limit_bytes": limit},
+        ) from None
+    except ClientDisconnect:
+        await run_in_threadpool(store.delete, key)
+        raise
+    if info.size_bytes == 0:
+        await run_in_threadpool(store.delete, key)
+        raise ApiProblem(422, "body: the archive is empty")
+    try:
+        submission_id, _ = await run_in_threadpool(
+            lambda: _register_archive(
+                context,
+                principal,
+                key=key,
+                sha256=info.sha256 or "",
+                name=name,
+                visibility=visibility,
+            )
+        )
+    except BaseException:
+        await run_in_threadpool(store.delete, key)
+        raise
+    await run_in_threadpool(_start_validation, context, submission_id)
+    return await run_in_threadpool(_submission_out, context, submission_id)
+
+
+@router.post(
+    "/uploads",
+    response_model=ArchiveUploadOut,
+    status_code=status.HTTP_201_CREATED,
+    summary="Start a presigned (multipart) upload of a large archive",
+    responses=errors(404, 409, 413, 429),
+    openapi_extra=scope("submit"),
+)
+def start_upload(
+    body: ArchiveUploadCreate,
+    request: Request,
+    principal: Principal = Depends(require_submit),
+    context: ApiContext = Depends(get_context),
+) -> ArchiveUploadOut:
+    """Returns one presigned PUT per part (S3 multipart; one PUT on the local store) and an
+    `upload_id` ticket. PUT each part's bytes to its URL (with its headers), then call
+    `POST /v1/submissions/uploads/{upload_id}/complete` with the parts' ETags."""
+    settings = context.settings
+    if body.size_bytes > settings.max_presigned_archive_bytes:
+        raise ApiProblem(
+            413,
+            f"body.size_bytes: {body.size_bytes} bytes is larger than the limit of "
+            f"{settings.max_presigned_archive_bytes} bytes",
+            extra={"limit_bytes": settings.max_presigned_archive_bytes},
+        )
+    _precheck_archive(context, principal, body.protocol_id)
+    key = archive_key(body.protocol_id, principal.team_id)
+    expires_s = settings.s3_presign_expiry_s
+    upload_id, part_size, parts = start_presigned_upload(
+        context.blob_store,
+        key,
+        size_bytes=body.size_bytes,
+        sha256=body.sha256,
+        media_type=body.media_type,
+        part_bytes=settings.upload_part_bytes,
+        expires_s=expires_s,
+    )
+    expires_at = time.time() + expires_s
+    ticket = UploadTicket(
+        team_id=principal.team_id,
+        user_id=principal.user_id,
+        key=key,
+        sha256=body.sha256,
+        size_bytes=body.size_bytes,
+        name=body.name,
+        visibility=body.visibility,
+        protocol_id=body.protocol_id,
+        media_type=body.media_type,
+        s3_upload_id=upload_id,
+        expires_at=expires_at,
+    )
+    encoded = encode_ticket(ticket, settings.token_hmac_key)
+    return ArchiveUploadOut(
+        upload_id=encoded,
+        key=key,
+        multipart=upload_id is not None,
+        part_size_bytes=part_size,
+        parts=[
+            UploadPart(
+                part_number=p.part_number,
+                url=p.url,
+                method=p.method,
+                headers=p.headers,
+                size_bytes=p.size_bytes,
+            )
+            for p in parts
+        ],
+        expires_at=dt.datetime.fromtimestamp(expires_at, dt.UTC),
+        complete_url=str(request.url_for("complete_upload", upload_id=encoded)),
+    )
+
+
+@router.post(
+    "/uploads/{upload_id}/complete",
+    response_model=SubmissionOut,
+    status_code=status.HTTP_201_CREATED,
+    summary="Finish a presigned upload: verify the archive, create the submission",
+    responses={**errors(404, 409, 410, 429, 503), 200: {"description": "Already completed."}},
+    openapi_extra=scope("submit"),
+    name="complete_upload",
+)
+def complete_upload(
+    upload_id: str,
+    response: Response,
+    body: ArchiveUploadComplete | None = None,
+    principal: Principal = Depends(require_submit),
+    context: ApiContext = Depends(get_context),
+) -> SubmissionOut:
+    """Completes the multipart upload, re-reads the blob and checks size and SHA-256 (a
+    mismatch deletes it: 422), then creates the `validating` submission and queues its
+    validation. Calling it again returns the same submission (200)."""
+    ticket = decode_ticket(upload_id, context.settings.token_hmac_key)
+    if ticket.team_id != principal.team_id:
+        raise ApiProblem(404, "upload_id is not a ticket this server issued")
+    store = context.blob_store
+    with context.database.session_scope() as session:
+        existing = repo.find_submission_by_archive_key(session, principal.team_id, ticket.key)
+        if existing is not None:
+            response.status_code = status.HTTP_200_OK
+            return SubmissionOut.of(existing)
+    parts = [(p.part_number, p.etag) for p in (body.parts if body else [])]
+    finish_presigned_upload(store, ticket, parts)
+    try:
+        store.verify(
+            ticket.key,
+            expected_sha256=ticket.sha256,
+            expected_size=ticket.size_bytes,
+            delete_on_mismatch=True,
+        )
+    except BlobNotFoundError:
+        raise ApiProblem(
+            409,
+            f"the archive was not uploaded yet (no blob {ticket.key!r}); PUT the parts first",
+            slug="upload-incomplete",
+        ) from None
+    try:
+        submission_id, created = _register_archive(
+            context,
+            principal,
+            key=ticket.key,
+            sha256=ticket.sha256,
+            name=ticket.name,
+            visibility=ticket.visibility,
+        )
+    except BaseException:
+        store.delete(ticket.key)
+        abort_presigned_upload(store, ticket)
+        raise
+    if created:
+        _start_validation(context, submission_id)
+    else:
+        response.status_code = status.HTTP_200_OK
+    return _submission_out(context, submission_id)
+
+
+@router.get(
+    "",
+    response_model=SubmissionPageOut,
+    summary="List the team's submissions",
+    responses=errors(),
+    openapi_extra=scope("read"),
+)
+def list_submissions(
+    kind: SubmissionKind | None = Query(None),
+    limit: int = Query(PAGE_LIMIT_DEFAULT, ge=1, le=PAGE_LIMIT_MAX),
+    cursor: str | None = Query(None, pattern=CURSOR_PATTERN, description="`next_cursor`."),
+    reader: Reader = Depends(reader_read),
+) -> SubmissionPageOut:
+    """The caller's team's submissions, newest first, keyset-paginated."""
+    with reader.open() as (principal, session):
+        page = repo.list_submissions(
+            session,
+            team_id=principal.team_id,
+            kind=kind.value if kind else None,
+            limit=limit,
+            cursor=cursor,
+        )
+        return SubmissionPageOut(
+            items=[SubmissionOut.of(s) for s in page.items], next_cursor=page.next_cursor
+        )
+
+
+@router.get(
+    "/{submission_id}",
+    response_model=SubmissionOut,
+    summary="Get a submission",
+    responses=errors(404),
+    openapi_extra=scope("read"),
+)
+def get_submission(
+    submission_id: int,
+    reader: Reader = Depends(reader_read),
+) -> SubmissionOut:
+    """A submission of the caller's team, or a public one (another team's private: 404)."""
+    with reader.open() as (principal, session):
+        return SubmissionOut.of(visible_submission(session, principal, submission_id))

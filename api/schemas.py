@@ -1,0 +1,631 @@
+"""Request and response bodies of the HTTP API (Pydantic models; they are the OpenAPI schemas).
+
+Conversions from storage rows live next to the models (``*.of(row)``) so every route renders an
+entity the same way.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from services.storage.models import (
+    ApiToken,
+    Artifact,
+    Job,
+    Protocol,
+    Result,
+    Stage,
+    Submission,
+    SubmissionKind,
+    SubmissionStatus,
+)
+
+Visibility = Literal["public", "private"]
+JobState = Literal["queued", "running", "succeeded", "failed", "cancelled"]
+# API-level submission status: an archive whose upload finished but which the workers have not
+# validated yet is "validating" (stored as "pending").
+SubmissionApiStatus = Literal["validating", "accepted", "rejected"]
+Scope = Literal["submit", "read", "admin"]
+
+# name[:tag]@sha256:<64 hex>: a tag alone can be re-pointed to other code, a digest cannot.
+PINNED_IMAGE_RE = re.compile(
+    r"^(?P<name>[a-z0-9]+(?:[._-][a-z0-9]+)*(?::[0-9]+)?(?:/[a-z0-9]+(?:[._-][a-z0-9]+)*)*)"
+    r"(?::(?P<tag>[A-Za-z0-9_][A-Za-z0-9._-]{0,127}))?"
+    r"@(?P<digest>sha256:[0-9a-f]{64})$"
+)
+SHA256_HEX_RE = re.compile(r"^[0-9a-f]{64}$")
+
+
+class StrictModel(BaseModel):
+    """Request bodies refuse unknown fields (a typo is an error, not a silent default)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+# --- identity ----------------------------------------------------------------------------------
+
+
+class QuotaUsage(BaseModel):
+    """One quota: the limit and what the team uses now."""
+
+    limit: int
+    used: int
+    window: str = Field(description="`rolling 24 h` or `now` (concurrent).")
+
+
+class Quotas(BaseModel):
+    """The team's quotas (failed/cancelled jobs and rejected submissions are not charged)."""
+
+    submissions_per_day: QuotaUsage
+    jobs_per_day: QuotaUsage
+    concurrent_jobs: QuotaUsage
+
+
+class Me(BaseModel):
+    """The caller: token, team and scopes."""
+
+    token_prefix: str
+    user_id: int
+    team_id: int
+    team_slug: str
+    scopes: list[str]
+    quotas: Quotas
+
+
+# --- admin -------------------------------------------------------------------------------------
+
+
+class TeamCreate(StrictModel):
+    """A new team."""
+
+    slug: str = Field(
+        pattern=r"^[a-z0-9][a-z0-9-]{0,63}$",
+        description="Lowercase letters, digits and '-', at most 64 characters; unique.",
+        examples=["speech-lab"],
+    )
+    display_name: str | None = Field(None, max_length=200)
+
+
+class TeamOut(BaseModel):
+    """A team."""
+
+    id: int
+    slug: str
+    display_name: str
+    created_at: dt.datetime
+
+
+class TokenCreate(StrictModel):
+    """A new API token for a team."""
+
+    team: str = Field(description="The team's slug.", examples=["speech-lab"])
+    scopes: list[Scope] = Field(min_length=1, examples=[["submit", "read"]])
+    name: str = Field("", max_length=200, description="A label (e.g. `ci`).")
+    expires_days: float | None = Field(
+        None, gt=0, le=3650, description="Lifetime in days; null = no expiry."
+    )
+    email: str | None = Field(
+        None, description="Owner; default: the team's robot user (created on first use)."
+    )
+
+
+class TokenOut(BaseModel):
+    """An API token (never its plaintext, except once at creation)."""
+
+    id: int
+    prefix: str
+    name: str
+    team_slug: str
+    user_email: str
+    scopes: list[str]
+    expires_at: dt.datetime | None
+    last_used_at: dt.datetime | None
+    revoked_at: dt.datetime | None
+    created_at: dt.datetime
+
+    @classmethod
+    def of(cls, token: ApiToken) -> TokenOut:
+        return cls(
+            id=token.id,
+            prefix=token.prefix,
+            name=token.name,
+            team_slug=token.user.team.slug,
+            user_email=token.user.email,
+            scopes=list(token.scopes),
+            expires_at=token.expires_at,
+            last_used_at=token.last_used_at,
+            revoked_at=token.revoked_at,
+            created_at=token.created_at,
+        )
+
+
+class TokenIssued(TokenOut):
+    """A freshly issued token; ``token`` is the plaintext, shown this once and never again."""
+
+    token: str
+
+
+# --- protocols ---------------------------------------------------------------------------------
+
+
+class LeaderboardSpec(StrictModel):
+    """What a protocol's leaderboard ranks by (defaults of the leaderboard route)."""
+
+    metric: str = Field("eer_percent", description="Primary metric (a result row's `metric`).")
+    scenario: str | None = Field(
+        None, description="Scenario; default `semi-informed` if evaluated, else the last one."
+    )
+    backend: str | None = Field(None, description="Scoring back-end; default the first one.")
+    higher_is_better: bool = Field(
+        True, description="EER: higher = more privacy = better (the default)."
+    )
+
+
+class ProtocolCreate(StrictModel):
+    """A protocol: the evaluation config every job on its leaderboard shares.
+
+    ``config`` is an `EvaluationConfig` without `anonymizer` (that comes from each submission):
+    either `synthetic` (the built-in synthetic corpus spec) or `protocol` (the path of a protocol
+    JSON on the worker hosts, made by `unmask corpus protocol`; its corpus must be readable at
+    the paths the JSON names on every worker), plus scenarios, back-ends, training, seeds,
+    metrics.
+    """
+
+    name: str = Field(
+        pattern=r"^[a-z0-9][a-z0-9._-]{0,127}$",
+        description="Lowercase letters, digits, '.', '_', '-'. Registering a new body under an "
+        "existing name makes the next version.",
+        examples=["synthetic-small"],
+    )
+    description: str = Field("", max_length=10_000)
+    config: dict[str, Any] = Field(
+        default_factory=dict,
+        description="EvaluationConfig fields (see docs/evaluation.md), no `anonymizer`.",
+        examples=[{"synthetic": {"n_speakers": 24}, "scenarios": ["ignorant", "semi-informed"]}],
+    )
+    leaderboard: LeaderboardSpec = Field(default_factory=LeaderboardSpec)
+
+
+class ProtocolOut(BaseModel):
+    """A registered protocol version."""
+
+    id: int
+    name: str
+    version: int
+    description: str
+    content_hash: str
+    config: dict[str, Any]
+    leaderboard: LeaderboardSpec
+    created_at: dt.datetime
+
+    @classmethod
+    def of(cls, protocol: Protocol) -> ProtocolOut:
+        body = protocol.body or {}
+        return cls(
+            id=protocol.id,
+            name=protocol.name,
+            version=protocol.version,
+            description=protocol.description,
+            content_hash=protocol.content_hash,
+            config=dict(body.get("config", {})),
+            leaderboard=LeaderboardSpec.model_validate(body.get("leaderboard", {})),
+            created_at=protocol.created_at,
+        )
+
+
+# --- submissions -------------------------------------------------------------------------------
+
+
+class BuiltinSpec(StrictModel):
+    """A built-in anonymizer (docs/anonymizers.md)."""
+
+    name: str = Field(examples=["pitch"], description="pitch, vtln or mcadams.")
+    params: dict[str, Any] = Field(default_factory=dict, examples=[{"semitones": 4}])
+
+
+class ContainerSpec(StrictModel):
+    """An OCI image pinned by digest (run by the container runner)."""
+
+    image: str = Field(
+        description="`name[:tag]@sha256:<64 hex>`; tags alone are refused (not reproducible).",
+        examples=["ghcr.io/lab/anon@sha256:" + "0" * 64],
+    )
+
+    @field_validator("image")
+    @classmethod
+    def _pinned(cls, value: str) -> str:
+        if not PINNED_IMAGE_RE.match(value):
+            raise ValueError(
+                f"image {value!r} must be pinned by digest: name[:tag]@sha256:<64 hex digits>"
+            )
+        return value
+
+
+class BuiltinSubmissionCreate(StrictModel):
+    """Submit a built-in anonymizer with parameters."""
+
+    kind: Literal["builtin"]
+    name: str = Field(min_length=1, max_length=200)
+    visibility: Visibility = "private"
+    builtin: BuiltinSpec
+
+
+class ContainerSubmissionCreate(StrictModel):
+    """Submit an anonymizer as a pinned container image."""
+
+    kind: Literal["container"]
+    name: str = Field(min_length=1, max_length=200)
+    visibility: Visibility = "private"
+    container: ContainerSpec
+
+
+SubmissionCreate = Annotated[
+    BuiltinSubmissionCreate | ContainerSubmissionCreate, Field(discriminator="kind")
+]
+
+
+class SubmissionOut(BaseModel):
+    """A submission. Content fields never change once accepted."""
+
+    id: int
+    team_slug: str
+    name: str
+    kind: Literal["builtin", "archive", "container"]
+    visibility: Visibility
+    status: SubmissionApiStatus
+    content_hash: str
+    builtin: BuiltinSpec | None = None
+    container_image: str | None = None
+    archive_sha256: str | None = None
+    archive_protocol_id: int | None = Field(
+        None, description="Archive submissions: the protocol the audio was anonymized for."
+    )
+    created_at: dt.datetime
+    accepted_at: dt.datetime | None
+
+    @classmethod
+    def of(cls, submission: Submission) -> SubmissionOut:
+        from api.uploads import protocol_id_of_archive_key
+
+        status: SubmissionApiStatus = (
+            "validating"
+            if submission.status == SubmissionStatus.PENDING.value
+            else "accepted"
+            if submission.status == SubmissionStatus.ACCEPTED.value
+            else "rejected"
+        )
+        builtin = None
+        if submission.kind == SubmissionKind.BUILTIN.value and submission.builtin_name:
+            builtin = BuiltinSpec(
+                name=submission.builtin_name, params=dict(submission.builtin_params or {})
+            )
+        image = None
+        if submission.kind == SubmissionKind.CONTAINER.value:
+            image = f"{submission.container_image}@{submission.container_digest}"
+        archive_protocol = None
+        if submission.archive_blob_key:
+            archive_protocol = protocol_id_of_archive_key(submission.archive_blob_key)
+        return cls(
+            id=submission.id,
+            team_slug=submission.team.slug,
+            name=submission.name,
+            kind=submission.kind,
+            visibility=submission.visibility,
+            status=status,
+            content_hash=submission.content_hash,
+            builtin=builtin,
+            container_image=image,
+            archive_sha256=submission.archive_sha256,
+            archive_protocol_id=archive_protocol,
+            created_at=submission.created_at,
+            accepted_at=submission.accepted_at,
+        )
+
+
+class SubmissionPageOut(BaseModel):
+    """A page of submissions, newest first."""
+
+    items: list[SubmissionOut]
+    next_cursor: str | None = Field(description="Pass as `cursor` for the next page; null = end.")
+
+
+class ArchiveUploadCreate(StrictModel):
+    """Start a presigned (multipart) upload of a large archive."""
+
+    name: str = Field(min_length=1, max_length=200)
+    visibility: Visibility = "private"
+    protocol_id: int = Field(description="The protocol whose audio the archive anonymizes.")
+    size_bytes: int = Field(gt=0, description="Exact archive size, bytes.")
+    sha256: str = Field(description="Hex SHA-256 of the whole archive (64 lowercase digits).")
+    media_type: str = Field("application/octet-stream", max_length=255)
+
+    @field_validator("sha256")
+    @classmethod
+    def _hex(cls, value: str) -> str:
+        if not SHA256_HEX_RE.match(value):
+            raise ValueError("sha256 must be 64 lowercase hex digits")
+        return value
+
+
+class UploadPart(BaseModel):
+    """One presigned request of an upload: send ``headers`` unchanged."""
+
+    part_number: int
+    url: str
+    method: str
+    headers: dict[str, str]
+    size_bytes: int = Field(description="Exactly this many bytes of the archive go in this part.")
+
+
+class ArchiveUploadOut(BaseModel):
+    """Where to upload the parts, and the ticket for the `complete` call."""
+
+    upload_id: str = Field(description="Opaque signed ticket; pass it to `.../complete`.")
+    key: str
+    multipart: bool = Field(description="True: S3 multipart; send the parts' ETags to complete.")
+    part_size_bytes: int
+    parts: list[UploadPart]
+    expires_at: dt.datetime
+    complete_url: str
+
+
+class CompletedPart(StrictModel):
+    """An uploaded part: its number and the ``ETag`` response header of its PUT."""
+
+    part_number: int = Field(ge=1, le=10_000)
+    etag: str = Field(min_length=1, max_length=200)
+
+
+class ArchiveUploadComplete(StrictModel):
+    """Finish a presigned upload (``parts``: required for multipart uploads)."""
+
+    parts: list[CompletedPart] = Field(default_factory=list)
+
+
+# --- jobs --------------------------------------------------------------------------------------
+
+
+class JobCreate(StrictModel):
+    """Evaluate a submission under a protocol, optionally overriding config fields."""
+
+    submission_id: int
+    protocol_id: int
+    config_overrides: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Merged (recursively) into the protocol's config; validated as an "
+        "EvaluationConfig. `anonymizer`, `protocol` and `synthetic` cannot be overridden.",
+        examples=[{"seeds": [0, 1], "training": {"epochs": 8}}],
+    )
+
+
+class StageOut(BaseModel):
+    """One stage of a job: state, progress (0..1), attempts, log tail."""
+
+    name: str
+    position: int
+    state: JobState
+    progress: float
+    attempts: int
+    worker_host: str | None
+    heartbeat_at: dt.datetime | None
+    started_at: dt.datetime | None
+    finished_at: dt.datetime | None
+    error: str | None
+    log_tail: str = Field(description="The last characters of the stage log (see `log_chars`).")
+
+    @classmethod
+    def of(cls, stage: Stage, log_chars: int) -> StageOut:
+        tail = stage.log_tail or ""
+        return cls(
+            name=stage.name,
+            position=stage.position,
+            state=stage.state,
+            progress=stage.progress,
+            attempts=stage.attempts,
+            worker_host=stage.worker_host,
+            heartbeat_at=stage.heartbeat_at,
+            started_at=stage.started_at,
+            finished_at=stage.finished_at,
+            error=stage.error,
+            log_tail=tail[-log_chars:] if log_chars > 0 else "",
+        )
+
+
+class JobOut(BaseModel):
+    """A job: what it evaluates, its state and per-stage progress."""
+
+    id: int
+    team_slug: str
+    submission_id: int
+    protocol_id: int | None
+    state: JobState
+    progress: float = Field(description="Mean stage progress, 0..1.")
+    config: dict[str, Any]
+    config_hash: str
+    idempotency_key: str | None = Field(None, description="Shown to the owning team only.")
+    error_message: str | None
+    created_at: dt.datetime
+    started_at: dt.datetime | None
+    finished_at: dt.datetime | None
+    stages: list[StageOut]
+
+    @classmethod
+    def of(cls, job: Job, *, log_chars: int = 2000, show_key: bool = False) -> JobOut:
+        stages = [StageOut.of(stage, log_chars) for stage in job.stages]
+        progress = sum(s.progress for s in stages) / len(stages) if stages else 0.0
+        return cls(
+            id=job.id,
+            team_slug=job.submission.team.slug,
+            submission_id=job.submission_id,
+            protocol_id=job.protocol_id,
+            state=job.state,
+            progress=progress,
+            config=job.config,
+            config_hash=job.config_hash,
+            idempotency_key=job.idempotency_key if show_key else None,
+            error_message=job.error_message,
+            created_at=job.created_at,
+            started_at=job.started_at,
+            finished_at=job.finished_at,
+            stages=stages,
+        )
+
+
+class JobSummary(BaseModel):
+    """A job in a list (no config, no logs)."""
+
+    id: int
+    submission_id: int
+    protocol_id: int | None
+    state: JobState
+    created_at: dt.datetime
+    finished_at: dt.datetime | None
+
+    @classmethod
+    def of(cls, job: Job) -> JobSummary:
+        return cls(
+            id=job.id,
+            submission_id=job.submission_id,
+            protocol_id=job.protocol_id,
+            state=job.state,
+            created_at=job.created_at,
+            finished_at=job.finished_at,
+        )
+
+
+class JobPageOut(BaseModel):
+    """A page of jobs, newest first (keyset pagination on the id)."""
+
+    items: list[JobSummary]
+    next_cursor: str | None = Field(description="Pass as `cursor` for the next page; null = end.")
+
+
+class ResultOut(BaseModel):
+    """One metric value (seed -1 = aggregate over seeds; value null = not computed)."""
+
+    scenario: str
+    backend: str
+    seed: int
+    metric: str
+    value: float | None
+
+    @classmethod
+    def of(cls, row: Result) -> ResultOut:
+        return cls(
+            scenario=row.scenario,
+            backend=row.backend,
+            seed=row.seed,
+            metric=row.metric,
+            value=row.value,
+        )
+
+
+class ResultsOut(BaseModel):
+    """A job's metric rows (long format)."""
+
+    job_id: int
+    state: JobState
+    results: list[ResultOut]
+
+
+class ArtifactOut(BaseModel):
+    """A file a job produced, with a short-lived download link."""
+
+    id: int
+    key: str
+    size_bytes: int
+    sha256: str
+    media_type: str
+    stage: str | None
+    url: str = Field(description="Presigned GET URL (no token needed) until `url_expires_at`.")
+    url_expires_at: dt.datetime
+    headers: dict[str, str] = Field(default_factory=dict, description="Send with the GET.")
+
+    @classmethod
+    def of(
+        cls,
+        artifact: Artifact,
+        *,
+        stage: str | None,
+        url: str,
+        expires_at: float,
+        headers: dict[str, str],
+    ) -> ArtifactOut:
+        return cls(
+            id=artifact.id,
+            key=artifact.key,
+            size_bytes=artifact.size_bytes,
+            sha256=artifact.sha256,
+            media_type=artifact.media_type,
+            stage=stage,
+            url=url,
+            url_expires_at=dt.datetime.fromtimestamp(expires_at, dt.UTC),
+            headers=headers,
+        )
+
+
+class ArtifactsOut(BaseModel):
+    """A job's artifacts."""
+
+    job_id: int
+    artifacts: list[ArtifactOut]
+
+
+# --- leaderboard -------------------------------------------------------------------------------
+
+
+class LeaderboardRow(BaseModel):
+    """One submission on a leaderboard."""
+
+    rank: int
+    submission_id: int
+    submission_name: str
+    team_slug: str
+    job_id: int
+    value: float | None = Field(description="The primary metric; null = missing (ranked last).")
+    submitted_at: dt.datetime
+    metrics: dict[str, float | None] = Field(
+        description="Every metric of the same job, scenario and back-end."
+    )
+
+
+class LeaderboardOut(BaseModel):
+    """A protocol's ranking, with the rules it was ranked by."""
+
+    protocol_id: int
+    protocol_name: str
+    protocol_version: int
+    metric: str
+    scenario: str
+    backend: str
+    higher_is_better: bool
+    rules: list[str]
+    entries: list[LeaderboardRow]
+
+
+# --- health ------------------------------------------------------------------------------------
+
+
+class CheckOut(BaseModel):
+    """One dependency check of the readiness probe."""
+
+    status: Literal["ok", "failed", "skipped"]
+    latency_ms: float | None = None
+    detail: str = ""
+
+
+class Liveness(BaseModel):
+    """The process answers."""
+
+    status: Literal["ok"]
+
+
+class Readiness(BaseModel):
+    """Whether the database, the broker and the blob store answer."""
+
+    status: Literal["ready"]
+    checks: dict[str, CheckOut]

@@ -1,0 +1,94 @@
+"""`unmask admin ...`: teams and API tokens, straight on the database named by the settings.
+
+The same operations as the admin routes of the HTTP API, for bootstrapping (the first admin token
+cannot come from the API) and for operators on the database host.
+"""
+
+from __future__ import annotations
+
+import typer
+
+from services.errors import InvalidInputError
+
+admin_app = typer.Typer(
+    help="Teams and API tokens (writes to UNMASK_DATABASE_URL).",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+SECONDS_PER_DAY = 86_400
+
+
+@admin_app.command("create-team")
+def create_team_command(
+    name: str = typer.Argument(help="Team slug: lowercase letters, digits, '-'."),
+    display_name: str | None = typer.Option(None, help="Human-readable name."),
+) -> None:
+    """Create a team."""
+    from services.storage import repository as repo
+    from services.storage.db import Database
+
+    database = Database.from_settings()
+    try:
+        with database.session_scope() as session:
+            team = repo.create_team(session, name, display_name)
+            typer.echo(f"team {team.slug} (id {team.id}) created")
+    finally:
+        database.dispose()
+
+
+@admin_app.command("create-token")
+def create_token_command(
+    team: str = typer.Option(..., "--team", help="Team slug."),
+    scopes: str = typer.Option("submit,read", help="Comma-separated: submit, read, admin."),
+    expires_days: float | None = typer.Option(None, help="Lifetime in days (default: none)."),
+    name: str = typer.Option("", help="A label for the token (e.g. ci)."),
+    email: str | None = typer.Option(None, help="Owner (default: the team's robot user)."),
+) -> None:
+    """Issue an API token and print its plaintext once (it is never shown again)."""
+    from services.settings import get_settings
+    from services.storage import repository as repo
+    from services.storage.db import Database
+
+    scope_list = [s.strip() for s in scopes.split(",") if s.strip()]
+    if expires_days is not None and expires_days <= 0:
+        raise InvalidInputError(f"--expires-days must be positive, got {expires_days}")
+    settings = get_settings()
+    database = Database.from_settings(settings)
+    try:
+        with database.session_scope() as session:
+            issued = repo.issue_team_token(
+                session,
+                team,
+                hmac_key=settings.token_hmac_key,
+                scopes=scope_list,
+                name=name,
+                expires_in_s=None if expires_days is None else expires_days * SECONDS_PER_DAY,
+                email=email,
+            )
+            token = issued.token
+            expiry = token.expires_at.isoformat() if token.expires_at else "never"
+            typer.echo(
+                f"token id {token.id} for team {team}, scopes {','.join(token.scopes)}, "
+                f"expires {expiry}",
+                err=True,
+            )
+            typer.echo(issued.plaintext)
+    finally:
+        database.dispose()
+
+
+@admin_app.command("revoke-token")
+def revoke_token_command(token_id: int = typer.Argument(help="Token id.")) -> None:
+    """Revoke an API token."""
+    from services.storage import repository as repo
+    from services.storage.db import Database
+
+    database = Database.from_settings()
+    try:
+        with database.session_scope() as session:
+            token = repo.revoke_token(session, token_id)
+            typer.echo(f"token {token.id} ({token.prefix}...) revoked at {token.revoked_at}")
+    finally:
+        database.dispose()
