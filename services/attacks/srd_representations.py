@@ -240,7 +240,7 @@ def srd_report(
 
 
 def _plot(result: SRDResult, out_dir: Path, name: str) -> list[str]:
-    from services.pipeline.plots import plot_rank_histogram
+    from services.plotting import plot_rank_histogram
 
     safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", name)
     fitted = result.constrained_fit.summary.pmf if result.constrained_fit is not None else None

@@ -31,6 +31,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from services import plotting as plots
 from services.anonymizers.registry import build_anonymizer_of_kind
 from services.anonymizers.service import anonymize_manifest, build_target_voices
 from services.anonymizers.target_selection import select_targets_with, targets_for_utterances
@@ -50,15 +51,12 @@ from services.corpus.protocol import (
 from services.errors import ConfigError
 from services.metrics import (
     bootstrap_eer,
-    bootstrap_srd,
     compute_cllr,
     compute_linkability,
     compute_min_cllr,
     compute_zebra,
     det_curve,
-    srd_from_similarity,
 )
-from services.pipeline import plots
 from services.pipeline.config import EvaluationConfig
 from services.pipeline.stage_runner import StageOutcome, StageRunner
 from services.scoring import (
@@ -946,62 +944,17 @@ def _metrics_row(scored: Any, spec: Any, seed: int, *, llr_scores: bool) -> dict
     return row
 
 
-def _summary_of(summary: Any) -> dict[str, Any]:
-    return {
-        "max_disclosure_bits": summary.max_disclosure_bits,
-        "mean_disclosure_bits": summary.mean_disclosure_bits,
-        "identification_rate_percent": summary.identification_rate_percent,
-        "rank_spread_percent": summary.rank_spread_percent,
-        "pmf": summary.pmf.tolist(),
-    }
-
-
 def _srd_of(scored: Any, resamples: int, seed: int) -> dict[str, Any]:
     """SRD of the score matrix: for each trial, the rank of its own speaker among the models."""
+    from services.attacks.srd_representations import srd_report
+
     parts = list(scored.partitions.values())
-    if len(parts) != 1:
-        # Per-gender mode: references differ per gender, so N differs; use the larger partition.
-        parts = [max(parts, key=lambda m: m.scores.shape[1])]
-    m = parts[0]
+    # Per-gender mode: the partitions have different N; the larger one is reported.
+    m = max(parts, key=lambda p: p.scores.shape[1])
     col_index = {s: i for i, s in enumerate(m.col_speaker_ids.tolist())}
     ref = np.array([col_index[s] for s in m.row_speaker_ids.tolist()])
-    res = srd_from_similarity(m.scores, ref)
-    out: dict[str, Any] = {
-        "n_references": res.n_references,
-        "n_observations": res.n_observations,
-        "empirical": _summary_of(res.empirical),
-        "constrained_fit": (
-            {
-                "alpha": res.constrained_fit.alpha,
-                "beta": res.constrained_fit.beta,
-                **_summary_of(res.constrained_fit.summary),
-            }
-            if res.constrained_fit is not None
-            else None
-        ),
-        "unconstrained_fit": (
-            {
-                "alpha": res.unconstrained_fit.alpha,
-                "beta": res.unconstrained_fit.beta,
-                **_summary_of(res.unconstrained_fit.summary),
-            }
-            if res.unconstrained_fit is not None
-            else None
-        ),
-    }
-    if resamples > 0:
-        from services.metrics import matching_ranks
-
-        ranks = matching_ranks(m.scores, ref)
-        b = bootstrap_srd(
-            ranks, m.row_speaker_ids, res.n_references, n_resamples=resamples, seed=seed
-        )
-        out["mean_disclosure_ci95_bits"] = [b.mean_disclosure_bits.low, b.mean_disclosure_bits.high]
-        out["identification_rate_ci95_percent"] = [
-            b.identification_rate_percent.low,
-            b.identification_rate_percent.high,
-        ]
-    return out
+    report, _ = srd_report(m.scores, ref, m.row_speaker_ids, n_resamples=resamples, seed=seed)
+    return report
 
 
 _SUMMARY_METRICS: dict[str, Callable[[Mapping[str, Any]], float | None]] = {
