@@ -117,14 +117,27 @@ def evaluate_command(
 
 
 def demo_command(
-    out: Annotated[Path | None, typer.Option("--out", help="Output folder.")] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="State folder of the demo.")] = None,
+    in_process: Annotated[
+        bool,
+        typer.Option("--in-process", help="Run the pipeline in this process, without API/worker."),
+    ] = False,
 ) -> None:
-    """Demo evaluation of the built-in pitch anonymizer on the synthetic corpus (embedded mode)."""
+    """Demo: the built-in pitch anonymizer on the synthetic corpus, submitted over HTTP.
+
+    Starts the API and a Celery worker on the embedded defaults (SQLite, local blob folder,
+    filesystem broker), creates a team and a token, submits, follows the job and prints the
+    result table and the leaderboard JSON. ``--in-process`` runs the same evaluation directly.
+    """
     from services.pipeline.config import demo_config
     from services.settings import get_settings
 
     cfg = demo_config()
     out_dir = out if out is not None else get_settings().data_dir / "demo"
+    if not in_process:
+        from cli.demo_platform import run_platform_demo
+
+        raise typer.Exit(run_platform_demo(out_dir, cfg))
     console.print(
         f"Unmask demo: {cfg.anonymizer.name} anonymizer, synthetic corpus of "
         f"{cfg.synthetic.n_speakers} speakers, scenarios {', '.join(cfg.scenarios)}; "

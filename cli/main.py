@@ -18,6 +18,7 @@ from cli.anonymize import anonymize_command
 from cli.container import container_app
 from cli.corpus import corpus_app
 from cli.evaluate import demo_command, evaluate_command
+from cli.submit import submit_command
 
 app = typer.Typer(
     name="unmask",
@@ -40,6 +41,9 @@ app.command("evaluate", help="Run an evaluation config: anonymize, train, score,
 )
 app.command("demo", help="Run the demo evaluation (synthetic corpus, built-in pitch anonymizer).")(
     demo_command
+)
+app.command("submit", help="Submit to an Unmask server, wait, gate CI on privacy thresholds.")(
+    submit_command
 )
 
 

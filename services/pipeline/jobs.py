@@ -64,18 +64,32 @@ log = logging.getLogger(__name__)
 
 # The pipeline's phases (``evaluation.PHASES``), repeated here so that importing this module (and
 # the Celery app, and its health checks) does not import torch; a test keeps the two equal.
-PHASES: tuple[str, ...] = ("corpus", "anonymize", "train", "embed", "score", "report")
+PHASES: tuple[str, ...] = ("corpus", "anonymize", "train", "embed", "score", "analyze", "report")
 
-# Which worker pool runs each phase: "gpu" = model work (anonymize, train, embed; the corpus
-# stage goes with them because the anonymizer reads its audio), "cpu" = numbers (score, report).
+# Which worker pool runs each phase: "gpu" = model work (anonymize, train, embed, and the
+# analyses, whose pre-restoration attack embeds transformed audio; the corpus stage goes with
+# them because the anonymizer reads its audio), "cpu" = numbers (score, report).
 PHASE_QUEUES: dict[str, str] = {
     "corpus": "gpu",
     "anonymize": "gpu",
     "train": "gpu",
     "embed": "gpu",
     "score": "cpu",
+    "analyze": "gpu",
     "report": "cpu",
 }
+# Stage-runner names that belong to a phase of another name (``analysis-srd`` -> analyze).
+_STAGE_PREFIX_PHASE: dict[str, str] = {"analysis-": "analyze"}
+
+
+def phase_of_stage(stage: str) -> str:
+    """The phase a content-addressed stage belongs to (``analysis-*`` stages: ``analyze``)."""
+    for prefix, phase in _STAGE_PREFIX_PHASE.items():
+        if stage.startswith(prefix):
+            return phase
+    return stage
+
+
 QUEUES: tuple[str, ...] = ("gpu", "cpu")
 
 # Soft time limits per phase (seconds) when Settings.stage_time_limits_s does not name the phase.
@@ -85,6 +99,7 @@ DEFAULT_STAGE_TIME_LIMITS_S: dict[str, float] = {
     "train": 48 * 3600.0,
     "embed": 6 * 3600.0,
     "score": 6 * 3600.0,
+    "analyze": 12 * 3600.0,
     "report": 3600.0,
 }
 # Throttle of progress/log writes while a stage reports often (seconds).
@@ -718,7 +733,7 @@ def _execute(
     monitor.report(phase, 0.0, f"phase {phase} started on {services.worker_host}")
     document = run.run(stop_after=phase)  # type: ignore[arg-type]
     monitor.check()
-    mine = [o for o in runner.log if o.stage == phase]
+    mine = [o for o in runner.log if phase_of_stage(o.stage) == phase]
     artifact_keys = {f"{o.stage}/{o.key}": stage_index_key(o.stage, o.key) for o in mine}
     input_hash = _input_hash(f"{o.stage}/{o.key}" for o in mine)
     results = artifacts = None

@@ -522,6 +522,11 @@ def transition_job(
     if error_message is not None:
         job.error_message = error_message
     session.flush()
+    if new == RunState.SUCCEEDED:
+        # The leaderboard page reads this summary (services/storage/leaderboard_table.py).
+        from services.storage.leaderboard_table import refresh_job_summary
+
+        refresh_job_summary(session, job.id)
     if new in TERMINAL_STATES:
         # Outgoing webhooks: the event is stored in this transaction (services/storage/webhooks.py).
         from services.storage.webhooks import record_job_event
@@ -756,6 +761,11 @@ def record_results_and_artifacts(
                 )
             )
         session.flush()
+        if job.state == RunState.SUCCEEDED.value:
+            # Results recorded after success: keep the leaderboard summary current.
+            from services.storage.leaderboard_table import refresh_job_summary
+
+            refresh_job_summary(session, job_id)
 
 
 def replace_job_results(

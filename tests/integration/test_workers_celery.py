@@ -143,7 +143,6 @@ def test_phase_task_goes_to_its_queue_with_its_time_limits(
         assert {s.state for s in repo.get_job(session, job_id).stages} == {"cancelled"}
 
 
-@pytest.mark.slow
 def test_bad_input_fails_the_job_once_without_retry(
     broker: tuple[Settings, str], pg_database: Database
 ) -> None:
@@ -182,3 +181,36 @@ def test_transient_errors_are_retried_with_backoff_then_fail_the_job(
     # First run + 2 retries, each one attempt; backoff 0.2 s then 0.4 s between them.
     assert corpus.attempts == settings.task_max_retries + 1 and corpus.state == "failed"
     assert elapsed >= 0.6
+
+
+def test_eager_mode_runs_the_phases_in_the_calling_process(
+    sqlite_migrated_database: Database, tmp_path: Path
+) -> None:
+    """Embedded/test mode: UNMASK_CELERY_EAGER runs each task inline, SQLite + a local folder."""
+    from services.storage.blobstore import LocalBlobStore
+
+    settings = Settings(data_dir=tmp_path / "data", celery_eager=True)
+    configure_app(app, settings)
+    store = LocalBlobStore(tmp_path / "blobs", signing_key="k")
+    runtime.set_services(
+        JobServices(sqlite_migrated_database, store, settings, send=dispatch.send_phase)
+    )
+    try:
+        job_id = _job(sqlite_migrated_database, builtin="no-such-anonymizer")
+        dispatch.enqueue_job(job_id)  # returns once the chain of inline tasks is done
+    finally:
+        runtime.set_services(None)
+        configure_app(app, get_settings())
+    with sqlite_migrated_database.session_scope() as session:
+        job = repo.get_job(session, job_id)
+        states = [s.state for s in job.stages]
+    assert job.state == "failed" and "no-such-anonymizer" in (job.error_message or "")
+    assert states[:2] == ["succeeded", "failed"]
+    assert store.exists(
+        next(iter(repo_stage_keys(sqlite_migrated_database, job_id, "corpus").values()))
+    )
+
+
+def repo_stage_keys(database: Database, job_id: int, name: str) -> dict[str, str]:
+    with database.session_scope() as session:
+        return dict(repo.get_stage(session, job_id, name).artifact_keys)

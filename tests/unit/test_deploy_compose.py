@@ -152,3 +152,9 @@ def test_a_beat_service_schedules_the_reaper(compose: dict[str, Any]) -> None:
     assert len(beats) == 1, "exactly one celery beat"
     schedule = app.conf.beat_schedule
     assert any(entry["task"] == TASK_REAP for entry in schedule.values())
+
+
+def test_deploy_doc_lists_every_setting() -> None:
+    text = (ROOT / "docs" / "deploy.md").read_text()
+    missing = [n for n in Settings.model_fields if f"`UNMASK_{n.upper()}`" not in text]
+    assert not missing, f"docs/deploy.md lacks {missing}"

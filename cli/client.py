@@ -1,0 +1,377 @@
+"""A small Python client of the Unmask HTTP API, for CI pipelines and scripts.
+
+Only ``httpx`` (no FastAPI, no Celery, no torch): ``from cli.client import UnmaskClient``.
+
+    client = UnmaskClient.from_env()                  # UNMASK_URL, UNMASK_TOKEN
+    protocol = client.find_protocol("vpc-lazy")       # by name (latest version) or id
+    submission = client.submit_builtin("pitch +4", "pitch", {"semitones": 4})
+    job = client.create_job(submission["id"], protocol["id"], idempotency_key="ci-1234")
+    job = client.wait_for_job(job["id"], on_update=print)
+    verdict = check_thresholds(client.results(job["id"])["results"], Thresholds(min_eer=30))
+    assert verdict.passed, verdict.failures
+
+``unmask submit`` (cli/submit.py) is this client behind a command line; docs/ci.md.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+TERMINAL_JOB_STATES = frozenset({"succeeded", "failed", "cancelled"})
+AGGREGATE_SEED = -1
+DEFAULT_TIMEOUT_S = 60.0
+UPLOAD_CHUNK_BYTES = 1024 * 1024
+
+
+class UnmaskApiError(RuntimeError):
+    """The API answered an error (problem+json ``detail`` in the message) or was unreachable."""
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class UnmaskConfigError(ValueError):
+    """The client is missing its URL or token, or was given bad arguments."""
+
+
+def _describe(response: httpx.Response) -> str:
+    try:
+        body = response.json()
+        detail = body.get("detail") if isinstance(body, dict) else None
+    except ValueError:
+        detail = None
+    return str(detail or response.text[:300] or response.reason_phrase)
+
+
+class UnmaskClient:
+    """Calls ``/v1`` with a bearer token. Every error is an :class:`UnmaskApiError`."""
+
+    def __init__(
+        self,
+        url: str,
+        token: str,
+        *,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        if not url:
+            raise UnmaskConfigError("no API URL: set UNMASK_URL (e.g. https://unmask.example.org)")
+        if not token:
+            raise UnmaskConfigError("no API token: set UNMASK_TOKEN (a token with submit + read)")
+        self.url = url.rstrip("/")
+        self._http = httpx.Client(
+            base_url=self.url,
+            headers={"Authorization": f"Bearer {token}", "User-Agent": "unmask-client/1"},
+            timeout=timeout_s,
+            transport=transport,
+        )
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, **kwargs: Any) -> UnmaskClient:
+        """A client for ``UNMASK_URL`` with ``UNMASK_TOKEN``."""
+        env = os.environ if environ is None else environ
+        return cls(env.get("UNMASK_URL", ""), env.get("UNMASK_TOKEN", ""), **kwargs)
+
+    def close(self) -> None:
+        """Close the connection pool."""
+        self._http.close()
+
+    def __enter__(self) -> UnmaskClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def request(
+        self, method: str, path: str, *, expected: Sequence[int] = (200,), **kw: Any
+    ) -> Any:
+        """One API call; the parsed JSON body (None for 204)."""
+        try:
+            response = self._http.request(method, path, **kw)
+        except httpx.HTTPError as exc:
+            raise UnmaskApiError(
+                f"{method} {self.url}{path}: {type(exc).__name__}: {exc}"
+            ) from None
+        if response.status_code not in expected:
+            raise UnmaskApiError(
+                f"{method} {path} answered {response.status_code}: {_describe(response)}",
+                status=response.status_code,
+            )
+        return None if response.status_code == 204 or not response.content else response.json()
+
+    # --- reading ---------------------------------------------------------------------------
+
+    def me(self) -> dict[str, Any]:
+        """The calling token: team, scopes, quota usage."""
+        result: dict[str, Any] = self.request("GET", "/v1/me")
+        return result
+
+    def find_protocol(self, name_or_id: str | int) -> dict[str, Any]:
+        """A protocol by id, or by name (its latest version; ``name@3`` for version 3)."""
+        text = str(name_or_id)
+        if text.isdigit():
+            result: dict[str, Any] = self.request("GET", f"/v1/protocols/{text}")
+            return result
+        name, _, version = text.partition("@")
+        versions = self.request("GET", "/v1/protocols", params={"name": name})
+        if version:
+            versions = [p for p in versions if str(p["version"]) == version]
+        if not versions:
+            suffix = f" version {version}" if version else ""
+            raise UnmaskApiError(f"protocol {name!r}{suffix} not found", status=404)
+        latest: dict[str, Any] = max(versions, key=lambda p: p["version"])
+        return latest
+
+    def job(self, job_id: int, *, log_chars: int = 500) -> dict[str, Any]:
+        """A job with its stages and log tails."""
+        result: dict[str, Any] = self.request(
+            "GET", f"/v1/jobs/{job_id}", params={"log_chars": log_chars}
+        )
+        return result
+
+    def results(self, job_id: int) -> dict[str, Any]:
+        """A job's metric rows (``results``: scenario, backend, seed, metric, value)."""
+        result: dict[str, Any] = self.request("GET", f"/v1/jobs/{job_id}/results")
+        return result
+
+    def submission(self, submission_id: int) -> dict[str, Any]:
+        """A submission (``status``: validating, accepted, rejected)."""
+        result: dict[str, Any] = self.request("GET", f"/v1/submissions/{submission_id}")
+        return result
+
+    # --- submitting ------------------------------------------------------------------------
+
+    def submit_builtin(
+        self,
+        name: str,
+        builtin: str,
+        params: Mapping[str, Any] | None = None,
+        *,
+        visibility: str = "private",
+    ) -> dict[str, Any]:
+        """Submit a built-in anonymizer with parameters."""
+        body = {
+            "kind": "builtin",
+            "name": name,
+            "visibility": visibility,
+            "builtin": {"name": builtin, "params": dict(params or {})},
+        }
+        result: dict[str, Any] = self.request(
+            "POST", "/v1/submissions", json=body, expected=(200, 201)
+        )
+        return result
+
+    def submit_container(
+        self, name: str, image: str, *, visibility: str = "private"
+    ) -> dict[str, Any]:
+        """Submit a container image pinned by digest (``name@sha256:...``)."""
+        body = {"kind": "container", "name": name, "visibility": visibility}
+        body["container"] = {"image": image}  # type: ignore[assignment]
+        result: dict[str, Any] = self.request(
+            "POST", "/v1/submissions", json=body, expected=(200, 201)
+        )
+        return result
+
+    def submit_archive(
+        self,
+        name: str,
+        path: str | Path,
+        protocol_id: int,
+        *,
+        visibility: str = "private",
+        sha256: str | None = None,
+    ) -> dict[str, Any]:
+        """Upload a pre-anonymized archive through the API (streamed from disk, never whole in
+        memory). The submission is ``validating`` until the workers have checked it."""
+        archive = Path(path)
+        if not archive.is_file():
+            raise UnmaskConfigError(f"archive {archive} is not a file")
+
+        def chunks() -> Iterator[bytes]:
+            with archive.open("rb") as handle:
+                while chunk := handle.read(UPLOAD_CHUNK_BYTES):
+                    yield chunk
+
+        params: dict[str, Any] = {
+            "name": name,
+            "protocol_id": protocol_id,
+            "visibility": visibility,
+        }
+        if sha256:
+            params["sha256"] = sha256
+        result: dict[str, Any] = self.request(
+            "POST",
+            "/v1/submissions/archive",
+            params=params,
+            content=chunks(),
+            headers={
+                "Content-Type": "application/octet-stream",
+                "Content-Length": str(archive.stat().st_size),
+            },
+            expected=(200, 201),
+        )
+        return result
+
+    def wait_until_accepted(
+        self, submission_id: int, *, timeout_s: float = 3600.0, poll_s: float = 2.0
+    ) -> dict[str, Any]:
+        """Poll a validating (archive) submission until accepted; rejected -> UnmaskApiError."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            submission = self.submission(submission_id)
+            if submission["status"] == "accepted":
+                return submission
+            if submission["status"] == "rejected":
+                raise UnmaskApiError(f"submission {submission_id} was rejected by validation")
+            if time.monotonic() > deadline:
+                raise UnmaskApiError(f"submission {submission_id} still validating")
+            time.sleep(poll_s)
+
+    def create_job(
+        self,
+        submission_id: int,
+        protocol_id: int,
+        *,
+        config_overrides: Mapping[str, Any] | None = None,
+        idempotency_key: str | None = None,
+    ) -> dict[str, Any]:
+        """Start a job (a retried call with the same ``idempotency_key`` returns the same job)."""
+        headers = {"Idempotency-Key": idempotency_key} if idempotency_key else {}
+        body = {
+            "submission_id": submission_id,
+            "protocol_id": protocol_id,
+            "config_overrides": dict(config_overrides or {}),
+        }
+        result: dict[str, Any] = self.request(
+            "POST", "/v1/jobs", json=body, headers=headers, expected=(200, 201)
+        )
+        return result
+
+    def wait_for_job(
+        self,
+        job_id: int,
+        *,
+        timeout_s: float = 6 * 3600.0,
+        poll_s: float = 5.0,
+        on_update: Callable[[dict[str, Any]], None] | None = None,
+    ) -> dict[str, Any]:
+        """Poll until the job is succeeded, failed or cancelled; returns the final job.
+
+        ``on_update`` sees every polled state (progress display). A timeout raises
+        :class:`UnmaskApiError` (the job keeps running on the server).
+        """
+        deadline = time.monotonic() + timeout_s
+        while True:
+            job = self.job(job_id)
+            if on_update is not None:
+                on_update(job)
+            if job["state"] in TERMINAL_JOB_STATES:
+                return job
+            if time.monotonic() > deadline:
+                raise UnmaskApiError(
+                    f"job {job_id} did not finish within {timeout_s:.0f} s (still {job['state']})"
+                )
+            time.sleep(poll_s)
+
+
+# --- verdict -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """Privacy requirements on the seed-aggregated results. None = not checked.
+
+    Units: EER and IdR in %, SRD MeanD in bits, min Cllr in bits, linkability in [0, 1].
+    """
+
+    min_eer: float | None = None
+    max_srd_meand: float | None = None
+    max_srd_idr: float | None = None
+    min_cllr: float | None = None
+    max_linkability: float | None = None
+
+    def checks(self) -> list[tuple[str, str, str, float]]:
+        """(label, metric, ">=" or "<=", bound) of every threshold that is set."""
+        spec = [
+            ("EER %", "eer_percent", ">=", self.min_eer),
+            ("SRD MeanD (bits)", "srd_mean_disclosure_bits", "<=", self.max_srd_meand),
+            ("SRD IdR %", "srd_identification_rate_percent", "<=", self.max_srd_idr),
+            ("min Cllr (bits)", "min_cllr_bits", ">=", self.min_cllr),
+            ("linkability", "linkability", "<=", self.max_linkability),
+        ]
+        return [
+            (label, metric, op, bound) for label, metric, op, bound in spec if bound is not None
+        ]
+
+
+@dataclass
+class Verdict:
+    """Outcome of :func:`check_thresholds`: ``failures`` lists every violated check."""
+
+    scenario: str
+    backends: list[str]
+    passed: bool
+    failures: list[str] = field(default_factory=list)
+    checked: list[str] = field(default_factory=list)
+
+
+def aggregate_table(results: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:
+    """``{(scenario, backend): {metric: value}}``: the seed-aggregated rows (seed -1), or the
+    mean over seeds for a metric without an aggregate row."""
+    aggregate: dict[tuple[str, str], dict[str, Any]] = {}
+    per_seed: dict[tuple[str, str, str], list[float]] = {}
+    for row in results:
+        key = (row["scenario"], row["backend"])
+        if row["seed"] == AGGREGATE_SEED:
+            aggregate.setdefault(key, {})[row["metric"]] = row["value"]
+        elif row["value"] is not None:
+            per_seed.setdefault((*key, row["metric"]), []).append(float(row["value"]))
+    for (scenario, backend, metric), values in per_seed.items():
+        table = aggregate.setdefault((scenario, backend), {})
+        if metric not in table:
+            table[metric] = sum(values) / len(values)
+    return aggregate
+
+
+def check_thresholds(
+    results: Sequence[Mapping[str, Any]],
+    thresholds: Thresholds,
+    *,
+    scenario: str = "semi-informed",
+    backend: str | None = None,
+) -> Verdict:
+    """Check ``thresholds`` on the ``scenario`` rows of a job's results.
+
+    Every back-end must pass (default: all back-ends in the results; the attacker picks the one
+    that works best). A threshold whose metric is missing fails: privacy that was not measured
+    is not shown.
+    """
+    table = aggregate_table(results)
+    backends = sorted(b for s, b in table if s == scenario and (backend is None or b == backend))
+    verdict = Verdict(scenario=scenario, backends=backends, passed=True)
+    if not backends:
+        verdict.passed = bool(not thresholds.checks())
+        if not verdict.passed:
+            which = f" and back-end {backend!r}" if backend else ""
+            verdict.failures.append(f"no results for scenario {scenario!r}{which}")
+        return verdict
+    for label, metric, op, bound in thresholds.checks():
+        for name in backends:
+            value = table[(scenario, name)].get(metric)
+            where = f"{label} [{scenario}, {name}]"
+            if value is None:
+                verdict.failures.append(f"{where}: missing (required {op} {bound:g})")
+                continue
+            ok = value >= bound if op == ">=" else value <= bound
+            line = f"{where} = {value:.4g} ({'ok' if ok else 'FAIL'}: required {op} {bound:g})"
+            (verdict.checked if ok else verdict.failures).append(line)
+    verdict.passed = not verdict.failures
+    return verdict

@@ -1,0 +1,301 @@
+"""`unmask submit`: evaluate an anonymizer on an Unmask server and gate CI on the verdict.
+
+Reads ``UNMASK_URL`` and ``UNMASK_TOKEN`` (a token with the ``submit`` and ``read`` scopes),
+submits a built-in anonymizer, a container image or a pre-anonymized archive, starts a job on a
+protocol, shows its progress, prints the result table and checks the thresholds.
+
+Exit codes (docs/ci.md):
+
+- 0: the job succeeded and every threshold passed (or ``--no-wait``: the job was queued);
+- 1: the job succeeded but a threshold failed (or a thresholded metric is missing);
+- 2: bad input or usage (missing URL/token, bad option, the API refused the request with 4xx
+  other than auth, e.g. an unknown protocol or an invalid parameter);
+- 3: the job failed or was cancelled, the API was unreachable or answered 401/403/5xx, or the
+  wait timed out.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from cli.client import (
+    Thresholds,
+    UnmaskApiError,
+    UnmaskClient,
+    UnmaskConfigError,
+    aggregate_table,
+    check_thresholds,
+)
+
+EXIT_PASSED = 0
+EXIT_THRESHOLDS_FAILED = 1
+EXIT_BAD_INPUT = 2
+EXIT_JOB_OR_API_FAILED = 3
+
+TABLE_METRICS = (
+    ("eer_percent", "EER %", 1),
+    ("min_cllr_bits", "min Cllr", 3),
+    ("linkability", "linkability", 3),
+    ("srd_mean_disclosure_bits", "SRD MeanD", 3),
+    ("srd_identification_rate_percent", "IdR %", 1),
+)
+
+err = Console(stderr=True)
+out = Console()
+
+
+def _parse_param(text: str) -> tuple[str, Any]:
+    key, sep, raw = text.partition("=")
+    if not sep or not key:
+        raise UnmaskConfigError(f"--param {text!r}: expected KEY=VALUE (VALUE as JSON or text)")
+    try:
+        return key, json.loads(raw)
+    except json.JSONDecodeError:
+        return key, raw
+
+
+def _parse_override(text: str) -> dict[str, Any]:
+    """``training.epochs=3`` -> ``{"training": {"epochs": 3}}``."""
+    path, value = _parse_param(text)
+    result: dict[str, Any] = {}
+    cursor = result
+    parts = path.split(".")
+    for part in parts[:-1]:
+        cursor = cursor.setdefault(part, {})
+    cursor[parts[-1]] = value
+    return result
+
+
+def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(base.get(key), dict):
+            _merge(base[key], value)
+        else:
+            base[key] = value
+    return base
+
+
+def print_results_table(results: list[dict[str, Any]], title: str) -> None:
+    """Seed-aggregated metrics per scenario and back-end (stdout)."""
+    table = Table(title=escape(title))
+    table.add_column("scenario")
+    table.add_column("back-end")
+    for _, label, _ in TABLE_METRICS:
+        table.add_column(label, justify="right")
+    for (scenario, backend), metrics in sorted(aggregate_table(results).items()):
+        cells = []
+        for metric, _, digits in TABLE_METRICS:
+            value = metrics.get(metric)
+            std = metrics.get(f"{metric}_std")
+            text = "-" if value is None else f"{value:.{digits}f}"
+            if value is not None and std:
+                text += f" ± {std:.{digits}f}"
+            cells.append(text)
+        table.add_row(scenario, backend, *cells)
+    out.print(table)
+
+
+class _ProgressPrinter:
+    """One line per change of job state or stage (CI logs are not terminals)."""
+
+    def __init__(self) -> None:
+        self.last: str | None = None
+
+    def __call__(self, job: dict[str, Any]) -> None:
+        running = [s for s in job.get("stages", []) if s["state"] == "running"]
+        done = sum(1 for s in job.get("stages", []) if s["state"] == "succeeded")
+        total = len(job.get("stages", []))
+        stage = running[0] if running else None
+        note = ""
+        if stage is not None:
+            lines = [line for line in (stage.get("log_tail") or "").splitlines() if line]
+            note = f" {stage['name']} {stage['progress'] * 100:.0f}%"
+            if lines:
+                note += f" | {lines[-1][:80]}"
+        line = f"job {job['id']}: {job['state']} ({done}/{total} stages){note}"
+        if line != self.last:
+            err.print(line, highlight=False, markup=False, soft_wrap=True)
+            self.last = line
+
+
+def _exit_for_api_error(exc: UnmaskApiError) -> int:
+    if exc.status is not None and 400 <= exc.status < 500 and exc.status not in (401, 403):
+        return EXIT_BAD_INPUT
+    return EXIT_JOB_OR_API_FAILED
+
+
+def submit_command(
+    protocol: str = typer.Option(
+        ..., "--protocol", "-p", help="Protocol name (latest version), name@VERSION or id."
+    ),
+    builtin: str | None = typer.Option(None, "--builtin", help="Built-in anonymizer name."),
+    param: list[str] = typer.Option(
+        [], "--param", help="Built-in parameter KEY=VALUE (JSON value), repeatable."
+    ),
+    image: str | None = typer.Option(
+        None, "--image", help="Container image pinned by digest: name@sha256:<64 hex>."
+    ),
+    archive: Path | None = typer.Option(
+        None, "--archive", help="Pre-anonymized audio archive for the protocol."
+    ),
+    name: str | None = typer.Option(None, "--name", help="Submission name (default: derived)."),
+    public: bool = typer.Option(False, "--public", help="List it on the public leaderboard."),
+    override: list[str] = typer.Option(
+        [], "--override", help="Config override PATH=VALUE, e.g. training.epochs=3; repeatable."
+    ),
+    idempotency_key: str | None = typer.Option(
+        None, "--idempotency-key", help="Retrying with the same key returns the same job."
+    ),
+    wait: bool = typer.Option(True, "--wait/--no-wait", help="--no-wait: print the job id."),
+    timeout_s: float = typer.Option(6 * 3600.0, "--timeout", help="Longest wait, seconds."),
+    poll_s: float = typer.Option(10.0, "--poll", help="Seconds between status polls."),
+    min_eer: float | None = typer.Option(None, "--min-eer", help="Require EER % >= this."),
+    max_srd_meand: float | None = typer.Option(
+        None, "--max-srd-meand", help="Require SRD mean disclosure (bits) <= this."
+    ),
+    max_srd_idr: float | None = typer.Option(
+        None, "--max-srd-idr", help="Require SRD identification rate % <= this."
+    ),
+    min_cllr: float | None = typer.Option(
+        None, "--min-cllr", help="Require min Cllr (bits) >= this."
+    ),
+    max_linkability: float | None = typer.Option(
+        None, "--max-linkability", help="Require linkability <= this."
+    ),
+    scenario: str = typer.Option(
+        "semi-informed", "--scenario", help="Scenario the thresholds apply to."
+    ),
+    backend: str | None = typer.Option(
+        None, "--backend", help="Back-end the thresholds apply to (default: every one)."
+    ),
+    json_out: Path | None = typer.Option(
+        None, "--json", help="Write job, results and verdict as JSON here."
+    ),
+) -> int:
+    """Submit an anonymizer, wait for its evaluation and check privacy thresholds."""
+    thresholds = Thresholds(min_eer, max_srd_meand, max_srd_idr, min_cllr, max_linkability)
+    try:
+        sources = [s for s in (builtin, image, archive) if s is not None]
+        if len(sources) != 1:
+            raise UnmaskConfigError("give exactly one of --builtin, --image, --archive")
+        params = dict(_parse_param(p) for p in param)
+        overrides: dict[str, Any] = {}
+        for text in override:
+            _merge(overrides, _parse_override(text))
+        visibility = "public" if public else "private"
+        with UnmaskClient.from_env() as client:
+            found = client.find_protocol(protocol)
+            if builtin is not None:
+                label = name or f"{builtin} {json.dumps(params, sort_keys=True)}"
+                submission = client.submit_builtin(label, builtin, params, visibility=visibility)
+            elif image is not None:
+                submission = client.submit_container(name or image, image, visibility=visibility)
+            else:
+                assert archive is not None
+                submission = client.submit_archive(
+                    name or archive.name, archive, found["id"], visibility=visibility
+                )
+                if wait:
+                    err.print(
+                        f"submission {submission['id']}: validating the archive", markup=False
+                    )
+                    submission = client.wait_until_accepted(
+                        submission["id"], timeout_s=timeout_s, poll_s=poll_s
+                    )
+            job = client.create_job(
+                submission["id"],
+                found["id"],
+                config_overrides=overrides,
+                idempotency_key=idempotency_key,
+            )
+            err.print(
+                f"submission {submission['id']} ({submission['name']}), job {job['id']} on "
+                f"protocol {found['name']} v{found['version']}: {client.url}/jobs/{job['id']}",
+                highlight=False,
+                markup=False,
+                soft_wrap=True,
+            )
+            if not wait:
+                out.print(job["id"])
+                return EXIT_PASSED
+            job = client.wait_for_job(
+                job["id"], timeout_s=timeout_s, poll_s=poll_s, on_update=_ProgressPrinter()
+            )
+            if job["state"] != "succeeded":
+                err.print(
+                    f"job {job['id']} {job['state']}: {job.get('error_message') or ''}",
+                    markup=False,
+                    soft_wrap=True,
+                )
+                _write_json(json_out, job, [], None)
+                return EXIT_JOB_OR_API_FAILED
+            results = client.results(job["id"])["results"]
+    except UnmaskConfigError as exc:
+        err.print(f"unmask submit: {exc}", highlight=False, markup=False, soft_wrap=True)
+        return EXIT_BAD_INPUT
+    except UnmaskApiError as exc:
+        err.print(f"unmask submit: {exc}", highlight=False, markup=False, soft_wrap=True)
+        return _exit_for_api_error(exc)
+    print_results_table(results, f"job {job['id']}: {submission['name']} on {found['name']}")
+    verdict = check_thresholds(results, thresholds, scenario=scenario, backend=backend)
+    for line in verdict.checked:
+        out.print(f"  pass  {line}", highlight=False, markup=False, soft_wrap=True)
+    for line in verdict.failures:
+        out.print(f"  FAIL  {line}", highlight=False, markup=False, soft_wrap=True)
+    _write_json(json_out, job, results, verdict)
+    if not thresholds.checks():
+        out.print("no thresholds given: nothing to gate on")
+    elif verdict.passed:
+        out.print("verdict: PASS")
+    else:
+        out.print("verdict: FAIL (privacy thresholds not met)")
+    return EXIT_PASSED if verdict.passed else EXIT_THRESHOLDS_FAILED
+
+
+def _write_json(path: Path | None, job: dict[str, Any], results: list[Any], verdict: Any) -> None:
+    if path is None:
+        return
+    document = {
+        "job": job,
+        "results": results,
+        "verdict": None
+        if verdict is None
+        else {
+            "passed": verdict.passed,
+            "scenario": verdict.scenario,
+            "backends": verdict.backends,
+            "failures": verdict.failures,
+            "checked": verdict.checked,
+        },
+    }
+    path.write_text(json.dumps(document, indent=2))
+
+
+def run_standalone(argv: list[str] | None = None) -> int:
+    """``python -m cli.submit ARGS``: the command without the rest of the CLI (and its imports),
+    for CI runners that only install httpx, typer and rich (docs/ci.md)."""
+    import click
+    from typer._click import exceptions as typer_click_exceptions
+
+    app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+    app.command()(submit_command)
+    try:
+        result = app(args=argv, prog_name="unmask submit", standalone_mode=False)
+    except (click.exceptions.Exit, typer.Exit) as exc:
+        return int(exc.exit_code)
+    except (click.UsageError, typer_click_exceptions.UsageError) as exc:
+        print(f"unmask submit: {exc.format_message()}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    return int(result) if isinstance(result, int) else EXIT_PASSED
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(run_standalone())

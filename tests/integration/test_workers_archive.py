@@ -1,0 +1,171 @@
+"""Archive submissions on the workers: validation against the protocol, then a job that uses them.
+
+Real PostgreSQL and a moto S3 server. The archive holds the protocol's own audio (an identity
+"anonymizer"), laid out as ``<set>/<stem>.wav``, as a maker following docs/container-contract.md
+would produce it.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from services.anonymizers.archive import expected_from_protocol, output_stem
+from services.pipeline.config import parse_config
+from services.pipeline.evaluation import EvaluationRun
+from services.pipeline.jobs import (
+    ARCHIVE_STAGE,
+    JobServices,
+    archive_stage_key,
+    job_stage_names,
+    run_job_phase,
+    validate_submission_archive,
+)
+from services.pipeline.workspace import stage_index_key
+from services.settings import Settings
+from services.storage import repository as repo
+from services.storage.blobstore import S3BlobStore, sha256_file
+from services.storage.db import Database
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+CONFIG: dict[str, Any] = {
+    "synthetic": {
+        "n_speakers": 8,
+        "utts_per_speaker": 4,
+        "n_attacker_train_speakers": 4,
+        "n_eval_speakers": 2,
+        "n_target_speakers": 2,
+        "enrollments_per_speaker": 2,
+        "trials_per_speaker": 2,
+        "min_duration_s": 2.0,
+        "max_duration_s": 2.5,
+        "seed": 21,
+    },
+    "training": {"preset": "tiny", "epochs": 1},
+}
+
+
+def _s3(endpoint: str) -> Any:
+    import boto3
+    from botocore.config import Config
+
+    return boto3.client(
+        "s3",
+        endpoint_url=endpoint,
+        region_name="us-east-1",
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+        config=Config(signature_version="s3v4", s3={"addressing_style": "path"}),
+    )
+
+
+def _identity_archive(path: Path, work: Path, drop: int = 0) -> Path:
+    """A zip of the protocol's original audio in ``<set>/<stem>.wav`` (minus ``drop`` files)."""
+    run = EvaluationRun(parse_config(CONFIG), work)
+    protocol, manifest, _ = run.corpus_stage()
+    by_id = {u.utt_id: u for u in manifest.utterances}
+    members = [
+        (f"{name}/{output_stem(utt)}.wav", manifest.resolve(by_id[utt]))
+        for name, utts in expected_from_protocol(protocol).items()
+        for utt in utts
+    ]
+    with zipfile.ZipFile(path, "w") as archive:
+        for arcname, source in members[drop:]:
+            archive.write(source, arcname)
+    return path
+
+
+@pytest.fixture()
+def setup(
+    pg_database: Database, moto_endpoint: str, tmp_path: Path
+) -> tuple[JobServices, Callable[..., tuple[int, int]]]:
+    store = S3BlobStore(f"unmask-archive-{uuid.uuid4().hex[:8]}", client=_s3(moto_endpoint))
+    services = JobServices(
+        pg_database,
+        store,
+        Settings(data_dir=tmp_path / "host-a", heartbeat_interval_s=0.5),
+        send=lambda job_id, phase: None,
+        worker_host="host-a",
+    )
+    with pg_database.session_scope() as session:
+        team_id = repo.create_team(session, f"t-{uuid.uuid4().hex[:6]}").id
+        protocol_id = repo.create_protocol(session, "archive-p", body={"config": CONFIG}).id
+
+    def submit(drop: int = 0) -> tuple[int, int]:
+        archive = _identity_archive(tmp_path / f"a{drop}.zip", tmp_path / "maker", drop)
+        key = f"archives/protocol-{protocol_id}/team-{team_id}/{uuid.uuid4().hex}"
+        sha256, _ = sha256_file(archive)
+        store.put_file(key, archive, media_type="application/zip")
+        with pg_database.session_scope() as session:
+            submission = repo.create_submission(
+                session,
+                team_id,
+                f"archive-{drop}",
+                "archive",
+                archive_blob_key=key,
+                archive_sha256=sha256,
+                accept=False,
+            )
+            return submission.id, protocol_id
+
+    return services, submit
+
+
+def test_valid_archive_is_accepted_and_its_audio_feeds_a_job_on_another_host(
+    setup: tuple[JobServices, Callable[..., tuple[int, int]]], pg_database: Database
+) -> None:
+    services, submit = setup
+    submission_id, protocol_id = submit()
+    assert validate_submission_archive(services, submission_id) == "accepted"
+    with pg_database.session_scope() as session:
+        submission = repo.get_submission(session, submission_id)
+        assert submission.status == "accepted"
+        sha256 = submission.archive_sha256 or ""
+        key = submission.archive_blob_key or ""
+        job_id = repo.create_job(
+            session,
+            team_id=submission.team_id,
+            submission_id=submission_id,
+            protocol_id=protocol_id,
+            config={**CONFIG, "anonymizer": {"kind": "archive", "archive": key}},
+            stage_names=job_stage_names(),
+        ).job.id
+    assert services.store.exists(stage_index_key(ARCHIVE_STAGE, archive_stage_key(sha256)))
+    report = json.loads(services.store.get_bytes(f"{key}.validation.json"))
+    assert report["problems"] == []
+    # Host B has never seen the archive: it fetches the validated audio from the store.
+    host_b = JobServices(
+        services.database,
+        services.store,
+        Settings(data_dir=services.settings.data_dir.parent / "host-b"),
+        send=lambda job_id, phase: None,
+        worker_host="host-b",
+    )
+    assert run_job_phase(host_b, job_id, "corpus").status == "succeeded"
+    assert run_job_phase(host_b, job_id, "anonymize").status == "succeeded"
+    local = host_b.stages_dir() / ARCHIVE_STAGE / archive_stage_key(sha256)
+    assert (local / "audio").is_dir()
+    with pg_database.session_scope() as session:
+        anonymize = repo.get_stage(session, job_id, "anonymize")
+        assert anonymize.state == "succeeded" and len(anonymize.artifact_keys) == 4
+        repo.mark_job_cancelled(session, job_id)
+
+
+def test_incomplete_archive_is_rejected_with_its_report(
+    setup: tuple[JobServices, Callable[..., tuple[int, int]]], pg_database: Database
+) -> None:
+    services, submit = setup
+    submission_id, _ = submit(drop=2)
+    assert validate_submission_archive(services, submission_id) == "rejected"
+    with pg_database.session_scope() as session:
+        submission = repo.get_submission(session, submission_id)
+    assert submission.status == "rejected"
+    report = json.loads(services.store.get_bytes(f"{submission.archive_blob_key}.validation.json"))
+    assert report["problems"] and any("missing" in p for p in report["problems"])

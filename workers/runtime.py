@@ -1,0 +1,54 @@
+"""The services a worker process uses (database, blob store, task sender), built once.
+
+The platform builds them from `Settings`; tests and the embedded demo may install their own with
+:func:`set_services` (same process) or simply set ``UNMASK_*`` variables (subprocess workers).
+"""
+
+from __future__ import annotations
+
+import threading
+
+from services.pipeline.jobs import JobServices
+from services.settings import get_settings
+from services.storage.blobstore import blob_store_from_settings
+from services.storage.db import Database
+
+_lock = threading.Lock()
+_services: JobServices | None = None
+# The Celery node name (``gpu@host``), recorded as the stages' worker_host; set at worker start.
+_node_name: str | None = None
+
+
+def set_node_name(name: str) -> None:
+    """Name this process's stages after the Celery node (several workers may share a host)."""
+    global _node_name
+    _node_name = name
+    if _services is not None:
+        _services.worker_host = name
+
+
+def get_services() -> JobServices:
+    """The process's :class:`JobServices` (created on first use from the settings)."""
+    global _services
+    if _services is None:
+        with _lock:
+            if _services is None:
+                from workers.dispatch import send_phase
+
+                settings = get_settings()
+                _services = JobServices(
+                    database=Database.from_settings(settings),
+                    store=blob_store_from_settings(settings),
+                    settings=settings,
+                    send=send_phase,
+                )
+                if _node_name is not None:
+                    _services.worker_host = _node_name
+    return _services
+
+
+def set_services(services: JobServices | None) -> None:
+    """Install ``services`` for this process (None: rebuild from settings on next use)."""
+    global _services
+    with _lock:
+        _services = services
