@@ -20,10 +20,12 @@ demo: venv
 	$(VENV)/bin/unmask demo
 
 # PostgreSQL and Redis on loopback (started, or installed then started, when they don't answer);
-# rootful Podman serving the Docker Engine API for the container sandbox tests.
+# rootful Podman serving the Docker Engine API for the container sandbox tests; Debian's Chromium
+# for the browser tests.
 services:
 	@bash scripts/ensure_services.sh
 	@bash scripts/ensure_podman.sh
+	@bash scripts/ensure_browser.sh
 
 lint: venv
 	$(VENV)/bin/ruff check .

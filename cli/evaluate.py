@@ -44,11 +44,11 @@ def print_summary(result: dict[str, Any]) -> None:
             s["scenario"],
             s["backend"],
             str(s["n_seeds"]),
-            _fmt(s["eer_percent"], 1),
-            _fmt(s["min_cllr_bits"]),
-            _fmt(s["linkability"]),
-            _fmt(s["srd_mean_disclosure_bits"]),
-            _fmt(s["srd_identification_rate_percent"], 1),
+            _fmt(s.get("eer_percent"), 1),
+            _fmt(s.get("min_cllr_bits")),
+            _fmt(s.get("linkability")),
+            _fmt(s.get("srd_mean_disclosure_bits")),
+            _fmt(s.get("srd_identification_rate_percent"), 1),
         )
     out_console.print(table)
     rows_with_ci = [r for r in result["rows"] if "eer_ci95_percent" in r]

@@ -22,6 +22,7 @@ from services.storage.models import WebhookAttempt, WebhookDelivery, WebhookEndp
 router = APIRouter(prefix="/v1/webhooks", tags=["webhooks"])
 
 EventType = Literal["job.succeeded", "job.failed", "job.cancelled"]
+ALL_EVENTS: tuple[EventType, ...] = ("job.succeeded", "job.failed", "job.cancelled")
 
 
 class WebhookCreate(BaseModel):
@@ -37,7 +38,7 @@ class WebhookCreate(BaseModel):
         examples=["https://ci.example.org/hooks/unmask"],
     )
     events: list[EventType] = Field(
-        default_factory=lambda: ["job.succeeded", "job.failed", "job.cancelled"],
+        default_factory=lambda: list(ALL_EVENTS),
         min_length=1,
         description="Event types to deliver (default: all).",
     )
@@ -122,7 +123,7 @@ class WebhookDeliveryOut(BaseModel):
             event_id=delivery.event_id,
             event_type=delivery.event_type,
             job_id=delivery.job_id,
-            state=delivery.state,  # type: ignore[arg-type]
+            state=delivery.state,
             attempts=delivery.attempts,
             next_attempt_at=delivery.next_attempt_at,
             last_status_code=delivery.last_status_code,

@@ -852,7 +852,7 @@ class EvaluationRun:
             "protocol": {"name": protocol.name, "hash": protocol_key},
             "anonymizer": cfg.anonymizer.model_dump(mode="json"),
             "rows": [{k: v for k, v in r.items() if k not in ("det", "stage_key")} for r in rows],
-            "summary": summarize_rows(rows),
+            "summary": _with_prerestoration(summarize_rows(rows), analyses),
             "training": training,
             "analyses": analyses,
             "plots": {k: [f"plots/{n}" for n in v] for k, v in plot_files.items()},
@@ -866,6 +866,29 @@ class EvaluationRun:
             json.dumps(result, indent=2, default=_json_default)
         )
         return result
+
+
+def _with_prerestoration(
+    summary: list[dict[str, Any]], analyses: Mapping[str, Any]
+) -> list[dict[str, Any]]:
+    """Add each attacker's lowest pre-restoration EER (%) over families and modes to the summary.
+
+    Stored as ``prerestore_eer_percent`` of (attacker scenario, cosine): the leaderboard's
+    pre-restoration column reads the ignorant attacker's (seed 001's setting).
+    """
+    for attacker, res in analyses.get("prerestoration", {}).items():
+        entries = res.get("entries", [])
+        if not entries:
+            continue
+        best = min(float(e["eer_percent"]) for e in entries)
+        entry = next(
+            (e for e in summary if e["scenario"] == attacker and e["backend"] == "cosine"), None
+        )
+        if entry is None:
+            entry = {"scenario": attacker, "backend": "cosine", "n_seeds": 1}
+            summary.append(entry)
+        entry["prerestore_eer_percent"] = {"mean": best, "std": 0.0}
+    return summary
 
 
 def _stage_plot_files(stage_folder: Path) -> list[Path]:

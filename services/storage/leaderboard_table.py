@@ -1,14 +1,15 @@
 """The wide leaderboard of a protocol: one row per visible submission, many metric columns.
 
 ``repository.leaderboard`` ranks by one metric; the leaderboard *page* shows several (EER of two
-scenarios with its interval, SRD, min Cllr, linkability, ...). This reads them all in two
-queries straight from the stored long-format results (no recomputation):
-
-1. the visible submissions with their latest succeeded job under the protocol (a window function
-   over ``jobs``), with team and submission fields;
-2. the requested (scenario, metric) values of those jobs for one back-end, aggregated like the
-   leaderboard (the seed ``AGGREGATE_SEED`` row when present, else the mean over seeds), read from
-   the ``ix_results_leaderboard`` index range of the protocol.
+scenarios with its interval, SRD, min Cllr, linkability, ...). Aggregating them from the
+long-format results at every page view reads tens of thousands of rows for 1,000 submissions, so
+the leaderboard metrics of a job are summarized once, when it succeeds
+(:func:`refresh_job_summary`, called by ``repository.transition_job``), into ``job_summaries``
+(one JSON per job). The page is then one query: the visible submissions with their latest
+succeeded job under the protocol (a window function over ``jobs``), team and summary. Jobs
+without a summary (succeeded before the table existed) and metrics outside
+:data:`SUMMARY_METRICS` are aggregated from the results on the fly, the same way: the seed
+``AGGREGATE_SEED`` row when present, else the mean over seeds.
 
 Sorting (:func:`sort_rows`) puts missing values last whatever the direction.
 """
@@ -23,9 +24,11 @@ from dataclasses import dataclass, field
 from sqlalchemy import and_, case, func, select
 from sqlalchemy.orm import Session
 
+from services.storage.errors import NotFoundError
 from services.storage.models import (
     AGGREGATE_SEED,
     Job,
+    JobSummary,
     Result,
     RunState,
     Submission,
@@ -35,6 +38,20 @@ from services.storage.models import (
 )
 
 MetricKey = tuple[str, str]  # (scenario, metric)
+
+# The metrics kept in a job's summary (every scenario and back-end of the job).
+SUMMARY_METRICS: tuple[str, ...] = (
+    "eer_percent",
+    "eer_ci95_percent_low",
+    "eer_ci95_percent_high",
+    "min_cllr_bits",
+    "cllr_bits",
+    "linkability",
+    "srd_mean_disclosure_bits",
+    "srd_identification_rate_percent",
+    "zebra_expected_disclosure_bits",
+    "prerestore_eer_percent",
+)
 
 
 @dataclass
@@ -55,6 +72,65 @@ class LeaderboardTableRow:
     def is_baseline(self) -> bool:
         """Built-in anonymizers are the platform's baselines."""
         return self.kind == SubmissionKind.BUILTIN.value
+
+
+def summary_key(scenario: str, backend: str, metric: str) -> str:
+    """The key of one value in ``JobSummary.metric_values``."""
+    return f"{scenario}|{backend}|{metric}"
+
+
+def _aggregated_values(
+    session: Session, job_ids: Sequence[int], metrics: Sequence[str]
+) -> dict[int, dict[str, float | None]]:
+    """``{job_id: {summary_key: value}}`` aggregated from the results of ``job_ids``."""
+    out: dict[int, dict[str, float | None]] = {job_id: {} for job_id in job_ids}
+    if not job_ids or not metrics:
+        return out
+    aggregated = func.coalesce(
+        func.avg(case((Result.seed == AGGREGATE_SEED, Result.value))),
+        func.avg(case((Result.seed != AGGREGATE_SEED, Result.value))),
+    )
+    for offset in range(0, len(job_ids), 500):  # bounded IN lists
+        chunk = list(job_ids[offset : offset + 500])
+        query = (
+            select(Result.job_id, Result.scenario, Result.backend, Result.metric, aggregated)
+            .where(Result.job_id.in_(chunk), Result.metric.in_(list(metrics)))
+            .group_by(Result.job_id, Result.scenario, Result.backend, Result.metric)
+        )
+        for job_id, scenario, backend, metric, value in session.execute(query):
+            out[job_id][summary_key(scenario, backend, metric)] = (
+                None if value is None else float(value)
+            )
+    return out
+
+
+def refresh_job_summary(session: Session, job_id: int) -> JobSummary:
+    """(Re)compute the stored summary of a job from its results (call when it succeeded)."""
+    return refresh_job_summaries(session, [job_id])[0]
+
+
+def refresh_job_summaries(session: Session, job_ids: Sequence[int]) -> list[JobSummary]:
+    """(Re)compute the summaries of ``job_ids`` (e.g. a backfill), in that order."""
+    jobs = {job.id: job for job in session.scalars(select(Job).where(Job.id.in_(job_ids)))}
+    missing = [job_id for job_id in job_ids if job_id not in jobs]
+    if missing:
+        raise NotFoundError(f"jobs: no row with id {missing[0]}")
+    values = _aggregated_values(session, list(job_ids), SUMMARY_METRICS)
+    existing = {
+        s.job_id: s
+        for s in session.scalars(select(JobSummary).where(JobSummary.job_id.in_(job_ids)))
+    }
+    out = []
+    for job_id in job_ids:
+        summary = existing.get(job_id)
+        if summary is None:
+            summary = JobSummary(job_id=job_id)
+            session.add(summary)
+        summary.protocol_id = jobs[job_id].protocol_id
+        summary.metric_values = values[job_id]
+        out.append(summary)
+    session.flush()
+    return out
 
 
 def leaderboard_table(
@@ -96,9 +172,11 @@ def leaderboard_table(
             Team.slug,
             latest.c.job_id,
             latest.c.finished_at,
+            JobSummary.metric_values,
         )
         .join(latest, and_(latest.c.submission_id == Submission.id, latest.c.recency == 1))
         .join(Team, Team.id == Submission.team_id)
+        .outerjoin(JobSummary, JobSummary.job_id == latest.c.job_id)
         .order_by(Submission.created_at, Submission.id)
     )
     if not include_all_private:
@@ -106,44 +184,36 @@ def leaderboard_table(
         if viewer_team_id is not None:
             visible = visible | (Submission.team_id == viewer_team_id)
         query = query.where(visible)
-    rows = {
-        r.job_id: LeaderboardTableRow(
-            submission_id=r.id,
-            submission_name=r.name,
-            kind=r.kind,
-            visibility=r.visibility,
-            team_slug=r.slug,
-            job_id=r.job_id,
-            submitted_at=r.created_at,
-            evaluated_at=r.finished_at,
-        )
-        for r in session.execute(query)
+    records = session.execute(query).all()
+    summaries: dict[int, dict[str, float | None]] = {
+        r.job_id: r.metric_values for r in records if r.metric_values is not None
     }
-    if not rows or not metrics:
-        return list(rows.values())
-    scenarios = sorted({scenario for scenario, _ in metrics})
-    names = sorted({metric for _, metric in metrics})
-    wanted = set(metrics)
-    aggregated = func.coalesce(
-        func.avg(case((Result.seed == AGGREGATE_SEED, Result.value))),
-        func.avg(case((Result.seed != AGGREGATE_SEED, Result.value))),
-    )
-    values = (
-        select(Result.job_id, Result.scenario, Result.metric, aggregated)
-        .join(latest, and_(latest.c.job_id == Result.job_id, latest.c.recency == 1))
-        .where(
-            Result.protocol_id == protocol_id,
-            Result.metric.in_(names),
-            Result.scenario.in_(scenarios),
-            Result.backend == backend,
+    unsummarized = [r.job_id for r in records if r.metric_values is None]
+    summaries.update(_aggregated_values(session, unsummarized, SUMMARY_METRICS))
+    extra = sorted({metric for _, metric in metrics if metric not in SUMMARY_METRICS})
+    if extra:  # not in the summaries: aggregate from the results
+        for job_id, values in _aggregated_values(
+            session, [r.job_id for r in records], extra
+        ).items():
+            summaries[job_id] = {**summaries.get(job_id, {}), **values}
+    keys = [(key, summary_key(key[0], backend, key[1])) for key in dict.fromkeys(metrics)]
+    rows = []
+    for r in records:
+        values = summaries.get(r.job_id, {})
+        rows.append(
+            LeaderboardTableRow(
+                submission_id=r.id,
+                submission_name=r.name,
+                kind=r.kind,
+                visibility=r.visibility,
+                team_slug=r.slug,
+                job_id=r.job_id,
+                submitted_at=r.created_at,
+                evaluated_at=r.finished_at,
+                values={key: values.get(stored) for key, stored in keys},
+            )
         )
-        .group_by(Result.job_id, Result.scenario, Result.metric)
-    )
-    for job_id, scenario, metric, value in session.execute(values):
-        row = rows.get(job_id)
-        if row is not None and (scenario, metric) in wanted:
-            row.values[(scenario, metric)] = None if value is None else float(value)
-    return list(rows.values())
+    return rows
 
 
 def sort_rows(

@@ -474,3 +474,22 @@ class WebhookAttempt(Base):
     duration_ms: Mapped[float] = mapped_column(Float)
     response_excerpt: Mapped[str] = mapped_column(Text, default="")
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utc_now)
+
+
+class JobSummary(Base):
+    """The leaderboard metrics of a succeeded job, precomputed when it succeeds.
+
+    ``metric_values`` maps ``"<scenario>|<backend>|<metric>"`` to the value aggregated like the
+    leaderboard (the ``AGGREGATE_SEED`` row when present, else the mean over seeds; None =
+    missing), for the metrics in ``leaderboard_table.SUMMARY_METRICS``. The leaderboard page
+    reads one of these per submission instead of aggregating thousands of result rows.
+    """
+
+    __tablename__ = "job_summaries"
+
+    job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), primary_key=True)
+    protocol_id: Mapped[int | None] = mapped_column(
+        ForeignKey("protocols.id", ondelete="RESTRICT"), index=True
+    )
+    metric_values: Mapped[dict[str, float | None]] = mapped_column(json_type())
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utc_now)

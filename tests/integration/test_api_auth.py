@@ -28,6 +28,11 @@ EXPECTED_ROUTES = {
     ("get", "/v1/protocols"),
     ("get", "/v1/protocols/{protocol_id}"),
     ("get", "/v1/protocols/{protocol_id}/leaderboard"),
+    # Outgoing webhooks (api/routes/webhooks.py).
+    ("post", "/v1/webhooks"),
+    ("get", "/v1/webhooks"),
+    ("delete", "/v1/webhooks/{webhook_id}"),
+    ("get", "/v1/webhooks/{webhook_id}/deliveries"),
     ("post", "/v1/submissions"),
     ("get", "/v1/submissions"),
     ("get", "/v1/submissions/{submission_id}"),
@@ -335,7 +340,13 @@ def test_every_authenticated_route_refuses_a_missing_or_unknown_token(
         if template.startswith(("/v1/health", "/v1/blobs")):
             continue
         path = template.format(
-            token_id=1, protocol_id=1, submission_id=1, upload_id="x.y", job_id=1, artifact_id=1
+            token_id=1,
+            protocol_id=1,
+            submission_id=1,
+            upload_id="x.y",
+            job_id=1,
+            artifact_id=1,
+            webhook_id=1,
         )
         for headers in ({}, {"Authorization": "Bearer unm_unknown"}):
             response = client.request(method.upper(), path, headers=headers, json={})

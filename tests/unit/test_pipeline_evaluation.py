@@ -124,7 +124,7 @@ def test_phases_run_one_at_a_time_compute_each_stage_once(
 def test_analyses_run_as_stages_and_land_in_the_result(
     tiny_run: tuple[EvaluationConfig, Path, dict[str, Any]], tmp_path: Path
 ) -> None:
-    cfg, out, result = tiny_run
+    _, out, result = tiny_run
     with_analyses = parse_config(
         {
             **TINY,

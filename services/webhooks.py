@@ -1,0 +1,226 @@
+"""Outgoing webhooks: Standard Webhooks signatures and one delivery attempt over HTTP.
+
+A delivery is a ``POST`` of the event's JSON with three headers (https://www.standardwebhooks.com):
+
+- ``webhook-id``: the event id (``msg_...``), the same on every retry: receivers deduplicate on it;
+- ``webhook-timestamp``: Unix seconds of this attempt; receivers reject old ones (replays);
+- ``webhook-signature``: ``v1,<base64 HMAC-SHA256 of "{id}.{timestamp}.{body}">`` keyed with the
+  base64-decoded part of the endpoint's ``whsec_...`` secret.
+
+:func:`attempt_delivery` claims a due delivery, sends it once and records the attempt; the caller
+(a Celery task, ``workers/webhooks.py``) retries after the delay it returns. No Celery here.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import ipaddress
+import json
+import socket
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+
+from services.settings import Settings
+from services.storage import webhooks as store
+from services.storage.db import Database
+from services.storage.webhooks import AttemptRecord
+
+SIGNATURE_VERSION = "v1"
+USER_AGENT = "Unmask-Webhooks/1"
+MAX_RETRY_DELAY_S = 3600.0
+# Receivers should refuse timestamps further than this from their clock (seconds).
+DEFAULT_TOLERANCE_S = 300
+
+
+class WebhookVerificationError(ValueError):
+    """A webhook's signature or timestamp does not check out."""
+
+
+def _secret_bytes(secret: str) -> bytes:
+    raw = secret.removeprefix(store.SECRET_PREFIX)
+    return base64.b64decode(raw)
+
+
+def canonical_body(payload: Mapping[str, Any]) -> bytes:
+    """The exact bytes sent (and signed): compact JSON with sorted keys, UTF-8."""
+    return json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()
+
+
+def sign(secret: str, message_id: str, timestamp: int, body: bytes) -> str:
+    """The ``webhook-signature`` value: ``v1,<base64 HMAC-SHA256("{id}.{timestamp}.{body}")>``."""
+    signed = f"{message_id}.{timestamp}.".encode() + body
+    digest = hmac.new(_secret_bytes(secret), signed, hashlib.sha256).digest()
+    return f"{SIGNATURE_VERSION},{base64.b64encode(digest).decode()}"
+
+
+def signed_headers(secret: str, message_id: str, body: bytes, *, timestamp: int) -> dict[str, str]:
+    """Every header of one delivery attempt."""
+    return {
+        "content-type": "application/json",
+        "user-agent": USER_AGENT,
+        "webhook-id": message_id,
+        "webhook-timestamp": str(timestamp),
+        "webhook-signature": sign(secret, message_id, timestamp, body),
+    }
+
+
+def verify(
+    secret: str,
+    headers: Mapping[str, str],
+    body: bytes,
+    *,
+    tolerance_s: int = DEFAULT_TOLERANCE_S,
+    now: float | None = None,
+) -> dict[str, Any]:
+    """Check a received webhook (what a receiver does); returns the parsed event.
+
+    ``headers`` keys are matched case-insensitively. Raises :class:`WebhookVerificationError` when
+    a header is missing, the timestamp is more than ``tolerance_s`` seconds off, or no ``v1``
+    signature in the (space-separated) signature header matches.
+    """
+    lower = {k.lower(): v for k, v in headers.items()}
+    try:
+        message_id = lower["webhook-id"]
+        timestamp = int(lower["webhook-timestamp"])
+        signatures = lower["webhook-signature"].split()
+    except (KeyError, ValueError) as exc:
+        raise WebhookVerificationError(f"missing or malformed webhook header: {exc}") from None
+    current = time.time() if now is None else now
+    if abs(current - timestamp) > tolerance_s:
+        raise WebhookVerificationError(
+            f"webhook-timestamp {timestamp} is more than {tolerance_s} s from now"
+        )
+    expected = sign(secret, message_id, timestamp, body)
+    if not any(hmac.compare_digest(expected, candidate) for candidate in signatures):
+        raise WebhookVerificationError("no webhook-signature matches")
+    event: dict[str, Any] = json.loads(body)
+    return event
+
+
+def retry_delay_s(settings: Settings, attempts: int) -> float:
+    """Seconds before try ``attempts + 1``: ``webhook_retry_backoff_s`` doubling, max 1 h."""
+    return float(min(settings.webhook_retry_backoff_s * 2.0 ** (attempts - 1), MAX_RETRY_DELAY_S))
+
+
+def disallowed_host_reason(url: str, *, allow_private: bool) -> str | None:
+    """Why ``url`` may not be called (a loopback, private, link-local or reserved address), or
+    None. The host is resolved now, so a DNS name pointing inside the network is caught too."""
+    if allow_private:
+        return None
+    host = urlsplit(url).hostname or ""
+    try:
+        infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
+    except OSError as exc:
+        return f"cannot resolve {host!r}: {exc}"
+    for info in infos:
+        address = ipaddress.ip_address(info[4][0])
+        if (
+            address.is_private
+            or address.is_loopback
+            or address.is_link_local
+            or address.is_reserved
+            or address.is_multicast
+            or address.is_unspecified
+        ):
+            return f"{host!r} resolves to the non-public address {address}"
+    return None
+
+
+@dataclass(frozen=True)
+class DeliveryOutcome:
+    """Result of :func:`attempt_delivery`. ``retry_in_s`` set = try again after that many s."""
+
+    delivery_id: int
+    status: str  # "succeeded", "retry", "failed", "skipped"
+    status_code: int | None = None
+    retry_in_s: float | None = None
+    detail: str = ""
+
+
+def attempt_delivery(
+    database: Database,
+    settings: Settings,
+    delivery_id: int,
+    *,
+    client: httpx.Client | None = None,
+) -> DeliveryOutcome:
+    """Claim delivery ``delivery_id`` if due, POST it once, record the attempt.
+
+    The claim (one transaction) and the record (another) bracket the HTTP call, which holds no
+    database connection. Not due, already done or claimed elsewhere: ``status="skipped"``.
+    """
+    lease_s = settings.webhook_timeout_s + 30.0
+    with database.session_scope() as session:
+        delivery = store.claim_delivery(session, delivery_id, lease_s=lease_s)
+        if delivery is None:
+            return DeliveryOutcome(delivery_id, "skipped", detail="not due or not pending")
+        url = delivery.endpoint.url
+        secret = delivery.endpoint.secret
+        message_id = delivery.event_id
+        body = canonical_body(delivery.payload)
+    reason = disallowed_host_reason(url, allow_private=settings.webhook_allow_private_hosts)
+    if reason is not None:
+        attempt = AttemptRecord(None, f"URL not allowed: {reason}", 0.0)
+    else:
+        attempt = _post(url, secret, message_id, body, settings.webhook_timeout_s, client)
+    with database.session_scope() as session:
+        recorded = store.record_attempt(
+            session,
+            delivery_id,
+            attempt,
+            max_attempts=settings.webhook_max_attempts,
+            retry_delay_s=lambda n: retry_delay_s(settings, n),
+            permanent=reason is not None,
+        )
+        state, attempts = recorded.state, recorded.attempts
+    if state == "succeeded":
+        return DeliveryOutcome(delivery_id, "succeeded", attempt.status_code)
+    detail = attempt.error or f"HTTP {attempt.status_code}"
+    if state == "failed":
+        return DeliveryOutcome(delivery_id, "failed", attempt.status_code, detail=detail)
+    return DeliveryOutcome(
+        delivery_id,
+        "retry",
+        attempt.status_code,
+        retry_in_s=retry_delay_s(settings, attempts),
+        detail=detail,
+    )
+
+
+def _post(
+    url: str,
+    secret: str,
+    message_id: str,
+    body: bytes,
+    timeout_s: float,
+    client: httpx.Client | None,
+) -> AttemptRecord:
+    headers = signed_headers(secret, message_id, body, timestamp=int(time.time()))
+    started = time.perf_counter()
+    own = client is None
+    http = client or httpx.Client(timeout=timeout_s, follow_redirects=False)
+    try:
+        response = http.post(url, content=body, headers=headers, timeout=timeout_s)
+        elapsed_ms = (time.perf_counter() - started) * 1000.0
+        excerpt = response.text[:500] if response.content else ""
+        error = None if 200 <= response.status_code < 300 else f"HTTP {response.status_code}"
+        return AttemptRecord(response.status_code, error, elapsed_ms, excerpt)
+    except httpx.HTTPError as exc:
+        elapsed_ms = (time.perf_counter() - started) * 1000.0
+        return AttemptRecord(None, f"{type(exc).__name__}: {exc}"[:1000], elapsed_ms)
+    finally:
+        if own:
+            http.close()
+
+
+def overdue_delivery_ids(database: Database, *, overdue_s: float, limit: int = 500) -> list[int]:
+    """Ids of pending deliveries overdue by ``overdue_s`` seconds (for the sweep to queue)."""
+    with database.session_scope() as session:
+        return store.due_delivery_ids(session, overdue_s=overdue_s, limit=limit)

@@ -1,0 +1,387 @@
+"""The pages in headless Chromium (Debian's /usr/bin/chromium, driven by Playwright) against a
+running app (uvicorn on a loopback port) with REAL results: the in-process pipeline runs once on a
+tiny synthetic config and its report (results.json + plots) is recorded through the storage layer
+exactly as the workers' report phase does (``upload_report``, ``result_rows_from_document``).
+
+Screenshots go to ``test-artifacts/`` (gitignored). Chromium is installed by
+``scripts/ensure_browser.sh``; without it these tests are skipped.
+"""
+
+from __future__ import annotations
+
+import copy
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from services.settings import Settings
+from services.storage import repository as repo
+from services.storage.blobstore import LocalBlobStore
+from services.storage.db import Database
+from services.storage.migrate import upgrade_database
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+CHROMIUM = Path("/usr/bin/chromium")
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "test-artifacts"
+HMAC_KEY = "browser-test-key"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+# tests/unit/test_pipeline_evaluation.py's TINY, with one back-end: ~1 minute on 2 cores.
+TINY: dict[str, Any] = {
+    "name": "tiny",
+    "synthetic": {
+        "n_speakers": 12,
+        "utts_per_speaker": 8,
+        "n_attacker_train_speakers": 6,
+        "n_eval_speakers": 4,
+        "n_target_speakers": 2,
+        "enrollments_per_speaker": 3,
+        "trials_per_speaker": 3,
+        "min_duration_s": 2.0,
+        "max_duration_s": 2.5,
+    },
+    "anonymizer": {"name": "pitch"},
+    "scenarios": ["original", "ignorant", "semi-informed"],
+    "training": {
+        "preset": "tiny",
+        "epochs": 2,
+        "batch_size": 8,
+        "crop_seconds": 1.5,
+        "target_classifier": "observe",
+    },
+    "backends": ["cosine"],
+    "metrics": {"bootstrap_resamples": 20},
+}
+
+if not CHROMIUM.exists():
+    pytestmark.append(
+        pytest.mark.skip(reason="no /usr/bin/chromium (run scripts/ensure_browser.sh)")
+    )
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@dataclass
+class Site:
+    """The running app and what the tests look for."""
+
+    url: str
+    database: Database
+    protocol_id: int
+    real_submission: int
+    real_job: int
+    other_submission: int
+    private_name: str
+    private_token: str
+    running_job: int
+
+
+class _NoWorkers:
+    def enqueue_job(self, job_id: int) -> None: ...
+
+    def cancel_job(self, job_id: int) -> None: ...
+
+    def enqueue_archive_validation(self, submission_id: int) -> None: ...
+
+
+def _record_report(
+    database: Database, store: LocalBlobStore, team_id: int, protocol_id: int, out_dir: Path
+) -> tuple[int, int]:
+    """A public built-in submission whose job's report is the pipeline's real output."""
+    import json
+
+    from services.pipeline.jobs import result_rows_from_document, upload_report
+
+    with database.session_scope() as session:
+        sub = repo.create_submission(
+            session,
+            team_id,
+            "pitch (built-in)",
+            "builtin",
+            builtin_name="pitch",
+            builtin_params={},
+            visibility="public",
+        )
+        job = repo.create_job(
+            session,
+            team_id=team_id,
+            submission_id=sub.id,
+            protocol_id=protocol_id,
+            config=TINY,
+            stage_names=["corpus", "anonymize", "train", "embed", "score", "report"],
+        ).job
+        repo.transition_job(session, job.id, "running")
+        for stage in job.stages:
+            repo.transition_stage(session, stage.id, "succeeded")
+        sub_id, job_id = sub.id, job.id
+    document = json.loads((out_dir / "results.json").read_text())
+    artifacts = upload_report(store, job_id, out_dir)
+    with database.session_scope() as session:
+        repo.replace_job_results(
+            session, job_id, results=result_rows_from_document(document), artifacts=artifacts
+        )
+        repo.transition_job(session, job_id, "succeeded")
+    return sub_id, job_id
+
+
+def _synthetic(
+    database: Database,
+    team_id: int,
+    protocol_id: int,
+    name: str,
+    visibility: str,
+    eer: float,
+    meand: float | None,
+) -> int:
+    with database.session_scope() as session:
+        sub = repo.create_submission(
+            session,
+            team_id,
+            name,
+            "container",
+            visibility=visibility,
+            container_image="ghcr.io/lab/anon",
+            container_digest="sha256:" + "b" * 64,
+        )
+        job = repo.create_job(
+            session,
+            team_id=team_id,
+            submission_id=sub.id,
+            protocol_id=protocol_id,
+            config={"name": name},
+        ).job
+        repo.transition_job(session, job.id, "running")
+        rows = [
+            repo.ResultRow("semi-informed", "cosine", -1, "eer_percent", eer),
+            repo.ResultRow("ignorant", "cosine", -1, "eer_percent", eer - 10),
+            repo.ResultRow("semi-informed", "cosine", -1, "min_cllr_bits", 0.9),
+        ]
+        if meand is not None:
+            rows.append(
+                repo.ResultRow("semi-informed", "cosine", -1, "srd_mean_disclosure_bits", meand)
+            )
+        repo.record_results_and_artifacts(session, job.id, results=rows)
+        repo.transition_job(session, job.id, "succeeded")
+        return sub.id
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
+    import uvicorn
+
+    from api.app import create_app
+    from services.pipeline.config import parse_config
+    from services.pipeline.evaluation import run_evaluation
+
+    folder = tmp_path_factory.mktemp("site")
+    out_dir = folder / "evaluation"
+    run_evaluation(parse_config(copy.deepcopy(TINY)), out_dir)
+    url = f"sqlite:///{folder / 'unmask.db'}"
+    upgrade_database(url)
+    database = Database(url)
+    store = LocalBlobStore(folder / "blobs", signing_key=HMAC_KEY)
+    protocol_config = {k: v for k, v in TINY.items() if k not in ("anonymizer", "name")}
+    with database.session_scope() as session:
+        lab = repo.create_team(session, "speech-lab")
+        rival = repo.create_team(session, "rival-lab")
+        protocol = repo.create_protocol(
+            session,
+            "synthetic-tiny",
+            description="A tiny synthetic protocol (browser tests).",
+            body={"config": protocol_config, "leaderboard": {"metric": "eer_percent"}},
+        )
+        token = repo.issue_team_token(
+            session, "rival-lab", hmac_key=HMAC_KEY, scopes=["read"]
+        ).plaintext
+        lab_id, rival_id, protocol_id = lab.id, rival.id, protocol.id
+    real_sub, real_job = _record_report(database, store, lab_id, protocol_id, out_dir)
+    other = _synthetic(database, lab_id, protocol_id, "voice-conversion v2", "public", 44.0, None)
+    _synthetic(database, rival_id, protocol_id, "SECRET-rival-anonymizer", "private", 48.0, 0.01)
+    with database.session_scope() as session:  # a job in progress, for the live job page
+        job = repo.create_job(
+            session,
+            team_id=lab_id,
+            submission_id=other,
+            protocol_id=protocol_id,
+            config={"name": "live"},
+            stage_names=["corpus", "anonymize", "train"],
+        ).job
+        repo.transition_job(session, job.id, "running")
+        repo.transition_stage(session, job.stages[0].id, "succeeded")
+        repo.transition_stage(session, job.stages[1].id, "running", worker_host="gpu@host1")
+        repo.heartbeat_stage(session, job.stages[1].id, progress=0.25, log="anonymizing 1/4\n")
+        running_job = job.id
+    settings = Settings(
+        _env_file=None,  # type: ignore[call-arg]
+        database_url=url,
+        blob_dir=folder / "blobs",
+        token_hmac_key=HMAC_KEY,
+    )
+    app = create_app(settings, database=database, blob_store=store, dispatcher=_NoWorkers())
+    port = _free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert server.started, "uvicorn did not start"
+    yield Site(
+        f"http://127.0.0.1:{port}",
+        database,
+        protocol_id,
+        real_sub,
+        real_job,
+        other,
+        "SECRET-rival-anonymizer",
+        token,
+        running_job,
+    )
+    server.should_exit = True
+    thread.join(timeout=10)
+    database.dispose()
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    profile = tmp_path_factory.mktemp("chromium-profile")
+    with sync_playwright() as playwright:
+        context = playwright.chromium.launch_persistent_context(
+            str(profile),
+            executable_path=str(CHROMIUM),
+            args=CHROMIUM_ARGS,
+            headless=True,
+            viewport={"width": 1360, "height": 900},
+        )
+        yield context
+        context.close()
+
+
+def _row_ids(page: Any) -> list[int]:
+    return [
+        int(x)
+        for x in page.eval_on_selector_all(
+            "#leaderboard tbody tr", "rows => rows.map(r => r.dataset.submission)"
+        )
+    ]
+
+
+def test_leaderboard_sorts_hides_private_and_opens_a_submission_with_its_plots(
+    site: Site, browser: Any
+) -> None:
+    page = browser.new_page()
+    page.goto(f"{site.url}/")
+    page.screenshot(path=str(ARTIFACTS / "pages-protocols.png"), full_page=True)
+    page.click("text=synthetic-tiny")
+    page.wait_for_selector("#leaderboard")
+    assert site.private_name not in page.content()
+    ids = _row_ids(page)
+    assert set(ids) == {site.real_submission, site.other_submission}
+    page.screenshot(path=str(ARTIFACTS / "pages-leaderboard.png"), full_page=True)
+    # Sort by SRD MeanD: the submission without an SRD value stays last in both directions.
+    page.click('th[data-column="srd_meand"] a')
+    page.wait_for_url("**sort=srd_meand**")
+    assert _row_ids(page)[-1] == site.other_submission
+    assert page.locator('th[data-column="srd_meand"]').get_attribute("class").endswith("active")
+    page.click('th[data-column="srd_meand"] a')
+    page.wait_for_url("**order=desc**")
+    assert _row_ids(page)[-1] == site.other_submission
+    # Sort by name ascending: "pitch (built-in)" < "voice-conversion v2".
+    page.click('th[data-column="name"] a')
+    page.wait_for_url("**sort=name**")
+    assert _row_ids(page) == [site.real_submission, site.other_submission]
+    page.click(f'tr[data-submission="{site.real_submission}"] td.name a')
+    page.wait_for_selector("#results-summary")
+    images = page.locator("img[data-plot]")
+    names = images.evaluate_all("imgs => imgs.map(i => i.dataset.plot)")
+    assert any(n.startswith("det-") for n in names)
+    assert any(n.startswith("ranks-") for n in names)
+    assert any(n.startswith("training-") for n in names)
+    widths = page.evaluate(
+        """async () => {
+            const imgs = [...document.querySelectorAll('img[data-plot]')];
+            for (const img of imgs) { img.loading = 'eager'; img.scrollIntoView(); }
+            await Promise.all(imgs.map(img => img.decode().catch(() => null)));
+            return imgs.map(img => img.naturalWidth);
+        }"""
+    )
+    assert widths and all(w > 0 for w in widths), widths
+    text = page.inner_text("body")
+    assert "Provenance" in text and "torch" in text and "Artifacts" in text
+    assert "results.json" in text
+    page.evaluate("window.scrollTo(0, 0)")
+    page.screenshot(path=str(ARTIFACTS / "pages-submission.png"), full_page=True)
+    page.close()
+
+
+def test_job_page_follows_live_progress(site: Site, browser: Any) -> None:
+    page = browser.new_page()
+    page.goto(f"{site.url}/jobs/{site.running_job}")
+    row = page.locator('tr[data-stage="anonymize"]')
+    assert row.locator('[data-field="pct"]').inner_text() == "25%"
+    assert "anonymizing 1/4" in page.inner_text("#logs")
+    with site.database.session_scope() as session:
+        stage = repo.get_stage(session, site.running_job, "anonymize")
+        repo.heartbeat_stage(session, stage.id, progress=0.75, log="anonymizing 3/4\n")
+    page.wait_for_function(
+        """() => document.querySelector('tr[data-stage="anonymize"] [data-field="pct"]')
+                 .textContent === '75%'""",
+        timeout=10_000,
+    )
+    assert "anonymizing 3/4" in page.inner_text("#logs")
+    page.screenshot(path=str(ARTIFACTS / "pages-job-running.png"), full_page=True)
+    with site.database.session_scope() as session:
+        stage = repo.get_stage(session, site.running_job, "anonymize")
+        repo.transition_stage(session, stage.id, "failed", error="out of memory (test)")
+        repo.transition_job(
+            session, site.running_job, "failed", error_message="stage anonymize failed"
+        )
+    page.wait_for_function(
+        "() => document.getElementById('job-state').textContent === 'failed'", timeout=10_000
+    )
+    assert "out of memory (test)" in page.inner_text("#logs")
+    page.close()
+
+
+def test_private_submission_only_for_its_team_after_login(site: Site, browser: Any) -> None:
+    page = browser.new_page()
+    leaderboard = f"{site.url}/protocols/{site.protocol_id}"
+    page.goto(leaderboard)
+    assert site.private_name not in page.content()
+    page.click("text=Sign in")
+    page.fill("#token", site.private_token)
+    page.click("button[type=submit]")
+    page.wait_for_url(leaderboard)
+    assert site.private_name in page.content()
+    assert "rival-lab" in page.inner_text("header")
+    cookies = {c["name"]: c for c in browser.cookies()}
+    assert cookies["unmask_session"]["httpOnly"] is True
+    assert page.evaluate("document.cookie").find("unmask_session") == -1  # not readable by JS
+    page.screenshot(path=str(ARTIFACTS / "pages-leaderboard-signed-in.png"), full_page=True)
+    page.click("text=Sign out")
+    page.goto(leaderboard)
+    assert site.private_name not in page.content()
+    page.close()

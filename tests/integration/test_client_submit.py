@@ -1,0 +1,240 @@
+"""`unmask submit` and the Python client against a running API (uvicorn on loopback, real
+PostgreSQL). The workers are replaced by a thread that plays a finished evaluation: it moves the
+job through its stages and records results whose EER is 10 x the pitch shift in semitones, so
+the tests choose the outcome. Exit codes: 0 pass, 1 thresholds failed, 2 bad input, 3 job failed
+or API error."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from cli.client import Thresholds, UnmaskClient, check_thresholds
+from cli.main import main
+from services.settings import Settings
+from services.storage import repository as repo
+from services.storage.db import Database
+
+pytestmark = pytest.mark.integration
+
+HMAC_KEY = "client-test-key"
+PROTOCOL_BODY = {
+    "name": "synthetic-ci",
+    "config": {"scenarios": ["ignorant", "semi-informed"], "backends": ["cosine"]},
+    "leaderboard": {"metric": "eer_percent"},
+}
+
+
+class PlayedWorkers:
+    """Finishes each queued job shortly after it is enqueued (in a thread)."""
+
+    def __init__(self, database: Database) -> None:
+        self.database = database
+        self.threads: list[threading.Thread] = []
+
+    def enqueue_job(self, job_id: int) -> None:
+        thread = threading.Thread(target=self._run, args=(job_id,), daemon=True)
+        thread.start()
+        self.threads.append(thread)
+
+    def _run(self, job_id: int) -> None:
+        time.sleep(0.3)
+        with self.database.session_scope() as session:
+            job = repo.get_job(session, job_id)
+            semitones = float((job.config["anonymizer"]["params"] or {}).get("semitones", 0))
+            repo.transition_job(session, job_id, "running")
+            for stage in job.stages:
+                repo.transition_stage(session, stage.id, "running", worker_host="played")
+                repo.heartbeat_stage(session, stage.id, progress=0.5, log=f"{stage.name}...\n")
+                repo.transition_stage(session, stage.id, "succeeded")
+        with self.database.session_scope() as session:
+            if semitones < 0:
+                repo.transition_job(session, job_id, "failed", error_message="played failure")
+                return
+            eer = 10.0 * semitones
+            rows = [
+                repo.ResultRow("semi-informed", "cosine", -1, "eer_percent", eer),
+                repo.ResultRow("semi-informed", "cosine", -1, "srd_mean_disclosure_bits", 0.05),
+                repo.ResultRow("semi-informed", "cosine", 0, "eer_percent", eer),
+                repo.ResultRow("ignorant", "cosine", -1, "eer_percent", eer / 2),
+            ]
+            repo.record_results_and_artifacts(session, job_id, results=rows)
+            repo.transition_job(session, job_id, "succeeded")
+
+    def cancel_job(self, job_id: int) -> None: ...
+
+    def enqueue_archive_validation(self, submission_id: int) -> None: ...
+
+
+@pytest.fixture()
+def server(pg_database: Database, tmp_path: Path) -> Iterator[tuple[str, str, str]]:
+    """(API URL, submit+read token, admin token) of a running app."""
+    import socket
+
+    import uvicorn
+
+    from api.app import create_app
+
+    with pg_database.session_scope() as session:
+        repo.create_team(session, "ci-lab")
+        repo.create_team(session, "ops")
+        token = repo.issue_team_token(
+            session, "ci-lab", hmac_key=HMAC_KEY, scopes=["submit", "read"], expires_in_s=3600
+        ).plaintext
+        admin = repo.issue_team_token(session, "ops", hmac_key=HMAC_KEY, scopes=["admin"]).plaintext
+    settings = Settings(
+        _env_file=None,  # type: ignore[call-arg]
+        database_url=pg_database.url,
+        blob_dir=tmp_path / "blobs",
+        token_hmac_key=HMAC_KEY,
+    )
+    app = create_app(settings, database=pg_database, dispatcher=PlayedWorkers(pg_database))
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    uv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=uv.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not uv.started and time.monotonic() < deadline:
+        time.sleep(0.05)
+    url = f"http://127.0.0.1:{port}"
+    import httpx
+
+    response = httpx.post(
+        f"{url}/v1/admin/protocols",
+        json=PROTOCOL_BODY,
+        headers={"Authorization": f"Bearer {admin}"},
+    )
+    assert response.status_code == 201, response.text
+    yield url, token, admin
+    uv.should_exit = True
+    thread.join(timeout=10)
+
+
+def _submit(monkeypatch: pytest.MonkeyPatch, url: str, token: str, *args: str) -> int:
+    monkeypatch.setenv("UNMASK_URL", url)
+    monkeypatch.setenv("UNMASK_TOKEN", token)
+    return main(["submit", "--protocol", "synthetic-ci", "--poll", "0.2", *args])
+
+
+def test_submit_passes_and_fails_on_thresholds(
+    server: tuple[str, str, str],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    url, token, _ = server
+    report = tmp_path / "verdict.json"
+    code = _submit(
+        monkeypatch,
+        url,
+        token,
+        "--builtin",
+        "pitch",
+        "--param",
+        "semitones=4",
+        "--min-eer",
+        "30",
+        "--max-srd-meand",
+        "0.1",
+        "--json",
+        str(report),
+    )
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert "verdict: PASS" in captured.out and "semi-informed" in captured.out
+    assert "EER % [semi-informed, cosine] = 40" in captured.out
+    assert "job " in captured.err and "succeeded" in captured.err  # progress lines
+    document = json.loads(report.read_text())
+    assert document["verdict"]["passed"] is True and document["job"]["state"] == "succeeded"
+    # EER 20 % < 30 %: the privacy gate fails with exit code 1.
+    code = _submit(
+        monkeypatch,
+        url,
+        token,
+        "--builtin",
+        "pitch",
+        "--param",
+        "semitones=2",
+        "--min-eer",
+        "30",
+    )
+    captured = capsys.readouterr()
+    assert code == 1
+    assert "FAIL  EER % [semi-informed, cosine] = 20" in captured.out
+    # A threshold on a metric the job did not produce fails too.
+    code = _submit(
+        monkeypatch,
+        url,
+        token,
+        "--builtin",
+        "pitch",
+        "--param",
+        "semitones=4",
+        "--max-linkability",
+        "0.5",
+    )
+    assert code == 1 and "linkability [semi-informed, cosine]: missing" in capsys.readouterr().out
+
+
+def test_submit_exit_codes_for_bad_input_failed_jobs_and_api_errors(
+    server: tuple[str, str, str],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    url, token, _ = server
+    # The job fails on the server: 3.
+    assert _submit(monkeypatch, url, token, "--builtin", "pitch", "--param", "semitones=-2") == 3
+    assert "failed: played failure" in capsys.readouterr().err
+    # Usage errors and 4xx refusals: 2.
+    assert _submit(monkeypatch, url, token, "--builtin", "pitch", "--image", "x@sha256:1") == 2
+    assert _submit(monkeypatch, url, token, "--builtin", "no-such-anonymizer") == 2
+    assert "body.builtin.name" in capsys.readouterr().err
+    monkeypatch.setenv("UNMASK_TOKEN", token)
+    assert main(["submit", "--protocol", "no-such-protocol", "--builtin", "pitch"]) == 2
+    assert _submit(monkeypatch, url, "", "--builtin", "pitch") == 2
+    assert "UNMASK_TOKEN" in capsys.readouterr().err
+    # A bad token (401) or an unreachable server: 3.
+    assert _submit(monkeypatch, url, "unm_" + "x" * 43, "--builtin", "pitch") == 3
+    assert _submit(monkeypatch, "http://127.0.0.1:9", token, "--builtin", "pitch") == 3
+
+
+def test_no_wait_prints_the_job_id_and_the_client_reads_it_back(
+    server: tuple[str, str, str],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    url, token, _ = server
+    code = _submit(
+        monkeypatch,
+        url,
+        token,
+        "--builtin",
+        "pitch",
+        "--param",
+        "semitones=3",
+        "--no-wait",
+        "--idempotency-key",
+        "ci-run-7",
+        "--public",
+    )
+    assert code == 0
+    job_id = int(capsys.readouterr().out.strip())
+    with UnmaskClient(url, token) as client:
+        job = client.wait_for_job(job_id, poll_s=0.2, timeout_s=30)
+        assert job["state"] == "succeeded"
+        verdict = check_thresholds(
+            client.results(job_id)["results"], Thresholds(min_eer=25, max_srd_meand=0.1)
+        )
+        assert verdict.passed and verdict.backends == ["cosine"]
+        assert client.me()["team_slug"] == "ci-lab"
+        # The same idempotency key returns the same job.
+        protocol = client.find_protocol("synthetic-ci")
+        again = client.create_job(job["submission_id"], protocol["id"], idempotency_key="ci-run-7")
+        assert again["id"] == job_id

@@ -1,0 +1,49 @@
+"""The CI examples (GitHub composite action, GitLab job) only use options `unmask submit` has."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import typer
+import yaml
+
+from cli.submit import EXIT_BAD_INPUT, run_standalone, submit_command
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _submit_options() -> set[str]:
+    app = typer.Typer()
+    app.command()(submit_command)
+    command = typer.main.get_command(app)
+    return {opt for param in command.params for opt in (*param.opts, *param.secondary_opts)}
+
+
+def _flags(script: str) -> set[str]:
+    return set(re.findall(r"(?<![\w-])(--[a-z][a-z-]+)", script))
+
+
+def test_github_action_is_a_composite_action_using_only_known_options() -> None:
+    action = yaml.safe_load((ROOT / "examples/github-action/action.yml").read_text())
+    assert action["runs"]["using"] == "composite"
+    assert {"url", "token", "protocol", "min-eer", "max-srd-meand"} <= set(action["inputs"])
+    assert all(action["inputs"][name]["required"] for name in ("url", "token", "protocol"))
+    script = next(s["run"] for s in action["runs"]["steps"] if s.get("id") == "submit")
+    used = _flags(script) - {"--quiet"}
+    assert used and used <= _submit_options(), used - _submit_options()
+    for step in action["runs"]["steps"]:  # inputs reach the shell through env, not inlined
+        assert "${{ inputs." not in step.get("run", "")
+
+
+def test_gitlab_job_uses_only_known_options() -> None:
+    job = yaml.safe_load((ROOT / "examples/gitlab-ci.yml").read_text())["unmask-privacy-gate"]
+    script = " ".join(job["script"])
+    used = _flags(script)
+    assert "--min-eer" in used and used <= _submit_options(), used - _submit_options()
+    assert job["allow_failure"]["exit_codes"] == [3]
+
+
+def test_standalone_entry_point_reports_usage_errors_with_exit_code_2() -> None:
+    assert run_standalone(["--no-such-option"]) == EXIT_BAD_INPUT
+    assert run_standalone(["--protocol", "p"]) == EXIT_BAD_INPUT  # no anonymizer given

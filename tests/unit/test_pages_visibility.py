@@ -1,0 +1,262 @@
+"""Server-rendered pages on SQLite: what anonymous visitors and signed-in teams see, sorting,
+login cookies. (The browser tests in tests/browser drive the same pages in Chromium.)"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from services.settings import Settings
+from services.storage import repository as repo
+from services.storage.blobstore import LocalBlobStore
+from services.storage.db import Database
+from services.storage.leaderboard_table import LeaderboardTableRow, sort_rows
+from services.storage.migrate import upgrade_database
+
+HMAC_KEY = "pages-test-key"
+PROTOCOL_BODY = {
+    "config": {"scenarios": ["ignorant", "semi-informed"], "backends": ["cosine"]},
+    "leaderboard": {"metric": "eer_percent"},
+}
+PNG_1PX = bytes.fromhex(
+    "89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c489"
+    "0000000d49444154789c6360000002000100e221bc330000000049454e44ae426082"
+)
+
+
+class World:
+    """Two teams; public, private and unevaluated submissions with results and a plot."""
+
+    def __init__(self, database: Database, store: LocalBlobStore) -> None:
+        self.database = database
+        with database.session_scope() as session:
+            lab = repo.create_team(session, "lab")
+            other = repo.create_team(session, "other")
+            self.protocol_id = repo.create_protocol(session, "synthetic", body=PROTOCOL_BODY).id
+            self.lab_token = repo.issue_team_token(
+                session, "lab", hmac_key=HMAC_KEY, scopes=["read"]
+            ).plaintext
+            self.other_token = repo.issue_team_token(
+                session, "other", hmac_key=HMAC_KEY, scopes=["submit", "read"]
+            ).plaintext
+            self.other_token_id = repo.verify_token(session, self.other_token, hmac_key=HMAC_KEY).id
+            lab_id, other_id = lab.id, other.id
+        info = store.put_bytes(
+            "jobs/x/plots/det-semi-informed-cosine.png", PNG_1PX, media_type="image/png"
+        )
+        self.baseline = self._evaluated(lab_id, "pitch baseline", "public", 31.0, 0.20, info)
+        self.strong = self._evaluated(lab_id, "strong anonymizer", "public", 45.0, None, None)
+        self.secret = self._evaluated(other_id, "SECRET-private-anon", "private", 49.0, 0.01, None)
+        self.secret_job = self.job_of(self.secret)
+
+    def _evaluated(
+        self,
+        team_id: int,
+        name: str,
+        visibility: str,
+        eer: float,
+        meand: float | None,
+        plot: Any,
+    ) -> int:
+        with self.database.session_scope() as session:
+            builtin = name.startswith("pitch")
+            sub = repo.create_submission(
+                session,
+                team_id,
+                name,
+                "builtin" if builtin else "container",
+                visibility=visibility,
+                builtin_name="pitch" if builtin else None,
+                container_image=None if builtin else "ghcr.io/lab/anon",
+                container_digest=None if builtin else "sha256:" + "a" * 64,
+            )
+            job = repo.create_job(
+                session,
+                team_id=team_id,
+                submission_id=sub.id,
+                protocol_id=self.protocol_id,
+                config={"name": name},
+                stage_names=["score", "report"],
+            ).job
+            repo.transition_job(session, job.id, "running")
+            rows = [
+                repo.ResultRow("semi-informed", "cosine", -1, "eer_percent", eer),
+                repo.ResultRow("semi-informed", "cosine", 0, "eer_percent", eer),
+                repo.ResultRow("semi-informed", "cosine", 0, "eer_ci95_percent_low", eer - 3),
+                repo.ResultRow("semi-informed", "cosine", 0, "eer_ci95_percent_high", eer + 3),
+                repo.ResultRow("ignorant", "cosine", -1, "eer_percent", eer / 2),
+            ]
+            if meand is not None:
+                rows.append(
+                    repo.ResultRow("semi-informed", "cosine", -1, "srd_mean_disclosure_bits", meand)
+                )
+            artifacts = []
+            if plot is not None:
+                artifacts.append(
+                    repo.ArtifactRecord(plot.key, plot.size_bytes, plot.sha256, "image/png")
+                )
+            repo.record_results_and_artifacts(session, job.id, results=rows, artifacts=artifacts)
+            repo.transition_job(session, job.id, "succeeded")
+            return sub.id
+
+    def job_of(self, submission_id: int) -> int:
+        with self.database.session_scope() as session:
+            page = repo.list_jobs(session, submission_id=submission_id)
+            return page.items[0].id
+
+
+@pytest.fixture()
+def world_client(tmp_path: Path) -> Iterator[tuple[World, Any]]:
+    from fastapi.testclient import TestClient
+
+    from api.app import create_app
+
+    url = f"sqlite:///{tmp_path / 'pages.db'}"
+    upgrade_database(url)
+    database = Database(url)
+    store = LocalBlobStore(tmp_path / "blobs", signing_key=HMAC_KEY)
+    world = World(database, store)
+    settings = Settings(
+        _env_file=None,  # type: ignore[call-arg]
+        database_url=url,
+        blob_dir=tmp_path / "blobs",
+        token_hmac_key=HMAC_KEY,
+    )
+    app = create_app(settings, database=database, blob_store=store)
+    with TestClient(app) as client:
+        yield world, client
+    database.dispose()
+
+
+def _rows(html: str) -> list[int]:
+    return [int(x) for x in re.findall(r'<tr data-submission="(\d+)"', html)]
+
+
+def test_anonymous_leaderboard_lists_public_submissions_ranked_and_never_private(
+    world_client: tuple[World, Any],
+) -> None:
+    world, client = world_client
+    page = client.get(f"/protocols/{world.protocol_id}")
+    assert page.status_code == 200
+    assert page.headers["cache-control"] == "private, no-store"
+    # Ranked by semi-informed EER, higher (more privacy) first.
+    assert _rows(page.text) == [world.strong, world.baseline]
+    assert "SECRET-private-anon" not in page.text
+    assert "badge baseline" in page.text  # the built-in one is marked
+    assert "[28.0, 34.0]" in page.text  # the EER interval of the baseline
+    index = client.get("/")
+    assert "synthetic" in index.text and "2 ranked submissions" in index.text
+    # Every route to the private submission answers 404 to the public.
+    assert client.get(f"/submissions/{world.secret}").status_code == 404
+    assert client.get(f"/jobs/{world.secret_job}").status_code == 404
+    assert client.get(f"/jobs/{world.secret_job}/status.json").status_code == 404
+    assert "SECRET" not in client.get(f"/submissions/{world.secret}").text
+
+
+def test_sorting_puts_missing_values_last_in_both_directions(
+    world_client: tuple[World, Any],
+) -> None:
+    world, client = world_client
+    base = f"/protocols/{world.protocol_id}?sort=srd_meand"
+    # "strong" has no SRD value: last whichever way the column is sorted.
+    assert _rows(client.get(base + "&order=asc").text) == [world.baseline, world.strong]
+    assert _rows(client.get(base + "&order=desc").text) == [world.baseline, world.strong]
+    by_eer_asc = _rows(client.get(f"/protocols/{world.protocol_id}?sort=eer&order=asc").text)
+    assert by_eer_asc == [world.baseline, world.strong]
+    by_team = client.get(f"/protocols/{world.protocol_id}?sort=team&order=desc").text
+    assert _rows(by_team) == [world.baseline, world.strong]  # ties keep submission order
+    # Header links flip the order of the active column.
+    assert "sort=srd_meand&amp;order=desc" in client.get(base + "&order=asc").text
+
+
+def test_sort_rows_keeps_missing_last_and_ties_in_submission_order() -> None:
+    import datetime as dt
+
+    t0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+
+    def row(i: int, value: float | None) -> LeaderboardTableRow:
+        return LeaderboardTableRow(
+            i,
+            f"s{i}",
+            "builtin",
+            "public",
+            "t",
+            i,
+            t0 + dt.timedelta(seconds=i),
+            None,
+            values={("s", "m"): value},
+        )
+
+    rows = [row(1, None), row(2, 3.0), row(3, 1.0), row(4, 3.0), row(5, float("nan"))]
+    up = [r.submission_id for r in sort_rows(rows, key=("s", "m"))]
+    down = [r.submission_id for r in sort_rows(rows, key=("s", "m"), descending=True)]
+    assert up == [3, 2, 4, 1, 5]
+    assert down == [2, 4, 3, 1, 5]
+
+
+def test_login_cookie_shows_the_team_its_private_submissions_until_revoked(
+    world_client: tuple[World, Any],
+) -> None:
+    world, client = world_client
+    bad = client.post("/login", data={"token": "unm_nope", "next": "/"})
+    assert bad.status_code == 401 and "unknown API token" in bad.text
+    response = client.post(
+        "/login",
+        data={"token": world.other_token, "next": f"/protocols/{world.protocol_id}"},
+        follow_redirects=False,
+    )
+    assert response.status_code == 303
+    assert response.headers["location"] == f"/protocols/{world.protocol_id}"
+    cookie = response.headers["set-cookie"]
+    assert "HttpOnly" in cookie and "SameSite=lax" in cookie
+    assert world.other_token not in cookie  # the cookie never carries the token
+    page = client.get(f"/protocols/{world.protocol_id}")
+    assert _rows(page.text)[0] == world.secret and "badge private" in page.text
+    assert client.get(f"/submissions/{world.secret}").status_code == 200
+    status = client.get(f"/jobs/{world.secret_job}/status.json").json()
+    assert status["state"] == "succeeded" and status["finished"] is True
+    # Another team's session does not see it.
+    client.cookies.clear()
+    client.post("/login", data={"token": world.lab_token}, follow_redirects=False)
+    assert "SECRET-private-anon" not in client.get(f"/protocols/{world.protocol_id}").text
+    # Revoking the token ends the page session at once.
+    client.cookies.clear()
+    client.post("/login", data={"token": world.other_token}, follow_redirects=False)
+    with world.database.session_scope() as session:
+        repo.revoke_token(session, world.other_token_id)
+    assert "SECRET-private-anon" not in client.get(f"/protocols/{world.protocol_id}").text
+    # A tampered cookie is anonymous.
+    client.cookies.set("unmask_session", "1.99999999999.deadbeef")
+    assert "SECRET" not in client.get(f"/protocols/{world.protocol_id}").text
+
+
+def test_login_redirects_only_to_local_paths(world_client: tuple[World, Any]) -> None:
+    world, client = world_client
+    for target in ("https://evil.example", "//evil.example/x", "/\\evil"):
+        response = client.post(
+            "/login", data={"token": world.lab_token, "next": target}, follow_redirects=False
+        )
+        assert response.headers["location"] == "/"
+
+
+def test_submission_page_serves_its_plots_with_the_same_access_check(
+    world_client: tuple[World, Any],
+) -> None:
+    world, client = world_client
+    page = client.get(f"/submissions/{world.baseline}")
+    assert page.status_code == 200
+    assert "DET curves" in page.text and "Results (mean" in page.text
+    src = re.search(r'<img src="([^"]+)"', page.text)
+    assert src is not None
+    image = client.get(src.group(1))
+    assert image.status_code == 200 and image.content == PNG_1PX
+    assert image.headers["content-type"] == "image/png"
+    download = client.get(src.group(1) + "?download=1")
+    assert download.headers["content-disposition"].startswith("attachment;")
+    # The same artifact id under the private job's path is not served.
+    artifact_id = src.group(1).rsplit("/", 1)[1]
+    assert client.get(f"/jobs/{world.secret_job}/artifacts/{artifact_id}").status_code == 404
