@@ -35,7 +35,7 @@ from services import plotting as plots
 from services.anonymizers.registry import build_anonymizer_of_kind
 from services.anonymizers.service import anonymize_manifest, build_target_voices
 from services.anonymizers.target_selection import select_targets_with, targets_for_utterances
-from services.attacker.embeddings import extract_embeddings
+from services.attacker.embeddings import extract_embeddings, resolve_device
 from services.attacker.training import TrainedAttacker, TrainingItem, train_attacker
 from services.attacks.prerestore import plot_per_parameter_eer
 from services.audio import read_audio
@@ -70,6 +70,9 @@ from services.scoring import (
 from services.studies.dataset_size import SizeStudyConfig
 
 RESULT_SCHEMA_VERSION = 1
+
+CONTAINER_RUNS_NAME = "container-runs.json"
+"""Record of the container runs of an anonymize stage (kind ``container``), in its folder."""
 
 Phase = Literal["corpus", "anonymize", "train", "embed", "score", "analyze", "report"]
 PHASES: tuple[Phase, ...] = ("corpus", "anonymize", "train", "embed", "score", "analyze", "report")
@@ -228,8 +231,15 @@ class EvaluationRun:
         if tsa_seed is not None:
             tsa = tsa.model_copy(update={"seed": tsa_seed})
         spec = cfg.anonymizer
+        # A container gets the GPU exactly when this worker has one (the gpu queue's hosts).
+        options = {"gpu": resolve_device(cfg.training.device).type == "cuda"}
         anonymizer = build_anonymizer_of_kind(
-            spec.kind, name=spec.name, params=spec.params, archive=spec.archive, image=spec.image
+            spec.kind,
+            name=spec.name,
+            params=spec.params,
+            archive=spec.archive,
+            image=spec.image,
+            **(options if spec.kind == "container" else {}),
         )
         # A container runs once per shard: hand it whole shards, not the default small batches.
         batch_size = int(getattr(anonymizer, "shard_size", 16))
@@ -272,6 +282,7 @@ class EvaluationRun:
                         f"{name} {done}/{total}",
                     )
 
+                runs_before = len(getattr(anonymizer, "runs", ()))
                 anonymize_manifest(
                     subset,
                     anonymizer,
@@ -281,7 +292,16 @@ class EvaluationRun:
                     progress=report,
                     batch_size=batch_size,
                 )
-                return {"manifest": "audio/manifest.jsonl"}
+                outputs = {"manifest": "audio/manifest.jsonl"}
+                run_record = getattr(anonymizer, "run_record", None)
+                if callable(run_record):
+                    # A container's runs (exit code, wall time, log tail, metadata.json per shard)
+                    # are otherwise lost on success: keep those of this set with its audio.
+                    record = run_record()
+                    record["runs"] = record["runs"][runs_before:]
+                    (folder / CONTAINER_RUNS_NAME).write_text(json.dumps(record, indent=1))
+                    outputs["container_runs"] = CONTAINER_RUNS_NAME
+                return outputs
 
             outcome = self.runner.run("anonymize", inputs, make)
             out[name] = read_manifest(

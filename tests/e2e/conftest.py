@@ -37,6 +37,8 @@ PG_USER = os.environ.get("UNMASK_TEST_PG_USER", "postgres")
 REDIS_URL = os.environ.get("UNMASK_TEST_REDIS_URL", "redis://127.0.0.1:6379/12")
 HMAC_KEY = "e2e-test-hmac-key"
 BUCKET = "unmask-e2e"
+# Podman's Docker-API socket (scripts/ensure_podman.sh); workers run container submissions there.
+PODMAN_SOCKET = os.environ.get("UNMASK_PODMAN_SOCKET", "/run/unmask-podman.sock")
 
 
 def free_port() -> int:
@@ -138,6 +140,13 @@ def e2e_platform(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PlatformP
         "UNMASK_REAPER_INTERVAL_S": "2",
         "UNMASK_NUM_THREADS": "1",
         "UNMASK_DEVICE": "cpu",
+        # Container submissions (tests/e2e/test_platform_container.py): the engine the workers
+        # use and small sandbox limits; shards of 16 so one set takes several container runs.
+        "UNMASK_CONTAINER_ENGINE_URL": f"unix://{PODMAN_SOCKET}",
+        "UNMASK_CONTAINER_MEMORY_MB": "1024",
+        "UNMASK_CONTAINER_CPUS": "1",
+        "UNMASK_CONTAINER_TIME_LIMIT_S": "300",
+        "UNMASK_CONTAINER_SHARD_SIZE": "16",
     }
     database = Database(url)
     with database.session_scope() as session:
