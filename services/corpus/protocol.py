@@ -180,6 +180,15 @@ def build_protocol(
     train, validation = split_validation(
         filtered, roles.attacker_train, fraction=validation_fraction, seed=seeds.validation_split
     )
+    if trials_per_speaker > 0 and not trial:
+        # Enrollment is filled first, so short speaker lists end up with no trial at all: a
+        # protocol that cannot score anything is a mistake, not a result.
+        most = max(len(v) for k, v in filtered.by_speaker().items() if k in set(roles.evaluation))
+        raise CorpusError(
+            f"no trial utterances: the evaluation speakers have at most {most} utterances and "
+            f"enrollment takes the first {enrollments_per_speaker} of each; lower "
+            "enrollments_per_speaker (--enrollments) or use speakers with more utterances"
+        )
     protocol = Protocol(
         name=name,
         manifest_path=Path(manifest_path).as_posix(),

@@ -171,3 +171,13 @@ def test_changed_manifest_rejected(tmp_path: Path) -> None:
     with pytest.raises(CorpusError, match="was built from"):
         load_protocol(ppath)
     assert load_protocol(ppath, check_manifest=False).name == "default"
+
+
+def test_protocol_without_any_trial_is_rejected_with_the_fix(tmp_path: Path) -> None:
+    from services.corpus.synthetic import generate_synthetic_corpus
+
+    manifest = generate_synthetic_corpus(tmp_path / "c", n_speakers=12, utts_per_speaker=4)
+    with pytest.raises(CorpusError, match=r"no trial utterances.*--enrollments"):
+        build_protocol(manifest, enrollments_per_speaker=20, trials_per_speaker=20)
+    ok = build_protocol(manifest, enrollments_per_speaker=2, trials_per_speaker=2)
+    assert ok.trial and ok.enrollment
