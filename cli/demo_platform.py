@@ -274,8 +274,13 @@ def print_result_table(results: list[dict[str, Any]], title: str) -> None:
     out_console.print(table)
 
 
-def run_platform_demo(out: Path, config: EvaluationConfig | None = None) -> int:
+def run_platform_demo(
+    out: Path, config: EvaluationConfig | None = None, *, serve: bool = False
+) -> int:
     """Run the platform demo with its state under ``out/platform``; returns the exit code.
+
+    ``serve``: keep the API (and its pages) running after the result until Ctrl-C. A second run
+    on the same folder reuses the job (same idempotency key) and its stages, so it is quick.
 
     ``config``: the evaluation (default ``demo_config()``); its anonymizer is replaced by the
     built-in pitch submission.
@@ -355,5 +360,24 @@ def run_platform_demo(out: Path, config: EvaluationConfig | None = None) -> int:
         print_result_table(results, f"job {job['id']}: pitch on {protocol['name']}")
         board = _check(client.get(f"/v1/protocols/{protocol['id']}/leaderboard"), 200)
         out_console.print_json(json.dumps(board))
-    console.print(f"done in {time.monotonic() - started:.0f} s")
+        pages = (
+            f"leaderboard page: {url}/protocols/{protocol['id']}  submission page: "
+            f"{url}/submissions/{submission['id']}"
+        )
+        console.print(f"done in {time.monotonic() - started:.0f} s")
+        if not serve:
+            console.print(f"{pages} (the server stops now; `unmask demo --serve` keeps it up)")
+            return 0
+        console.print(f"{pages}  (serving until Ctrl-C)")
+
+        def _interrupt(signum: int, frame: object) -> None:
+            raise KeyboardInterrupt
+
+        # SIGTERM (e.g. `timeout`, a service manager) must also stop the worker subprocess.
+        signal.signal(signal.SIGTERM, _interrupt)
+        try:
+            while worker.poll() is None:
+                time.sleep(1.0)
+        except KeyboardInterrupt:
+            pass
     return 0

@@ -122,6 +122,9 @@ def demo_command(
         bool,
         typer.Option("--in-process", help="Run the pipeline in this process, without API/worker."),
     ] = False,
+    serve: Annotated[
+        bool, typer.Option("--serve", help="Keep the API and its pages up until Ctrl-C.")
+    ] = False,
 ) -> None:
     """Demo: the built-in pitch anonymizer on the synthetic corpus, submitted over HTTP.
 
@@ -137,7 +140,7 @@ def demo_command(
     if not in_process:
         from cli.demo_platform import run_platform_demo
 
-        raise typer.Exit(run_platform_demo(out_dir, cfg))
+        raise typer.Exit(run_platform_demo(out_dir, cfg, serve=serve))
     console.print(
         f"Unmask demo: {cfg.anonymizer.name} anonymizer, synthetic corpus of "
         f"{cfg.synthetic.n_speakers} speakers, scenarios {', '.join(cfg.scenarios)}; "

@@ -7,6 +7,7 @@ local blobs, filesystem broker, API in a thread, one Celery worker subprocess, a
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import subprocess
 import sys
@@ -62,4 +63,6 @@ def test_platform_demo_runs_a_job_over_http_and_prints_the_leaderboard(tmp_path:
         states = db.execute("SELECT state FROM stages").fetchall()
         (jobs,) = db.execute("SELECT count(*) FROM jobs WHERE state = 'succeeded'").fetchone()
     assert jobs == 1 and {s for (s,) in states} == {"succeeded"}
+    # The page URLs go to stderr with the progress display (stdout ends with the JSON).
+    assert re.search(r"leaderboard page: http://127\.0\.0\.1:\d+/protocols/\d+", done.stderr)
     assert list((state / "blobs" / "stages" / "train").glob("*/INDEX.json"))
