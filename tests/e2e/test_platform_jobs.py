@@ -174,7 +174,7 @@ def test_cancel_stops_the_job_and_no_stage_runs_after(
     e2e_platform: Any, world: dict[str, Any]
 ) -> None:
     a = world["a"]
-    job = _ok(_submit(world, "e2e-cancel", {"seeds": [11], "training": {"epochs": 3}}), 201)
+    job = _ok(_submit(world, "e2e-cancel", {"seeds": [11], "training": {"epochs": 20}}), 201)
     _wait(e2e_platform, a, job["id"], lambda j: any(s["state"] == "running" for s in j["stages"]))
     _ok(a.post(f"/v1/jobs/{job['id']}/cancel"), 200, 202)
     time.sleep(3)  # time for the worker to notice (heartbeat 1 s) and stop
@@ -190,14 +190,17 @@ def test_worker_killed_mid_training_is_replaced_and_the_job_finishes_once(
     e2e_platform: Any, world: dict[str, Any]
 ) -> None:
     a = world["a"]
-    overrides = {"seeds": [5], "training": {"epochs": 2}}
+    # Long enough to be caught mid-training on an idle machine too (2 epochs of the tiny model
+    # take about 1 s there, which the 0.5 s status polls can miss entirely).
+    overrides = {"seeds": [5], "training": {"epochs": 20}}
     job = _ok(_submit(world, "e2e-kill", overrides), 201)
 
-    def training(j: dict[str, Any]) -> bool:
+    def training_or_finished(j: dict[str, Any]) -> bool:
         train = next(s for s in j["stages"] if s["name"] == "train")
-        return train["state"] == "running" and train["progress"] > 0
+        return _finished(j) or (train["state"] == "running" and train["progress"] > 0)
 
-    _wait(e2e_platform, a, job["id"], training)
+    seen = _wait(e2e_platform, a, job["id"], training_or_finished)
+    assert not _finished(seen), "the job finished before its training could be interrupted"
     killed = e2e_platform.workers.pop("worker1")
     killed.send_signal(signal.SIGKILL)
     killed.wait(timeout=30)
