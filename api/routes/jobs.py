@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Annotated, Any
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Depends, Header, Query, Request, Response, status
@@ -49,6 +49,14 @@ IDEMPOTENCY_HEADER_DOC = (
     "first (200); the same key with another body is a 409. Keys are per team, 1-255 characters."
 )
 LOG_CHARS_DEFAULT = 2000
+
+# The optional ``Idempotency-Key`` request header of the job-creating routes.
+IdempotencyKey = Annotated[
+    str | None,
+    Header(
+        alias="Idempotency-Key", min_length=1, max_length=255, description=IDEMPOTENCY_HEADER_DOC
+    ),
+]
 
 
 def _render_job(session: Session, principal: Principal, job_id: int, log_chars: int) -> JobOut:
@@ -134,13 +142,7 @@ def _enqueue(context: ApiContext, job_id: int) -> None:
 def create_job(
     body: JobCreate,
     response: Response,
-    idempotency_key: str | None = Header(
-        None,
-        alias="Idempotency-Key",
-        min_length=1,
-        max_length=255,
-        description=IDEMPOTENCY_HEADER_DOC,
-    ),
+    idempotency_key: IdempotencyKey = None,
     principal: Principal = Depends(require_submit),
     context: ApiContext = Depends(get_context),
 ) -> JobOut:
@@ -267,13 +269,7 @@ def cancel_job(
 def rerun_job(
     job_id: int,
     response: Response,
-    idempotency_key: str | None = Header(
-        None,
-        alias="Idempotency-Key",
-        min_length=1,
-        max_length=255,
-        description=IDEMPOTENCY_HEADER_DOC,
-    ),
+    idempotency_key: IdempotencyKey = None,
     principal: Principal = Depends(require_submit),
     context: ApiContext = Depends(get_context),
 ) -> JobOut:

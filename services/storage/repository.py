@@ -794,6 +794,27 @@ def replace_job_results(
 # --- listing -----------------------------------------------------------------------------------
 
 
+def _keyset_page(
+    session: Session, query: Any, id_column: Any, limit: int, cursor: str | None
+) -> tuple[list[Any], str | None]:
+    """Rows of ``query`` newest first (by ``id_column``) after ``cursor``, and the next cursor.
+
+    The cursor is the last id of the previous page, so pages stay stable while new rows arrive
+    (an offset would shift) and each page is one index range scan.
+    """
+    if not 1 <= limit <= MAX_PAGE_SIZE:
+        raise ConflictError(f"page limit {limit} is not in 1..{MAX_PAGE_SIZE}")
+    if cursor is not None:
+        try:
+            after_id = int(cursor)
+        except ValueError:
+            raise ConflictError(f"invalid page cursor {cursor!r}") from None
+        query = query.where(id_column < after_id)
+    rows = list(session.scalars(query.order_by(id_column.desc()).limit(limit + 1)))
+    items = rows[:limit]
+    return items, str(items[-1].id) if len(rows) > limit else None
+
+
 @dataclass(frozen=True)
 class JobPage:
     """One page of jobs, newest first; pass ``next_cursor`` to get the next (None = last)."""
@@ -812,13 +833,7 @@ def list_jobs(
     cursor: str | None = None,
     protocol_id: int | None = None,
 ) -> JobPage:
-    """Jobs newest first, keyset-paginated on the job id.
-
-    The cursor is the last id of the previous page, so pages stay stable while new jobs arrive
-    (an offset would shift) and each page is one index range scan.
-    """
-    if not 1 <= limit <= MAX_PAGE_SIZE:
-        raise ConflictError(f"page limit {limit} is not in 1..{MAX_PAGE_SIZE}")
+    """Jobs newest first, keyset-paginated on the job id (see :func:`_keyset_page`)."""
     query = select(Job)
     if team_id is not None:
         query = query.where(Job.team_id == team_id)
@@ -828,16 +843,8 @@ def list_jobs(
         query = query.where(Job.submission_id == submission_id)
     if protocol_id is not None:
         query = query.where(Job.protocol_id == protocol_id)
-    if cursor is not None:
-        try:
-            after_id = int(cursor)
-        except ValueError:
-            raise ConflictError(f"invalid page cursor {cursor!r}") from None
-        query = query.where(Job.id < after_id)
-    rows = list(session.scalars(query.order_by(Job.id.desc()).limit(limit + 1)))
-    has_more = len(rows) > limit
-    items = rows[:limit]
-    return JobPage(items=items, next_cursor=str(items[-1].id) if has_more else None)
+    items, next_cursor = _keyset_page(session, query, Job.id, limit, cursor)
+    return JobPage(items=items, next_cursor=next_cursor)
 
 
 # --- leaderboard -------------------------------------------------------------------------------
@@ -1079,9 +1086,7 @@ def list_submissions(
     limit: int = DEFAULT_PAGE_SIZE,
     cursor: str | None = None,
 ) -> SubmissionPage:
-    """Submissions newest first, keyset-paginated on the id (as :func:`list_jobs`)."""
-    if not 1 <= limit <= MAX_PAGE_SIZE:
-        raise ConflictError(f"page limit {limit} is not in 1..{MAX_PAGE_SIZE}")
+    """Submissions newest first, keyset-paginated on the id (see :func:`_keyset_page`)."""
     query = select(Submission)
     if team_id is not None:
         query = query.where(Submission.team_id == team_id)
@@ -1089,15 +1094,8 @@ def list_submissions(
         query = query.where(Submission.kind == SubmissionKind(kind).value)
     if status is not None:
         query = query.where(Submission.status == SubmissionStatus(status).value)
-    if cursor is not None:
-        try:
-            after_id = int(cursor)
-        except ValueError:
-            raise ConflictError(f"invalid page cursor {cursor!r}") from None
-        query = query.where(Submission.id < after_id)
-    rows = list(session.scalars(query.order_by(Submission.id.desc()).limit(limit + 1)))
-    items = rows[:limit]
-    return SubmissionPage(items=items, next_cursor=str(items[-1].id) if len(rows) > limit else None)
+    items, next_cursor = _keyset_page(session, query, Submission.id, limit, cursor)
+    return SubmissionPage(items=items, next_cursor=next_cursor)
 
 
 def find_job_by_idempotency_key(session: Session, team_id: int, key: str) -> Job | None:
