@@ -49,8 +49,18 @@ app.command("submit", help="Submit to an Unmask server, wait, gate CI on privacy
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the console script; returns the process exit code."""
-    from services.errors import InvalidInputError
+    from pydantic import ValidationError
 
+    from services.errors import InvalidInputError
+    from services.settings import apply_thread_settings
+
+    try:
+        apply_thread_settings()
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = "UNMASK_" + "_".join(str(p) for p in first["loc"]).upper()
+        print(f"unmask: environment variable {field}: {first['msg']}", file=sys.stderr)
+        return 2
     try:
         result = app(args=argv, standalone_mode=False)
     except (click.exceptions.Exit, typer.Exit) as exc:

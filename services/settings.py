@@ -93,7 +93,12 @@ class Settings(BaseSettings):
 
     # Compute.
     device: Literal["auto", "cpu", "cuda"] = "auto"
-    num_threads: int = Field(0, description="torch intra-op threads; 0 = torch's default.")
+    num_threads: int = Field(
+        0,
+        description="torch intra-op threads of CLI and worker processes; 0 = torch's default. "
+        "Set it when jobs share a machine: more OpenMP threads than free cores run many times "
+        "slower.",
+    )
     dataloader_workers: int = Field(0, description="DataLoader worker processes for training.")
     cache_dir: Path | None = Field(
         None, description="Feature/embedding cache; default data_dir/cache."
@@ -206,3 +211,17 @@ class Settings(BaseSettings):
 def get_settings() -> Settings:
     """The process-wide settings (read once from the environment)."""
     return Settings()
+
+
+def apply_thread_settings(settings: Settings | None = None) -> None:
+    """Set torch's intra-op threads from ``num_threads`` (``UNMASK_NUM_THREADS``); 0 keeps torch's.
+
+    Every entry point that runs models calls this (CLI, Celery worker processes): OpenMP threads
+    that outnumber the free cores spin at barriers, which made 1-thread-per-job sharing of a
+    2-core machine 20x slower when the variable was silently ignored.
+    """
+    threads = (settings or get_settings()).num_threads
+    if threads > 0:
+        import torch
+
+        torch.set_num_threads(threads)

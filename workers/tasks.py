@@ -22,7 +22,7 @@ from services.pipeline.jobs import (
     stage_time_limit_s,
     validate_submission_archive,
 )
-from services.settings import Settings, get_settings
+from services.settings import Settings, apply_thread_settings, get_settings
 from workers.app import TASK_REAP, TASK_RUN_PHASE, TASK_VALIDATE_ARCHIVE, app
 from workers.runtime import get_services, set_node_name
 
@@ -47,11 +47,7 @@ def _record_node_name(sender: str, **_: Any) -> None:
 
 @worker_process_init.connect
 def _init_worker_process(**_: Any) -> None:
-    settings = get_settings()
-    if settings.num_threads > 0:
-        import torch
-
-        torch.set_num_threads(settings.num_threads)
+    apply_thread_settings(get_settings())
 
 
 @app.task(bind=True, name=TASK_RUN_PHASE, acks_late=True, reject_on_worker_lost=True)
