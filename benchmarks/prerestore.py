@@ -1,6 +1,6 @@
 """Pre-restoration attack cost: per-transform cost, batched embedding, and the whole attack.
 
-    .venv/bin/python benchmarks/prerestore.py [--quick] [--threads 1] [--torchaudio]
+    .venv/bin/python benchmarks/prerestore.py [--quick | --validate] [--threads 1] [--torchaudio]
 
 1. Per-transform cost on one utterance (10 s; 5 s with --quick): librosa pitch shift + the
    attacker's fbank (the reference), the built-in waveform transforms + fbank, optionally
@@ -10,12 +10,21 @@
    padding), per model preset.
 3. The whole attack (five families, both modes) on a small synthetic evaluation set with pitch
    +4 trials and a tiny attacker trained on original speech: waveform transforms embedded one at
-   a time (reference) vs feature-domain transforms embedded in batches; EERs side by side.
+   a time (reference) vs feature-domain transforms embedded in batches; EERs side by side, with
+   the best parameter and the largest per-parameter EER difference of each (family, mode).
+
+``--validate`` runs only part 3, at the scale that can resolve 1 pp: 40 speakers, 2 enrollment and
+10 trial utterances of 2.5 s each (400 target / 15,600 non-target trials, 0.25 pp per target
+trial), attacker trained 12 epochs on 8 other utterances per speaker; it first times the
+waveform reference on one utterance and prints the projected duration (about 1.4 s per utterance,
+480 utterances: 12 min, plus 3 min for the feature path, on an idle core), and ends with the
+embedding-level agreement per family on 10 trial utterances.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import tempfile
 import time
 from collections.abc import Callable
@@ -32,12 +41,16 @@ from services.attacker.models import SpeakerEncoder
 from services.attacker.training import TrainingConfig, TrainingItem, train_attacker
 from services.attacks.feature_warp import FeatureDomainTransformer
 from services.attacks.prerestore import (
+    CPU_MAX_BATCH_FRAMES,
+    PrerestorationResult,
+    TransformEmbedder,
     UtteranceSet,
     resolve_grids,
     run_prerestoration,
     transform_plan,
 )
 from services.corpus.synthetic import sample_speakers, synthesize_utterance
+from services.metrics import compute_eer
 
 SR = 16_000
 
@@ -114,10 +127,14 @@ def per_transform(seconds: float, repeats: int, with_torchaudio: bool) -> None:
 
 
 def batching(seconds: float, repeats: int, presets: list[str], n_versions: int) -> None:
-    print(f"\n## Embedding {n_versions} versions of one {seconds:.0f} s utterance\n")
+    frames = int(seconds * 100) + 1
+    size = max(1, CPU_MAX_BATCH_FRAMES // frames)
+    print(
+        f"\n## Embedding {n_versions} versions of one {seconds:.0f} s utterance "
+        f"(batches of {size}: CPU_MAX_BATCH_FRAMES = {CPU_MAX_BATCH_FRAMES})\n"
+    )
     print("| preset | one at a time (ms/version) | batched (ms/version) | speed-up |")
     print("|---|---|---|---|")
-    frames = int(seconds * 100) + 1
     for preset in presets:
         torch.manual_seed(0)
         encoder = SpeakerEncoder(preset).eval()
@@ -127,7 +144,6 @@ def batching(seconds: float, repeats: int, presets: list[str], n_versions: int) 
                 lambda e=encoder, f=feats: [e.embedding(f[i : i + 1]) for i in range(n_versions)],
                 repeats,
             )
-            size = max(1, 32_000 // frames)
             batch = best_of(
                 lambda e=encoder, f=feats, k=size: [
                     e.embedding(f[i : i + k]) for i in range(0, n_versions, k)
@@ -140,9 +156,93 @@ def batching(seconds: float, repeats: int, presets: list[str], n_versions: int) 
         )
 
 
-def end_to_end(n_speakers: int, n_enroll: int, n_trial: int, seconds: float, epochs: int) -> None:
+def _load() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.2f}, {five:.2f}, {fifteen:.2f}"
+
+
+def _cosine_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Row-wise cosine of two (..., d) arrays."""
+    return np.sum(a * b, axis=-1) / (np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1))
+
+
+def embedding_agreement(
+    encoder: SpeakerEncoder, waveforms: list[np.ndarray], plan: list[tuple[str, float]]
+) -> None:
+    """Per family: cosine between the waveform and feature embeddings of the same transform."""
+    embedders = {
+        "waveform": TransformEmbedder(encoder, plan, "waveform"),
+        "feature": TransformEmbedder(encoder, plan, "feature"),
+    }
+    emb = {name: np.stack([e.embed(w) for w in waveforms]) for name, e in embedders.items()}
+    cos = _cosine_rows(emb["waveform"], emb["feature"])  # (n, R)
+    families = np.array([f for f, _ in plan])
+    print(
+        f"\nEmbedding-level agreement on {len(waveforms)} trial utterances: cosine between the "
+        "waveform and the feature embedding of the same transform\n"
+    )
+    print("| family | mean | 5th percentile | minimum |")
+    print("|---|---|---|---|")
+    for family in dict.fromkeys(families):
+        c = cos[:, families == family]
+        print(f"| {family} | {c.mean():.3f} | {np.percentile(c, 5):.3f} | {c.min():.3f} |")
+
+
+def speaker_bootstrap(
+    reference: PrerestorationResult,
+    fast: PrerestorationResult,
+    trial_speakers: np.ndarray,
+    model_speakers: np.ndarray,
+    n_resamples: int = 300,
+) -> dict[str, np.ndarray]:
+    """EER differences (pp, fast - reference) per "family/mode" over speaker resamples.
+
+    Speakers are drawn with replacement; a draw keeps that speaker's trial utterances and model
+    (paired: both implementations score the same resampled set). The spread is the sampling
+    uncertainty of the measured difference on a population of such synthetic speakers.
+    """
+    rng = np.random.default_rng(0)
+    speakers = np.unique(model_speakers)
+    rows_of = {s: np.flatnonzero(trial_speakers == s) for s in speakers}
+    col_of = {s: int(np.flatnonzero(model_speakers == s)[0]) for s in speakers}
+    draws: list[tuple[tuple[np.ndarray, ...], np.ndarray]] = []
+    while len(draws) < n_resamples:
+        pick = rng.choice(speakers, size=len(speakers))
+        if len(np.unique(pick)) < 2:  # no non-target trials: draw again
+            continue
+        rows = np.concatenate([rows_of[s] for s in pick])
+        cols = np.array([col_of[s] for s in pick])
+        draws.append((np.ix_(rows, cols), trial_speakers[rows][:, None] == pick[None, :]))
+
+    def eer(scores: np.ndarray, target: np.ndarray) -> float:
+        return float(compute_eer(scores[target], scores[~target]).eer_percent)
+
+    return {
+        key: np.array(
+            [eer(fast.best_scores[key][idx], tgt) - eer(ref_scores[idx], tgt) for idx, tgt in draws]
+        )
+        for key, ref_scores in reference.best_scores.items()
+    }
+
+
+def end_to_end(
+    n_speakers: int,
+    n_enroll: int,
+    n_trial: int,
+    seconds: float,
+    epochs: int,
+    n_train: int = 8,
+    agreement_utterances: int = 0,
+) -> None:
+    """Whole attack with both implementations on one synthetic set; EERs and wall times.
+
+    Enrollment: ``n_enroll`` original utterances per speaker (speaker-mean models); trials:
+    ``n_trial`` utterances per speaker pitch-shifted +4 semitones; attacker: tiny ECAPA trained
+    ``epochs`` epochs on ``n_train`` other original utterances per speaker. Utterances last
+    ``seconds`` s. ``agreement_utterances`` > 0 adds the embedding-level agreement per family.
+    """
+    t_setup = time.perf_counter()
     speakers = sample_speakers(n_speakers, seed=0)
-    n_train = 8
     waves = {
         s.speaker_id: [
             synthesize_utterance(s, np.random.default_rng(1000 * i + j), duration_s=seconds)
@@ -168,11 +268,24 @@ def end_to_end(n_speakers: int, n_enroll: int, n_trial: int, seconds: float, epo
         ],
         [k for k in waves for _ in range(n_trial)],
     )
+    n_utts = len(enrollment.waveforms) + len(trial.waveforms)
+    plan = transform_plan(resolve_grids(TRANSFORM_FAMILIES))
+    reference = TransformEmbedder(encoder, plan, "waveform", max_batch=1)
+    t0 = time.perf_counter()
+    reference.embed(trial.waveforms[0])
+    per_utt = time.perf_counter() - t0
+    print(
+        f"\nset-up (synthesis, training {epochs} epochs): {time.perf_counter() - t_setup:.0f} s; "
+        f"waveform reference, one {seconds:.1f} s utterance, {len(plan)} transforms: "
+        f"{per_utt:.2f} s -> about {per_utt * n_utts / 60:.1f} min for {n_utts} utterances "
+        f"({_load()})"
+    )
     runs = {}
     for name, impl, max_batch in (
         ("waveform, one at a time (reference)", "waveform", 1),
         ("feature, batched", "feature", 256),
     ):
+        load_before = _load()
         t0 = time.perf_counter()
         runs[name] = run_prerestoration(
             encoder,
@@ -182,36 +295,64 @@ def end_to_end(n_speakers: int, n_enroll: int, n_trial: int, seconds: float, epo
             implementation=impl,  # type: ignore[arg-type]
             anonymizer_family="pitch",
             max_batch=max_batch,
+            keep_scores=True,
         )
         runs[name].timings_s["wall"] = time.perf_counter() - t0
-    ref, fast = runs.values()
-    n_utts = len(enrollment.waveforms) + len(trial.waveforms)
-    print(
-        f"\n## Whole attack: 5 families x 2 modes, {n_utts} utterances of {seconds:.0f} s "
-        f"({n_speakers} speakers, {ref.n_target} target / {ref.n_nontarget} non-target trials), "
-        f"{ref.transforms_per_utterance} transforms per utterance, tiny attacker\n"
-    )
-    print("| implementation | seconds | speed-up |")
-    print("|---|---|---|")
-    for name, r in runs.items():
         print(
-            f"| {name} | {r.timings_s['wall']:.1f} | "
-            f"{ref.timings_s['wall'] / r.timings_s['wall']:.1f}x |"
+            f"{name}: {runs[name].timings_s['wall']:.1f} s ({load_before} before, {_load()} after)"
+        )
+    ref, fast = runs.values()
+    print(
+        f"\n## Whole attack: 5 families x 2 modes, {n_utts} utterances of {seconds:.1f} s "
+        f"({n_speakers} speakers, {ref.n_target} target / {ref.n_nontarget} non-target trials, "
+        f"one target trial = {100 / ref.n_target:.2f} pp), "
+        f"{ref.transforms_per_utterance} transforms per utterance, tiny attacker, "
+        f"{torch.get_num_threads()} thread(s)\n"
+    )
+    print("| implementation | seconds | embedding (s) | speed-up |")
+    print("|---|---|---|---|")
+    for name, r in runs.items():
+        embed_s = r.timings_s["embed_enrollment"] + r.timings_s["embed_trial"]
+        print(
+            f"| {name} | {r.timings_s['wall']:.1f} | {embed_s:.1f} | "
+            f"{ref.timings_s['wall'] / r.timings_s['wall']:.2f}x |"
         )
     print(
         f"\nbaseline (no pre-restoration) EER: {ref.baseline_eer_percent:.2f} % (waveform) / "
         f"{fast.baseline_eer_percent:.2f} % (feature)\n"
     )
-    print("| family | mode | label | EER waveform (%) | EER feature (%) | difference (pp) |")
-    print("|---|---|---|---|---|---|")
+    print(
+        "| family | mode | label | EER waveform (%) | EER feature (%) | difference (pp) "
+        "| speaker-bootstrap SE [95 % interval] (pp) | best parameter w / f "
+        "| max per-parameter difference (pp) |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
+    boot = speaker_bootstrap(
+        ref,
+        fast,
+        np.asarray(trial.speaker_ids).astype(str),
+        np.unique(np.asarray(enrollment.speaker_ids).astype(str)),
+    )
     diffs = []
     for a, b in zip(ref.entries, fast.entries, strict=True):
         diffs.append(abs(a.eer_percent - b.eer_percent))
+        curve = np.abs(
+            np.array(a.per_parameter_eer_percent) - np.array(b.per_parameter_eer_percent)
+        )
+        d = boot[f"{a.family}/{a.mode}"]
         print(
             f"| {a.family} | {a.mode} | {a.label} | {a.eer_percent:.2f} | {b.eer_percent:.2f} | "
-            f"{b.eer_percent - a.eer_percent:+.2f} |"
+            f"{b.eer_percent - a.eer_percent:+.2f} | {d.std():.2f} "
+            f"[{np.percentile(d, 2.5):+.2f}, {np.percentile(d, 97.5):+.2f}] | "
+            f"{a.best_parameter_by_eer:g} / {b.best_parameter_by_eer:g} | {curve.max():.2f} |"
         )
     print(f"\nlargest |difference|: {max(diffs):.2f} pp; mean: {np.mean(diffs):.2f} pp")
+    print(
+        f"end to end: {ref.timings_s['wall']:.1f} s vs {fast.timings_s['wall']:.1f} s, "
+        f"{ref.timings_s['wall'] / fast.timings_s['wall']:.2f}x ({_load()})"
+    )
+    if agreement_utterances:
+        embedding_agreement(encoder, list(trial.waveforms[:agreement_utterances]), plan)
 
 
 def main() -> None:
@@ -224,9 +365,17 @@ def main() -> None:
         "--torchaudio", action="store_true", help="also time torchaudio's pitch_shift"
     )
     parser.add_argument("--skip-end-to-end", action="store_true", help="only parts 1 and 2")
+    parser.add_argument(
+        "--validate",
+        action="store_true",
+        help="only part 3, at validation scale: 40 speakers x 10 trials of 2.5 s (400 target "
+        "trials, 0.25 pp each); about 25 min on one core",
+    )
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    if args.quick:
+    if args.validate:
+        end_to_end(40, 2, 10, 2.5, 12, agreement_utterances=10)
+    elif args.quick:
         per_transform(5.0, 3, args.torchaudio)
         batching(5.0, 2, ["tiny", "vpc"], 23)
         if not args.skip_end_to_end:

@@ -20,8 +20,10 @@ Two implementations of the transforms (`TransformEmbedder`):
   scaling; VTLN: ``mode="spectrum"``, which warps the whole spectrum as the feature path does),
   then the attacker's own features and embedding model, one version at a time or batched;
 - ``feature``: one STFT per utterance, every transform as a warp of the power spectrum's
-  frequency axis folded into the mel filterbank (`services.attacks.feature_warp`), and the R
-  versions embedded in batches (equal lengths: no padding, no masks).
+  frequency axis folded into the mel filterbank, with antialiasing and a time smoothing that
+  mimics the waveform transforms' phase-vocoder smearing (`services.attacks.feature_warp`), and
+  the R versions embedded in batches (equal lengths: no padding, no masks; on a CPU batches of
+  about 2,500 frames, `CPU_MAX_BATCH_FRAMES`).
 
 Every grid contains its family's identity; identity versions are never recomputed: they are the
 attacker's ordinary embedding of the utterance (also the "no pre-restoration" baseline).
@@ -32,7 +34,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -65,7 +67,17 @@ ProgressFn = Callable[[str, float, str], None]
 
 MODES: tuple[Mode, ...] = ("enrollment", "trial")
 DEFAULT_MAX_BATCH_FRAMES = 32_000
-"""Most feature frames (batch x frames) in one embedding batch: 32 versions of a 10 s utterance."""
+"""Most feature frames (batch x frames) in one embedding batch on a GPU: 32 versions of 10 s."""
+CPU_MAX_BATCH_FRAMES = 2_500
+"""The same bound on a CPU: about 8 versions of a 3 s utterance, 2 of 10 s. With one thread the
+tiny ECAPA embeds fastest per version in batches of about 1,500-4,000 frames (2.2-2.4 ms per
+version of 2-3 s against 3.1-3.9 ms one at a time); batches of 16,000+ frames fall out of the
+cache and are up to 2x slower than that optimum (docs/performance.md)."""
+
+
+def default_max_batch_frames(device: torch.device) -> int:
+    """`CPU_MAX_BATCH_FRAMES` on a CPU, `DEFAULT_MAX_BATCH_FRAMES` on an accelerator."""
+    return CPU_MAX_BATCH_FRAMES if device.type == "cpu" else DEFAULT_MAX_BATCH_FRAMES
 
 
 def _no_progress(stage: str, fraction: float, message: str) -> None:
@@ -172,7 +184,8 @@ class TransformEmbedder:
     """Embeddings (R, dim) of every transform of ``plan`` applied to one utterance.
 
     ``implementation``: ``feature`` or ``waveform`` (module docstring). ``max_batch``: most
-    versions embedded together (1 = one at a time); ``max_batch_frames`` bounds batch x frames.
+    versions embedded together (1 = one at a time); ``max_batch_frames`` bounds batch x frames
+    (None: `default_max_batch_frames` of the device). The versions are split into equal batches.
     Identity entries of the plan are computed once, from the untransformed utterance.
     """
 
@@ -184,16 +197,20 @@ class TransformEmbedder:
         *,
         device: str | torch.device = "cpu",
         max_batch: int = 256,
-        max_batch_frames: int = DEFAULT_MAX_BATCH_FRAMES,
+        max_batch_frames: int | None = None,
         vtln_mode: str = "spectrum",
+        antialias: bool = True,
+        time_smoothing: bool = True,
     ) -> None:
         if implementation not in ("feature", "waveform"):
             raise InvalidInputError(
                 f"implementation must be 'feature' or 'waveform', got {implementation!r}"
             )
+        self.device = resolve_device(device)
+        if max_batch_frames is None:
+            max_batch_frames = default_max_batch_frames(self.device)
         if max_batch < 1 or max_batch_frames < 1:
             raise InvalidInputError("max_batch and max_batch_frames must be >= 1")
-        self.device = resolve_device(device)
         self.encoder = encoder.to(self.device).eval()
         self.plan = list(plan)
         self.implementation = implementation
@@ -214,6 +231,8 @@ class TransformEmbedder:
                 self.encoder.features,
                 [(self.plan[0][0], IDENTITY_PARAMETER[self.plan[0][0]]), *self._transformed],  # type: ignore[index]
                 self.device,
+                antialias=antialias,
+                time_smoothing=time_smoothing,
             )
         else:
             for family, a in self._transformed:
@@ -222,9 +241,9 @@ class TransformEmbedder:
                     if family == "pitch"
                     else {"warp": family, "alpha": a, "mode": vtln_mode}
                 )
-                self._anonymizers.append(
-                    build_anonymizer("pitch" if family == "pitch" else "vtln", params)
-                )
+                built = build_anonymizer("pitch" if family == "pitch" else "vtln", params)
+                assert isinstance(built, BuiltinAnonymizer)
+                self._anonymizers.append(built)
 
     @property
     def n_computed(self) -> int:
@@ -234,6 +253,7 @@ class TransformEmbedder:
     def _embed_features(self, feats: torch.Tensor) -> np.ndarray:
         n, frames = feats.shape[0], feats.shape[1]
         size = max(1, min(self.max_batch, self.max_batch_frames // max(frames, 1)))
+        size = -(-n // -(-n // size))  # equal batches: 10 versions at most 8 -> 2 of 5
         out = [
             self.encoder.embedding(feats[i : i + size]).float().cpu().numpy()
             for i in range(0, n, size)
@@ -381,10 +401,17 @@ class PrerestorationResult:
     entries: list[FamilyModeResult]
     timings_s: dict[str, float] = field(default_factory=dict)
     transforms_per_utterance: int = 0
+    best_scores: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
+    """With ``keep_scores``: best-over-r cosines (n_trial, n_models) per ``"family/mode"``, and
+    ``target_mask`` the same-speaker pairs (models: sorted speakers or enrollment utterances).
+    Not part of `to_dict`."""
+    target_mask: np.ndarray | None = field(default=None, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-able dict (floats, ints, strings, lists)."""
-        return asdict(self)
+        """A JSON-able dict (floats, ints, strings, lists); the score matrices are left out."""
+        out = asdict(replace(self, best_scores={}, target_mask=None))
+        del out["best_scores"], out["target_mask"]
+        return out
 
     def entry(self, family: str, mode: str) -> FamilyModeResult:
         """The result of one (family, mode); KeyError if it was not run."""
@@ -436,8 +463,11 @@ def run_prerestoration(
     enrollment_model: EnrollmentModel = "speaker_mean",
     device: str | torch.device = "cpu",
     max_batch: int = 256,
-    max_batch_frames: int = DEFAULT_MAX_BATCH_FRAMES,
+    max_batch_frames: int | None = None,
     vtln_mode: str = "spectrum",
+    antialias: bool = True,
+    time_smoothing: bool = True,
+    keep_scores: bool = False,
     progress: ProgressFn = _no_progress,
 ) -> PrerestorationResult:
     """Pre-restoration attack of seed 001 on one evaluation set (see the module docstring).
@@ -448,7 +478,10 @@ def run_prerestoration(
     ``anonymizer_family``: the anonymizer's transform family (`anonymizer_family_of`) for the
     semi-informed / ignorant labels, or None. ``grids``: custom sweeps per family (default: seed
     001 Table 1; each must contain the identity). ``max_batch`` (1 = one version at a time) and
-    ``max_batch_frames`` size the embedding batches; ``vtln_mode`` is the waveform VTLN's mode.
+    ``max_batch_frames`` (None: the device's default) size the embedding batches; ``vtln_mode``
+    is the waveform VTLN's mode. ``antialias`` and ``time_smoothing``: the feature path's
+    approximations of the waveform transforms (`FeatureDomainTransformer`). ``keep_scores``
+    keeps the best-over-r score matrices in the result (``best_scores``, ``target_mask``).
     EERs are in percent; timings in seconds.
     """
     t_start = time.perf_counter()
@@ -484,6 +517,8 @@ def run_prerestoration(
             max_batch=max_batch,
             max_batch_frames=max_batch_frames,
             vtln_mode=vtln_mode,
+            antialias=antialias,
+            time_smoothing=time_smoothing,
         )
 
     identity_plan = [(families[0], float(IDENTITY_PARAMETER[families[0]]))]  # type: ignore[index]
@@ -505,6 +540,7 @@ def run_prerestoration(
         base["trial"][:, None], base["enrollment"], averaging, target, "trial"
     ).per_parameter_eer_percent[0]
     entries: list[FamilyModeResult] = []
+    best_scores: dict[str, np.ndarray] = {}
     for i, family in enumerate(families):
         params = grid_of[family]
         cols = slice(int(offsets[i]), int(offsets[i + 1]))
@@ -512,6 +548,8 @@ def run_prerestoration(
             other = "trial" if mode == "enrollment" else "enrollment"
             ms = score_prerestoration(embedded[mode][:, cols], base[other], averaging, target, mode)
             wins = ms.best_index[target]
+            if keep_scores:
+                best_scores[f"{family}/{mode}"] = ms.scores
             entries.append(
                 FamilyModeResult(
                     family=family,
@@ -544,6 +582,8 @@ def run_prerestoration(
         entries=entries,
         timings_s=timings,
         transforms_per_utterance=len(plan),
+        best_scores=best_scores,
+        target_mask=target if keep_scores else None,
     )
 
 

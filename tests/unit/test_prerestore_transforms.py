@@ -14,6 +14,8 @@ from services.attacker.models import SpeakerEncoder
 from services.attacks.feature_warp import (
     FeatureDomainTransformer,
     mel_matrix,
+    smearing_frames,
+    smoothing_kernels,
     source_frequencies,
     warp_matrices,
 )
@@ -137,3 +139,56 @@ def test_feature_warp_matches_the_waveform_transform(
     assert err < 0.6 * err_untouched
     assert err < 2.5  # dB
     assert np.corrcoef(long_term(warped), ref)[0, 1] > 0.97
+
+
+def test_smoothing_kernels_are_normalized_gaussians_and_the_identity_is_untouched() -> None:
+    h, w = smoothing_kernels([0.0, 0.6, 1.5])
+    assert h == 5 and w.shape == (11, 3)
+    np.testing.assert_allclose(w.sum(axis=0), 1.0)
+    np.testing.assert_array_equal(w[:, 0], np.eye(11)[5])  # sigma 0: unit impulse
+    lags = np.arange(-5, 6)
+    std = np.sqrt((w * lags[:, None] ** 2).sum(axis=0))
+    assert abs(std[2] - 1.5) < 0.05 and abs(std[1] - 0.6) < 0.05
+    assert smearing_frames("pitch", 0.0) == 0.0 and smearing_frames("piecewise_linear", 1.0) == 0.0
+    pitch = [smearing_frames("pitch", float(a)) for a in parameter_grid("pitch") if a != 0]
+    assert np.all(np.diff(pitch) > 0)  # a longer analysis window for higher ratios
+
+
+def test_antialiased_warp_matrices_keep_every_source_bin_and_equal_linear_when_stretching() -> None:
+    n = 201
+    linear = warp_matrices("pitch", [4.0, -12.0], n)
+    smooth = warp_matrices("pitch", [4.0, -12.0], n, antialias=True)
+    np.testing.assert_allclose(smooth[0], linear[0], atol=1e-12)  # stretching: no change
+    inside = smooth[1].sum(axis=1) > 0
+    np.testing.assert_allclose(smooth[1][inside].sum(axis=1), 1.0)
+    # An octave down reads every second source bin: linear interpolation skips the odd ones.
+    assert np.all(linear[1][:, 1:199:2].sum(axis=0) < 1e-9)
+    assert np.all(smooth[1][:, :199].sum(axis=0) > 0.1)
+
+
+@pytest.mark.parametrize(("family", "parameter"), [("pitch", 4.0), ("bilinear", -0.14)])
+def test_time_smoothing_brings_the_frames_closer_to_the_waveform_transform(
+    encoder: SpeakerEncoder, speech: np.ndarray, family: str, parameter: float
+) -> None:
+    """Frame-level mean |log-mel difference| to the transformed waveform's features."""
+    x = speech.astype(np.float64)
+    if family == "pitch":
+        y = finish_waveform(pitch_shift(x, parameter), x)
+    else:
+        y = finish_waveform(vtln_warp(x, family, parameter, "spectrum"), x)
+    reference = _features(encoder, y)
+    plan = [(family, parameter)]
+    errors = [
+        float(
+            (
+                FeatureDomainTransformer(encoder.features, plan, time_smoothing=s).transform(
+                    speech
+                )[0]
+                - reference
+            )
+            .abs()
+            .mean()
+        )
+        for s in (False, True)
+    ]
+    assert errors[1] < 0.85 * errors[0]
