@@ -36,6 +36,7 @@ from services.anonymizers.registry import build_anonymizer_of_kind
 from services.anonymizers.service import anonymize_manifest, build_target_voices
 from services.anonymizers.target_selection import select_targets_with, targets_for_utterances
 from services.attacker.embeddings import extract_embeddings, resolve_device
+from services.attacker.probe import probe_error_rate
 from services.attacker.training import TrainedAttacker, TrainingItem, train_attacker
 from services.attacks.prerestore import plot_per_parameter_eer
 from services.audio import read_audio
@@ -498,6 +499,14 @@ class EvaluationRun:
                     ]
                     if plda_cond is not None:
                         wanted.append((model_cond, seed, plda_cond, "train"))
+        # The target probe (services/attacker/probe.py) reads the anonymized recognizers'
+        # embeddings of their own training data, whenever a target classifier was asked for.
+        probed = [
+            ("anonymized", seed, "anonymized", "train")
+            for (condition, seed) in needed
+            if condition == "anonymized" and cfg.training.target_classifier != "off"
+        ]
+        wanted += probed
         embeddings: dict[tuple[str, int, str, str], tuple[Manifest, np.ndarray, str]] = {}
         for k in dict.fromkeys(wanted):
             condition, seed, data_condition, set_name = k
@@ -526,8 +535,9 @@ class EvaluationRun:
         analyses = self.analyze_phase(protocol, manifest, protocol_key, conditions, models)
         if last == PHASES.index("analyze"):
             return None
+        probes = {(k[0], k[1]): _probe_recognizer(*embeddings[k][:2]) for k in probed}
         return self._report(
-            protocol, protocol_key, rows, models, analyses, time.perf_counter() - t0
+            protocol, protocol_key, rows, models, analyses, time.perf_counter() - t0, probes
         )
 
     # -- analyses (PROTOCOLS.md sections 5-7) ------------------------------------------------
@@ -809,6 +819,7 @@ class EvaluationRun:
         models: Mapping[tuple[str, int], tuple[TrainedAttacker, StageOutcome]],
         analyses: dict[str, Any],
         seconds: float,
+        probes: Mapping[tuple[str, int], dict[str, Any]],
     ) -> dict[str, Any]:
         cfg = self.cfg
         plot_dir = self.out_dir / "plots"
@@ -824,6 +835,8 @@ class EvaluationRun:
                 "history": history,
                 "stage_key": outcome.key,
             }
+            if (condition, seed) in probes:
+                training[name]["probe"] = probes[(condition, seed)]
             plot_files[f"training-{name}"] = plots.plot_training_history(
                 [r["epoch"] for r in history],
                 {
@@ -909,6 +922,20 @@ def _with_prerestoration(
             summary.append(entry)
         entry["prerestore_eer_percent"] = {"mean": best, "std": 0.0}
     return summary
+
+
+def _probe_recognizer(train: Manifest, embeddings: np.ndarray) -> dict[str, Any]:
+    """Target and source probe error rates (%) on a recognizer's own training embeddings."""
+    out: dict[str, Any] = {"method": "nearest class mean, cosine, 20 % of utterances held out"}
+    for name, labels in (
+        ("target", [u.target_id or "" for u in train.utterances]),
+        ("source", [u.speaker_id for u in train.utterances]),
+    ):
+        known = np.array([bool(v) for v in labels])
+        if len({v for v in labels if v}) < 2:
+            continue
+        out[name] = probe_error_rate(embeddings[known], [v for v in labels if v], seed=0).as_dict()
+    return out
 
 
 def _stage_plot_files(stage_folder: Path) -> list[Path]:

@@ -82,6 +82,11 @@ def test_result_document_is_complete(
         assert len(history["history"]) == 2
     anonymized = result["training"]["anonymized-seed0"]["history"]
     assert all(h["ver_target"] is not None for h in anonymized)  # observe mode measures VER_T
+    probe = result["training"]["anonymized-seed0"]["probe"]  # and a fresh probe, after training
+    assert probe["target"]["n_classes"] == 2 and probe["source"]["n_classes"] == 6
+    assert 0.0 <= probe["target"]["error_rate_percent"] <= 100.0
+    assert probe["source"]["n_fit"] + probe["source"]["n_test"] == 6 * 8 - 6  # 10 % validation
+    assert "probe" not in result["training"]["original-seed0"]
     for files in result["plots"].values():
         for f in files:
             assert (out / f).stat().st_size > 1000
