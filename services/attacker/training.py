@@ -112,6 +112,14 @@ class TrainingConfig(BaseModel):
         description="Target head loss: AAM-softmax like the source head, or softmax over scaled "
         "cosines (margin 0).",
     )
+    adversary: Literal["reversal", "confusion"] = Field(
+        "reversal",
+        description="How adversarial mode pushes the recognizer: `reversal` = gradient reversal "
+        "layer (seed 000); `confusion` = the recognizer minimizes the cross-entropy between the "
+        "target head's posterior and the uniform distribution, while the head learns on a "
+        "detached embedding (it cannot be fooled by moving utterances away from their own "
+        "target, which the reversal allows). Both scaled by w_T.",
+    )
     adversarial_start_epoch: int = Field(
         6, ge=0, description="E: number of initial epochs with w_T = 0 (adversarial mode)."
     )
@@ -220,6 +228,23 @@ def reverse_gradient(x: torch.Tensor, weight: float) -> torch.Tensor:
     """Gradient reversal layer: ``x`` forward, ``-weight`` times the gradient backward."""
     out: torch.Tensor = GradientReversal.apply(x, weight)
     return out
+
+
+def confusion_loss(
+    embeddings: torch.Tensor, class_weights: torch.Tensor, scale: float
+) -> torch.Tensor:
+    """Cross-entropy (nats) from a cosine head's posterior to the uniform distribution.
+
+    ``softmax(scale * cos(embedding, w_k))`` over the K classes; the weights are detached, so
+    only the embeddings are pushed (toward a posterior the head cannot use). Minimum ``log K``,
+    reached when every class scores the same.
+    """
+    cosines = torch.nn.functional.linear(
+        torch.nn.functional.normalize(embeddings),
+        torch.nn.functional.normalize(class_weights.detach()),
+    )
+    log_p = torch.log_softmax(scale * cosines.float(), dim=1)
+    return -log_p.mean()
 
 
 class _CropDataset(Dataset[torch.Tensor]):
@@ -515,7 +540,11 @@ class _Trainer:
                 tgt = self.tgt_ids[idx].to(self.device)
                 has = tgt >= 0
                 if bool(has.any()):
-                    if self.config.target_classifier == "observe":
+                    confusion = (
+                        self.config.target_classifier == "adversarial"
+                        and self.config.adversary == "confusion"
+                    )
+                    if self.config.target_classifier == "observe" or confusion:
                         emb_t = emb.detach()
                     else:
                         emb_t = reverse_gradient(emb, w_t)
@@ -523,11 +552,17 @@ class _Trainer:
                     loss_t = self.target_loss(cos_t.unsqueeze(1), tgt[has].unsqueeze(1))
                     loss = loss + loss_t
                     loss_t_value = float(loss_t.detach())
+                    if confusion and w_t > 0.0:
+                        loss = loss + w_t * self._confusion_loss(emb[has])
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
         self.optimizer.step()
         self.global_step += 1
         return float(loss_s.detach()), loss_t_value
+
+    def _confusion_loss(self, emb: torch.Tensor) -> torch.Tensor:
+        assert self.target_head is not None
+        return confusion_loss(emb, self.target_head.classifier.weight, self.config.aam_scale)
 
     def validate(self) -> tuple[float | None, float | None]:
         if not self.val:

@@ -18,6 +18,7 @@ from services.attacker.training import (
     EpochRecord,
     TrainingConfig,
     TrainingItem,
+    confusion_loss,
     cyclic_learning_rate,
     reverse_gradient,
     target_weight,
@@ -165,6 +166,47 @@ def test_observe_mode_leaks_no_gradient_into_the_recognizer(tmp_path: Path) -> N
     assert init_changed == []
     assert all(torch.equal(off[k], adv_zero[k]) for k in off)  # w_T = 0: no reversed gradient
     assert any(not torch.equal(off[k], adv_full[k]) for k in off)  # w_T = 1: it does reach it
+
+
+def test_confusion_loss_is_log_k_at_a_uniform_posterior_and_pushes_only_embeddings() -> None:
+    weights = torch.randn(5, 8, requires_grad=True)
+    # An embedding orthogonal to every class vector scores 0 everywhere: uniform posterior.
+    emb = torch.zeros(1, 8)
+    emb[0, 0] = 1.0
+    with torch.no_grad():
+        weights[:, 0] = 0.0
+    assert float(confusion_loss(emb, weights, 30.0)) == pytest.approx(math.log(5), rel=1e-6)
+
+    emb = torch.randn(4, 8, requires_grad=True)
+    loss = confusion_loss(emb, weights, 30.0)
+    assert float(loss) > math.log(5)  # any non-uniform posterior costs more
+    loss.backward()
+    assert emb.grad is not None and bool(emb.grad.abs().sum() > 0)
+    assert weights.grad is None  # the head is not trained to be confusable
+
+
+def _one_step_state(tmp_path: Path, name: str, **kw: object) -> dict[str, dict[str, torch.Tensor]]:
+    cfg = tiny_config(epochs=1, batch_size=8, lr_step_size=1, **kw)
+    train_attacker(TRAIN[::4], [], cfg, tmp_path / name)
+    return load_checkpoint(tmp_path / name / "last.pt")  # type: ignore[no-any-return]
+
+
+@pytest.mark.slow
+def test_confusion_adversary_trains_the_head_like_observe_and_pushes_the_recognizer(
+    tmp_path: Path,
+) -> None:
+    observe = _one_step_state(tmp_path, "observe", target_classifier="observe")
+    common = {"target_classifier": "adversarial", "adversary": "confusion"}
+    off_phase = _one_step_state(tmp_path, "c0", adversarial_start_epoch=1, **common)
+    on_phase = _one_step_state(tmp_path, "c1", adversarial_start_epoch=0, **common)
+    for state in (off_phase, on_phase):  # the head learns on detached embeddings either way
+        assert all(
+            torch.equal(observe["target_head"][k], state["target_head"][k])
+            for k in observe["target_head"]
+        )
+    enc = observe["encoder"]
+    assert all(torch.equal(enc[k], off_phase["encoder"][k]) for k in enc)  # w_T = 0: no push
+    assert any(not torch.equal(enc[k], on_phase["encoder"][k]) for k in enc)  # w_T = 1: pushed
 
 
 # ----------------------------------------------------------------- training, history, resume
