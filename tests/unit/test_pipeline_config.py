@@ -68,3 +68,13 @@ def test_docs_config_reference_is_current() -> None:
     assert embedded == config_reference_markdown().strip(), (
         "docs/evaluation.md is stale: regenerate with python -m services.pipeline.config_reference"
     )
+
+
+@pytest.mark.parametrize(
+    "path",
+    sorted((Path(__file__).resolve().parents[2] / "examples" / "configs").glob("*.yaml")),
+    ids=lambda p: p.name,
+)
+def test_example_configs_are_valid(path: Path) -> None:
+    cfg = load_config(path)
+    assert cfg.name == path.stem  # the docs refer to each example by its file and run name
