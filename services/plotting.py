@@ -106,14 +106,21 @@ def plot_training_history(
     series: Mapping[str, Sequence[float | None]],
     path_stem: Path,
     title: str,
+    levels: Mapping[str, float] | None = None,
 ) -> list[str]:
-    """Validation error rates (%) per epoch, e.g. VER_S and VER_T."""
+    """Validation error rates (%) per epoch, e.g. VER_S and VER_T.
+
+    ``levels``: horizontal reference lines (label -> %), e.g. VER_T's chance level and the
+    post-training probe's target error, drawn dashed in the colours of the series that follow.
+    """
     fig, ax = plt.subplots(figsize=(6, 3.5))
     for label, values in series.items():
         y = np.array([np.nan if v is None else v for v in values], dtype=float)
         if np.all(np.isnan(y)):
             continue
         ax.plot(list(epochs), y, marker="o", label=label)
+    for i, (label, value) in enumerate((levels or {}).items()):
+        ax.axhline(value, linestyle=("--", ":")[i % 2], color="0.4", linewidth=1, label=label)
     ax.set_xlabel("epoch")
     ax.set_ylabel("validation error rate (%)")
     ax.set_ylim(0, 100)

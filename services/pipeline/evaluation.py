@@ -835,8 +835,16 @@ class EvaluationRun:
                 "history": history,
                 "stage_key": outcome.key,
             }
+            levels: dict[str, float] = {}
             if (condition, seed) in probes:
                 training[name]["probe"] = probes[(condition, seed)]
+                target_probe = probes[(condition, seed)].get("target")
+                if target_probe:
+                    k = target_probe["n_classes"]
+                    levels[f"VER_T at chance (1 - 1/{k})"] = 100.0 * (1.0 - 1.0 / k)
+                    levels["probe target error, after training"] = target_probe[
+                        "error_rate_percent"
+                    ]
             plot_files[f"training-{name}"] = plots.plot_training_history(
                 [r["epoch"] for r in history],
                 {
@@ -845,6 +853,7 @@ class EvaluationRun:
                 },
                 plot_dir / f"training-{name}",
                 f"Validation error rates ({name})",
+                levels,
             )
         for scenario in cfg.scenarios:
             for backend in cfg.backends:

@@ -87,6 +87,8 @@ def test_result_document_is_complete(
     assert 0.0 <= probe["target"]["error_rate_percent"] <= 100.0
     assert probe["source"]["n_fit"] + probe["source"]["n_test"] == 6 * 8 - 6  # 10 % validation
     assert "probe" not in result["training"]["original-seed0"]
+    svg = (out / "plots" / "training-anonymized-seed0.svg").read_text()
+    assert "probe target error" in svg and "VER_T at chance (1 - 1/2)" in svg
     for files in result["plots"].values():
         for f in files:
             assert (out / f).stat().st_size > 1000
