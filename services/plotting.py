@@ -111,7 +111,7 @@ def plot_training_history(
     """Validation error rates (%) per epoch, e.g. VER_S and VER_T.
 
     ``levels``: horizontal reference lines (label -> %), e.g. VER_T's chance level and the
-    post-training probe's target error, drawn dashed in the colours of the series that follow.
+    post-training probe's target error, drawn in grey, alternately dashed and dotted.
     """
     fig, ax = plt.subplots(figsize=(6, 3.5))
     for label, values in series.items():

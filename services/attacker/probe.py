@@ -13,7 +13,7 @@ scoring, like the heads), fitted on a seeded random part of the utterances and t
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import numpy as np
 
@@ -32,16 +32,11 @@ class ProbeResult:
 
     def as_dict(self) -> dict[str, float | int]:
         """JSON-ready."""
-        return {
-            "error_rate_percent": self.error_rate_percent,
-            "chance_percent": self.chance_percent,
-            "n_classes": self.n_classes,
-            "n_fit": self.n_fit,
-            "n_test": self.n_test,
-        }
+        return asdict(self)
 
 
 def _unit_rows(x: np.ndarray) -> np.ndarray:
+    # Unlike scoring's l2_normalize, a zero row (an utterance at the centroid) is not an error.
     norms = np.linalg.norm(x, axis=1, keepdims=True)
     return x / np.maximum(norms, 1e-12)
 

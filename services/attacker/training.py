@@ -553,16 +553,13 @@ class _Trainer:
                     loss = loss + loss_t
                     loss_t_value = float(loss_t.detach())
                     if confusion and w_t > 0.0:
-                        loss = loss + w_t * self._confusion_loss(emb[has])
+                        weights = self.target_head.classifier.weight
+                        loss = loss + w_t * confusion_loss(emb[has], weights, self.config.aam_scale)
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
         self.optimizer.step()
         self.global_step += 1
         return float(loss_s.detach()), loss_t_value
-
-    def _confusion_loss(self, emb: torch.Tensor) -> torch.Tensor:
-        assert self.target_head is not None
-        return confusion_loss(emb, self.target_head.classifier.weight, self.config.aam_scale)
 
     def validate(self) -> tuple[float | None, float | None]:
         if not self.val:

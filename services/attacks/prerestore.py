@@ -241,9 +241,9 @@ class TransformEmbedder:
                     if family == "pitch"
                     else {"warp": family, "alpha": a, "mode": vtln_mode}
                 )
-                built = build_anonymizer("pitch" if family == "pitch" else "vtln", params)
-                assert isinstance(built, BuiltinAnonymizer)
-                self._anonymizers.append(built)
+                self._anonymizers.append(
+                    build_anonymizer("pitch" if family == "pitch" else "vtln", params)
+                )
 
     @property
     def n_computed(self) -> int:

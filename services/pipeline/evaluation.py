@@ -941,9 +941,10 @@ def _probe_recognizer(train: Manifest, embeddings: np.ndarray) -> dict[str, Any]
         ("source", [u.speaker_id for u in train.utterances]),
     ):
         known = np.array([bool(v) for v in labels])
-        if len({v for v in labels if v}) < 2:
-            continue
-        out[name] = probe_error_rate(embeddings[known], [v for v in labels if v], seed=0).as_dict()
+        if len(set(np.asarray(labels)[known])) >= 2:
+            out[name] = probe_error_rate(
+                embeddings[known], np.asarray(labels)[known].tolist(), seed=0
+            ).as_dict()
     return out
 
 
