@@ -15,14 +15,12 @@ from dataclasses import dataclass
 
 from fastapi import Depends
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-from sqlalchemy import select
-from sqlalchemy.orm import Session, joinedload
+from sqlalchemy.orm import Session
 
 from api.context import ApiContext, get_context
 from api.problems import ApiProblem
 from services.storage import repository as repo
-from services.storage.models import ApiToken, TokenScope, User, Visibility
-from services.storage.tokens import hash_token
+from services.storage.models import TokenScope, Visibility
 
 BEARER_SCHEME_NAME = "bearerAuth"
 
@@ -68,16 +66,7 @@ class Principal:
 
 def verify_in_session(session: Session, hmac_key: str, token: str, scope: str | None) -> Principal:
     """Verify ``token`` for ``scope`` with ``session`` (see ``repository.verify_token``)."""
-    # Loading token, user and team in one joined query first puts user and team into the
-    # session, so verify_token's checks and the principal below need no further queries.
-    # (Held in a variable: the session's identity map only keeps weak references.)
-    preloaded = session.scalar(
-        select(ApiToken)
-        .options(joinedload(ApiToken.user).joinedload(User.team))
-        .where(ApiToken.token_hash == hash_token(token, hmac_key))
-    )
     row = repo.verify_token(session, token, hmac_key=hmac_key, required_scope=scope)
-    del preloaded
     user = row.user
     return Principal(
         token_id=row.id,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from sqlalchemy import select
-from sqlalchemy.orm import Session, joinedload, selectinload
+from sqlalchemy.orm import Session, joinedload
 
 from api.auth import Principal
 from api.problems import ApiProblem, problem_responses
@@ -54,11 +54,15 @@ def owned_submission(session: Session, principal: Principal, submission_id: int)
 
 def visible_job(session: Session, principal: Principal, job_id: int) -> Job:
     """A job the caller may read (its team's, or one of a public submission); else 404."""
-    # One query for job, submission and team, one for the stages (instead of lazy loads).
-    job = session.scalar(
-        select(Job)
-        .options(joinedload(Job.submission).joinedload(Submission.team), selectinload(Job.stages))
-        .where(Job.id == job_id)
+    # Job, submission, team and stages in one query (lazy loads would cost four round trips).
+    job = (
+        session.execute(
+            select(Job)
+            .options(joinedload(Job.submission).joinedload(Submission.team), joinedload(Job.stages))
+            .where(Job.id == job_id)
+        )
+        .unique()
+        .scalar_one_or_none()
     )
     if job is None or not principal.can_see(job.team_id, job.submission.visibility):
         raise NotFoundError(f"job {job_id} not found")

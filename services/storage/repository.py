@@ -20,7 +20,7 @@ from typing import Any
 
 from sqlalchemy import and_, case, delete, func, select
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, joinedload
 
 from services.storage.blobstore import validate_key
 from services.storage.errors import (
@@ -218,7 +218,12 @@ def verify_token(
     """
     now = now or utc_now()
     presented_hash = hash_token(plaintext, hmac_key)
-    token = session.scalar(select(ApiToken).where(ApiToken.token_hash == presented_hash))
+    # User and team in the same query: every caller reads them next (is_active, the principal).
+    token = session.scalar(
+        select(ApiToken)
+        .options(joinedload(ApiToken.user).joinedload(User.team))
+        .where(ApiToken.token_hash == presented_hash)
+    )
     # The lookup already matched on the hash; the constant-time compare guards against a
     # collation or case-folding database returning a near match.
     if token is None or not hashes_equal(token.token_hash, presented_hash):
