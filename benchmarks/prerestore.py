@@ -13,12 +13,13 @@
    a time (reference) vs feature-domain transforms embedded in batches; EERs side by side, with
    the best parameter and the largest per-parameter EER difference of each (family, mode).
 
-``--validate`` runs only part 3, at the scale that can resolve 1 pp: 40 speakers, 2 enrollment and
-10 trial utterances of 2.5 s each (400 target / 15,600 non-target trials, 0.25 pp per target
-trial), attacker trained 12 epochs on 8 other utterances per speaker; it first times the
+``--validate`` runs only part 3, at a scale that approaches 1 pp: 40 speakers (``--speakers N``), 2
+enrollment and 10 trial utterances of 2.5 s each (400 target / 15,600 non-target trials, 0.25 pp
+per target trial), attacker trained 12 epochs on 8 other utterances per speaker; it first times the
 waveform reference on one utterance and prints the projected duration (about 1.4 s per utterance,
 480 utterances: 12 min, plus 3 min for the feature path, on an idle core), and ends with the
-embedding-level agreement per family on 10 trial utterances.
+embedding-level agreement per family on 10 trial utterances. ``--speakers 100`` took 41 min on an
+idle core (docs/performance.md).
 """
 
 from __future__ import annotations
@@ -371,10 +372,17 @@ def main() -> None:
         help="only part 3, at validation scale: 40 speakers x 10 trials of 2.5 s (400 target "
         "trials, 0.25 pp each); about 25 min on one core",
     )
+    parser.add_argument(
+        "--speakers",
+        type=int,
+        default=40,
+        help="evaluation speakers of --validate (default 40; the standard errors of the EER "
+        "differences shrink as 1/sqrt(speakers), the run time grows linearly)",
+    )
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     if args.validate:
-        end_to_end(40, 2, 10, 2.5, 12, agreement_utterances=10)
+        end_to_end(args.speakers, 2, 10, 2.5, 12, agreement_utterances=10)
     elif args.quick:
         per_transform(5.0, 3, args.torchaudio)
         batching(5.0, 2, ["tiny", "vpc"], 23)
