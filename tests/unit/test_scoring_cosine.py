@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from services.metrics import compute_eer
 from services.scoring import (
     CosineBackend,
     TrialSet,
@@ -100,3 +101,19 @@ def test_pooled_report_has_pooled_and_gender_breakdown() -> None:
     assert report.eer_percent == report.pooled.eer_percent
     assert set(report.per_gender) == {"f", "m"}
     assert 0.0 <= report.pooled.eer_percent <= 50.0
+
+
+def test_pooled_report_equals_eer_of_the_unsorted_pooled_scores() -> None:
+    # eer_report merges per-gender sorted runs into the pooled sets: same EER, bit for bit.
+    ts = _trial_set(7, n_spk=16, n_trial=6)
+    scored = score_trials(CosineBackend(), ts)
+    report = eer_report(scored)
+    matrix = scored.partitions["all"]
+    split = matrix.target_nontarget()
+    direct = compute_eer(split.target, split.nontarget)
+    assert report.pooled is not None
+    assert report.pooled.eer_percent == direct.eer_percent
+    assert report.pooled.threshold == direct.threshold
+    for g, result in report.per_gender.items():
+        sub = matrix.rows_of_gender(g).target_nontarget()
+        assert result.eer_percent == compute_eer(sub.target, sub.nontarget).eer_percent
