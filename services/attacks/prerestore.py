@@ -20,7 +20,8 @@ Two implementations of the transforms (`TransformEmbedder`):
   scaling; VTLN: ``mode="spectrum"``, which warps the whole spectrum as the feature path does),
   then the attacker's own features and embedding model, one version at a time or batched;
 - ``feature``: one STFT per utterance, every transform as a warp of the power spectrum's
-  frequency axis folded into the mel filterbank, with antialiasing and a time smoothing that
+  frequency axis folded into the mel filterbank (pitch: one short STFT per parameter with a
+  window scaled by the pitch ratio instead of a warp), with antialiasing and a time smoothing that
   mimics the waveform transforms' phase-vocoder smearing (`services.attacks.feature_warp`), and
   the R versions embedded in batches (equal lengths: no padding, no masks; on a CPU batches of
   about 2,500 frames, `CPU_MAX_BATCH_FRAMES`).
@@ -201,6 +202,7 @@ class TransformEmbedder:
         vtln_mode: str = "spectrum",
         antialias: bool = True,
         time_smoothing: bool = True,
+        scaled_pitch_window: bool = True,
     ) -> None:
         if implementation not in ("feature", "waveform"):
             raise InvalidInputError(
@@ -233,6 +235,7 @@ class TransformEmbedder:
                 self.device,
                 antialias=antialias,
                 time_smoothing=time_smoothing,
+                scaled_pitch_window=scaled_pitch_window,
             )
         else:
             for family, a in self._transformed:
@@ -467,6 +470,7 @@ def run_prerestoration(
     vtln_mode: str = "spectrum",
     antialias: bool = True,
     time_smoothing: bool = True,
+    scaled_pitch_window: bool = True,
     keep_scores: bool = False,
     progress: ProgressFn = _no_progress,
 ) -> PrerestorationResult:
@@ -479,9 +483,10 @@ def run_prerestoration(
     semi-informed / ignorant labels, or None. ``grids``: custom sweeps per family (default: seed
     001 Table 1; each must contain the identity). ``max_batch`` (1 = one version at a time) and
     ``max_batch_frames`` (None: the device's default) size the embedding batches; ``vtln_mode``
-    is the waveform VTLN's mode. ``antialias`` and ``time_smoothing``: the feature path's
-    approximations of the waveform transforms (`FeatureDomainTransformer`). ``keep_scores``
-    keeps the best-over-r score matrices in the result (``best_scores``, ``target_mask``).
+    is the waveform VTLN's mode. ``antialias``, ``time_smoothing`` and ``scaled_pitch_window``:
+    the feature path's approximations of the waveform transforms (`FeatureDomainTransformer`).
+    ``keep_scores`` keeps the best-over-r score matrices in the result (``best_scores``,
+    ``target_mask``).
     EERs are in percent; timings in seconds.
     """
     t_start = time.perf_counter()
@@ -519,6 +524,7 @@ def run_prerestoration(
             vtln_mode=vtln_mode,
             antialias=antialias,
             time_smoothing=time_smoothing,
+            scaled_pitch_window=scaled_pitch_window,
         )
 
     identity_plan = [(families[0], float(IDENTITY_PARAMETER[families[0]]))]  # type: ignore[index]

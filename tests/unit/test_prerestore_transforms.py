@@ -14,6 +14,7 @@ from services.attacker.models import SpeakerEncoder
 from services.attacks.feature_warp import (
     FeatureDomainTransformer,
     mel_matrix,
+    pitch_window,
     smearing_frames,
     smoothing_kernels,
     source_frequencies,
@@ -192,3 +193,49 @@ def test_time_smoothing_brings_the_frames_closer_to_the_waveform_transform(
         for s in (False, True)
     ]
     assert errors[1] < 0.85 * errors[0]
+
+
+def test_pitch_window_scales_with_the_pitch_ratio() -> None:
+    assert pitch_window(0.0) == 400
+    assert pitch_window(12.0) == 800 and pitch_window(-12.0) == 200
+    assert pitch_window(4.0) == 504  # 400 * 2^(4/12) = 503.97
+    assert all(pitch_window(float(a)) % 2 == 0 for a in parameter_grid("pitch"))
+
+
+# Measured ratios (scaled / warp): 0.85 at +4, 0.94 at -5, 0.79 at +9 semitones. Upward shifts
+# gain most: there the warp widens every harmonic's mainlobe by the ratio.
+@pytest.mark.parametrize(("parameter", "bound"), [(4.0, 0.9), (-5.0, 0.97), (9.0, 0.85)])
+def test_scaled_pitch_window_is_closer_to_the_waveform_pitch_shift_than_the_warp(
+    encoder: SpeakerEncoder, speech: np.ndarray, parameter: float, bound: float
+) -> None:
+    """Frame-level mean |log-mel difference| to the phase-vocoder pitch shift's features: the
+    scaled-window STFT keeps the harmonics' mainlobe width, the warp widens it by the ratio."""
+    x = speech.astype(np.float64)
+    reference = _features(encoder, finish_waveform(pitch_shift(x, parameter), x))
+    plan = [("pitch", parameter)]
+    errors = [
+        float(
+            (
+                FeatureDomainTransformer(
+                    encoder.features, plan, scaled_pitch_window=scaled
+                ).transform(speech)[0]
+                - reference
+            )
+            .abs()
+            .mean()
+        )
+        for scaled in (False, True)
+    ]
+    assert errors[1] < bound * errors[0]
+
+
+def test_scaled_pitch_window_leaves_the_other_families_and_the_identity_alone(
+    encoder: SpeakerEncoder, speech: np.ndarray
+) -> None:
+    plan = [("pitch", 0.0), ("pitch", 3.0), ("bilinear", 0.1), ("power", -0.2)]
+    on = FeatureDomainTransformer(encoder.features, plan).transform(speech).clone()
+    off = FeatureDomainTransformer(encoder.features, plan, scaled_pitch_window=False).transform(
+        speech
+    )
+    torch.testing.assert_close(on[[0, 2, 3]], off[[0, 2, 3]], rtol=0, atol=0)
+    assert float((on[1] - off[1]).abs().mean()) > 0.1
