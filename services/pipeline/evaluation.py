@@ -937,13 +937,13 @@ def _probe_recognizer(train: Manifest, embeddings: np.ndarray) -> dict[str, Any]
     """Target and source probe error rates (%) on a recognizer's own training embeddings."""
     out: dict[str, Any] = {"method": "nearest class mean, cosine, 20 % of utterances held out"}
     for name, labels in (
-        ("target", [u.target_id or "" for u in train.utterances]),
-        ("source", [u.speaker_id for u in train.utterances]),
+        ("target", np.array([u.target_id or "" for u in train.utterances])),
+        ("source", np.array([u.speaker_id for u in train.utterances])),
     ):
-        known = np.array([bool(v) for v in labels])
-        if len(set(np.asarray(labels)[known])) >= 2:
+        known = labels != ""
+        if len(np.unique(labels[known])) >= 2:
             out[name] = probe_error_rate(
-                embeddings[known], np.asarray(labels)[known].tolist(), seed=0
+                embeddings[known], labels[known].tolist(), seed=0
             ).as_dict()
     return out
 
