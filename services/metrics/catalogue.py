@@ -1,0 +1,312 @@
+"""Every metric Unmask reports, once: its key, label, unit, direction, digits and where it shows.
+
+This module is the one place a reported metric's key is spelled. The report's seed summary
+(``results.json``), the long-format result rows, the job summaries behind the leaderboard, the
+leaderboard page's columns, the webhook payload of a finished job, the CLI result tables and the
+table in ``docs/metrics.md`` all read it. Adding a metric to the leaderboard therefore touches the
+module that computes it (so that a result row carries it) and this catalogue, nothing else.
+
+Consumers must read :data:`METRICS` through the functions below at call time (not copy it at
+import), so that a test can extend the catalogue and see the new metric everywhere.
+
+Keys are the names of the long-format result rows (``results.metric`` in the database): a
+row-level value at ``path`` in a ``results.json`` row is stored per seed under ``key`` and, for
+:attr:`Metric.seed_summary` metrics, as the mean over seeds (seed ``-1``) with ``<key>_std``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+DOCS_BEGIN = "<!-- metric-catalogue:begin -->"
+DOCS_END = "<!-- metric-catalogue:end -->"
+
+PROTOCOL_SCENARIO: str | None = None
+"""In :attr:`Metric.leaderboard_scenarios`: the protocol's own leaderboard scenario."""
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One reported metric.
+
+    ``higher_is_better`` is from the maker's side: True when a higher value means more privacy
+    (or, for utility metrics, more usefulness). ``path`` locates the per-seed value inside a
+    ``results.json`` row (None: computed by the report itself, e.g. a best-over-attacks value, or
+    an interval bound flattened from a list). ``digits`` is the number of decimals shown.
+    """
+
+    key: str
+    label: str
+    description: str
+    unit: str
+    higher_is_better: bool
+    digits: int
+    path: tuple[str, ...] | None = None
+    seed_summary: bool = False
+    """Averaged over seeds into ``results.json``'s ``summary`` (mean and sample std)."""
+    summarized: bool = False
+    """Kept in each succeeded job's summary row (what the leaderboard reads)."""
+    leaderboard_scenarios: tuple[str | None, ...] = ()
+    """One leaderboard column per entry: a scenario name, or :data:`PROTOCOL_SCENARIO`."""
+    in_event: bool = False
+    """Copied (seed-aggregated) into the payload of a ``job.succeeded`` webhook event."""
+    in_table: bool = False
+    """A column of the CLI result tables (``unmask evaluate``, ``demo``, ``submit``)."""
+    interval: tuple[str, str] | None = None
+    """Keys of the metrics holding the lower and upper bound of its 95 % interval."""
+
+    def value_in(self, row: Mapping[str, Any]) -> float | None:
+        """This metric's value in a ``results.json`` row, or None when the row lacks it."""
+        if self.path is None:
+            return None
+        value: Any = row
+        for part in self.path:
+            if not isinstance(value, Mapping) or part not in value:
+                return None
+            value = value[part]
+        if value is None or isinstance(value, bool) or not isinstance(value, int | float):
+            return None
+        return float(value)
+
+    def format(self, value: float | None) -> str:
+        """``value`` with this metric's digits; an en dash when missing."""
+        if value is None:
+            return "–"
+        return f"{value:.{self.digits}f}"
+
+    @property
+    def direction(self) -> str:
+        """``higher`` or ``lower``: which way means more privacy (or utility)."""
+        return "higher" if self.higher_is_better else "lower"
+
+
+EER = Metric(
+    key="eer_percent",
+    label="EER %",
+    description=(
+        "Equal error rate of the attacker (ROC convex hull), mean over seeds. 50 % = chance; "
+        "higher = more privacy."
+    ),
+    unit="%",
+    higher_is_better=True,
+    digits=1,
+    path=("eer_percent",),
+    seed_summary=True,
+    summarized=True,
+    leaderboard_scenarios=(PROTOCOL_SCENARIO, "ignorant"),
+    in_event=True,
+    in_table=True,
+    interval=("eer_ci95_percent_low", "eer_ci95_percent_high"),
+)
+EER_CI95_LOW = Metric(
+    key="eer_ci95_percent_low",
+    label="EER 95 % low",
+    description="Lower bound of the EER's 95 % speaker-bootstrap interval.",
+    unit="%",
+    higher_is_better=True,
+    digits=1,
+    summarized=True,
+)
+EER_CI95_HIGH = Metric(
+    key="eer_ci95_percent_high",
+    label="EER 95 % high",
+    description="Upper bound of the EER's 95 % speaker-bootstrap interval.",
+    unit="%",
+    higher_is_better=True,
+    digits=1,
+    summarized=True,
+)
+CLLR = Metric(
+    key="cllr_bits",
+    label="Cllr",
+    description="Log-likelihood-ratio cost of the attacker's raw scores (calibration included).",
+    unit="bits",
+    higher_is_better=True,
+    digits=3,
+    path=("cllr_bits",),
+    seed_summary=True,
+    summarized=True,
+)
+MIN_CLLR = Metric(
+    key="min_cllr_bits",
+    label="min Cllr",
+    description="Minimum Cllr after optimal (PAV) calibration; 1 bit = no speaker information.",
+    unit="bits",
+    higher_is_better=True,
+    digits=3,
+    path=("min_cllr_bits",),
+    seed_summary=True,
+    summarized=True,
+    leaderboard_scenarios=(PROTOCOL_SCENARIO,),
+    in_event=True,
+    in_table=True,
+)
+LINKABILITY = Metric(
+    key="linkability",
+    label="Linkability",
+    description="Global linkability D_sys in [0, 1] (Gomez-Barrero et al.); 0 = unlinkable.",
+    unit="",
+    higher_is_better=False,
+    digits=3,
+    path=("linkability",),
+    seed_summary=True,
+    summarized=True,
+    leaderboard_scenarios=(PROTOCOL_SCENARIO,),
+    in_event=True,
+    in_table=True,
+)
+SRD_MEAN_DISCLOSURE = Metric(
+    key="srd_mean_disclosure_bits",
+    label="SRD MeanD",
+    description="Similarity rank disclosure: mean disclosure over inputs; 0 bits = chance.",
+    unit="bits",
+    higher_is_better=False,
+    digits=3,
+    path=("srd", "empirical", "mean_disclosure_bits"),
+    seed_summary=True,
+    summarized=True,
+    leaderboard_scenarios=(PROTOCOL_SCENARIO,),
+    in_event=True,
+    in_table=True,
+)
+SRD_IDENTIFICATION_RATE = Metric(
+    key="srd_identification_rate_percent",
+    label="IdR %",
+    description="SRD identification rate: share of inputs whose speaker ranks first (chance 1/N).",
+    unit="%",
+    higher_is_better=False,
+    digits=1,
+    path=("srd", "empirical", "identification_rate_percent"),
+    seed_summary=True,
+    summarized=True,
+    leaderboard_scenarios=(PROTOCOL_SCENARIO,),
+    in_event=True,
+    in_table=True,
+)
+ZEBRA_EXPECTED_DISCLOSURE = Metric(
+    key="zebra_expected_disclosure_bits",
+    label="ZEBRA D_ECE",
+    description="ZEBRA expected disclosure (empirical cross-entropy gain); 0 bits = none.",
+    unit="bits",
+    higher_is_better=False,
+    digits=3,
+    path=("zebra", "expected_disclosure_bits"),
+    summarized=True,
+)
+PRERESTORE_EER = Metric(
+    key="prerestore_eer_percent",
+    label="Pre-restoration EER %",
+    description=(
+        "Lowest EER over the pre-restoration attacks (seed 001), when run; higher = more privacy."
+    ),
+    unit="%",
+    higher_is_better=True,
+    digits=1,
+    summarized=True,
+    leaderboard_scenarios=(PROTOCOL_SCENARIO,),
+)
+
+METRICS: tuple[Metric, ...] = (
+    EER,
+    EER_CI95_LOW,
+    EER_CI95_HIGH,
+    CLLR,
+    MIN_CLLR,
+    LINKABILITY,
+    SRD_MEAN_DISCLOSURE,
+    SRD_IDENTIFICATION_RATE,
+    ZEBRA_EXPECTED_DISCLOSURE,
+    PRERESTORE_EER,
+)
+"""The catalogue, in display order. Read it through the functions below."""
+
+HEADLINE: Metric = EER
+"""The metric a protocol ranks by unless its config names another."""
+
+
+def all_metrics() -> tuple[Metric, ...]:
+    """Every catalogued metric, in display order."""
+    return METRICS
+
+
+def metric(key: str) -> Metric:
+    """The catalogued metric ``key``; KeyError naming the known keys otherwise."""
+    for m in METRICS:
+        if m.key == key:
+            return m
+    raise KeyError(f"unknown metric {key!r}; known: {', '.join(m.key for m in METRICS)}")
+
+
+def is_catalogued(key: str) -> bool:
+    """Whether ``key`` names a catalogued metric."""
+    return any(m.key == key for m in METRICS)
+
+
+def seed_summary_metrics() -> tuple[Metric, ...]:
+    """Metrics averaged over seeds into ``results.json``'s summary."""
+    return tuple(m for m in METRICS if m.seed_summary)
+
+
+def summarized_metrics() -> tuple[Metric, ...]:
+    """Metrics kept in job summaries (what leaderboards read without scanning results)."""
+    return tuple(m for m in METRICS if m.summarized)
+
+
+def leaderboard_metrics() -> tuple[Metric, ...]:
+    """Metrics shown as leaderboard columns (at least one scenario)."""
+    return tuple(m for m in METRICS if m.leaderboard_scenarios)
+
+
+def event_metrics() -> tuple[Metric, ...]:
+    """Metrics copied into ``job.succeeded`` webhook payloads."""
+    return tuple(m for m in METRICS if m.in_event)
+
+
+def table_metrics() -> tuple[Metric, ...]:
+    """Columns of the CLI result tables."""
+    return tuple(m for m in METRICS if m.in_table)
+
+
+def summarize_seed_values(rows: list[Mapping[str, Any]]) -> dict[str, dict[str, float] | None]:
+    """``{key: {"mean", "std"}}`` over ``rows`` (one per seed) for every seed-summary metric.
+
+    The standard deviation is the sample one (ddof 1; 0 for a single seed); a metric no row
+    carries maps to None.
+    """
+    out: dict[str, dict[str, float] | None] = {}
+    for m in seed_summary_metrics():
+        present = [v for v in (m.value_in(r) for r in rows) if v is not None]
+        if not present:
+            out[m.key] = None
+            continue
+        values = np.asarray(present, dtype=float)
+        std = float(values.std(ddof=1)) if values.size > 1 else 0.0
+        out[m.key] = {"mean": float(values.mean()), "std": std}
+    return out
+
+
+def markdown_table() -> str:
+    """The catalogue as the Markdown table embedded in ``docs/metrics.md``."""
+    lines = [
+        "| key | label | unit | better | digits | job summary | seed summary | leaderboard "
+        "| webhook | CLI | meaning |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for m in METRICS:
+        scenarios = ", ".join(s or "protocol's" for s in m.leaderboard_scenarios) or "-"
+        flags = [m.summarized, m.seed_summary]
+        lines.append(
+            f"| `{m.key}` | {m.label} | {m.unit or '-'} | {m.direction} | {m.digits} | "
+            + " | ".join("yes" if f else "-" for f in flags)
+            + f" | {scenarios} | {'yes' if m.in_event else '-'} | {'yes' if m.in_table else '-'}"
+            f" | {m.description} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    print(markdown_table())
