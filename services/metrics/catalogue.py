@@ -201,13 +201,14 @@ PRERESTORE_EER = Metric(
     key="prerestore_eer_percent",
     label="Pre-restoration EER %",
     description=(
-        "Lowest EER over the pre-restoration attacks (seed 001), when run; higher = more privacy."
+        "Ignorant attacker's lowest EER over the pre-restoration attacks (seed 001), when run; "
+        "higher = more privacy."
     ),
     unit="%",
     higher_is_better=True,
     digits=1,
     summarized=True,
-    leaderboard_scenarios=(PROTOCOL_SCENARIO,),
+    leaderboard_scenarios=("ignorant",),
 )
 
 METRICS: tuple[Metric, ...] = (

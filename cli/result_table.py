@@ -1,0 +1,98 @@
+"""The CLI's result tables: one renderer for ``evaluate``, ``demo`` and ``submit``.
+
+Columns are the catalogue's table metrics (``services.metrics.catalogue``), so a metric added
+there shows here with no other change. Values are mean ± sample std over seeds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from rich.markup import escape
+from rich.table import Table
+
+from services.metrics import catalogue
+
+AGGREGATE_SEED = -1
+"""Seed of the long-format rows that hold a mean over seeds (``<metric>_std`` beside it)."""
+
+SCENARIO_ORDER: tuple[str, ...] = ("original", "ignorant", "lazy-informed", "semi-informed")
+"""Reference order of the attack scenarios; others follow alphabetically."""
+
+
+def _scenario_rank(scenario: str) -> tuple[int, str]:
+    try:
+        return (SCENARIO_ORDER.index(scenario), scenario)
+    except ValueError:
+        return (len(SCENARIO_ORDER), scenario)
+
+
+def _cell(metric: catalogue.Metric, mean: float | None, std: float | None) -> str:
+    text = metric.format(mean)
+    if mean is not None and std:
+        text += f" ± {std:.{metric.digits}f}"
+    return text
+
+
+def aggregate_rows(
+    results: Sequence[Mapping[str, Any]],
+) -> dict[tuple[str, str], dict[str, float | None]]:
+    """``{(scenario, backend): {metric: value}}`` from long-format result rows: the aggregate
+    rows (seed -1) where present, else the mean over the per-seed rows."""
+    aggregate: dict[tuple[str, str], dict[str, float | None]] = {}
+    per_seed: dict[tuple[str, str, str], list[float]] = {}
+    for row in results:
+        key = (str(row["scenario"]), str(row["backend"]))
+        if row["seed"] == AGGREGATE_SEED:
+            aggregate.setdefault(key, {})[row["metric"]] = row["value"]
+        elif row["value"] is not None:
+            per_seed.setdefault((*key, row["metric"]), []).append(float(row["value"]))
+    for (scenario, backend, metric), values in per_seed.items():
+        table = aggregate.setdefault((scenario, backend), {})
+        if metric not in table:
+            table[metric] = sum(values) / len(values)
+    return aggregate
+
+
+def rows_table(results: Sequence[Mapping[str, Any]], title: str) -> Table:
+    """Table of long-format result rows (the API's ``/results``), scenarios in reference order."""
+    metrics = catalogue.table_metrics()
+    table = Table(title=escape(title))
+    table.add_column("scenario", no_wrap=True, min_width=13)
+    table.add_column("back-end", no_wrap=True)
+    for m in metrics:
+        table.add_column(m.label, justify="right")
+    values = aggregate_rows(results)
+    for scenario, backend in sorted(values, key=lambda k: (_scenario_rank(k[0]), k[1])):
+        row = values[(scenario, backend)]
+        cells = [_cell(m, row.get(m.key), row.get(f"{m.key}_std")) for m in metrics]
+        table.add_row(scenario, backend, *cells)
+    return table
+
+
+def summary_table(document: Mapping[str, Any]) -> Table:
+    """Table of a ``results.json`` document's seed summary."""
+    metrics = catalogue.table_metrics()
+    title = (
+        f"{document['name']}: {document['anonymizer']['name']} on {document['protocol']['name']}"
+    )
+    table = Table(title=escape(title))
+    table.add_column("scenario", no_wrap=True, min_width=13)
+    table.add_column("back-end", no_wrap=True)
+    table.add_column("seeds", justify="right")
+    for m in metrics:
+        table.add_column(m.label, justify="right")
+    entries = sorted(
+        document["summary"], key=lambda s: (_scenario_rank(s["scenario"]), s["backend"])
+    )
+    for entry in entries:
+        cells = []
+        for m in metrics:
+            value = entry.get(m.key)
+            if isinstance(value, Mapping):
+                cells.append(_cell(m, value.get("mean"), value.get("std")))
+            else:
+                cells.append(_cell(m, value, None))
+        table.add_row(entry["scenario"], entry["backend"], str(entry["n_seeds"]), *cells)
+    return table
