@@ -18,9 +18,10 @@ Representations (each gives its own SRD row):
 - **phone units** (`services.attacks.phone_units`): k-means codebook learned on attacker-train
   speech, 20-segment codebook histograms; similarity = minus the Euclidean distance.
 
-For each representation: matching ranks (ties in the attacker's favour), empirical and
-beta-binomial SRD (`services.metrics.srd_from_similarity`), speaker-level bootstrap intervals of
-MeanD and IdR (`services.metrics.bootstrap_srd`), and a rank histogram plot.
+For each representation: matching ranks (ties by ``tie_rule``: the expected rank under random
+tie breaking by default, the attacker's best case on request), empirical and beta-binomial SRD
+(`services.metrics.compute_srd`), speaker-level bootstrap intervals of MeanD and IdR
+(`services.metrics.bootstrap_srd`), and a rank histogram plot.
 """
 
 from __future__ import annotations
@@ -42,7 +43,8 @@ from services.attacks.phone_units import (
     learn_codebook,
     phone_unit_embeddings,
 )
-from services.metrics import SRDResult, bootstrap_srd, matching_ranks, srd_from_similarity
+from services.metrics import SRDResult, bootstrap_srd, compute_srd, matching_ranks
+from services.metrics.srd import TieRule
 from services.scoring.cosine import cosine_score_matrix
 from services.scoring.pairs import group_means
 
@@ -77,6 +79,12 @@ class SRDRepresentationsConfig(BaseModel):
     )
     phone_units: int = Field(64, ge=2, description="k-means codebook size.")
     phone_segments: int = Field(20, ge=1, description="Uniform segments per utterance.")
+    tie_rule: TieRule = Field(
+        "expected",
+        description="How a matching reference tied with others is ranked: 'expected' (random "
+        "tie breaking in expectation: it counts 1/(e+1) at each of its e+1 tied ranks) or "
+        "'attacker' (the best tied rank; overstates disclosure when many similarities tie).",
+    )
     bootstrap_resamples: int = Field(
         200, ge=0, description="Speaker-level bootstrap resamples (0 = no intervals)."
     )
@@ -210,23 +218,35 @@ def srd_report(
     reference_index: NDArray[np.int64],
     input_speaker_ids: ArrayLike,
     *,
+    tie_rule: TieRule = "expected",
     n_resamples: int = 200,
     seed: int = 0,
 ) -> tuple[dict[str, Any], SRDResult]:
-    """JSON-able SRD of a similarity matrix: empirical, both beta-binomial fits, bootstrap CIs."""
-    result = srd_from_similarity(similarity, reference_index)
+    """JSON-able SRD of a similarity matrix: empirical, both beta-binomial fits, bootstrap CIs.
+
+    ``rank_counts`` may be fractional under the ``expected`` tie rule; ``n_tied_inputs`` counts
+    the inputs whose matching reference tied with at least one other reference.
+    """
+    ranks = matching_ranks(similarity, reference_index)
+    result = compute_srd(ranks, ranks.n_references, tie_rule=tie_rule)
     out: dict[str, Any] = {
         "n_references": result.n_references,
         "n_observations": result.n_observations,
+        "tie_rule": result.tie_rule,
+        "n_tied_inputs": int(np.count_nonzero(ranks.n_tied)),
         "rank_counts": result.rank_counts.tolist(),
         "empirical": _summary(result.empirical),
         "constrained_fit": _fit(result.constrained_fit),
         "unconstrained_fit": _fit(result.unconstrained_fit),
     }
     if n_resamples > 0:
-        ranks = matching_ranks(similarity, reference_index)
         boot = bootstrap_srd(
-            ranks, input_speaker_ids, result.n_references, n_resamples=n_resamples, seed=seed
+            ranks,
+            input_speaker_ids,
+            result.n_references,
+            tie_rule=tie_rule,
+            n_resamples=n_resamples,
+            seed=seed,
         )
         out["mean_disclosure_ci95_bits"] = [
             boot.mean_disclosure_bits.low,
@@ -306,8 +326,9 @@ def run_srd_representations(
     Returns:
         ``{"split": ..., "representations": {name: srd row}, "seconds": {...}}``; an SRD row has
         ``representation``, ``similarity``, ``n_references``, ``n_observations``,
-        ``rank_counts``, ``empirical`` / ``constrained_fit`` / ``unconstrained_fit`` summaries
-        (MaxD, MeanD in bits, IdR, RS in %, pmf), bootstrap intervals and ``plots``.
+        ``tie_rule``, ``n_tied_inputs``, ``rank_counts`` (fractional for ties), ``empirical``
+        / ``constrained_fit`` / ``unconstrained_fit`` summaries (MaxD, MeanD in bits, IdR, RS
+        in %, pmf), bootstrap intervals and ``plots``.
     """
     cfg = config or SRDRepresentationsConfig()
     spk = np.asarray(speaker_ids).astype(str)
@@ -327,6 +348,7 @@ def run_srd_representations(
             similarity,
             split.input_reference[inputs],
             spk[split.input_rows[inputs]],
+            tie_rule=cfg.tie_rule,
             n_resamples=cfg.bootstrap_resamples,
             seed=seed,
         )

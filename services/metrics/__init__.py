@@ -30,6 +30,7 @@ from services.metrics.eer import (
 from services.metrics.linkability import LinkabilityResult, compute_linkability
 from services.metrics.srd import (
     BetaBinomialFit,
+    MatchingRanks,
     SRDResult,
     SRDSummary,
     beta_binomial_rank_pmf,
@@ -37,6 +38,7 @@ from services.metrics.srd import (
     fit_beta_binomial,
     fit_beta_binomial_constrained,
     matching_ranks,
+    rank_histogram,
     srd_from_similarity,
     srd_summary,
 )
@@ -48,6 +50,7 @@ __all__ = [
     "DETCurve",
     "EERResult",
     "LinkabilityResult",
+    "MatchingRanks",
     "PavCalibration",
     "ROCConvexHull",
     "SRDBootstrap",
@@ -72,6 +75,7 @@ __all__ = [
     "pav",
     "pav_calibration",
     "pav_llrs",
+    "rank_histogram",
     "srd_from_similarity",
     "srd_summary",
     "zebra_category",

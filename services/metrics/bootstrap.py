@@ -17,11 +17,11 @@ from services.metrics._pav import pav_counts
 from services.metrics._validation import (
     as_bool_1d,
     as_finite_1d,
-    as_int_1d,
     check_same_length,
     labels_1d,
 )
 from services.metrics.eer import rocch_eer_from_vertices, rocch_vertices
+from services.metrics.srd import MatchingRanks, TieRule, rank_histogram
 
 
 @dataclass(frozen=True)
@@ -150,10 +150,11 @@ def _mean_disclosure(histograms: NDArray[np.float64], n_references: int) -> NDAr
 
 
 def bootstrap_srd(
-    ranks: ArrayLike,
+    ranks: ArrayLike | MatchingRanks,
     speaker_ids: ArrayLike,
     n_references: int,
     *,
+    tie_rule: TieRule = "expected",
     n_resamples: int = 1000,
     confidence: float = 0.95,
     seed: int = 0,
@@ -161,9 +162,10 @@ def bootstrap_srd(
     """Speaker-level bootstrap percentile intervals of the empirical SRD MeanD and IdR.
 
     Args:
-        ranks: matching rank of every input (1..n_references).
+        ranks: ``MatchingRanks`` of every input, or integer ranks (1..n_references).
         speaker_ids: speaker of every input (the resampling unit).
         n_references: N, the number of references.
+        tie_rule: how tied matches count, as in ``compute_srd``.
         n_resamples, confidence, seed: as in ``bootstrap_eer``.
 
     Fully vectorized: per-speaker rank histograms are combined with a (resamples x speakers)
@@ -172,18 +174,16 @@ def bootstrap_srd(
     _check_options(n_resamples, confidence)
     if n_references < 2:
         raise ValueError(f"n_references must be at least 2, got {n_references}")
-    rank = as_int_1d(ranks, "ranks")
     speakers = labels_1d(speaker_ids, "speaker_ids")
-    check_same_length(ranks=rank, speaker_ids=speakers)
-    if rank.min() < 1 or rank.max() > n_references:
-        raise ValueError(f"ranks must lie in [1, {n_references}] (n_references)")
+    n_ranks = ranks.n_better.size if isinstance(ranks, MatchingRanks) else np.size(ranks)
+    if n_ranks != speakers.size:
+        raise ValueError(
+            f"arguments must have the same length, got ranks={n_ranks}, speaker_ids={speakers.size}"
+        )
     _, speaker = np.unique(speakers, return_inverse=True)
     n_speakers = int(speaker.max()) + 1
-    per_speaker = (
-        np.bincount(speaker * n_references + rank - 1, minlength=n_speakers * n_references)
-        .reshape(n_speakers, n_references)
-        .astype(np.float64)
-    )
+    # Fractional under the expected tie rule: a tied input is spread over its tied ranks.
+    per_speaker = rank_histogram(ranks, n_references, tie_rule=tie_rule, groups=speaker)
 
     multiplicities = _speaker_multiplicities(n_speakers, n_resamples, np.random.default_rng(seed))
     histograms = multiplicities.astype(np.float64) @ per_speaker

@@ -15,6 +15,7 @@ from services.attacks.srd_representations import (
     negative_euclidean_similarity,
     run_srd_representations,
     split_inputs_references,
+    srd_report,
 )
 from services.audio import SAMPLE_RATE_HZ
 
@@ -67,6 +68,23 @@ def test_negative_euclidean_matches_pairwise_distances() -> None:
     a, b = rng.random((7, 5)), rng.random((4, 5))
     brute = -np.linalg.norm(a[:, None, :] - b[None, :, :], axis=2)
     np.testing.assert_allclose(negative_euclidean_similarity(a, b), brute, atol=1e-9)
+
+
+def test_srd_report_counts_ties_by_the_configured_rule() -> None:
+    # Identical voices: every reference scores the same for every input.
+    similarity, reference, speakers = np.ones((6, 6)), np.arange(6), np.arange(6).astype(str)
+    assert SRDRepresentationsConfig().tie_rule == "expected"
+    expected, _ = srd_report(similarity, reference, speakers, n_resamples=20)
+    assert expected["tie_rule"] == "expected" and expected["n_tied_inputs"] == 6
+    assert expected["rank_counts"] == pytest.approx([1.0] * 6)
+    assert expected["empirical"]["identification_rate_percent"] == pytest.approx(100 / 6)
+    assert expected["empirical"]["mean_disclosure_bits"] == pytest.approx(0.0, abs=1e-12)
+    assert expected["mean_disclosure_ci95_bits"][1] == pytest.approx(0.0, abs=1e-12)
+    cfg = SRDRepresentationsConfig(tie_rule="attacker")
+    attacker, _ = srd_report(similarity, reference, speakers, tie_rule=cfg.tie_rule, n_resamples=0)
+    assert attacker["empirical"]["identification_rate_percent"] == 100.0
+    with pytest.raises(ValueError, match="tie_rule"):
+        SRDRepresentationsConfig(tie_rule="best")  # type: ignore[arg-type]
 
 
 def test_embedding_reference_is_the_mean_of_its_utterances() -> None:
@@ -215,7 +233,7 @@ def test_f0_disclosure_drops_after_pitch_anonymization(corpus, tmp_path) -> None
     # Every row has both fits, summaries and a plot (PNG + SVG).
     for name, row in orig.items():
         assert row["constrained_fit"] is not None and row["unconstrained_fit"] is not None
-        assert sum(row["rank_counts"]) == row["n_observations"]
+        assert sum(row["rank_counts"]) == pytest.approx(row["n_observations"], rel=1e-12)
         assert {p.rsplit(".", 1)[1] for p in row["plots"]} == {"png", "svg"}, name
         assert all((tmp_path / "original" / p).is_file() for p in row["plots"])
     # The phone-unit row exists and is a proper distribution over N ranks.
