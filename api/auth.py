@@ -1,10 +1,11 @@
 """Bearer-token authentication and per-route scopes.
 
-``Authorization: Bearer unm_...`` is checked by ``services.storage.repository.verify_token``
+``Authorization: Bearer unm_...`` is checked by ``services.platform.identity.verify_token``
 (HMAC-SHA256 lookup, revocation, expiry, active user, scope; ``last_used_at`` updated at most once
 a minute). Missing, unknown, expired or revoked tokens get 401; a valid token without the route's
-scope gets 403. Ownership: objects of another team that are private answer 404 (their existence is
-not disclosed); public ones can be read but not changed (403).
+scope gets 403. The caller is a :class:`~services.platform.identity.Principal`; what it may see or
+change is decided by ``services.platform.access`` (another team's private objects: 404, its
+public ones read-only: 403).
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ from sqlalchemy.orm import Session
 
 from api.context import ApiContext, get_context
 from api.problems import ApiProblem
-from services.storage import repository as repo
-from services.storage.models import TokenScope, Visibility
+from services.platform import identity
+from services.platform.identity import Principal
+from services.storage.models import TokenScope
 
 BEARER_SCHEME_NAME = "bearerAuth"
 
@@ -39,49 +41,12 @@ bearer_scheme = HTTPBearer(
 _UNAUTHORIZED_HEADERS = {"WWW-Authenticate": 'Bearer realm="unmask"'}
 
 
-@dataclass(frozen=True)
-class Principal:
-    """Who is calling: the verified token's user, team and scopes."""
-
-    token_id: int
-    token_prefix: str
-    user_id: int
-    team_id: int
-    team_slug: str
-    scopes: tuple[str, ...]
-
-    @property
-    def is_admin(self) -> bool:
-        """Whether the token carries the ``admin`` scope (sees every team's objects)."""
-        return TokenScope.ADMIN.value in self.scopes
-
-    def can_see(self, team_id: int, visibility: str) -> bool:
-        """Whether an object of ``team_id`` with ``visibility`` may be read by this caller."""
-        return self.is_admin or team_id == self.team_id or visibility == Visibility.PUBLIC.value
-
-    def owns(self, team_id: int) -> bool:
-        """Whether the caller may change an object of ``team_id``."""
-        return self.is_admin or team_id == self.team_id
-
-
-def verify_in_session(session: Session, hmac_key: str, token: str, scope: str | None) -> Principal:
-    """Verify ``token`` for ``scope`` with ``session`` (see ``repository.verify_token``)."""
-    row = repo.verify_token(session, token, hmac_key=hmac_key, required_scope=scope)
-    user = row.user
-    return Principal(
-        token_id=row.id,
-        token_prefix=row.prefix,
-        user_id=user.id,
-        team_id=user.team_id,
-        team_slug=user.team.slug,
-        scopes=tuple(row.scopes),
-    )
-
-
 def authenticate(context: ApiContext, token: str, scope: str | None) -> Principal:
     """Verify ``token`` for ``scope`` in its own short transaction (commits ``last_used_at``)."""
     with context.database.session_scope() as session:
-        return verify_in_session(session, context.settings.token_hmac_key, token, scope)
+        return identity.authenticate(
+            session, token, hmac_key=context.settings.token_hmac_key, required_scope=scope
+        )
 
 
 def _bearer_token(credentials: HTTPAuthorizationCredentials | None) -> str:
@@ -132,8 +97,11 @@ class Reader:
         """(caller, session) in one transaction; 401/403 problems when the token fails."""
         with self.context.database.session_scope() as session:
             yield (
-                verify_in_session(
-                    session, self.context.settings.token_hmac_key, self.token, self.scope
+                identity.authenticate(
+                    session,
+                    self.token,
+                    hmac_key=self.context.settings.token_hmac_key,
+                    required_scope=self.scope,
                 ),
                 session,
             )
@@ -159,3 +127,18 @@ require_submit = require_scope(TokenScope.SUBMIT)
 require_admin = require_scope(TokenScope.ADMIN)
 reader_any = reader_with_scope(None)
 reader_read = reader_with_scope(TokenScope.READ)
+
+__all__ = [
+    "BEARER_SCHEME_NAME",
+    "Principal",
+    "Reader",
+    "authenticate",
+    "reader_any",
+    "reader_read",
+    "reader_with_scope",
+    "require_admin",
+    "require_any",
+    "require_read",
+    "require_scope",
+    "require_submit",
+]

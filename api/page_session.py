@@ -18,9 +18,9 @@ from fastapi import Request, Response
 from sqlalchemy import select
 from sqlalchemy.orm import Session, joinedload
 
-from api.auth import Principal
+from services.platform import identity
+from services.platform.identity import Principal
 from services.settings import Settings
-from services.storage import repository as repo
 from services.storage.errors import AuthenticationError, PermissionDeniedError
 from services.storage.models import ApiToken, TokenScope, User
 from services.storage.types import utc_now
@@ -42,20 +42,8 @@ def session_cookie_value(settings: Settings, token_id: int, *, now: float | None
 
 def login(session: Session, settings: Settings, token: str) -> Principal:
     """Verify ``token`` for the pages (scope ``read``); AuthenticationError/PermissionDenied."""
-    row = repo.verify_token(
+    return identity.authenticate(
         session, token.strip(), hmac_key=settings.token_hmac_key, required_scope="read"
-    )
-    return _principal(row)
-
-
-def _principal(row: ApiToken) -> Principal:
-    return Principal(
-        token_id=row.id,
-        token_prefix=row.prefix,
-        user_id=row.user.id,
-        team_id=row.user.team_id,
-        team_slug=row.user.team.slug,
-        scopes=tuple(row.scopes),
     )
 
 
@@ -86,7 +74,7 @@ def viewer_of(request: Request, session: Session, settings: Settings) -> Princip
         or not ({TokenScope.READ.value, TokenScope.ADMIN.value} & set(row.scopes))
     ):
         return None
-    return _principal(row)
+    return Principal.of_token(row)
 
 
 def set_session_cookie(

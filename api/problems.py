@@ -4,7 +4,9 @@ Every error response has ``type``, ``title``, ``status``, ``detail`` (a sentence
 problem: the field, parameter, object or limit at fault) and ``instance`` (the request path).
 Validation errors add ``errors`` (one entry per bad field); quota errors add ``limit`` and
 ``used``. The domain's exceptions map to statuses here, so route code raises what it means
-(``NotFoundError``, ``ConfigError``, ...) and never builds responses for errors itself.
+(``NotFoundError``, ``ConfigError``, ...) and never builds responses for errors itself:
+``services.platform.access.AccessDeniedError`` is a 403, ``services.platform.quotas.
+QuotaExceededError`` a 429 with ``Retry-After``.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from services.errors import InvalidInputError
+from services.platform.access import AccessDeniedError
+from services.platform.quotas import QuotaExceededError
 from services.storage.errors import (
     AuthenticationError,
     BlobIntegrityError,
@@ -128,13 +132,34 @@ def _status_of(exc: InvalidInputError) -> tuple[int, str | None]:
         return 404, None
     if isinstance(exc, AuthenticationError):
         return 401, None
-    if isinstance(exc, PermissionDeniedError):
+    if isinstance(exc, AccessDeniedError | PermissionDeniedError):
         return 403, None
+    if isinstance(exc, QuotaExceededError):
+        return 429, None
     if isinstance(exc, ConflictError):
         return 409, None
     if isinstance(exc, BlobIntegrityError):
         return 422, "integrity-error"
     return 422, None
+
+
+def _headers_and_extra(
+    exc: InvalidInputError, status: int
+) -> tuple[dict[str, str] | None, dict[str, Any] | None]:
+    """Response headers and extra problem members of a domain error."""
+    if isinstance(exc, QuotaExceededError):
+        return (
+            {"Retry-After": str(max(1, exc.retry_after_s))},
+            {
+                "quota": exc.quota,
+                "limit": exc.limit,
+                "used": exc.used,
+                "retry_after_s": exc.retry_after_s,
+            },
+        )
+    if status == 401:
+        return {"WWW-Authenticate": 'Bearer realm="unmask"'}, None
+    return None, None
 
 
 def _field_name(loc: tuple[Any, ...] | list[Any]) -> str:
@@ -183,8 +208,8 @@ def install_problem_handlers(app: FastAPI) -> None:
     @app.exception_handler(InvalidInputError)
     async def _invalid_input(request: Request, exc: InvalidInputError) -> JSONResponse:
         status, slug = _status_of(exc)
-        headers = {"WWW-Authenticate": 'Bearer realm="unmask"'} if status == 401 else None
-        return problem_response(request, status, str(exc), slug=slug, headers=headers)
+        headers, extra = _headers_and_extra(exc, status)
+        return problem_response(request, status, str(exc), slug=slug, headers=headers, extra=extra)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:

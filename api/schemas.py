@@ -289,8 +289,6 @@ class SubmissionOut(BaseModel):
 
     @classmethod
     def of(cls, submission: Submission) -> SubmissionOut:
-        from api.uploads import protocol_id_of_archive_key
-
         status: SubmissionApiStatus = (
             "validating"
             if submission.status == SubmissionStatus.PENDING.value
@@ -306,9 +304,6 @@ class SubmissionOut(BaseModel):
         image = None
         if submission.kind == SubmissionKind.CONTAINER.value:
             image = f"{submission.container_image}@{submission.container_digest}"
-        archive_protocol = None
-        if submission.archive_blob_key:
-            archive_protocol = protocol_id_of_archive_key(submission.archive_blob_key)
         return cls(
             id=submission.id,
             team_slug=submission.team.slug,
@@ -320,7 +315,7 @@ class SubmissionOut(BaseModel):
             builtin=builtin,
             container_image=image,
             archive_sha256=submission.archive_sha256,
-            archive_protocol_id=archive_protocol,
+            archive_protocol_id=submission.protocol_id,
             created_at=submission.created_at,
             accepted_at=submission.accepted_at,
         )

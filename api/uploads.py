@@ -9,9 +9,10 @@ a single signed PUT) and a signed *upload ticket*; the client uploads, then call
 with the ticket (and the parts' ETags), and only then does a submission row exist. The ticket is
 an HMAC-signed JSON (key: ``Settings.token_hmac_key``), so no table holds unfinished uploads.
 
-Archive blobs live under ``archives/protocol-<protocol id>/team-<team id>/<uuid>``: the protocol an
-archive was made for travels with the blob key (the submission table has no protocol column), and
-:func:`protocol_id_of_archive_key` reads it back (the workers' validation does the same).
+Archive blobs live under ``archives/protocol-<protocol id>/team-<team id>/<uuid>``. The protocol an
+archive was made for is stored in ``submissions.protocol_id`` (the source of truth); the key keeps
+naming it so keys stored before that column existed (migration 0004 backfilled it from them) and
+keys written now have one form.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ import hmac
 import io
 import json
 import math
-import re
 import time
 from collections.abc import AsyncIterator
 from dataclasses import asdict, dataclass
@@ -35,18 +35,11 @@ from services.storage.blobstore import BlobStore, S3BlobStore, new_upload_key
 
 S3_MIN_PART_BYTES = 5 * 1024 * 1024
 S3_MAX_PARTS = 10_000
-_ARCHIVE_KEY_RE = re.compile(r"^archives/protocol-(\d+)/team-(\d+)/[0-9a-f]{32}$")
 
 
 def archive_key(protocol_id: int, team_id: int) -> str:
     """A fresh blob key for an archive of ``team_id`` made for ``protocol_id``."""
     return new_upload_key(f"archives/protocol-{protocol_id}/team-{team_id}")
-
-
-def protocol_id_of_archive_key(key: str) -> int | None:
-    """The protocol id encoded in an archive blob key (None for keys of another form)."""
-    match = _ARCHIVE_KEY_RE.match(key)
-    return int(match.group(1)) if match else None
 
 
 class ArchiveTooLargeError(Exception):

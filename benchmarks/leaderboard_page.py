@@ -5,11 +5,11 @@ a succeeded job and its long-format results (2 scenarios x 2 seeds + the aggrega
 metrics a report stores), into a fresh SQLite file or PostgreSQL database; then requests
 ``GET /protocols/{id}`` through the ASGI app in-process (``TestClient``: the time includes
 routing, two SQL queries, sorting and the Jinja2 render, no network) and reports median and p95.
-The seeding stores each job's summary the way ``repository.transition_job`` does when a job
+The seeding stores each job's summary the way ``jobs.records.transition_job`` does when a job
 succeeds. References, same data: the page's metric values aggregated from the result rows at
 request time (what the page would cost without ``job_summaries``), and the naive page: one
 results query per submission (N + 1 queries), as a template loop over
-``repository.list_results`` would do.
+``results.list_results`` would do.
 
     .venv/bin/python benchmarks/leaderboard_page.py                 # SQLite, 1,000 submissions
     .venv/bin/python benchmarks/leaderboard_page.py --db postgresql # needs 127.0.0.1:5432
@@ -34,9 +34,12 @@ sys.path.insert(0, str(ROOT))
 
 from sqlalchemy import delete  # noqa: E402
 
-from services.storage import repository as repo  # noqa: E402
+from services.platform.hashing import canonical_json_hash  # noqa: E402
+from services.platform.identity import create_team  # noqa: E402
+from services.platform.leaderboard import leaderboard_table, refresh_job_summaries  # noqa: E402
+from services.platform.protocols import create_protocol  # noqa: E402
+from services.platform.results import list_results  # noqa: E402
 from services.storage.db import Database  # noqa: E402
-from services.storage.leaderboard_table import refresh_job_summaries  # noqa: E402
 from services.storage.migrate import upgrade_database  # noqa: E402
 from services.storage.models import (  # noqa: E402
     AGGREGATE_SEED,
@@ -82,8 +85,8 @@ def seed_leaderboard(
     rng = random.Random(seed)
     now = dt.datetime.now(dt.UTC)
     with database.session_scope() as session:
-        teams = [repo.create_team(session, f"team-{i:03d}") for i in range(n_teams)]
-        protocol = repo.create_protocol(session, "bench-protocol", body=PROTOCOL_BODY)
+        teams = [create_team(session, f"team-{i:03d}") for i in range(n_teams)]
+        protocol = create_protocol(session, "bench-protocol", body=PROTOCOL_BODY)
         protocol_id = protocol.id
         submissions = []
         for i in range(n_submissions):
@@ -96,7 +99,7 @@ def seed_leaderboard(
                     kind="builtin" if builtin else "container",
                     visibility="private" if i % 10 == 3 else "public",
                     status="accepted",
-                    content_hash=repo.canonical_json_hash(content),
+                    content_hash=canonical_json_hash(content),
                     builtin_name="pitch" if builtin else None,
                     builtin_params={"semitones": i % 7} if builtin else None,
                     container_image=None if builtin else f"ghcr.io/lab/anon-{i}",
@@ -181,20 +184,19 @@ def seed_leaderboard(
                     )
         session.add_all(results)
         session.flush()
-        # What repository.transition_job does when each job succeeds.
+        # What jobs.records.transition_job does when each job succeeds.
         refresh_job_summaries(session, [job.id for job in jobs])
     return protocol_id
 
 
 def naive_page_rows(database: Database, protocol_id: int) -> int:
     """The reference: the visible rows, then one results query per submission (N + 1)."""
-    from services.storage.leaderboard_table import leaderboard_table
 
     with database.session_scope() as session:
         rows = leaderboard_table(session, protocol_id, backend="cosine", metrics=[])
         cells = 0
         for row in rows:
-            for result in repo.list_results(session, row.job_id):
+            for result in list_results(session, row.job_id):
                 if result.backend == "cosine":
                     cells += 1
         return cells

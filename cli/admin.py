@@ -26,13 +26,13 @@ def create_team_command(
     display_name: str | None = typer.Option(None, help="Human-readable name."),
 ) -> None:
     """Create a team."""
-    from services.storage import repository as repo
+    from services.platform import identity
     from services.storage.db import Database
 
     database = Database.from_settings()
     try:
         with database.session_scope() as session:
-            team = repo.create_team(session, name, display_name)
+            team = identity.create_team(session, name, display_name)
             typer.echo(f"team {team.slug} (id {team.id}) created")
     finally:
         database.dispose()
@@ -47,8 +47,8 @@ def create_token_command(
     email: str | None = typer.Option(None, help="Owner (default: the team's robot user)."),
 ) -> None:
     """Issue an API token and print its plaintext once (it is never shown again)."""
+    from services.platform import identity
     from services.settings import get_settings
-    from services.storage import repository as repo
     from services.storage.db import Database
 
     scope_list = [s.strip() for s in scopes.split(",") if s.strip()]
@@ -58,7 +58,7 @@ def create_token_command(
     database = Database.from_settings(settings)
     try:
         with database.session_scope() as session:
-            issued = repo.issue_team_token(
+            issued = identity.issue_team_token(
                 session,
                 team,
                 hmac_key=settings.token_hmac_key,
@@ -82,13 +82,13 @@ def create_token_command(
 @admin_app.command("revoke-token")
 def revoke_token_command(token_id: int = typer.Argument(help="Token id.")) -> None:
     """Revoke an API token."""
-    from services.storage import repository as repo
+    from services.platform import identity
     from services.storage.db import Database
 
     database = Database.from_settings()
     try:
         with database.session_scope() as session:
-            token = repo.revoke_token(session, token_id)
+            token = identity.revoke_token(session, token_id)
             typer.echo(f"token {token.id} ({token.prefix}...) revoked at {token.revoked_at}")
     finally:
         database.dispose()

@@ -19,8 +19,7 @@ from api.schemas import (
     TokenIssued,
     TokenOut,
 )
-from services.storage import repository as repo
-from services.storage.errors import NotFoundError
+from services.platform import identity, protocols
 
 SECONDS_PER_DAY = 86_400
 
@@ -65,7 +64,7 @@ def create_team(
 ) -> TeamOut:
     """A new team; 409 when the slug is taken."""
     with context.database.session_scope() as session:
-        team = repo.create_team(session, body.slug, body.display_name)
+        team = identity.create_team(session, body.slug, body.display_name)
         return TeamOut(
             id=team.id, slug=team.slug, display_name=team.display_name, created_at=team.created_at
         )
@@ -87,7 +86,7 @@ def create_token(
 ) -> TokenIssued:
     """Issue a token; `token` in the answer is the only time the plaintext is shown."""
     with context.database.session_scope() as session:
-        issued = repo.issue_team_token(
+        issued = identity.issue_team_token(
             session,
             body.team,
             hmac_key=context.settings.token_hmac_key,
@@ -115,11 +114,7 @@ def revoke_token(
 ) -> TokenOut:
     """Revoke a token at once (idempotent: the first revocation time is kept)."""
     with context.database.session_scope() as session:
-        try:
-            token = repo.revoke_token(session, token_id)
-        except NotFoundError:
-            raise NotFoundError(f"token {token_id} not found") from None
-        return TokenOut.of(token)
+        return TokenOut.of(identity.revoke_token(session, token_id))
 
 
 @router.post(
@@ -151,8 +146,8 @@ def register_protocol(
         "leaderboard": body.leaderboard.model_dump(mode="json"),
     }
     with context.database.session_scope() as session:
-        before = {p.id for p in repo.list_protocols(session, name=body.name)}
-        protocol = repo.create_protocol(
+        before = {p.id for p in protocols.list_protocols(session, name=body.name)}
+        protocol = protocols.create_protocol(
             session, body.name, body=stored, description=body.description
         )
         if protocol.id in before:

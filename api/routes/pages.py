@@ -30,21 +30,21 @@ from fastapi.responses import (
 from fastapi.templating import Jinja2Templates
 from markupsafe import Markup, escape
 from sqlalchemy import func, select
-from sqlalchemy.orm import Session, joinedload, selectinload
+from sqlalchemy.orm import Session, joinedload
 
 from api.auth import Principal
 from api.context import ApiContext, get_context
 from api.job_config import leaderboard_defaults
 from api.page_session import clear_session_cookie, login, set_session_cookie, viewer_of
 from services.errors import InvalidInputError
-from services.storage import repository as repo
-from services.storage.errors import AuthenticationError, NotFoundError, PermissionDeniedError
-from services.storage.leaderboard_table import (
+from services.platform import access, protocols, results
+from services.platform.leaderboard import (
     LeaderboardTableRow,
     MetricKey,
     leaderboard_table,
     sort_rows,
 )
+from services.storage.errors import AuthenticationError, NotFoundError, PermissionDeniedError
 from services.storage.models import (
     AGGREGATE_SEED,
     TERMINAL_STATES,
@@ -220,12 +220,6 @@ def _viewer(request: Request, context: ApiContext, session: Session) -> Principa
     return viewer_of(request, session, context.settings)
 
 
-def _can_see(viewer: Principal | None, team_id: int, visibility: str) -> bool:
-    if viewer is None:
-        return visibility == Visibility.PUBLIC.value
-    return viewer.can_see(team_id, visibility)
-
-
 def _render(
     request: Request,
     name: str,
@@ -267,21 +261,21 @@ def protocols_page(request: Request, context: ApiContext = Depends(get_context))
     """Every protocol (latest version first per name) with its number of ranked submissions."""
     with context.database.session_scope() as session:
         viewer = _viewer(request, context, session)
-        protocols = repo.list_protocols(session)
         count_query = (
             select(Job.protocol_id, func.count(func.distinct(Job.submission_id)))
             .join(Submission, Submission.id == Job.submission_id)
-            .where(Job.state == RunState.SUCCEEDED.value)
+            .where(
+                Job.state == RunState.SUCCEEDED.value,
+                access.visible_submissions_clause(
+                    viewer_team_id=viewer.team_id if viewer else None,
+                    include_all_private=bool(viewer and viewer.is_admin),
+                ),
+            )
             .group_by(Job.protocol_id)
         )
-        if viewer is None or not viewer.is_admin:
-            visible = Submission.visibility == Visibility.PUBLIC.value
-            if viewer is not None:
-                visible = visible | (Submission.team_id == viewer.team_id)
-            count_query = count_query.where(visible)
         counts: dict[int | None, int] = {pid: n for pid, n in session.execute(count_query)}
         groups: dict[str, list[Protocol]] = {}
-        for protocol in protocols:
+        for protocol in protocols.list_protocols(session):
             groups.setdefault(protocol.name, []).append(protocol)
         items = [
             {
@@ -370,7 +364,7 @@ def leaderboard_page(
     with context.database.session_scope() as session:
         viewer = _viewer(request, context, session)
         try:
-            protocol = repo.get_protocol_by_id(session, protocol_id)
+            protocol = protocols.get_protocol_by_id(session, protocol_id)
         except NotFoundError:
             return _not_found(request, viewer, f"protocol {protocol_id} not found")
         try:
@@ -457,10 +451,10 @@ def _load_results_document(context: ApiContext, artifacts: list[Artifact]) -> di
     return {}
 
 
-def _result_tables(results: list[Result]) -> dict[str, Any]:
+def _result_tables(result_rows: list[Result]) -> dict[str, Any]:
     aggregate: dict[tuple[str, str], dict[str, float | None]] = {}
     per_seed: dict[tuple[str, str, int], dict[str, float | None]] = {}
-    for row in results:
+    for row in result_rows:
         if row.seed == AGGREGATE_SEED:
             aggregate.setdefault((row.scenario, row.backend), {})[row.metric] = row.value
         else:
@@ -512,13 +506,10 @@ def submission_page(
     """Every result and plot of a submission's evaluation, its provenance and artifacts."""
     with context.database.session_scope() as session:
         viewer = _viewer(request, context, session)
-        submission = session.scalar(
-            select(Submission)
-            .options(joinedload(Submission.team))
-            .where(Submission.id == submission_id)
-        )
-        if submission is None or not _can_see(viewer, submission.team_id, submission.visibility):
-            return _not_found(request, viewer, f"submission {submission_id} not found")
+        try:
+            submission = access.visible_submission(session, viewer, submission_id)
+        except NotFoundError as exc:
+            return _not_found(request, viewer, str(exc))
         jobs = list(
             session.scalars(
                 select(Job)
@@ -535,10 +526,10 @@ def submission_page(
             selected = next((j for j in jobs if j.state == RunState.SUCCEEDED.value), None)
         if selected is None and jobs:
             selected = jobs[0]
-        artifacts = repo.list_artifacts(session, selected.id) if selected else []
-        results = repo.list_results(session, selected.id) if selected else []
+        artifacts = results.list_artifacts(session, selected.id) if selected else []
+        rows = results.list_results(session, selected.id) if selected else []
         document = _load_results_document(context, artifacts) if artifacts else {}
-        tables = _result_tables(results)
+        tables = _result_tables(rows)
         return _render(
             request,
             "submission.html",
@@ -561,18 +552,11 @@ def submission_page(
 
 
 def _visible_job(session: Session, viewer: Principal | None, job_id: int) -> Job | None:
-    job = session.scalar(
-        select(Job)
-        .options(
-            joinedload(Job.submission).joinedload(Submission.team),
-            joinedload(Job.protocol),
-            selectinload(Job.stages),
-        )
-        .where(Job.id == job_id)
-    )
-    if job is None or not _can_see(viewer, job.team_id, job.submission.visibility):
+    """The job if ``viewer`` (None: anonymous) may see it, else None (the page answers 404)."""
+    try:
+        return access.visible_job(session, viewer, job_id)
+    except NotFoundError:
         return None
-    return job
 
 
 def job_status(job: Job, log_chars: int = LOG_CHARS) -> dict[str, Any]:
@@ -656,7 +640,7 @@ def artifact_file(
         viewer = _viewer(request, context, session)
         job = _visible_job(session, viewer, job_id)
         try:
-            artifact = repo.get_artifact(session, job.id, artifact_id) if job else None
+            artifact = results.get_artifact(session, job.id, artifact_id) if job else None
         except NotFoundError:
             artifact = None
         if artifact is None:

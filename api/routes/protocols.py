@@ -6,9 +6,10 @@ from fastapi import APIRouter, Depends, Query
 
 from api.auth import Reader, reader_read
 from api.job_config import leaderboard_defaults
-from api.routes.common import errors, protocol_by_id, scope
+from api.routes.common import errors, scope
 from api.schemas import LeaderboardOut, LeaderboardRow, ProtocolOut
-from services.storage import repository as repo
+from services.platform import protocols
+from services.platform.leaderboard import leaderboard
 
 router = APIRouter(prefix="/v1/protocols", tags=["protocols"])
 
@@ -35,7 +36,7 @@ def list_protocols(
 ) -> list[ProtocolOut]:
     """Every registered protocol version, by name then version."""
     with reader.open() as (_principal, session):
-        return [ProtocolOut.of(p) for p in repo.list_protocols(session, name=name)]
+        return [ProtocolOut.of(p) for p in protocols.list_protocols(session, name=name)]
 
 
 @router.get(
@@ -51,7 +52,7 @@ def get_protocol(
 ) -> ProtocolOut:
     """One protocol version: its config and leaderboard defaults."""
     with reader.open() as (_principal, session):
-        return ProtocolOut.of(protocol_by_id(session, protocol_id))
+        return ProtocolOut.of(protocols.get_protocol_by_id(session, protocol_id))
 
 
 @router.get(
@@ -72,13 +73,13 @@ def get_leaderboard(
 ) -> LeaderboardOut:
     """Submissions ranked by the primary metric; `rules` states the ranking rules."""
     with reader.open() as (principal, session):
-        protocol = protocol_by_id(session, protocol_id)
+        protocol = protocols.get_protocol_by_id(session, protocol_id)
         d_metric, d_scenario, d_backend, d_higher = leaderboard_defaults(protocol)
         metric = metric or d_metric
         scenario = scenario or d_scenario
         backend = backend or d_backend
         higher = d_higher if higher_is_better is None else higher_is_better
-        entries = repo.leaderboard(
+        entries = leaderboard(
             session,
             protocol.id,
             metric,

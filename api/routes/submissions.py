@@ -14,16 +14,7 @@ from starlette.requests import ClientDisconnect
 from api.auth import Principal, Reader, reader_read, require_submit
 from api.context import ApiContext, get_context
 from api.problems import ApiProblem
-from api.quotas import check_submission_quota
-from api.routes.common import (
-    CURSOR_PATTERN,
-    PAGE_LIMIT_DEFAULT,
-    PAGE_LIMIT_MAX,
-    errors,
-    protocol_by_id,
-    scope,
-    visible_submission,
-)
+from api.routes.common import CURSOR_PATTERN, PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX, errors, scope
 from api.schemas import (
     PINNED_IMAGE_RE,
     SHA256_HEX_RE,
@@ -48,7 +39,11 @@ from api.uploads import (
     finish_presigned_upload,
     start_presigned_upload,
 )
-from services.storage import repository as repo
+from services.platform import submissions
+from services.platform.access import visible_submission
+from services.platform.identity import lock_team
+from services.platform.protocols import get_protocol_by_id
+from services.platform.quotas import check_submission_quota
 from services.storage.errors import BlobNotFoundError
 from services.storage.models import SubmissionKind
 
@@ -98,9 +93,9 @@ def create_submission(
         image = body.container.image.rsplit("@", 1)[0]
         fields = {"container_image": image, "container_digest": match.group("digest")}
     with context.database.session_scope() as session:
-        repo.lock_team(session, principal.team_id)
-        check_submission_quota(session, context.settings, principal.team_id)
-        submission = repo.create_submission(
+        lock_team(session, principal.team_id)
+        check_submission_quota(session, settings=context.settings, team_id=principal.team_id)
+        submission = submissions.create_submission(
             session,
             principal.team_id,
             body.name,
@@ -120,15 +115,16 @@ def _register_archive(
     sha256: str,
     name: str,
     visibility: str,
+    protocol_id: int,
 ) -> tuple[int, bool]:
     """Create the (pending) archive submission for an uploaded blob: (id, created)."""
     with context.database.session_scope() as session:
-        existing = repo.find_submission_by_archive_key(session, principal.team_id, key)
+        existing = submissions.find_submission_by_archive_key(session, principal.team_id, key)
         if existing is not None:
             return existing.id, False
-        repo.lock_team(session, principal.team_id)
-        check_submission_quota(session, context.settings, principal.team_id)
-        submission = repo.create_submission(
+        lock_team(session, principal.team_id)
+        check_submission_quota(session, settings=context.settings, team_id=principal.team_id)
+        submission = submissions.create_submission(
             session,
             principal.team_id,
             name,
@@ -137,6 +133,7 @@ def _register_archive(
             created_by_user_id=principal.user_id,
             archive_blob_key=key,
             archive_sha256=sha256,
+            protocol_id=protocol_id,
             accept=False,
         )
         return submission.id, True
@@ -156,13 +153,13 @@ def _start_validation(context: ApiContext, submission_id: int) -> None:
 
 def _submission_out(context: ApiContext, submission_id: int) -> SubmissionOut:
     with context.database.session_scope() as session:
-        return SubmissionOut.of(repo.get_submission(session, submission_id))
+        return SubmissionOut.of(submissions.get_submission(session, submission_id))
 
 
 def _precheck_archive(context: ApiContext, principal: Principal, protocol_id: int) -> None:
     with context.database.session_scope() as session:
-        protocol_by_id(session, protocol_id)
-        check_submission_quota(session, context.settings, principal.team_id)
+        get_protocol_by_id(session, protocol_id)
+        check_submission_quota(session, settings=context.settings, team_id=principal.team_id)
 
 
 @router.post(
@@ -241,6 +238,7 @@ async def upload_archive(
                 sha256=info.sha256 or "",
                 name=name,
                 visibility=visibility,
+                protocol_id=protocol_id,
             )
         )
     except BaseException:
@@ -346,7 +344,9 @@ def complete_upload(
         raise ApiProblem(404, "upload_id is not a ticket this server issued")
     store = context.blob_store
     with context.database.session_scope() as session:
-        existing = repo.find_submission_by_archive_key(session, principal.team_id, ticket.key)
+        existing = submissions.find_submission_by_archive_key(
+            session, principal.team_id, ticket.key
+        )
         if existing is not None:
             response.status_code = status.HTTP_200_OK
             return SubmissionOut.of(existing)
@@ -373,6 +373,7 @@ def complete_upload(
             sha256=ticket.sha256,
             name=ticket.name,
             visibility=ticket.visibility,
+            protocol_id=ticket.protocol_id,
         )
     except BaseException:
         store.delete(ticket.key)
@@ -400,7 +401,7 @@ def list_submissions(
 ) -> SubmissionPageOut:
     """The caller's team's submissions, newest first, keyset-paginated."""
     with reader.open() as (principal, session):
-        page = repo.list_submissions(
+        page = submissions.list_submissions(
             session,
             team_id=principal.team_id,
             kind=kind.value if kind else None,

@@ -216,6 +216,10 @@ class Submission(Base):
     builtin_params: Mapped[dict[str, Any] | None] = mapped_column(json_type())
     archive_blob_key: Mapped[str | None] = mapped_column(String(MAX_BLOB_KEY_LENGTH))
     archive_sha256: Mapped[str | None] = mapped_column(String(SHA256_HEX_LENGTH))
+    # Archives only: the protocol whose audio the archive anonymizes (its jobs run under it).
+    protocol_id: Mapped[int | None] = mapped_column(
+        ForeignKey("protocols.id", ondelete="RESTRICT"), index=True
+    )
     container_image: Mapped[str | None] = mapped_column(String(512))
     container_digest: Mapped[str | None] = mapped_column(String(128))
     accepted_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
@@ -234,6 +238,7 @@ SUBMISSION_CONTENT_COLUMNS: tuple[str, ...] = (
     "builtin_params",
     "archive_blob_key",
     "archive_sha256",
+    "protocol_id",
     "container_image",
     "container_digest",
     "accepted_at",
@@ -481,8 +486,9 @@ class JobSummary(Base):
 
     ``metric_values`` maps ``"<scenario>|<backend>|<metric>"`` to the value aggregated like the
     leaderboard (the ``AGGREGATE_SEED`` row when present, else the mean over seeds; None =
-    missing), for the metrics in ``leaderboard_table.SUMMARY_METRICS``. The leaderboard page
-    reads one of these per submission instead of aggregating thousands of result rows.
+    missing), for the metrics in ``services.platform.leaderboard.SUMMARY_METRICS``. The
+    leaderboard page reads one of these per submission instead of aggregating thousands of result
+    rows.
     """
 
     __tablename__ = "job_summaries"

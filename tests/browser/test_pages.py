@@ -20,8 +20,9 @@ from typing import Any
 
 import pytest
 
+from services.platform import identity, protocols, results, submissions
+from services.platform.jobs import records as job_records
 from services.settings import Settings
-from services.storage import repository as repo
 from services.storage.blobstore import LocalBlobStore
 from services.storage.db import Database
 from services.storage.migrate import upgrade_database
@@ -113,7 +114,7 @@ def _record_report(
     from services.pipeline.jobs import result_rows_from_document, upload_report
 
     with database.session_scope() as session:
-        sub = repo.create_submission(
+        sub = submissions.create_submission(
             session,
             team_id,
             "pitch (built-in)",
@@ -122,7 +123,7 @@ def _record_report(
             builtin_params={},
             visibility="public",
         )
-        job = repo.create_job(
+        job = job_records.create_job(
             session,
             team_id=team_id,
             submission_id=sub.id,
@@ -130,17 +131,17 @@ def _record_report(
             config=TINY,
             stage_names=["corpus", "anonymize", "train", "embed", "score", "report"],
         ).job
-        repo.transition_job(session, job.id, "running")
+        job_records.transition_job(session, job.id, "running")
         for stage in job.stages:
-            repo.transition_stage(session, stage.id, "succeeded")
+            job_records.transition_stage(session, stage.id, "succeeded")
         sub_id, job_id = sub.id, job.id
     document = json.loads((out_dir / "results.json").read_text())
     artifacts = upload_report(store, job_id, out_dir)
     with database.session_scope() as session:
-        repo.replace_job_results(
+        results.replace_job_results(
             session, job_id, results=result_rows_from_document(document), artifacts=artifacts
         )
-        repo.transition_job(session, job_id, "succeeded")
+        job_records.transition_job(session, job_id, "succeeded")
     return sub_id, job_id
 
 
@@ -154,7 +155,7 @@ def _synthetic(
     meand: float | None,
 ) -> int:
     with database.session_scope() as session:
-        sub = repo.create_submission(
+        sub = submissions.create_submission(
             session,
             team_id,
             name,
@@ -163,25 +164,25 @@ def _synthetic(
             container_image="ghcr.io/lab/anon",
             container_digest="sha256:" + "b" * 64,
         )
-        job = repo.create_job(
+        job = job_records.create_job(
             session,
             team_id=team_id,
             submission_id=sub.id,
             protocol_id=protocol_id,
             config={"name": name},
         ).job
-        repo.transition_job(session, job.id, "running")
+        job_records.transition_job(session, job.id, "running")
         rows = [
-            repo.ResultRow("semi-informed", "cosine", -1, "eer_percent", eer),
-            repo.ResultRow("ignorant", "cosine", -1, "eer_percent", eer - 10),
-            repo.ResultRow("semi-informed", "cosine", -1, "min_cllr_bits", 0.9),
+            results.ResultRow("semi-informed", "cosine", -1, "eer_percent", eer),
+            results.ResultRow("ignorant", "cosine", -1, "eer_percent", eer - 10),
+            results.ResultRow("semi-informed", "cosine", -1, "min_cllr_bits", 0.9),
         ]
         if meand is not None:
             rows.append(
-                repo.ResultRow("semi-informed", "cosine", -1, "srd_mean_disclosure_bits", meand)
+                results.ResultRow("semi-informed", "cosine", -1, "srd_mean_disclosure_bits", meand)
             )
-        repo.record_results_and_artifacts(session, job.id, results=rows)
-        repo.transition_job(session, job.id, "succeeded")
+        results.record_results_and_artifacts(session, job.id, results=rows)
+        job_records.transition_job(session, job.id, "succeeded")
         return sub.id
 
 
@@ -202,15 +203,15 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     store = LocalBlobStore(folder / "blobs", signing_key=HMAC_KEY)
     protocol_config = {k: v for k, v in TINY.items() if k not in ("anonymizer", "name")}
     with database.session_scope() as session:
-        lab = repo.create_team(session, "speech-lab")
-        rival = repo.create_team(session, "rival-lab")
-        protocol = repo.create_protocol(
+        lab = identity.create_team(session, "speech-lab")
+        rival = identity.create_team(session, "rival-lab")
+        protocol = protocols.create_protocol(
             session,
             "synthetic-tiny",
             description="A tiny synthetic protocol (browser tests).",
             body={"config": protocol_config, "leaderboard": {"metric": "eer_percent"}},
         )
-        token = repo.issue_team_token(
+        token = identity.issue_team_token(
             session, "rival-lab", hmac_key=HMAC_KEY, scopes=["read"]
         ).plaintext
         lab_id, rival_id, protocol_id = lab.id, rival.id, protocol.id
@@ -218,7 +219,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     other = _synthetic(database, lab_id, protocol_id, "voice-conversion v2", "public", 44.0, None)
     _synthetic(database, rival_id, protocol_id, "SECRET-rival-anonymizer", "private", 48.0, 0.01)
     with database.session_scope() as session:  # a job in progress, for the live job page
-        job = repo.create_job(
+        job = job_records.create_job(
             session,
             team_id=lab_id,
             submission_id=other,
@@ -226,10 +227,12 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
             config={"name": "live"},
             stage_names=["corpus", "anonymize", "train"],
         ).job
-        repo.transition_job(session, job.id, "running")
-        repo.transition_stage(session, job.stages[0].id, "succeeded")
-        repo.transition_stage(session, job.stages[1].id, "running", worker_host="gpu@host1")
-        repo.heartbeat_stage(session, job.stages[1].id, progress=0.25, log="anonymizing 1/4\n")
+        job_records.transition_job(session, job.id, "running")
+        job_records.transition_stage(session, job.stages[0].id, "succeeded")
+        job_records.transition_stage(session, job.stages[1].id, "running", worker_host="gpu@host1")
+        job_records.heartbeat_stage(
+            session, job.stages[1].id, progress=0.25, log="anonymizing 1/4\n"
+        )
         running_job = job.id
     settings = Settings(
         _env_file=None,  # type: ignore[call-arg]
@@ -344,8 +347,8 @@ def test_job_page_follows_live_progress(site: Site, browser: Any) -> None:
     assert row.locator('[data-field="pct"]').inner_text() == "25%"
     assert "anonymizing 1/4" in page.inner_text("#logs")
     with site.database.session_scope() as session:
-        stage = repo.get_stage(session, site.running_job, "anonymize")
-        repo.heartbeat_stage(session, stage.id, progress=0.75, log="anonymizing 3/4\n")
+        stage = job_records.get_stage(session, site.running_job, "anonymize")
+        job_records.heartbeat_stage(session, stage.id, progress=0.75, log="anonymizing 3/4\n")
     page.wait_for_function(
         """() => document.querySelector('tr[data-stage="anonymize"] [data-field="pct"]')
                  .textContent === '75%'""",
@@ -354,9 +357,9 @@ def test_job_page_follows_live_progress(site: Site, browser: Any) -> None:
     assert "anonymizing 3/4" in page.inner_text("#logs")
     page.screenshot(path=str(ARTIFACTS / "pages-job-running.png"), full_page=True)
     with site.database.session_scope() as session:
-        stage = repo.get_stage(session, site.running_job, "anonymize")
-        repo.transition_stage(session, stage.id, "failed", error="out of memory (test)")
-        repo.transition_job(
+        stage = job_records.get_stage(session, site.running_job, "anonymize")
+        job_records.transition_stage(session, stage.id, "failed", error="out of memory (test)")
+        job_records.transition_job(
             session, site.running_job, "failed", error_message="stage anonymize failed"
         )
     page.wait_for_function(

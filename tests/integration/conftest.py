@@ -244,12 +244,12 @@ class ApiWorld:
     """Two teams (a, b) and an admin, with tokens, created straight in the database."""
 
     def __init__(self, database: Database) -> None:
-        from services.storage import repository as repo
+        from services.platform import identity
 
         self.database = database
         with database.session_scope() as session:
             for slug in ("ops", "team-a", "team-b"):
-                repo.create_team(session, slug)
+                identity.create_team(session, slug)
         self.admin = self.token("ops", ["admin"])
         self.a = self.token("team-a", ["submit", "read"])
         self.a_read = self.token("team-a", ["read"])
@@ -257,10 +257,10 @@ class ApiWorld:
 
     def token(self, team: str, scopes: list[str], expires_in_s: float | None = None) -> str:
         """A new token's plaintext."""
-        from services.storage import repository as repo
+        from services.platform import identity
 
         with self.database.session_scope() as session:
-            issued = repo.issue_team_token(
+            issued = identity.issue_team_token(
                 session,
                 team,
                 hmac_key=API_TEST_HMAC_KEY,

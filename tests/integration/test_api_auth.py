@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from sqlalchemy import update
 
-from services.storage import repository as repo
+from services.platform import results
 from services.storage.models import ApiToken
 
 pytestmark = pytest.mark.integration
@@ -204,13 +204,15 @@ def test_team_isolation_private_404_public_readable(
         jobs[name] = response.json()["id"]
     # Give the private job an artifact so the artifact route has something to hide.
     with pg_database.session_scope() as session:
-        repo.record_results_and_artifacts(
+        results.record_results_and_artifacts(
             session,
             jobs["private"],
-            results=[repo.ResultRow("semi-informed", "cosine", 0, "eer_percent", 31.0)],
-            artifacts=[repo.ArtifactRecord("jobs/1/report.json", 2, "0" * 64, "application/json")],
+            results=[results.ResultRow("semi-informed", "cosine", 0, "eer_percent", 31.0)],
+            artifacts=[
+                results.ArtifactRecord("jobs/1/report.json", 2, "0" * 64, "application/json")
+            ],
         )
-        artifact_id = repo.list_artifacts(session, jobs["private"])[0].id
+        artifact_id = results.list_artifacts(session, jobs["private"])[0].id
 
     private_paths = [
         ("/v1/submissions/{}", private_sub, "submission"),

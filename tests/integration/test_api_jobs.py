@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from services.storage import repository as repo
+from services.platform import results
+from services.platform.jobs import records as job_records
 
 pytestmark = pytest.mark.integration
 
@@ -199,10 +200,10 @@ def test_cancel_and_rerun(env: Env, api_dispatcher: Any, pg_database: Any) -> No
     sub = env.submission()
     job = env.job(sub, config_overrides={"seeds": [7]}).json()
     with pg_database.session_scope() as session:
-        stage = repo.get_stage(session, job["id"], "corpus")
-        repo.transition_job(session, job["id"], "running")
-        repo.transition_stage(session, stage.id, "running", worker_host="gpu-1")
-        repo.heartbeat_stage(session, stage.id, progress=0.5, log="x" * 3000 + "tail-marker")
+        stage = job_records.get_stage(session, job["id"], "corpus")
+        job_records.transition_job(session, job["id"], "running")
+        job_records.transition_stage(session, stage.id, "running", worker_host="gpu-1")
+        job_records.heartbeat_stage(session, stage.id, progress=0.5, log="x" * 3000 + "tail-marker")
     got = env.client.get(f"/v1/jobs/{job['id']}?log_chars=20", headers=env.a).json()
     corpus = got["stages"][0]
     assert corpus["state"] == "running" and corpus["progress"] == 0.5
@@ -265,15 +266,15 @@ def test_job_quotas_do_not_charge_failed_or_cancelled(
     # Finished successfully: no longer concurrent, but counts per day (second, third = 2 of 3).
     with pg_database.session_scope() as session:
         for job_id in (second, third.json()["id"]):
-            repo.transition_job(session, job_id, "running")
-            repo.transition_job(session, job_id, "succeeded")
+            job_records.transition_job(session, job_id, "running")
+            job_records.transition_job(session, job_id, "succeeded")
     fourth = env.job(sub)
     assert fourth.status_code == 201
     body = _problem(env.job(sub), 429)
     assert "jobs per day" in body["detail"] and body["used"] == 3
     # Failed: not charged.
     with pg_database.session_scope() as session:
-        repo.transition_job(session, fourth.json()["id"], "failed", error_message="oom")
+        job_records.transition_job(session, fourth.json()["id"], "failed", error_message="oom")
     assert env.job(sub).status_code == 201
     quotas = env.client.get("/v1/me", headers=env.a).json()["quotas"]
     assert quotas["jobs_per_day"] == {"limit": 3, "used": 3, "window": "rolling 24 h"}
@@ -297,29 +298,33 @@ def test_results_artifacts_and_leaderboard(env: Env, pg_database: Any) -> None:
         jobs[name] = env.job(sub, headers=headers).json()["id"]
     with pg_database.session_scope() as session:
         for name, job_id in jobs.items():
-            repo.transition_job(session, job_id, "running")
-            rows = [repo.ResultRow("semi-informed", "cosine", 0, "min_cllr_bits", 0.9)]
+            job_records.transition_job(session, job_id, "running")
+            rows = [results.ResultRow("semi-informed", "cosine", 0, "min_cllr_bits", 0.9)]
             if values[name] is not None:
                 rows += [
-                    repo.ResultRow("semi-informed", "cosine", 0, "eer_percent", values[name] - 1),
-                    repo.ResultRow("semi-informed", "cosine", 1, "eer_percent", values[name] + 1),
+                    results.ResultRow(
+                        "semi-informed", "cosine", 0, "eer_percent", values[name] - 1
+                    ),
+                    results.ResultRow(
+                        "semi-informed", "cosine", 1, "eer_percent", values[name] + 1
+                    ),
                 ]
-            repo.record_results_and_artifacts(
+            results.record_results_and_artifacts(
                 session,
                 job_id,
                 results=rows,
                 artifacts=[
-                    repo.ArtifactRecord(
+                    results.ArtifactRecord(
                         f"jobs/{job_id}/report.json", 2, "a" * 64, "application/json"
                     )
                 ],
-                stage_id=repo.get_stage(session, job_id, "report").id,
+                stage_id=job_records.get_stage(session, job_id, "report").id,
             )
-            repo.transition_job(session, job_id, "succeeded")
+            job_records.transition_job(session, job_id, "succeeded")
 
-    results = env.client.get(f"/v1/jobs/{jobs['a-best']}/results", headers=env.a).json()
-    assert results["state"] == "succeeded"
-    eer = [r for r in results["results"] if r["metric"] == "eer_percent"]
+    answer = env.client.get(f"/v1/jobs/{jobs['a-best']}/results", headers=env.a).json()
+    assert answer["state"] == "succeeded"
+    eer = [r for r in answer["results"] if r["metric"] == "eer_percent"]
     assert [(r["seed"], r["value"]) for r in eer] == [(0, 44.0), (1, 46.0)]
 
     artifacts = env.client.get(f"/v1/jobs/{jobs['a-best']}/artifacts", headers=env.a).json()

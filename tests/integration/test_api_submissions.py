@@ -110,11 +110,23 @@ def test_builtin_and_container_submissions(make_api_client: Any, api_world: Any)
     assert [s["name"] for s in listed] == ["my image"]
 
 
+def _stored_protocol_id(database: Any, submission_id: int) -> int | None:
+    """``submissions.protocol_id`` as stored (the source of truth, not the blob key)."""
+    from sqlalchemy import text
+
+    with database.session_scope() as session:
+        value = session.execute(
+            text("SELECT protocol_id FROM submissions WHERE id = :id"), {"id": submission_id}
+        ).scalar_one()
+        return None if value is None else int(value)
+
+
 def test_streamed_archive_upload_and_size_limit(
     make_api_client: Any,
     api_world: Any,
     api_dispatcher: Any,
     api_protocol_body: dict[str, Any],
+    pg_database: Any,
     tmp_path: Path,
 ) -> None:
     client = make_api_client(max_archive_bytes=256 * 1024)
@@ -137,6 +149,7 @@ def test_streamed_archive_upload_and_size_limit(
     assert sub["kind"] == "archive" and sub["status"] == "validating"
     assert sub["archive_sha256"] == hashlib.sha256(data).hexdigest()
     assert sub["archive_protocol_id"] == protocol_id
+    assert _stored_protocol_id(pg_database, sub["id"]) == protocol_id
     assert api_dispatcher.validations == [sub["id"]]
     before = sorted(_blob_files(tmp_path / "blobs"))
     assert len(before) == 1 and before[0].read_bytes() == data
@@ -167,7 +180,11 @@ def test_streamed_archive_upload_and_size_limit(
 
 
 def test_presigned_upload_on_the_local_store(
-    make_api_client: Any, api_world: Any, api_dispatcher: Any, api_protocol_body: dict[str, Any]
+    make_api_client: Any,
+    api_world: Any,
+    api_dispatcher: Any,
+    api_protocol_body: dict[str, Any],
+    pg_database: Any,
 ) -> None:
     client = make_api_client()
     a = api_world.auth(api_world.a)
@@ -197,6 +214,8 @@ def test_presigned_upload_on_the_local_store(
     done = client.post(complete, headers=a)
     assert done.status_code == 201, done.text
     assert done.json()["status"] == "validating" and done.json()["archive_sha256"] == sha
+    assert done.json()["archive_protocol_id"] == protocol_id
+    assert _stored_protocol_id(pg_database, done.json()["id"]) == protocol_id
     assert api_dispatcher.validations == [done.json()["id"]]
     again = client.post(complete, headers=a)
     assert again.status_code == 200 and again.json()["id"] == done.json()["id"]

@@ -9,7 +9,8 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from services.storage import repository as repo
+from services.platform import identity, leaderboard, protocols, results, submissions
+from services.platform.jobs import records as job_records
 from services.storage.db import Database
 from services.storage.errors import IdempotencyConflictError
 from services.storage.models import AGGREGATE_SEED, Artifact, Job, Result, Stage, Team
@@ -22,7 +23,7 @@ T0 = dt.datetime(2030, 1, 1, tzinfo=dt.UTC)
 def _submission(
     session: Session, team_id: int, name: str, minute: int, visibility: str = "public"
 ) -> int:
-    sub = repo.create_submission(
+    sub = submissions.create_submission(
         session, team_id, name, "builtin", builtin_name="pitch", visibility=visibility
     )
     sub.created_at = T0 + dt.timedelta(minutes=minute)
@@ -34,36 +35,36 @@ def _job(
     team_id: int,
     submission_id: int,
     protocol_id: int,
-    rows: list[repo.ResultRow],
+    rows: list[results.ResultRow],
     *,
     finished_minute: int = 100,
     final_state: str = "succeeded",
 ) -> int:
-    job = repo.create_job(
+    job = job_records.create_job(
         session,
         team_id=team_id,
         submission_id=submission_id,
         protocol_id=protocol_id,
         config={"n": len(rows), "minute": finished_minute},
     ).job
-    repo.transition_job(session, job.id, "running")
-    repo.record_results_and_artifacts(session, job.id, results=rows)
-    repo.transition_job(
+    job_records.transition_job(session, job.id, "running")
+    results.record_results_and_artifacts(session, job.id, results=rows)
+    job_records.transition_job(
         session, job.id, final_state, now=T0 + dt.timedelta(minutes=finished_minute)
     )
     return job.id
 
 
-def eer(value: float | None, seed: int = 0, scenario: str = "lazy") -> repo.ResultRow:
-    return repo.ResultRow(scenario, "plda", seed, "eer", value)
+def eer(value: float | None, seed: int = 0, scenario: str = "lazy") -> results.ResultRow:
+    return results.ResultRow(scenario, "plda", seed, "eer", value)
 
 
 def test_leaderboard(any_database: Database) -> None:
     with any_database.session_scope() as session:
-        a = repo.create_team(session, "team-a").id
-        b = repo.create_team(session, "team-b").id
-        p = repo.create_protocol(session, "vpc", body={"v": 1}).id
-        q = repo.create_protocol(session, "other", body={"v": 1}).id
+        a = identity.create_team(session, "team-a").id
+        b = identity.create_team(session, "team-b").id
+        p = protocols.create_protocol(session, "vpc", body={"v": 1}).id
+        q = protocols.create_protocol(session, "other", body={"v": 1}).id
         s = {
             "tie_late": _submission(session, a, "tie-late", 9),
             "top": _submission(session, a, "top", 1),
@@ -78,7 +79,7 @@ def test_leaderboard(any_database: Database) -> None:
         _job(session, a, s["tie_late"], p, [eer(0.375)])
         _job(session, a, s["top"], p, [eer(0.25, 0), eer(0.5, 1)])  # seed mean 0.375 (exact)
         _job(session, a, s["tie_early"], p, [eer(0.375), eer(0.99, scenario="ignorant")])
-        _job(session, a, s["no_value"], p, [repo.ResultRow("lazy", "plda", 0, "cllr", 0.7)])
+        _job(session, a, s["no_value"], p, [results.ResultRow("lazy", "plda", 0, "cllr", 0.7)])
         _job(session, a, s["failed_only"], p, [eer(0.9)], final_state="failed")
         _job(session, b, s["private"], p, [eer(0.8)])
         _job(session, a, s["rerun"], p, [eer(0.95)], finished_minute=100)
@@ -87,11 +88,11 @@ def test_leaderboard(any_database: Database) -> None:
         _job(session, a, s["aggregate"], p, [eer(0.0, 0), eer(0.0, 1), eer(0.5, AGGREGATE_SEED)])
         _job(session, a, s["tie_early"], q, [eer(0.99)])  # another protocol: invisible here
     with any_database.session_scope() as session:
-        public = repo.leaderboard(session, p, "eer", scenario="lazy", backend="plda")
-        with_private = repo.leaderboard(
+        public = leaderboard.leaderboard(session, p, "eer", scenario="lazy", backend="plda")
+        with_private = leaderboard.leaderboard(
             session, p, "eer", scenario="lazy", backend="plda", viewer_team_id=b
         )
-        ascending = repo.leaderboard(
+        ascending = leaderboard.leaderboard(
             session, p, "eer", scenario="lazy", backend="plda", higher_is_better=False
         )
     names = {v: k for k, v in s.items()}
@@ -121,18 +122,18 @@ def test_leaderboard(any_database: Database) -> None:
 
 def test_idempotency_on_real_database(any_database: Database) -> None:
     with any_database.session_scope() as session:
-        team = repo.create_team(session, "t").id
+        team = identity.create_team(session, "t").id
         sub = _submission(session, team, "s", 0)
-        first = repo.create_job(
+        first = job_records.create_job(
             session, team_id=team, submission_id=sub, config={"x": 1}, idempotency_key="k"
         )
     with any_database.session_scope() as session:
-        again = repo.create_job(
+        again = job_records.create_job(
             session, team_id=team, submission_id=sub, config={"x": 1}, idempotency_key="k"
         )
         assert again.job.id == first.job.id and not again.created
         with pytest.raises(IdempotencyConflictError):
-            repo.create_job(
+            job_records.create_job(
                 session, team_id=team, submission_id=sub, config={"x": 2}, idempotency_key="k"
             )
     with any_database.session_scope() as session:
@@ -156,10 +157,10 @@ def test_idempotency_on_real_database(any_database: Database) -> None:
 
 def test_deleting_a_team_cascades(any_database: Database) -> None:
     with any_database.session_scope() as session:
-        team = repo.create_team(session, "gone").id
+        team = identity.create_team(session, "gone").id
         sub = _submission(session, team, "s", 0)
-        protocol = repo.create_protocol(session, "vpc", body={}).id
-        job = repo.create_job(
+        protocol = protocols.create_protocol(session, "vpc", body={}).id
+        job = job_records.create_job(
             session,
             team_id=team,
             submission_id=sub,
@@ -168,12 +169,12 @@ def test_deleting_a_team_cascades(any_database: Database) -> None:
             stage_names=["score"],
         ).job
         stage_id = job.stages[0].id
-        repo.record_results_and_artifacts(
+        results.record_results_and_artifacts(
             session,
             job.id,
             stage_id=stage_id,
             results=[eer(0.2)],
-            artifacts=[repo.ArtifactRecord("jobs/1/scores.npz", 3, "c" * 64)],
+            artifacts=[results.ArtifactRecord("jobs/1/scores.npz", 3, "c" * 64)],
         )
     with any_database.session_scope() as session:
         session.delete(session.get(Team, team))
@@ -181,12 +182,12 @@ def test_deleting_a_team_cascades(any_database: Database) -> None:
         for model in (Job, Stage, Result, Artifact):
             assert session.scalar(select(func.count()).select_from(model)) == 0
         # The protocol survives (RESTRICT protects it only while results reference it).
-        assert repo.get_protocol(session, "vpc").id == protocol
+        assert protocols.get_protocol(session, "vpc").id == protocol
 
 
 def test_timestamps_are_timezone_aware_utc(any_database: Database) -> None:
     with any_database.session_scope() as session:
-        team_id = repo.create_team(session, "tz").id
+        team_id = identity.create_team(session, "tz").id
     with any_database.session_scope() as session:
         created = session.get(Team, team_id)
         assert created is not None

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from cli.main import main
+from services.platform import identity
 from services.settings import get_settings
-from services.storage import repository as repo
 from services.storage.db import Database
 from services.storage.errors import AuthenticationError, PermissionDeniedError
 from services.storage.migrate import upgrade_database
@@ -43,16 +43,18 @@ def test_create_team_and_token_print_the_plaintext_once(
     assert plaintext.startswith("unm_") and "\n" not in plaintext
     assert "expires" in captured.err and plaintext not in captured.err
     with database.session_scope() as session:
-        token = repo.verify_token(
+        token = identity.verify_token(
             session, plaintext, hmac_key="cli-test-key", required_scope="submit"
         )
         assert token.user.team.slug == "speech-lab" and token.expires_at is not None
         with pytest.raises(PermissionDeniedError):
-            repo.verify_token(session, plaintext, hmac_key="cli-test-key", required_scope="admin")
+            identity.verify_token(
+                session, plaintext, hmac_key="cli-test-key", required_scope="admin"
+            )
         token_id = token.id
     assert main(["admin", "revoke-token", str(token_id)]) == 0
     with database.session_scope() as session, pytest.raises(AuthenticationError, match="revoked"):
-        repo.verify_token(session, plaintext, hmac_key="cli-test-key")
+        identity.verify_token(session, plaintext, hmac_key="cli-test-key")
 
 
 def test_bad_input_is_one_line_and_exit_code_2(

@@ -10,11 +10,12 @@ from typing import Any
 
 import pytest
 
+from services.platform import identity, protocols, results, submissions
+from services.platform.jobs import records as job_records
+from services.platform.leaderboard import LeaderboardTableRow, sort_rows
 from services.settings import Settings
-from services.storage import repository as repo
 from services.storage.blobstore import LocalBlobStore
 from services.storage.db import Database
-from services.storage.leaderboard_table import LeaderboardTableRow, sort_rows
 from services.storage.migrate import upgrade_database
 
 HMAC_KEY = "pages-test-key"
@@ -34,16 +35,20 @@ class World:
     def __init__(self, database: Database, store: LocalBlobStore) -> None:
         self.database = database
         with database.session_scope() as session:
-            lab = repo.create_team(session, "lab")
-            other = repo.create_team(session, "other")
-            self.protocol_id = repo.create_protocol(session, "synthetic", body=PROTOCOL_BODY).id
-            self.lab_token = repo.issue_team_token(
+            lab = identity.create_team(session, "lab")
+            other = identity.create_team(session, "other")
+            self.protocol_id = protocols.create_protocol(
+                session, "synthetic", body=PROTOCOL_BODY
+            ).id
+            self.lab_token = identity.issue_team_token(
                 session, "lab", hmac_key=HMAC_KEY, scopes=["read"]
             ).plaintext
-            self.other_token = repo.issue_team_token(
+            self.other_token = identity.issue_team_token(
                 session, "other", hmac_key=HMAC_KEY, scopes=["submit", "read"]
             ).plaintext
-            self.other_token_id = repo.verify_token(session, self.other_token, hmac_key=HMAC_KEY).id
+            self.other_token_id = identity.verify_token(
+                session, self.other_token, hmac_key=HMAC_KEY
+            ).id
             lab_id, other_id = lab.id, other.id
         info = store.put_bytes(
             "jobs/x/plots/det-semi-informed-cosine.png", PNG_1PX, media_type="image/png"
@@ -64,7 +69,7 @@ class World:
     ) -> int:
         with self.database.session_scope() as session:
             builtin = name.startswith("pitch")
-            sub = repo.create_submission(
+            sub = submissions.create_submission(
                 session,
                 team_id,
                 name,
@@ -74,7 +79,7 @@ class World:
                 container_image=None if builtin else "ghcr.io/lab/anon",
                 container_digest=None if builtin else "sha256:" + "a" * 64,
             )
-            job = repo.create_job(
+            job = job_records.create_job(
                 session,
                 team_id=team_id,
                 submission_id=sub.id,
@@ -82,30 +87,32 @@ class World:
                 config={"name": name},
                 stage_names=["score", "report"],
             ).job
-            repo.transition_job(session, job.id, "running")
+            job_records.transition_job(session, job.id, "running")
             rows = [
-                repo.ResultRow("semi-informed", "cosine", -1, "eer_percent", eer),
-                repo.ResultRow("semi-informed", "cosine", 0, "eer_percent", eer),
-                repo.ResultRow("semi-informed", "cosine", 0, "eer_ci95_percent_low", eer - 3),
-                repo.ResultRow("semi-informed", "cosine", 0, "eer_ci95_percent_high", eer + 3),
-                repo.ResultRow("ignorant", "cosine", -1, "eer_percent", eer / 2),
+                results.ResultRow("semi-informed", "cosine", -1, "eer_percent", eer),
+                results.ResultRow("semi-informed", "cosine", 0, "eer_percent", eer),
+                results.ResultRow("semi-informed", "cosine", 0, "eer_ci95_percent_low", eer - 3),
+                results.ResultRow("semi-informed", "cosine", 0, "eer_ci95_percent_high", eer + 3),
+                results.ResultRow("ignorant", "cosine", -1, "eer_percent", eer / 2),
             ]
             if meand is not None:
                 rows.append(
-                    repo.ResultRow("semi-informed", "cosine", -1, "srd_mean_disclosure_bits", meand)
+                    results.ResultRow(
+                        "semi-informed", "cosine", -1, "srd_mean_disclosure_bits", meand
+                    )
                 )
             artifacts = []
             if plot is not None:
                 artifacts.append(
-                    repo.ArtifactRecord(plot.key, plot.size_bytes, plot.sha256, "image/png")
+                    results.ArtifactRecord(plot.key, plot.size_bytes, plot.sha256, "image/png")
                 )
-            repo.record_results_and_artifacts(session, job.id, results=rows, artifacts=artifacts)
-            repo.transition_job(session, job.id, "succeeded")
+            results.record_results_and_artifacts(session, job.id, results=rows, artifacts=artifacts)
+            job_records.transition_job(session, job.id, "succeeded")
             return sub.id
 
     def job_of(self, submission_id: int) -> int:
         with self.database.session_scope() as session:
-            page = repo.list_jobs(session, submission_id=submission_id)
+            page = job_records.list_jobs(session, submission_id=submission_id)
             return page.items[0].id
 
 
@@ -227,7 +234,7 @@ def test_login_cookie_shows_the_team_its_private_submissions_until_revoked(
     client.cookies.clear()
     client.post("/login", data={"token": world.other_token}, follow_redirects=False)
     with world.database.session_scope() as session:
-        repo.revoke_token(session, world.other_token_id)
+        identity.revoke_token(session, world.other_token_id)
     assert "SECRET-private-anon" not in client.get(f"/protocols/{world.protocol_id}").text
     # A tampered cookie is anonymous.
     client.cookies.set("unmask_session", "1.99999999999.deadbeef")

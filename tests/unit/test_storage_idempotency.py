@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 from sqlalchemy import func, select
 
-from services.storage import repository as repo
+from services.platform import identity, results, submissions
+from services.platform.jobs import records as job_records
 from services.storage.db import Database
 from services.storage.errors import (
     ConflictError,
@@ -33,15 +34,17 @@ def database(tmp_path: Path) -> Iterator[Database]:
 @pytest.fixture()
 def ids(database: Database) -> dict[str, int]:
     with database.session_scope() as session:
-        team = repo.create_team(session, "team-a")
-        other = repo.create_team(session, "team-b")
-        sub = repo.create_submission(session, team.id, "pitch", "builtin", builtin_name="pitch")
+        team = identity.create_team(session, "team-a")
+        other = identity.create_team(session, "team-b")
+        sub = submissions.create_submission(
+            session, team.id, "pitch", "builtin", builtin_name="pitch"
+        )
         return {"team": team.id, "other": other.id, "submission": sub.id}
 
 
 def test_same_key_same_body_returns_same_job(database: Database, ids: dict[str, int]) -> None:
     with database.session_scope() as session:
-        first = repo.create_job(
+        first = job_records.create_job(
             session,
             team_id=ids["team"],
             submission_id=ids["submission"],
@@ -52,7 +55,7 @@ def test_same_key_same_body_returns_same_job(database: Database, ids: dict[str, 
     # Key order in the config must not matter: the body is compared as canonical JSON.
     reordered = dict(reversed(list(CONFIG.items())))
     with database.session_scope() as session:
-        again = repo.create_job(
+        again = job_records.create_job(
             session,
             team_id=ids["team"],
             submission_id=ids["submission"],
@@ -66,7 +69,7 @@ def test_same_key_same_body_returns_same_job(database: Database, ids: dict[str, 
 
 def test_same_key_different_body_is_a_conflict(database: Database, ids: dict[str, int]) -> None:
     with database.session_scope() as session:
-        repo.create_job(
+        job_records.create_job(
             session,
             team_id=ids["team"],
             submission_id=ids["submission"],
@@ -74,7 +77,7 @@ def test_same_key_different_body_is_a_conflict(database: Database, ids: dict[str
             idempotency_key="k1",
         )
     with database.session_scope() as session, pytest.raises(IdempotencyConflictError, match="k1"):
-        repo.create_job(
+        job_records.create_job(
             session,
             team_id=ids["team"],
             submission_id=ids["submission"],
@@ -85,24 +88,24 @@ def test_same_key_different_body_is_a_conflict(database: Database, ids: dict[str
 
 def test_keys_are_scoped_per_team_and_optional(database: Database, ids: dict[str, int]) -> None:
     with database.session_scope() as session:
-        a = repo.create_job(
+        a = job_records.create_job(
             session,
             team_id=ids["team"],
             submission_id=ids["submission"],
             config=CONFIG,
             idempotency_key="k1",
         )
-        b = repo.create_job(
+        b = job_records.create_job(
             session,
             team_id=ids["other"],
             submission_id=ids["submission"],
             config=CONFIG,
             idempotency_key="k1",
         )
-        c = repo.create_job(
+        c = job_records.create_job(
             session, team_id=ids["team"], submission_id=ids["submission"], config=CONFIG
         )
-        d = repo.create_job(
+        d = job_records.create_job(
             session, team_id=ids["team"], submission_id=ids["submission"], config=CONFIG
         )
     assert len({a.job.id, b.job.id, c.job.id, d.job.id}) == 4
@@ -113,7 +116,7 @@ def test_race_on_the_unique_key_falls_back_to_the_winner(
     database: Database, ids: dict[str, int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with database.session_scope() as session:
-        winner = repo.create_job(
+        winner = job_records.create_job(
             session,
             team_id=ids["team"],
             submission_id=ids["submission"],
@@ -121,16 +124,16 @@ def test_race_on_the_unique_key_falls_back_to_the_winner(
             idempotency_key="race",
         )
     # Pretend the lookup ran before the winner committed: the insert then hits the constraint.
-    real_lookup = repo._job_by_idempotency_key
+    real_lookup = job_records.find_job_by_idempotency_key
     calls = {"n": 0}
 
     def late_lookup(*args: Any) -> Any:
         calls["n"] += 1
         return None if calls["n"] == 1 else real_lookup(*args)
 
-    monkeypatch.setattr(repo, "_job_by_idempotency_key", late_lookup)
+    monkeypatch.setattr(job_records, "find_job_by_idempotency_key", late_lookup)
     with database.session_scope() as session:
-        loser = repo.create_job(
+        loser = job_records.create_job(
             session,
             team_id=ids["team"],
             submission_id=ids["submission"],
@@ -140,7 +143,7 @@ def test_race_on_the_unique_key_falls_back_to_the_winner(
         assert not loser.created and loser.job.id == winner.job.id
         with pytest.raises(IdempotencyConflictError):
             calls["n"] = 0
-            repo.create_job(
+            job_records.create_job(
                 session,
                 team_id=ids["team"],
                 submission_id=ids["submission"],
@@ -151,7 +154,7 @@ def test_race_on_the_unique_key_falls_back_to_the_winner(
 
 def test_stage_and_job_transitions(database: Database, ids: dict[str, int]) -> None:
     with database.session_scope() as session:
-        job = repo.create_job(
+        job = job_records.create_job(
             session,
             team_id=ids["team"],
             submission_id=ids["submission"],
@@ -159,58 +162,62 @@ def test_stage_and_job_transitions(database: Database, ids: dict[str, int]) -> N
             stage_names=["train"],
         ).job
         stage = job.stages[0]
-        repo.transition_job(session, job.id, "running")
-        repo.transition_stage(session, stage.id, "running", worker_host="gpu-1")
-        repo.heartbeat_stage(session, stage.id, progress=0.5, log="x" * 10_000)
-        assert len(stage.log_tail) == repo.LOG_TAIL_MAX_CHARS
+        job_records.transition_job(session, job.id, "running")
+        job_records.transition_stage(session, stage.id, "running", worker_host="gpu-1")
+        job_records.heartbeat_stage(session, stage.id, progress=0.5, log="x" * 10_000)
+        assert len(stage.log_tail) == job_records.LOG_TAIL_MAX_CHARS
         with pytest.raises(ConflictError, match=r"not in \[0, 1\]"):
-            repo.heartbeat_stage(session, stage.id, progress=1.5)
-        repo.transition_stage(session, stage.id, "failed", error="CUDA OOM")
-        repo.transition_stage(session, stage.id, "queued")  # retry
-        repo.transition_stage(session, stage.id, "running", worker_host="gpu-2")
-        repo.transition_stage(session, stage.id, "succeeded", artifact_keys={"ckpt": "a/b.pt"})
+            job_records.heartbeat_stage(session, stage.id, progress=1.5)
+        job_records.transition_stage(session, stage.id, "failed", error="CUDA OOM")
+        job_records.transition_stage(session, stage.id, "queued")  # retry
+        job_records.transition_stage(session, stage.id, "running", worker_host="gpu-2")
+        job_records.transition_stage(
+            session, stage.id, "succeeded", artifact_keys={"ckpt": "a/b.pt"}
+        )
         assert (stage.attempts, stage.worker_host, stage.progress) == (2, "gpu-2", 1.0)
         assert stage.error is None and stage.artifact_keys == {"ckpt": "a/b.pt"}
         assert stage.finished_at is not None and stage.finished_at.tzinfo is not None
         with pytest.raises(ConflictError, match="succeeded -> running"):
-            repo.transition_stage(session, stage.id, "running")
-        repo.transition_job(session, job.id, "succeeded")
+            job_records.transition_stage(session, stage.id, "running")
+        job_records.transition_job(session, job.id, "succeeded")
         assert job.finished_at is not None and job.started_at is not None
         with pytest.raises(ConflictError, match="illegal"):
-            repo.transition_job(session, job.id, "cancelled")
+            job_records.transition_job(session, job.id, "cancelled")
 
 
 def test_results_and_artifacts_are_all_or_nothing(database: Database, ids: dict[str, int]) -> None:
     rows = [
-        repo.ResultRow("ignorant", "cosine", 0, "eer", 0.3),
-        repo.ResultRow("ignorant", "cosine", 1, "eer", math.nan),
+        results.ResultRow("ignorant", "cosine", 0, "eer", 0.3),
+        results.ResultRow("ignorant", "cosine", 1, "eer", math.nan),
     ]
-    good = repo.ArtifactRecord("jobs/1/scores.npz", 10, "a" * 64)
+    good = results.ArtifactRecord("jobs/1/scores.npz", 10, "a" * 64)
     with database.session_scope() as session:
-        job = repo.create_job(
+        job = job_records.create_job(
             session, team_id=ids["team"], submission_id=ids["submission"], config=CONFIG
         ).job
         # Same artifact key twice violates (job_id, key) uniqueness after the results were added.
         with pytest.raises(Exception, match=r"(?i)unique"):
-            repo.record_results_and_artifacts(session, job.id, results=rows, artifacts=[good, good])
+            results.record_results_and_artifacts(
+                session, job.id, results=rows, artifacts=[good, good]
+            )
         assert session.scalar(select(func.count()).select_from(Result)) == 0
         assert session.scalar(select(func.count()).select_from(Artifact)) == 0
         with pytest.raises(ConflictError, match="sha256"):
-            repo.record_results_and_artifacts(
-                session, job.id, results=rows, artifacts=[repo.ArtifactRecord("k", 1, "bad")]
+            results.record_results_and_artifacts(
+                session, job.id, results=rows, artifacts=[results.ArtifactRecord("k", 1, "bad")]
             )
-        repo.record_results_and_artifacts(session, job.id, results=rows, artifacts=[good])
+        results.record_results_and_artifacts(session, job.id, results=rows, artifacts=[good])
         # A retried stage may record again: values are overwritten, not duplicated.
-        repo.record_results_and_artifacts(
-            session, job.id, results=[repo.ResultRow("ignorant", "cosine", 0, "eer", 0.25)]
+        results.record_results_and_artifacts(
+            session, job.id, results=[results.ResultRow("ignorant", "cosine", 0, "eer", 0.25)]
         )
     with database.session_scope() as session:
         values = dict(session.execute(select(Result.seed, Result.value)).all())
         assert values == {0: 0.25, 1: None}  # NaN is stored as missing
     # The savepoint is nested in the caller's transaction: rolling that back discards it too.
     with pytest.raises(RuntimeError), database.session_scope() as session:
-        repo.record_results_and_artifacts(
-            session, job.id, results=[repo.ResultRow("lazy", "cosine", 0, "eer", 0.1)]
+        results.record_results_and_artifacts(
+            session, job.id, results=[results.ResultRow("lazy", "cosine", 0, "eer", 0.1)]
         )
         raise RuntimeError("caller fails after recording")
     with database.session_scope() as session:
@@ -228,7 +235,7 @@ def test_accepted_submission_is_immutable(database: Database, ids: dict[str, int
             session.flush()
         session.rollback()
     with database.session_scope() as session:
-        pending = repo.create_submission(
+        pending = submissions.create_submission(
             session,
             ids["team"],
             "ctr",
@@ -239,9 +246,9 @@ def test_accepted_submission_is_immutable(database: Database, ids: dict[str, int
         )
         pending.container_image = "ghcr.io/x/y:2"  # still pending: allowed
         session.flush()
-        repo.accept_submission(session, pending.id)
+        submissions.accept_submission(session, pending.id)
         with pytest.raises(ConflictError, match="container_digest"):
-            repo.create_submission(
+            submissions.create_submission(
                 session,
                 ids["team"],
                 "bad",
@@ -254,17 +261,19 @@ def test_accepted_submission_is_immutable(database: Database, ids: dict[str, int
 def test_list_jobs_keyset_pages(database: Database, ids: dict[str, int]) -> None:
     with database.session_scope() as session:
         created = [
-            repo.create_job(
+            job_records.create_job(
                 session, team_id=ids["team"], submission_id=ids["submission"], config={"i": i}
             ).job.id
             for i in range(7)
         ]
-        repo.create_job(session, team_id=ids["other"], submission_id=ids["submission"], config={})
+        job_records.create_job(
+            session, team_id=ids["other"], submission_id=ids["submission"], config={}
+        )
     seen: list[int] = []
     cursor = None
     with database.session_scope() as session:
         while True:
-            page = repo.list_jobs(session, team_id=ids["team"], limit=3, cursor=cursor)
+            page = job_records.list_jobs(session, team_id=ids["team"], limit=3, cursor=cursor)
             seen.extend(job.id for job in page.items)
             if page.next_cursor is None:
                 break

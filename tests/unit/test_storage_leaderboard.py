@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy.orm import Session
 
-from services.storage import repository as repo
+from services.platform import identity, leaderboard, protocols, results, submissions
+from services.platform.jobs import records as job_records
 from services.storage.db import Database
 from services.storage.models import Base
 
@@ -25,7 +26,7 @@ def database(tmp_path: Path) -> Iterator[Database]:
 
 
 def _submit(session: Session, team_id: int, name: str, minute: int) -> int:
-    sub = repo.create_submission(
+    sub = submissions.create_submission(
         session, team_id, name, "builtin", builtin_name="pitch", visibility="public"
     )
     sub.created_at = T0 + dt.timedelta(minutes=minute)
@@ -35,22 +36,22 @@ def _submit(session: Session, team_id: int, name: str, minute: int) -> int:
 def _evaluate(
     session: Session, team_id: int, submission_id: int, protocol_id: int, eer: float | None
 ) -> None:
-    job = repo.create_job(
+    job = job_records.create_job(
         session, team_id=team_id, submission_id=submission_id, protocol_id=protocol_id, config={}
     ).job
-    repo.transition_job(session, job.id, "running")
-    rows = [repo.ResultRow("lazy", "plda", 0, "cllr", 0.5)]
+    job_records.transition_job(session, job.id, "running")
+    rows = [results.ResultRow("lazy", "plda", 0, "cllr", 0.5)]
     if eer is not None:
-        rows.append(repo.ResultRow("lazy", "plda", 0, "eer", eer))
-    repo.record_results_and_artifacts(session, job.id, results=rows)
-    repo.transition_job(session, job.id, "succeeded")
+        rows.append(results.ResultRow("lazy", "plda", 0, "eer", eer))
+    results.record_results_and_artifacts(session, job.id, results=rows)
+    job_records.transition_job(session, job.id, "succeeded")
 
 
 @pytest.mark.parametrize("higher_is_better", [True, False])
 def test_order_direction_ties_and_missing(database: Database, higher_is_better: bool) -> None:
     with database.session_scope() as session:
-        team = repo.create_team(session, "t")
-        protocol = repo.create_protocol(session, "vpc", body={"v": 1})
+        team = identity.create_team(session, "t")
+        protocol = protocols.create_protocol(session, "vpc", body={"v": 1})
         # Created first (lowest id) but submitted last: the tie-break must use time, not id.
         late_tie = _submit(session, team.id, "late-tie", minute=30)
         missing = _submit(session, team.id, "missing", minute=0)
@@ -62,7 +63,7 @@ def test_order_direction_ties_and_missing(database: Database, higher_is_better: 
             _evaluate(session, team.id, submission_id, protocol.id, eer)
         pid = protocol.id
     with database.session_scope() as session:
-        board = repo.leaderboard(
+        board = leaderboard.leaderboard(
             session, pid, "eer", scenario="lazy", backend="plda", higher_is_better=higher_is_better
         )
     order = [entry.submission_id for entry in board]
@@ -78,15 +79,15 @@ def test_order_direction_ties_and_missing(database: Database, higher_is_better: 
 
 def test_empty_protocol_has_empty_board(database: Database) -> None:
     with database.session_scope() as session:
-        protocol = repo.create_protocol(session, "empty", body={})
-        assert repo.leaderboard(session, protocol.id, "eer", scenario="x", backend="y") == []
+        protocol = protocols.create_protocol(session, "empty", body={})
+        assert leaderboard.leaderboard(session, protocol.id, "eer", scenario="x", backend="y") == []
 
 
 def test_protocol_versions(database: Database) -> None:
     with database.session_scope() as session:
-        v1 = repo.create_protocol(session, "vpc", body={"a": 1, "b": 2})
-        same = repo.create_protocol(session, "vpc", body={"b": 2, "a": 1})
-        v2 = repo.create_protocol(session, "vpc", body={"a": 1, "b": 3})
+        v1 = protocols.create_protocol(session, "vpc", body={"a": 1, "b": 2})
+        same = protocols.create_protocol(session, "vpc", body={"b": 2, "a": 1})
+        v2 = protocols.create_protocol(session, "vpc", body={"a": 1, "b": 3})
         assert (v1.version, same.id, v2.version) == (1, v1.id, 2)
-        assert repo.get_protocol(session, "vpc").id == v2.id
-        assert repo.get_protocol(session, "vpc", 1).id == v1.id
+        assert protocols.get_protocol(session, "vpc").id == v2.id
+        assert protocols.get_protocol(session, "vpc", 1).id == v1.id

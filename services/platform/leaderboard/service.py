@@ -1,0 +1,374 @@
+"""Leaderboards of a protocol: which job stands for each submission, and its metric values.
+
+One rule for both views: a submission is represented by its **latest succeeded job** under the
+protocol (latest ``finished_at``, then highest id: :func:`latest_succeeded_jobs`), and a metric's
+value is the aggregate row (seed ``AGGREGATE_SEED``) when present, else the mean over seeds
+(:func:`aggregated_value`). Public submissions are listed, plus the viewer team's private ones
+(administrators: all; ``services.platform.access.visible_submissions_clause``).
+
+- :func:`leaderboard` (``GET /v1/protocols/{id}/leaderboard``) ranks by one metric in SQL.
+- :func:`leaderboard_table` (the leaderboard *page*) shows many metrics per row. Aggregating them
+  from the long-format results at every page view reads tens of thousands of rows for 1,000
+  submissions, so the leaderboard metrics of a job are summarized once, when it succeeds
+  (:func:`refresh_job_summary`, called by ``jobs.records.transition_job``), into
+  ``job_summaries`` (one JSON per job). Jobs without a summary (succeeded before the table
+  existed) and metrics outside :data:`SUMMARY_METRICS` are aggregated from the results on the
+  fly, the same way. :func:`sort_rows` puts missing values last whatever the direction.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import ColumnElement, and_, case, func, select
+from sqlalchemy.orm import Session
+
+from services.platform.access import visible_submissions_clause
+from services.storage.errors import NotFoundError
+from services.storage.models import (
+    AGGREGATE_SEED,
+    Job,
+    JobSummary,
+    Result,
+    RunState,
+    Submission,
+    SubmissionKind,
+    Team,
+)
+
+MetricKey = tuple[str, str]  # (scenario, metric)
+
+# The metrics kept in a job's summary (every scenario and back-end of the job).
+SUMMARY_METRICS: tuple[str, ...] = (
+    "eer_percent",
+    "eer_ci95_percent_low",
+    "eer_ci95_percent_high",
+    "min_cllr_bits",
+    "cllr_bits",
+    "linkability",
+    "srd_mean_disclosure_bits",
+    "srd_identification_rate_percent",
+    "zebra_expected_disclosure_bits",
+    "prerestore_eer_percent",
+)
+
+# Job ids per IN list when aggregating results (bounded statement size).
+_JOB_ID_CHUNK = 500
+
+
+# --- the shared rule: which job, which value ----------------------------------------------------
+
+
+def latest_succeeded_jobs(protocol_id: int) -> Any:
+    """Subquery ``latest(job_id, submission_id, finished_at, recency)`` of the succeeded jobs
+    under ``protocol_id``; ``recency == 1`` is each submission's latest (by ``finished_at``, then
+    job id)."""
+    return (
+        select(
+            Job.id.label("job_id"),
+            Job.submission_id.label("submission_id"),
+            Job.finished_at.label("finished_at"),
+            func.row_number()
+            .over(
+                partition_by=Job.submission_id,
+                order_by=(Job.finished_at.desc(), Job.id.desc()),
+            )
+            .label("recency"),
+        )
+        .where(Job.protocol_id == protocol_id, Job.state == RunState.SUCCEEDED.value)
+        .subquery("latest")
+    )
+
+
+def aggregated_value() -> Any:
+    """SQL aggregate of one metric's result rows: the seed ``AGGREGATE_SEED`` row when present,
+    else the mean over seeds (group by job, scenario, back-end and metric)."""
+    return func.coalesce(
+        func.avg(case((Result.seed == AGGREGATE_SEED, Result.value))),
+        func.avg(case((Result.seed != AGGREGATE_SEED, Result.value))),
+    )
+
+
+def summary_key(scenario: str, backend: str, metric: str) -> str:
+    """The key of one value in ``JobSummary.metric_values``."""
+    return f"{scenario}|{backend}|{metric}"
+
+
+def _aggregated_values(
+    session: Session,
+    job_ids: Sequence[int],
+    metrics: Sequence[str] | None,
+    *,
+    scenario: str | None = None,
+    backend: str | None = None,
+) -> dict[int, dict[str, float | None]]:
+    """``{job_id: {summary_key: value}}`` aggregated from the results of ``job_ids``.
+
+    ``metrics`` None = every metric; ``scenario``/``backend`` narrow the rows read.
+    """
+    out: dict[int, dict[str, float | None]] = {job_id: {} for job_id in job_ids}
+    if not job_ids or (metrics is not None and not metrics):
+        return out
+    conditions: list[ColumnElement[bool]] = []
+    if metrics is not None:
+        conditions.append(Result.metric.in_(list(metrics)))
+    if scenario is not None:
+        conditions.append(Result.scenario == scenario)
+    if backend is not None:
+        conditions.append(Result.backend == backend)
+    for offset in range(0, len(job_ids), _JOB_ID_CHUNK):
+        chunk = list(job_ids[offset : offset + _JOB_ID_CHUNK])
+        query = (
+            select(
+                Result.job_id, Result.scenario, Result.backend, Result.metric, aggregated_value()
+            )
+            .where(Result.job_id.in_(chunk), *conditions)
+            .group_by(Result.job_id, Result.scenario, Result.backend, Result.metric)
+        )
+        for job_id, row_scenario, row_backend, metric, value in session.execute(query):
+            out[job_id][summary_key(row_scenario, row_backend, metric)] = (
+                None if value is None else float(value)
+            )
+    return out
+
+
+# --- ranked by one metric (the JSON API) ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LeaderboardEntry:
+    """One row of a leaderboard. ``value`` None = the primary metric is missing (ranked last)."""
+
+    rank: int
+    submission_id: int
+    submission_name: str
+    team_slug: str
+    job_id: int
+    value: float | None
+    submitted_at: dt.datetime
+    metrics: dict[str, float | None] = field(default_factory=dict)
+
+
+def leaderboard(
+    session: Session,
+    protocol_id: int,
+    metric: str,
+    *,
+    scenario: str,
+    backend: str,
+    higher_is_better: bool = True,
+    viewer_team_id: int | None = None,
+    limit: int = 100,
+) -> list[LeaderboardEntry]:
+    """Submissions ranked by ``metric`` under a protocol, scenario and back-end.
+
+    Each submission is represented by its latest succeeded job under the protocol, its value
+    aggregated by :func:`aggregated_value`. Order: present values first (best first per
+    ``higher_is_better``), then earlier submission time, then submission id; missing values rank
+    last. Public submissions are listed, plus the private ones of ``viewer_team_id``.
+    ``metrics`` holds every metric of the same job, scenario and back-end (same aggregation) for
+    display.
+    """
+    latest = latest_succeeded_jobs(protocol_id)
+    values = (
+        select(Result.job_id.label("job_id"), aggregated_value().label("value"))
+        .where(
+            Result.protocol_id == protocol_id,
+            Result.metric == metric,
+            Result.scenario == scenario,
+            Result.backend == backend,
+        )
+        .group_by(Result.job_id)
+        .subquery("metric_values")
+    )
+    value_order = values.c.value.desc() if higher_is_better else values.c.value.asc()
+    query = (
+        select(
+            Submission.id,
+            Submission.name,
+            Submission.created_at,
+            Team.slug,
+            latest.c.job_id,
+            values.c.value,
+        )
+        .join(latest, and_(latest.c.submission_id == Submission.id, latest.c.recency == 1))
+        .join(Team, Team.id == Submission.team_id)
+        .outerjoin(values, values.c.job_id == latest.c.job_id)
+        .where(visible_submissions_clause(viewer_team_id=viewer_team_id))
+        .order_by(
+            case((values.c.value.is_(None), 1), else_=0),
+            value_order,
+            Submission.created_at.asc(),
+            Submission.id.asc(),
+        )
+        .limit(limit)
+    )
+    rows = session.execute(query).all()
+    by_job = _aggregated_values(
+        session, [row.job_id for row in rows], None, scenario=scenario, backend=backend
+    )
+    prefix = summary_key(scenario, backend, "")
+    return [
+        LeaderboardEntry(
+            rank=position,
+            submission_id=row.id,
+            submission_name=row.name,
+            team_slug=row.slug,
+            job_id=row.job_id,
+            value=None if row.value is None else float(row.value),
+            submitted_at=row.created_at,
+            metrics={key.removeprefix(prefix): v for key, v in by_job[row.job_id].items()},
+        )
+        for position, row in enumerate(rows, start=1)
+    ]
+
+
+# --- many metrics per row (the page) -------------------------------------------------------------
+
+
+@dataclass
+class LeaderboardTableRow:
+    """One submission on the page. ``values[(scenario, metric)]`` None = missing."""
+
+    submission_id: int
+    submission_name: str
+    kind: str
+    visibility: str
+    team_slug: str
+    job_id: int
+    submitted_at: dt.datetime
+    evaluated_at: dt.datetime | None
+    values: dict[MetricKey, float | None] = field(default_factory=dict)
+
+    @property
+    def is_baseline(self) -> bool:
+        """Built-in anonymizers are the platform's baselines."""
+        return self.kind == SubmissionKind.BUILTIN.value
+
+
+def refresh_job_summary(session: Session, job_id: int) -> JobSummary:
+    """(Re)compute the stored summary of a job from its results (call when it succeeded)."""
+    return refresh_job_summaries(session, [job_id])[0]
+
+
+def refresh_job_summaries(session: Session, job_ids: Sequence[int]) -> list[JobSummary]:
+    """(Re)compute the summaries of ``job_ids`` (e.g. a backfill), in that order."""
+    jobs = {job.id: job for job in session.scalars(select(Job).where(Job.id.in_(job_ids)))}
+    missing = [job_id for job_id in job_ids if job_id not in jobs]
+    if missing:
+        raise NotFoundError(f"jobs: no row with id {missing[0]}")
+    values = _aggregated_values(session, list(job_ids), SUMMARY_METRICS)
+    existing = {
+        s.job_id: s
+        for s in session.scalars(select(JobSummary).where(JobSummary.job_id.in_(job_ids)))
+    }
+    out = []
+    for job_id in job_ids:
+        summary = existing.get(job_id)
+        if summary is None:
+            summary = JobSummary(job_id=job_id)
+            session.add(summary)
+        summary.protocol_id = jobs[job_id].protocol_id
+        summary.metric_values = values[job_id]
+        out.append(summary)
+    session.flush()
+    return out
+
+
+def leaderboard_table(
+    session: Session,
+    protocol_id: int,
+    *,
+    backend: str,
+    metrics: Sequence[MetricKey],
+    viewer_team_id: int | None = None,
+    include_all_private: bool = False,
+) -> list[LeaderboardTableRow]:
+    """Rows of every public submission (plus the viewer team's private ones) with a succeeded job
+    under ``protocol_id``, in submission order; ``metrics`` are read for ``backend``.
+
+    ``include_all_private`` (administrators) lists every team's private submissions too.
+    """
+    latest = latest_succeeded_jobs(protocol_id)
+    query = (
+        select(
+            Submission.id,
+            Submission.name,
+            Submission.kind,
+            Submission.visibility,
+            Submission.created_at,
+            Team.slug,
+            latest.c.job_id,
+            latest.c.finished_at,
+            JobSummary.metric_values,
+        )
+        .join(latest, and_(latest.c.submission_id == Submission.id, latest.c.recency == 1))
+        .join(Team, Team.id == Submission.team_id)
+        .outerjoin(JobSummary, JobSummary.job_id == latest.c.job_id)
+        .order_by(Submission.created_at, Submission.id)
+    )
+    if not include_all_private:
+        query = query.where(visible_submissions_clause(viewer_team_id=viewer_team_id))
+    records = session.execute(query).all()
+    summaries: dict[int, dict[str, float | None]] = {
+        r.job_id: r.metric_values for r in records if r.metric_values is not None
+    }
+    unsummarized = [r.job_id for r in records if r.metric_values is None]
+    summaries.update(_aggregated_values(session, unsummarized, SUMMARY_METRICS))
+    extra = sorted({metric for _, metric in metrics if metric not in SUMMARY_METRICS})
+    if extra:  # not in the summaries: aggregate from the results
+        for job_id, values in _aggregated_values(
+            session, [r.job_id for r in records], extra
+        ).items():
+            summaries[job_id] = {**summaries.get(job_id, {}), **values}
+    keys = [(key, summary_key(key[0], backend, key[1])) for key in dict.fromkeys(metrics)]
+    rows = []
+    for r in records:
+        values = summaries.get(r.job_id, {})
+        rows.append(
+            LeaderboardTableRow(
+                submission_id=r.id,
+                submission_name=r.name,
+                kind=r.kind,
+                visibility=r.visibility,
+                team_slug=r.slug,
+                job_id=r.job_id,
+                submitted_at=r.created_at,
+                evaluated_at=r.finished_at,
+                values={key: values.get(stored) for key, stored in keys},
+            )
+        )
+    return rows
+
+
+def sort_rows(
+    rows: Sequence[LeaderboardTableRow],
+    *,
+    key: MetricKey | None = None,
+    attribute: str | None = None,
+    descending: bool = False,
+) -> list[LeaderboardTableRow]:
+    """Rows sorted by a metric (``key``) or a row attribute; missing values last either way.
+
+    Ties keep submission order (earlier first), so equal values rank the earlier submission first.
+    """
+
+    def value_of(row: LeaderboardTableRow) -> object:
+        if key is not None:
+            return row.values.get(key)
+        value = getattr(row, attribute or "submitted_at")
+        return value.lower() if isinstance(value, str) else value
+
+    def is_missing(value: object) -> bool:
+        return value is None or (isinstance(value, float) and math.isnan(value))
+
+    base = sorted(rows, key=lambda r: (r.submitted_at, r.submission_id))
+    present = [r for r in base if not is_missing(value_of(r))]
+    missing = [r for r in base if is_missing(value_of(r))]
+    # sorted() is stable, so reverse=True still keeps ties in submission order.
+    present.sort(key=lambda r: value_of(r), reverse=descending)  # type: ignore[arg-type,return-value]
+    return present + missing

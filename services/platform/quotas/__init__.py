@@ -1,0 +1,19 @@
+"""Quotas: how many submissions and jobs a team may create (per rolling 24 h, at once)."""
+
+from services.platform.quotas.errors import QuotaExceededError
+from services.platform.quotas.service import (
+    QuotaStatus,
+    TeamQuotas,
+    check_job_quota,
+    check_submission_quota,
+    team_quotas,
+)
+
+__all__ = [
+    "QuotaExceededError",
+    "QuotaStatus",
+    "TeamQuotas",
+    "check_job_quota",
+    "check_submission_quota",
+    "team_quotas",
+]

@@ -1,0 +1,119 @@
+"""Per-team quotas (limits from ``Settings``):
+
+- submissions per rolling 24 h (``quota_submissions_per_day``; rejected submissions not counted),
+- jobs per rolling 24 h (``quota_jobs_per_day``; failed and cancelled jobs not counted),
+- concurrent jobs (``quota_concurrent_jobs``: queued + running).
+
+Checks run inside the transaction that creates the row, after
+``services.platform.identity.lock_team`` has locked the team, so concurrent requests of one team
+are counted one after the other. A check that fails raises :class:`QuotaExceededError`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from dataclasses import dataclass
+
+from sqlalchemy.orm import Session
+
+from services.platform.jobs.records import count_jobs
+from services.platform.quotas.errors import QuotaExceededError
+from services.platform.submissions import count_submissions
+from services.settings import Settings
+from services.storage.models import RunState, SubmissionStatus
+from services.storage.types import utc_now
+
+WINDOW = dt.timedelta(hours=1) * 24
+NOT_CHARGED_JOB_STATES = (RunState.FAILED.value, RunState.CANCELLED.value)
+ACTIVE_JOB_STATES = (RunState.QUEUED.value, RunState.RUNNING.value)
+NOT_CHARGED_SUBMISSION_STATUSES = (SubmissionStatus.REJECTED.value,)
+# Seconds a team over its concurrent-jobs quota is told to wait (no window to compute it from).
+CONCURRENT_RETRY_AFTER_S = 30
+
+
+@dataclass(frozen=True)
+class QuotaStatus:
+    """One quota of a team: its ``limit``, what is ``used``, and over which ``window``."""
+
+    limit: int
+    used: int
+    window: str
+
+
+@dataclass(frozen=True)
+class TeamQuotas:
+    """Every quota of a team."""
+
+    submissions_per_day: QuotaStatus
+    jobs_per_day: QuotaStatus
+    concurrent_jobs: QuotaStatus
+
+
+def _window_retry_after(oldest: dt.datetime | None, now: dt.datetime) -> int:
+    """Seconds until the oldest counted row leaves the rolling window (1 when none)."""
+    if oldest is None:
+        return 1
+    return math.ceil((oldest + WINDOW - now).total_seconds())
+
+
+def check_submission_quota(session: Session, *, settings: Settings, team_id: int) -> None:
+    """:class:`QuotaExceededError` when the team created its daily number of submissions."""
+    now = utc_now()
+    usage = count_submissions(
+        session, team_id, since=now - WINDOW, exclude_statuses=NOT_CHARGED_SUBMISSION_STATUSES
+    )
+    if usage.count >= settings.quota_submissions_per_day:
+        raise QuotaExceededError(
+            "submissions per day",
+            used=usage.count,
+            limit=settings.quota_submissions_per_day,
+            retry_after_s=_window_retry_after(usage.oldest_at, now),
+            hint="rejected submissions are not counted; retry when the oldest leaves the 24 h "
+            "window",
+        )
+
+
+def check_job_quota(session: Session, *, settings: Settings, team_id: int) -> None:
+    """:class:`QuotaExceededError` when the team has too many active jobs or created its daily
+    number of jobs."""
+    now = utc_now()
+    active = count_jobs(session, team_id, states=ACTIVE_JOB_STATES)
+    if active.count >= settings.quota_concurrent_jobs:
+        raise QuotaExceededError(
+            "concurrent jobs",
+            used=active.count,
+            limit=settings.quota_concurrent_jobs,
+            retry_after_s=CONCURRENT_RETRY_AFTER_S,
+            hint="wait for a queued or running job to finish, or cancel one",
+        )
+    daily = count_jobs(session, team_id, exclude_states=NOT_CHARGED_JOB_STATES, since=now - WINDOW)
+    if daily.count >= settings.quota_jobs_per_day:
+        raise QuotaExceededError(
+            "jobs per day",
+            used=daily.count,
+            limit=settings.quota_jobs_per_day,
+            retry_after_s=_window_retry_after(daily.oldest_at, now),
+            hint="failed and cancelled jobs are not counted",
+        )
+
+
+def team_quotas(session: Session, *, settings: Settings, team_id: int) -> TeamQuotas:
+    """The team's limits and current usage."""
+    now = utc_now()
+    submissions = count_submissions(
+        session, team_id, since=now - WINDOW, exclude_statuses=NOT_CHARGED_SUBMISSION_STATUSES
+    )
+    daily = count_jobs(session, team_id, exclude_states=NOT_CHARGED_JOB_STATES, since=now - WINDOW)
+    active = count_jobs(session, team_id, states=ACTIVE_JOB_STATES)
+    return TeamQuotas(
+        submissions_per_day=QuotaStatus(
+            limit=settings.quota_submissions_per_day, used=submissions.count, window="rolling 24 h"
+        ),
+        jobs_per_day=QuotaStatus(
+            limit=settings.quota_jobs_per_day, used=daily.count, window="rolling 24 h"
+        ),
+        concurrent_jobs=QuotaStatus(
+            limit=settings.quota_concurrent_jobs, used=active.count, window="now"
+        ),
+    )

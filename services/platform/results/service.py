@@ -1,0 +1,152 @@
+"""A job's results (one metric value per scenario, back-end and seed) and artifacts (blobs)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import delete, select
+from sqlalchemy.orm import Session
+
+from services.platform.hashing import SHA256_HEX_RE
+from services.platform.leaderboard import refresh_job_summary
+from services.platform.rows import get_row
+from services.storage.blobstore import validate_key
+from services.storage.errors import ConflictError, NotFoundError
+from services.storage.models import Artifact, Job, Result, RunState, Stage
+
+
+@dataclass(frozen=True)
+class ResultRow:
+    """One metric value. ``seed`` = ``AGGREGATE_SEED`` for a value aggregated over seeds;
+    ``value`` None or NaN = not computed."""
+
+    scenario: str
+    backend: str
+    seed: int
+    metric: str
+    value: float | None
+
+
+@dataclass(frozen=True)
+class ArtifactRecord:
+    """A blob produced by a job: key, size (bytes), sha256 (hex) and media type."""
+
+    key: str
+    size_bytes: int
+    sha256: str
+    media_type: str = "application/octet-stream"
+
+
+def record_results_and_artifacts(
+    session: Session,
+    job_id: int,
+    *,
+    results: Sequence[ResultRow] = (),
+    artifacts: Sequence[ArtifactRecord] = (),
+    stage_id: int | None = None,
+) -> None:
+    """Store a job's results and artifacts all-or-nothing (one SAVEPOINT).
+
+    A result row already present (same job, scenario, back-end, seed, metric) is overwritten, so a
+    retried stage can record again. Invalid input raises before anything is written.
+    """
+    job = get_row(session, Job, job_id)
+    if stage_id is not None:
+        stage = get_row(session, Stage, stage_id)
+        if stage.job_id != job_id:
+            raise ConflictError(f"stage {stage_id} belongs to job {stage.job_id}, not {job_id}")
+    for artifact in artifacts:
+        validate_key(artifact.key)
+        if artifact.size_bytes < 0 or not SHA256_HEX_RE.match(artifact.sha256):
+            raise ConflictError(
+                f"artifact {artifact.key!r}: size must be >= 0 and sha256 64 lowercase hex digits"
+            )
+    with session.begin_nested():
+        existing = {
+            (r.scenario, r.backend, r.seed, r.metric): r
+            for r in session.scalars(select(Result).where(Result.job_id == job_id))
+        }
+        for row in results:
+            value = None if row.value is None or math.isnan(row.value) else float(row.value)
+            found = existing.get((row.scenario, row.backend, row.seed, row.metric))
+            if found is not None:
+                found.value = value
+                continue
+            result = Result(
+                job_id=job_id,
+                protocol_id=job.protocol_id,
+                submission_id=job.submission_id,
+                scenario=row.scenario,
+                backend=row.backend,
+                seed=row.seed,
+                metric=row.metric,
+                value=value,
+            )
+            session.add(result)
+            existing[(row.scenario, row.backend, row.seed, row.metric)] = result
+        for artifact in artifacts:
+            session.add(
+                Artifact(
+                    job_id=job_id,
+                    stage_id=stage_id,
+                    key=artifact.key,
+                    size_bytes=artifact.size_bytes,
+                    sha256=artifact.sha256,
+                    media_type=artifact.media_type,
+                )
+            )
+        session.flush()
+        if job.state == RunState.SUCCEEDED.value:
+            # Results recorded after success: keep the leaderboard summary current.
+            refresh_job_summary(session, job_id)
+
+
+def replace_job_results(
+    session: Session,
+    job_id: int,
+    *,
+    results: Sequence[ResultRow] = (),
+    artifacts: Sequence[ArtifactRecord] = (),
+    stage_id: int | None = None,
+) -> None:
+    """Replace every result and artifact row of a job with these (one SAVEPOINT).
+
+    A report recorded twice (a task delivered twice, a re-run after a lost worker) leaves exactly
+    the last set; call it in the transaction that marks the job succeeded.
+    """
+    get_row(session, Job, job_id)
+    with session.begin_nested():
+        session.execute(delete(Result).where(Result.job_id == job_id))
+        session.execute(delete(Artifact).where(Artifact.job_id == job_id))
+        session.flush()
+        record_results_and_artifacts(
+            session, job_id, results=results, artifacts=artifacts, stage_id=stage_id
+        )
+
+
+def list_results(session: Session, job_id: int) -> list[Result]:
+    """A job's result rows ordered by scenario, back-end, metric, seed."""
+    return list(
+        session.scalars(
+            select(Result)
+            .where(Result.job_id == job_id)
+            .order_by(Result.scenario, Result.backend, Result.metric, Result.seed)
+        )
+    )
+
+
+def list_artifacts(session: Session, job_id: int) -> list[Artifact]:
+    """A job's artifacts in the order they were recorded."""
+    return list(
+        session.scalars(select(Artifact).where(Artifact.job_id == job_id).order_by(Artifact.id))
+    )
+
+
+def get_artifact(session: Session, job_id: int, artifact_id: int) -> Artifact:
+    """Artifact ``artifact_id`` of job ``job_id`` or :class:`NotFoundError`."""
+    artifact = session.get(Artifact, artifact_id)
+    if artifact is None or artifact.job_id != job_id:
+        raise NotFoundError(f"job {job_id} has no artifact {artifact_id}")
+    return artifact

@@ -1,0 +1,204 @@
+"""Submissions: anonymizers handed in for evaluation (built-in, archive, container).
+
+A submission is accepted at once (built-ins, containers) or after its archive was validated; its
+content is immutable from then on (``models.SUBMISSION_CONTENT_COLUMNS``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from services.platform.hashing import SHA256_HEX_RE, canonical_json_hash
+from services.platform.pagination import DEFAULT_PAGE_SIZE, keyset_page
+from services.platform.protocols import get_protocol_by_id
+from services.platform.rows import WindowUsage, get_row
+from services.storage.blobstore import validate_key
+from services.storage.errors import ConflictError
+from services.storage.models import (
+    Submission,
+    SubmissionKind,
+    SubmissionStatus,
+    Team,
+    Visibility,
+)
+from services.storage.types import utc_now
+
+_DIGEST_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
+
+
+def create_submission(
+    session: Session,
+    team_id: int,
+    name: str,
+    kind: str,
+    *,
+    visibility: str = Visibility.PRIVATE,
+    created_by_user_id: int | None = None,
+    builtin_name: str | None = None,
+    builtin_params: Mapping[str, Any] | None = None,
+    archive_blob_key: str | None = None,
+    archive_sha256: str | None = None,
+    protocol_id: int | None = None,
+    container_image: str | None = None,
+    container_digest: str | None = None,
+    accept: bool = True,
+) -> Submission:
+    """A new submission; accepted (and frozen) at once unless ``accept=False``.
+
+    Each kind needs its own fields: ``builtin`` a name (+ params), ``archive`` a blob key and its
+    sha256 (and ``protocol_id``, the protocol whose audio the archive anonymizes; only archives
+    name one), ``container`` an image reference and a pinned ``sha256:`` digest.
+    """
+    try:
+        kind_value = SubmissionKind(kind).value
+        visibility_value = Visibility(visibility).value
+    except ValueError as exc:
+        raise ConflictError(f"submission {name!r}: {exc}") from None
+    get_row(session, Team, team_id)
+    content: dict[str, Any] = {"kind": kind_value}
+    if protocol_id is not None and kind_value != SubmissionKind.ARCHIVE:
+        raise ConflictError(
+            f"submission {name!r}: only archive submissions are made for one protocol"
+            f" (got protocol_id {protocol_id} for kind {kind_value})"
+        )
+    if kind_value == SubmissionKind.BUILTIN:
+        if not builtin_name:
+            raise ConflictError(f"submission {name!r}: kind builtin needs builtin_name")
+        content |= {"builtin_name": builtin_name, "builtin_params": dict(builtin_params or {})}
+    elif kind_value == SubmissionKind.ARCHIVE:
+        if not archive_blob_key or not archive_sha256 or not SHA256_HEX_RE.match(archive_sha256):
+            raise ConflictError(
+                f"submission {name!r}: kind archive needs archive_blob_key and archive_sha256"
+                " (64 lowercase hex digits)"
+            )
+        validate_key(archive_blob_key)
+        if protocol_id is not None:
+            get_protocol_by_id(session, protocol_id)
+        content |= {"archive_sha256": archive_sha256}
+    else:
+        if not container_image or not container_digest or not _DIGEST_RE.match(container_digest):
+            raise ConflictError(
+                f"submission {name!r}: kind container needs container_image and"
+                " container_digest of the form sha256:<64 hex digits>"
+            )
+        content |= {"container_digest": container_digest}
+    submission = Submission(
+        team_id=team_id,
+        created_by_user_id=created_by_user_id,
+        name=name,
+        kind=kind_value,
+        visibility=visibility_value,
+        status=SubmissionStatus.PENDING.value,
+        content_hash=canonical_json_hash(content),
+        builtin_name=builtin_name if kind_value == SubmissionKind.BUILTIN else None,
+        builtin_params=content.get("builtin_params"),
+        archive_blob_key=archive_blob_key if kind_value == SubmissionKind.ARCHIVE else None,
+        archive_sha256=archive_sha256 if kind_value == SubmissionKind.ARCHIVE else None,
+        protocol_id=protocol_id,
+        container_image=container_image if kind_value == SubmissionKind.CONTAINER else None,
+        container_digest=container_digest if kind_value == SubmissionKind.CONTAINER else None,
+    )
+    session.add(submission)
+    session.flush()
+    if accept:
+        accept_submission(session, submission.id)
+    return submission
+
+
+def accept_submission(
+    session: Session, submission_id: int, *, now: dt.datetime | None = None
+) -> Submission:
+    """Mark a pending submission accepted; from then on its content cannot change."""
+    submission = get_row(session, Submission, submission_id)
+    if submission.status == SubmissionStatus.ACCEPTED.value:
+        return submission
+    if submission.status != SubmissionStatus.PENDING.value:
+        raise ConflictError(f"submission {submission_id} is {submission.status}, not pending")
+    submission.status = SubmissionStatus.ACCEPTED.value
+    submission.accepted_at = now or utc_now()
+    session.flush()
+    return submission
+
+
+def reject_submission(session: Session, submission_id: int) -> Submission:
+    """Mark a pending submission rejected (e.g. its archive failed validation)."""
+    submission = get_row(session, Submission, submission_id)
+    if submission.status == SubmissionStatus.REJECTED.value:
+        return submission
+    if submission.status != SubmissionStatus.PENDING.value:
+        raise ConflictError(f"submission {submission_id} is {submission.status}, not pending")
+    submission.status = SubmissionStatus.REJECTED.value
+    session.flush()
+    return submission
+
+
+def get_submission(session: Session, submission_id: int) -> Submission:
+    """The submission with ``submission_id`` or :class:`NotFoundError`."""
+    return get_row(session, Submission, submission_id)
+
+
+def find_submission_by_archive_key(
+    session: Session, team_id: int, archive_blob_key: str
+) -> Submission | None:
+    """The team's archive submission stored under ``archive_blob_key``, if any."""
+    return session.scalar(
+        select(Submission).where(
+            Submission.team_id == team_id, Submission.archive_blob_key == archive_blob_key
+        )
+    )
+
+
+@dataclass(frozen=True)
+class SubmissionPage:
+    """One page of submissions, newest first; ``next_cursor`` None = last page."""
+
+    items: list[Submission]
+    next_cursor: str | None
+
+
+def list_submissions(
+    session: Session,
+    *,
+    team_id: int | None = None,
+    kind: str | None = None,
+    status: str | None = None,
+    limit: int = DEFAULT_PAGE_SIZE,
+    cursor: str | None = None,
+) -> SubmissionPage:
+    """Submissions newest first, keyset-paginated on the id (see :func:`keyset_page`)."""
+    query = select(Submission)
+    if team_id is not None:
+        query = query.where(Submission.team_id == team_id)
+    if kind is not None:
+        query = query.where(Submission.kind == SubmissionKind(kind).value)
+    if status is not None:
+        query = query.where(Submission.status == SubmissionStatus(status).value)
+    items, next_cursor = keyset_page(session, query, Submission.id, limit, cursor)
+    return SubmissionPage(items=items, next_cursor=next_cursor)
+
+
+def count_submissions(
+    session: Session,
+    team_id: int,
+    *,
+    since: dt.datetime | None = None,
+    exclude_statuses: Iterable[str] = (),
+) -> WindowUsage:
+    """Submissions of a team created ``since``, not in ``exclude_statuses``."""
+    query = select(func.count(Submission.id), func.min(Submission.created_at)).where(
+        Submission.team_id == team_id
+    )
+    excluded = [SubmissionStatus(s).value for s in exclude_statuses]
+    if excluded:
+        query = query.where(Submission.status.not_in(excluded))
+    if since is not None:
+        query = query.where(Submission.created_at >= since)
+    count, oldest = session.execute(query).one()
+    return WindowUsage(int(count), oldest)
