@@ -19,7 +19,8 @@ of 10 "the baseline, where the target classifier's gradients are never back-prop
 
 Each epoch ends with a validation pass on whole held-out utterances (VER_S, VER_T in %), a history
 record, ``history.json``, the checkpoint ``last.pt`` (everything needed to resume bit-identically)
-and ``best.pt`` (lowest VER_S). Training that is started again in the same folder with the same
+and ``best.pt`` (the epoch ``select_best_epoch`` picks: lowest VER_S, in ``adversarial`` mode only
+among epochs with w_T > 0). Training that is started again in the same folder with the same
 config and data resumes after the last completed epoch.
 """
 
@@ -168,14 +169,25 @@ class TrainedAttacker(BaseModel):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     output_dir: Path
-    best_checkpoint: Path = Field(description="best.pt: the epoch with the lowest VER_S.")
+    best_checkpoint: Path = Field(
+        description="best.pt: the epoch `select_best_epoch` picks (lowest VER_S; in adversarial "
+        "mode among epochs with w_T > 0)."
+    )
     last_checkpoint: Path = Field(description="last.pt: the last epoch, with resume state.")
-    best_epoch: int
+    best_epoch: int = Field(description="1-based epoch whose weights best.pt holds.")
     history: list[EpochRecord]
     speaker_labels: list[str] = Field(description="Source class index -> speaker label.")
     target_labels: list[str] = Field(description="Target class index -> target label.")
     preset: ModelPreset
     config: TrainingConfig
+
+    @property
+    def best_w_target(self) -> float:
+        """w_T of ``best_epoch`` as logged in the history (0 in modes off and observe)."""
+        for record in self.history:
+            if record.epoch == self.best_epoch:
+                return record.w_target
+        raise ValueError(f"best_epoch {self.best_epoch} is not in the training history")
 
     def load_encoder(self, which: Literal["best", "last"] = "best") -> SpeakerEncoder:
         """The trained recognizer (eval mode, CPU)."""
@@ -198,6 +210,40 @@ def target_weight(epoch: int, epochs: int, start_epoch: int) -> float:
     if epoch <= start_epoch or epochs <= start_epoch:
         return 0.0
     return min(1.0, (epoch - start_epoch) / (epochs - start_epoch))
+
+
+ADVERSARIAL_CHECKPOINT_RULE = "lowest VER_S among epochs with w_T > 0"
+"""How ``best.pt`` is chosen in ``adversarial`` mode (see ``select_best_epoch``); the pipeline
+puts it in the train stage's inputs, so models cached under the older rule (lowest VER_S over
+all epochs) are not reused."""
+
+
+def select_best_epoch(history: Sequence[EpochRecord], config: TrainingConfig) -> int:
+    """The 1-based epoch whose weights ``best.pt`` keeps; 0 while no epoch is eligible.
+
+    The eligible epoch with the lowest VER_S, the earliest on ties; an epoch without VER_S (no
+    validation data) counts as better than every earlier one, so the latest eligible epoch is
+    kept. In ``adversarial`` mode (both adversaries: they share the w_T schedule) only epochs
+    with ``w_target > 0`` are eligible: an epoch with w_T = 0 is a recognizer that never received
+    an adversarial gradient, and reporting it as the adversarial model would describe the
+    wrong recognizer. If the schedule never leaves 0 (E >= epochs, seed 000's baseline) every
+    epoch is eligible. Modes ``off`` and ``observe``: every epoch.
+    """
+    adversarial_only = (
+        config.target_classifier == "adversarial" and config.adversarial_start_epoch < config.epochs
+    )
+    best: EpochRecord | None = None
+    for record in history:
+        if adversarial_only and record.w_target <= 0.0:
+            continue
+        if (
+            best is None
+            or record.ver_source is None
+            or best.ver_source is None
+            or record.ver_source < best.ver_source
+        ):
+            best = record
+    return best.epoch if best is not None else 0
 
 
 def cyclic_learning_rate(step: int, base_lr: float, max_lr: float, step_size: float) -> float:
@@ -493,16 +539,31 @@ class _Trainer:
         self.global_step = int(payload["scheduler"]["step"])
         self.epoch = int(payload["epoch"])
         self.history = [EpochRecord.model_validate(r) for r in payload["history"]]
-        self.best_epoch = int(payload["best_epoch"])
-        self.best_ver = payload["best_ver_source"]
         _set_rng_state(payload["rng"])
+        # The rule is re-applied to the history, not taken from the checkpoint: a checkpoint
+        # written under the older rule (lowest VER_S over all epochs) may name a w_T = 0 epoch.
+        saved_best = int(payload["best_epoch"])
+        self._select_best()
+        if self.best_epoch == saved_best or self.best_epoch == 0:
+            return  # with 0, the stale best.pt is overwritten by the first eligible epoch
+        if self.best_epoch == self.epoch:  # the resumed weights are that epoch's
+            save_checkpoint(self._payload(resumable=False), self.output_dir / "best.pt")
+            return
+        raise ConfigError(
+            f"{path}: cannot resume, the checkpoint kept epoch {saved_best} as best.pt, but the "
+            f"current rule ({ADVERSARIAL_CHECKPOINT_RULE}) selects epoch {self.best_epoch}, "
+            "whose weights are no longer on disk; use resume=False or another output folder"
+        )
 
-    def save(self, ver_source: float | None) -> None:
-        # Without validation the latest epoch counts as the best.
-        is_best = ver_source is None or self.best_ver is None or ver_source < self.best_ver
-        if is_best:
-            self.best_epoch = self.epoch
-            self.best_ver = ver_source
+    def _select_best(self) -> None:
+        self.best_epoch = select_best_epoch(self.history, self.config)
+        self.best_ver = next(
+            (r.ver_source for r in self.history if r.epoch == self.best_epoch), None
+        )
+
+    def save(self) -> None:
+        self._select_best()
+        is_best = self.best_epoch == self.epoch
         save_checkpoint(self._payload(resumable=True), self.output_dir / "last.pt")
         if is_best:
             save_checkpoint(self._payload(resumable=False), self.output_dir / "best.pt")
@@ -654,7 +715,7 @@ class _Trainer:
             )
             self.epoch = epoch
             self.history.append(record)
-            self.save(ver_s)
+            self.save()
             if progress is not None:
                 final = {
                     k: float(v)
@@ -692,11 +753,12 @@ def train_attacker(
 
     ``train_items`` / ``validation_items``: ``(waveform float32 16 kHz, speaker, target | None)``
     (validation: the held-out 10 % of the same speakers; may be empty, then VER is None and
-    ``best.pt`` is the last epoch). With ``resume`` (default), a ``last.pt`` left in
-    ``output_dir`` by an interrupted run of the same config and data is continued after its last
-    completed epoch, with results identical to an uninterrupted run; ``resume=False`` starts
-    over. ``progress``: see ``ProgressCallback``. Raises ``InvalidInputError`` / ``ConfigError``
-    naming a bad item, label or field.
+    ``best.pt`` is the last eligible epoch; which epochs are eligible: ``select_best_epoch``).
+    With ``resume`` (default), a ``last.pt`` left in ``output_dir`` by an interrupted run of the
+    same config and data is continued after its last completed epoch, with results identical to
+    an uninterrupted run, under the same checkpoint rule; ``resume=False`` starts over.
+    ``progress``: see ``ProgressCallback``. Raises ``InvalidInputError`` / ``ConfigError`` naming
+    a bad item, label or field.
     """
     cfg = config if config is not None else TrainingConfig()
     train = _normalize_items(train_items, "train_items")

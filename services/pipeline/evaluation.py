@@ -37,7 +37,12 @@ from services.anonymizers.service import anonymize_manifest, build_target_voices
 from services.anonymizers.target_selection import select_targets_with, targets_for_utterances
 from services.attacker.embeddings import extract_embeddings, resolve_device
 from services.attacker.probe import probe_error_rate
-from services.attacker.training import TrainedAttacker, TrainingItem, train_attacker
+from services.attacker.training import (
+    ADVERSARIAL_CHECKPOINT_RULE,
+    TrainedAttacker,
+    TrainingItem,
+    train_attacker,
+)
 from services.attacks.prerestore import plot_per_parameter_eer
 from services.audio import read_audio
 from services.corpus.loaders import read_manifest
@@ -326,6 +331,9 @@ class EvaluationRun:
             "validation": data.keys["validation"],
             "training": training.model_dump(mode="json", exclude={"device", "dataloader_workers"}),
         }
+        if training.target_classifier == "adversarial":
+            # Adversarial models cached under the older rule may hold a w_T = 0 epoch.
+            inputs["checkpoint_rule"] = ADVERSARIAL_CHECKPOINT_RULE
         holder: dict[str, TrainedAttacker] = {}
 
         def make(folder: Path) -> dict[str, Any]:
@@ -832,6 +840,7 @@ class EvaluationRun:
                 "condition": condition,
                 "seed": seed,
                 "best_epoch": trained.best_epoch,
+                "best_w_target": trained.best_w_target,
                 "history": history,
                 "stage_key": outcome.key,
             }

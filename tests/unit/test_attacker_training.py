@@ -11,7 +11,8 @@ import pytest
 import torch
 from speechbrain.nnet.schedulers import CyclicLRScheduler
 
-from services.attacker.checkpoint import load_checkpoint
+from services.attacker import training
+from services.attacker.checkpoint import load_checkpoint, save_checkpoint
 from services.attacker.embeddings import extract_embeddings
 from services.attacker.models import build_embedding_model, get_preset
 from services.attacker.training import (
@@ -21,6 +22,7 @@ from services.attacker.training import (
     confusion_loss,
     cyclic_learning_rate,
     reverse_gradient,
+    select_best_epoch,
     target_weight,
     train_attacker,
 )
@@ -238,8 +240,10 @@ def test_training_learns_easy_speakers_and_logs_complete_history(
         assert rec["ver_target"] is not None and rec["loss_target"] is not None
         assert rec["throughput"] > 0 and rec["epoch_seconds"] >= rec["train_seconds"]
     best = load_checkpoint(out / "best.pt")
-    vers = [r.ver_source for r in history]
-    assert best["epoch"] == 1 + int(np.argmin(vers))
+    # Adversarial mode with E = 1: only epochs 2 and 3 (w_T > 0) may be kept.
+    adversarial = [r for r in history if r.w_target > 0]
+    assert best["epoch"] == min(adversarial, key=lambda r: r.ver_source or 0.0).epoch
+    assert best["epoch"] > 1
     assert "optimizer" not in best
 
 
@@ -267,6 +271,10 @@ def test_resume_after_crash_is_bit_identical(
     ]
     a = extract_embeddings(straight_dir / "last.pt", PROBES, device="cpu")
     b = extract_embeddings(tmp_path / "last.pt", PROBES, device="cpu")
+    assert np.array_equal(a, b)
+    assert resumed.best_epoch == load_checkpoint(straight_dir / "best.pt")["epoch"]
+    a = extract_embeddings(straight_dir / "best.pt", PROBES, device="cpu")
+    b = extract_embeddings(tmp_path / "best.pt", PROBES, device="cpu")
     assert np.array_equal(a, b)
     with pytest.raises(ConfigError, match="epochs"):
         train_attacker(TRAIN, VAL, cfg.model_copy(update={"epochs": 4}), tmp_path)
@@ -301,3 +309,144 @@ def test_progress_callback_reports_every_step_and_epoch_end(tmp_path: Path) -> N
     assert all(c[3] >= 0 for c in calls)
     assert "ver_source" in calls[-1][4] and "loss_source" in calls[0][4]
     assert result.history[0].w_target == 0.0  # observe mode never reverses gradients
+
+
+# ----------------------------------------------------------------- which epoch best.pt keeps
+
+# 5 epochs, E = 2: w_T = 0, 0, 1/3, 2/3, 1. The scripted VER_S is lowest at epoch 2 (w_T = 0);
+# among the epochs with w_T > 0 it is lowest at epoch 3.
+SCRIPT_EPOCHS, SCRIPT_E = 5, 2
+SCRIPTED_VER_S = [50.0, 10.0, 30.0, 40.0, 35.0]
+
+
+def _records(vers: list[float | None], epochs: int, start: int) -> list[EpochRecord]:
+    return [
+        EpochRecord(
+            epoch=e,
+            steps=1,
+            loss_source=1.0,
+            loss_target=1.0,
+            ver_source=v,
+            ver_target=50.0,
+            learning_rate=1e-3,
+            w_target=target_weight(e, epochs, start),
+            train_seconds=1.0,
+            validation_seconds=1.0,
+            epoch_seconds=2.0,
+            audio_seconds=8.0,
+            throughput=8.0,
+        )
+        for e, v in enumerate(vers, start=1)
+    ]
+
+
+def test_select_best_epoch_skips_w_t_zero_epochs_in_adversarial_mode_only() -> None:
+    history = _records(list(SCRIPTED_VER_S), SCRIPT_EPOCHS, SCRIPT_E)
+    schedule = {"epochs": SCRIPT_EPOCHS, "adversarial_start_epoch": SCRIPT_E}
+    for adversary in ("reversal", "confusion"):
+        adversarial = tiny_config(target_classifier="adversarial", adversary=adversary, **schedule)
+        assert select_best_epoch(history, adversarial) == 3
+        assert select_best_epoch(history[:2], adversarial) == 0  # none eligible yet
+    for mode in ("off", "observe"):
+        assert select_best_epoch(history, tiny_config(target_classifier=mode, **schedule)) == 2
+    # E >= epochs (w_T never leaves 0, seed 000's baseline): every epoch is eligible.
+    baseline = tiny_config(target_classifier="adversarial", epochs=5, adversarial_start_epoch=5)
+    assert select_best_epoch(_records(list(SCRIPTED_VER_S), 5, 5), baseline) == 2
+    # Ties keep the earliest eligible epoch; without validation, the latest eligible epoch.
+    adversarial = tiny_config(target_classifier="adversarial", **schedule)
+    assert select_best_epoch(_records([9.0, 9.0, 5.0, 5.0, 7.0], 5, 2), adversarial) == 3
+    assert select_best_epoch(_records([None] * 5, 5, 2), adversarial) == 5
+
+
+@pytest.fixture
+def scripted_validation(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Real training steps, but epoch e validates to VER_S = SCRIPTED_VER_S[e - 1]."""
+
+    def validate(self: training._Trainer) -> tuple[float | None, float | None]:
+        return SCRIPTED_VER_S[self.epoch], None  # self.epoch = epochs completed so far
+
+    monkeypatch.setattr(training._Trainer, "validate", validate)
+
+
+def _scripted_config(**kw: object) -> TrainingConfig:
+    return tiny_config(
+        epochs=SCRIPT_EPOCHS, adversarial_start_epoch=SCRIPT_E, batch_size=8, lr_step_size=1, **kw
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("mode", "adversary", "expected"),
+    [("adversarial", "reversal", 3), ("adversarial", "confusion", 3), ("observe", "reversal", 2)],
+)
+def test_best_checkpoint_of_an_adversarial_run_had_w_t_above_zero(
+    tmp_path: Path, scripted_validation: None, mode: str, adversary: str, expected: int
+) -> None:
+    cfg = _scripted_config(target_classifier=mode, adversary=adversary)
+    result = train_attacker(TRAIN[::4], [], cfg, tmp_path)  # 8 items: one step per epoch
+    assert [r.ver_source for r in result.history] == SCRIPTED_VER_S  # history unchanged
+    assert result.best_epoch == expected
+    best = load_checkpoint(tmp_path / "best.pt")
+    assert best["epoch"] == best["best_epoch"] == expected
+    if mode == "adversarial":
+        assert result.best_epoch > SCRIPT_E
+        assert result.best_w_target == pytest.approx(1 / 3)
+    else:  # observe: lowest VER_S over all epochs; w_T is 0 throughout
+        assert result.best_w_target == 0.0
+
+
+class _Crash(RuntimeError):
+    pass
+
+
+def _crash_in(epoch: int) -> training.ProgressCallback:
+    def progress(e: int, step: int, steps: int, eta: float, metrics: dict[str, float]) -> None:
+        if e == epoch and step == 1:
+            raise _Crash
+
+    return progress
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("crash_epoch", [3, 5])
+def test_resume_keeps_the_adversarial_checkpoint_rule(
+    tmp_path: Path, scripted_validation: None, crash_epoch: int
+) -> None:
+    cfg = _scripted_config(target_classifier="adversarial")
+    with pytest.raises(_Crash):
+        train_attacker(TRAIN[::4], [], cfg, tmp_path, progress=_crash_in(crash_epoch))
+    assert load_checkpoint(tmp_path / "last.pt")["epoch"] == crash_epoch - 1
+    result = train_attacker(TRAIN[::4], [], cfg, tmp_path)
+    assert result.best_epoch == 3
+    assert load_checkpoint(tmp_path / "best.pt")["epoch"] == 3
+
+
+@pytest.mark.slow
+def test_resume_from_a_checkpoint_kept_by_the_older_rule(
+    tmp_path: Path, scripted_validation: None
+) -> None:
+    """The older rule kept epoch 2 (w_T = 0); resuming re-applies the current rule."""
+    cfg = _scripted_config(target_classifier="adversarial")
+
+    def crash_under_old_rule(folder: Path, epoch: int) -> None:
+        with pytest.raises(_Crash):
+            train_attacker(TRAIN[::4], [], cfg, folder, progress=_crash_in(epoch))
+        payload = load_checkpoint(folder / "last.pt")
+        payload["best_epoch"] = 2
+        save_checkpoint(payload, folder / "last.pt")
+        (folder / "best.pt").unlink(missing_ok=True)
+
+    # Crashed in epoch 3: no eligible epoch yet, the first one becomes best.pt.
+    crash_under_old_rule(tmp_path / "in3", 3)
+    assert train_attacker(TRAIN[::4], [], cfg, tmp_path / "in3").best_epoch == 3
+    assert load_checkpoint(tmp_path / "in3" / "best.pt")["epoch"] == 3
+    # Crashed in epoch 4: epoch 3 is the resumed state, written as best.pt before training on.
+    crash_under_old_rule(tmp_path / "in4", 4)
+    with pytest.raises(_Crash):
+        train_attacker(TRAIN[::4], [], cfg, tmp_path / "in4", progress=_crash_in(4))
+    assert load_checkpoint(tmp_path / "in4" / "best.pt")["epoch"] == 3
+    assert train_attacker(TRAIN[::4], [], cfg, tmp_path / "in4").best_epoch == 3
+    # Crashed in epoch 5: epoch 3's weights are gone, so resuming cannot keep the rule.
+    crash_under_old_rule(tmp_path / "in5", 5)
+    with pytest.raises(ConfigError, match=r"epoch 2 .*selects epoch 3.*resume=False"):
+        train_attacker(TRAIN[::4], [], cfg, tmp_path / "in5")

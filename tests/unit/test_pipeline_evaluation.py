@@ -80,6 +80,9 @@ def test_result_document_is_complete(
     assert prov["packages"]["torch"].startswith("2.11")
     for history in result["training"].values():
         assert len(history["history"]) == 2
+        # The scored epoch and its w_T (observe mode: 0) are named next to the history.
+        scored = history["history"][history["best_epoch"] - 1]
+        assert history["best_w_target"] == scored["w_target"] == 0.0
     anonymized = result["training"]["anonymized-seed0"]["history"]
     assert all(h["ver_target"] is not None for h in anonymized)  # observe mode measures VER_T
     probe = result["training"]["anonymized-seed0"]["probe"]  # and a fresh probe, after training
