@@ -169,9 +169,10 @@ class StageWorkspace:
         def put(path: Path) -> dict[str, Any]:
             relative = path.relative_to(folder).as_posix()
             sha256, size = sha256_file(path)
-            if manifest is not None and relative != DONE_FILE and manifest[relative][1] != sha256:
+            recorded = manifest.get(relative) if manifest is not None else None
+            if manifest is not None and relative != DONE_FILE and recorded != (size, sha256):
                 raise BlobIntegrityError(
-                    f"{folder / relative}: sha256 differs from the manifest in {DONE_FILE}"
+                    f"{folder / relative}: size or sha256 differs from the manifest in {DONE_FILE}"
                 )
             blob_key = _blob_key_for(prefix, relative, sha256)
             self.store.put_file(
