@@ -39,9 +39,7 @@ def upgrade() -> None:
         sa.Column("sent_at", sa.DateTime(timezone=True), nullable=True),
         sa.Column("attempts", sa.Integer(), nullable=False),
         sa.Column("last_error", sa.Text(), nullable=True),
-        sa.CheckConstraint(
-            "attempts >= 0", name=op.f("ck_outbox_messages_attempts_nonnegative")
-        ),
+        sa.CheckConstraint("attempts >= 0", name=op.f("ck_outbox_messages_attempts_nonnegative")),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_outbox_messages")),
     )
     op.create_index(
