@@ -20,7 +20,7 @@ from services.platform.jobs import (
     run_job_phase,
     stage_time_limit_s,
 )
-from services.platform.outbox import relay_pass
+from services.platform.outbox import prune_sent, relay_pass
 from services.settings import Settings
 from workers.runtime import get_services
 
@@ -65,12 +65,13 @@ def run_phase(self: Task, job_id: int, phase: str) -> dict[str, Any]:
 
 def reap() -> dict[str, Any]:
     """One pass of the reaper (Celery beat, every ``reaper_interval_s``), then of the outbox
-    relay (a fallback for beat's relay thread)."""
+    relay (a fallback for beat's relay thread); sent outbox messages older than a day go."""
     services = get_services()
     report = reap_stale_stages(services)
     relayed = relay_pass(
         services.database.engine, retry_after_s=services.settings.outbox_resend_after_s
     )
+    prune_sent(services.database.engine)
     return {
         "requeued": report.requeued,
         "failed": report.failed,

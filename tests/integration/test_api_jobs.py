@@ -229,9 +229,7 @@ def test_cancel_and_rerun(env: Env, api_dispatcher: Any, pg_database: Any) -> No
     _problem(env.client.post(f"/v1/jobs/{new['id']}/cancel", headers=reader), 403)
 
 
-def test_cancel_every_job_of_a_submission(
-    env: Env, api_dispatcher: Any, pg_database: Any
-) -> None:
+def test_cancel_every_job_of_a_submission(env: Env, api_dispatcher: Any, pg_database: Any) -> None:
     sub, other = env.submission(name="a"), env.submission(name="b")
     queued = env.job(sub, config_overrides={"seeds": [1]}).json()["id"]
     running = env.job(sub, config_overrides={"seeds": [2]}).json()["id"]

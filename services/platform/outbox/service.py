@@ -52,7 +52,7 @@ TOPICS: tuple[str, ...] = (RUN_PHASE, REVOKE_JOB, VALIDATE_ARCHIVE, DELIVER_WEBH
 # A claimed message not marked sent (or released) within this many seconds is claimable again:
 # its sender died between claim and mark.
 CLAIM_LEASE_S = 60.0
-# Sent messages are kept this long (seconds) for inspection, then pruned by the relay.
+# Sent messages are kept this long (seconds) for inspection, then pruned (the reaper).
 KEEP_SENT_S = 24 * 3600.0
 
 MessageSender = Callable[[Mapping[str, Any]], None]
@@ -243,7 +243,7 @@ def relay_pass(
     senders: Mapping[str, MessageSender] | None = None,
     limit: int = 500,
 ) -> SendReport:
-    """Send every unsent due message this process has a sender for; prune old sent ones.
+    """Send every unsent due message this process has a sender for.
 
     Run periodically (Celery beat's relay thread, the reaper): what the after-commit send missed
     goes out within ``retry_after_s`` seconds plus one period.
@@ -251,10 +251,7 @@ def relay_pass(
     table = installed_senders() if senders is None else dict(senders)
     with Session(bind) as session:
         ids = unsent_message_ids(session, topics=list(table), limit=limit)
-    report = send_messages(bind, ids=ids, retry_after_s=retry_after_s, senders=table)
-    if report.sent or not ids:
-        prune_sent(bind)
-    return report
+    return send_messages(bind, ids=ids, retry_after_s=retry_after_s, senders=table)
 
 
 def prune_sent(bind: Engine, *, older_than_s: float = KEEP_SENT_S) -> int:
