@@ -16,6 +16,7 @@ from services.platform.outbox import (
     RUN_PHASE,
     add_message,
     install_senders,
+    prune_sent,
     relay_pass,
     send_messages,
     withdraw_unsent,
@@ -69,9 +70,11 @@ def test_a_message_is_sent_after_commit_and_marked_only_after_the_sender_returne
     assert broker.sent_at_during_send == [None]  # the sender ran while the row was unsent
     (row,) = _rows(any_database)
     assert row.sent_at is not None and row.attempts == 1 and row.claimed_at is None
-    # Sent messages are not sent again.
+    # Sent messages are not sent again; they are pruned once old enough.
     assert relay_pass(any_database.engine, retry_after_s=0.5).sent == []
     assert len(broker.received) == 1
+    assert prune_sent(any_database.engine) == 0
+    assert prune_sent(any_database.engine, older_than_s=0.0) == 1 and _rows(any_database) == []
 
 
 def test_a_rolled_back_message_is_never_sent(any_database: Database, broker: Broker) -> None:
