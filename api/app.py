@@ -8,7 +8,7 @@ See docs/api.md.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -17,9 +17,10 @@ from fastapi.openapi.utils import get_openapi
 from fastapi.staticfiles import StaticFiles
 
 from api.auth import BEARER_SCHEME_NAME
-from api.context import ApiContext, Dispatcher
+from api.context import ApiContext
 from api.problems import PROBLEM_MEDIA_TYPE, install_problem_handlers
 from api.routes import admin, blobs, health, jobs, pages, protocols, submissions, webhooks
+from services.platform.outbox import MessageSender
 from services.settings import Settings, get_settings
 from services.storage.blobstore import BlobStore
 from services.storage.db import Database
@@ -78,22 +79,24 @@ def create_app(
     *,
     database: Database | None = None,
     blob_store: BlobStore | None = None,
-    dispatcher: Dispatcher | None = None,
+    senders: Mapping[str, MessageSender] | None = None,
 ) -> FastAPI:
     """A gateway on ``settings`` (default: the process settings).
 
-    ``database``, ``blob_store`` and ``dispatcher`` default to the ones the settings name (the
-    dispatcher: ``workers.dispatch``, imported on first use); tests pass fakes here.
+    ``database`` and ``blob_store`` default to the ones the settings name; ``senders`` (the
+    outbox senders installed at start-up) to the Celery ones of ``workers.app``, imported at
+    start-up. Tests pass fakes here.
     """
     context = ApiContext(
         settings or get_settings(),
         database=database,
         blob_store=blob_store,
-        dispatcher=dispatcher,
+        senders=senders,
     )
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        context.start()
         yield
         context.close()
 
@@ -111,6 +114,7 @@ def create_app(
     install_problem_handlers(app)
     for module in (health, admin, protocols, submissions, jobs, blobs):
         app.include_router(module.router)
+    app.include_router(jobs.submission_jobs_router)
     # Outgoing webhooks (/v1/webhooks) and the server-rendered pages (/, /protocols/..., HTML).
     app.include_router(webhooks.router)
     app.include_router(pages.router)

@@ -1,57 +1,51 @@
-"""What every request handler shares: settings, the database, the blob store, the dispatcher.
+"""What every request handler shares: settings, the database, the blob store.
 
 Built once per app by :func:`api.app.create_app`; the database engine and the blob store are
 created on first use, so importing ``api.app`` has no side effects (no connection, no folder).
-The dispatcher hands jobs to the workers; the default one imports ``workers.dispatch`` only when
-called, so the API runs (and its tests run) without Celery configured.
+Work for the workers (a job's first phase, a cancel's revocation, an archive's validation) is
+written to the outbox in the request's transaction (services/platform/outbox/) and sent after the
+commit by the senders this process installed at start-up (:meth:`ApiContext.start`): the Celery
+ones by default, imported then, so the API runs (and its tests run) without Celery configured.
 """
 
 from __future__ import annotations
 
 import threading
-from typing import Protocol
+from collections.abc import Mapping
 
 from fastapi import Request
 
+from services.platform.outbox import MessageSender, install_senders
 from services.settings import Settings
 from services.storage.blobstore import BlobStore, blob_store_from_settings
 from services.storage.db import Database
 
 
-class Dispatcher(Protocol):
-    """Hands work to the workers (``workers.dispatch`` in the platform)."""
+class ArchiveValidations:
+    """TEMPORARY adapter for api/routes/submissions.py's ``context.dispatcher`` call.
 
-    def enqueue_job(self, job_id: int) -> None:
-        """Queue the stages of a committed job."""
+    Queues an archive validation in its own transaction (outbox). At integration the route calls
+    ``services.platform.archives.request_validation`` inside the transaction that creates the
+    submission, and this adapter goes away.
+    """
 
-    def cancel_job(self, job_id: int) -> None:
-        """Revoke the queued and running tasks of a job already marked cancelled."""
-
-    def enqueue_archive_validation(self, submission_id: int) -> None:
-        """Queue the validation of an uploaded archive submission."""
-
-
-class WorkersDispatcher:
-    """The platform dispatcher: calls ``workers.dispatch``, imported lazily."""
-
-    def enqueue_job(self, job_id: int) -> None:
-        from workers import dispatch
-
-        dispatch.enqueue_job(job_id)
-
-    def cancel_job(self, job_id: int) -> None:
-        from workers import dispatch
-
-        dispatch.cancel_job(job_id)
+    def __init__(self, context: ApiContext) -> None:
+        self._context = context
 
     def enqueue_archive_validation(self, submission_id: int) -> None:
-        from workers import dispatch
+        """Queue the validation of an uploaded archive submission (sent after the commit)."""
+        from services.platform.archives import request_validation
 
-        dispatch.enqueue_archive_validation(submission_id)
+        with self._context.database.session_scope() as session:
+            request_validation(session, submission_id=submission_id)
 
 
 class ApiContext:
-    """Per-app shared state; thread-safe lazy construction of database and blob store."""
+    """Per-app shared state; thread-safe lazy construction of database and blob store.
+
+    ``senders``: the outbox senders to install at start-up (topic -> sender; tests pass
+    recording ones); None = the Celery senders of ``workers.app``.
+    """
 
     def __init__(
         self,
@@ -59,12 +53,13 @@ class ApiContext:
         *,
         database: Database | None = None,
         blob_store: BlobStore | None = None,
-        dispatcher: Dispatcher | None = None,
+        senders: Mapping[str, MessageSender] | None = None,
     ) -> None:
         self.settings = settings
         self._database = database
         self._blob_store = blob_store
-        self.dispatcher: Dispatcher = dispatcher or WorkersDispatcher()
+        self.senders = senders
+        self.dispatcher = ArchiveValidations(self)
         self._lock = threading.Lock()
 
     @property
@@ -84,6 +79,15 @@ class ApiContext:
                 if self._blob_store is None:
                     self._blob_store = blob_store_from_settings(self.settings)
         return self._blob_store
+
+    def start(self) -> None:
+        """Process start-up: install the outbox senders (see the class docstring)."""
+        if self.senders is not None:
+            install_senders(self.senders, retry_after_s=self.settings.outbox_resend_after_s)
+            return
+        from workers.app import app, install_outbox_senders
+
+        install_outbox_senders(app, self.settings)
 
     def close(self) -> None:
         """Release pooled database connections."""

@@ -199,13 +199,19 @@ def embedded_platform(state_dir: Path) -> Iterator[tuple[str, subprocess.Popen[b
     """API thread + worker subprocess on the embedded state folder; yields (API URL, worker)."""
     from services.settings import get_settings
     from services.storage.migrate import upgrade_database
+    from workers.app import app, configure_app, install_outbox_senders, start_outbox_relay
 
     port = free_port()
     env = embedded_environment(state_dir, api_port=port)
     os.environ.update(env)
-    get_settings.cache_clear()  # the API, the dispatcher and the Celery app read these
+    get_settings.cache_clear()  # the API and the Celery app read these
     settings = get_settings()
     upgrade_database(settings.resolved_database_url())
+    # This process writes outbox messages (the API's): it sends them through the embedded
+    # broker, and relays what a failed send left behind (there is no beat in the demo).
+    configure_app(app, settings)
+    install_outbox_senders(app, settings)
+    relay = start_outbox_relay(settings)
     worker = start_worker(env, state_dir / "worker.log")
     api = ApiServer(port).start()
     try:
@@ -213,6 +219,7 @@ def embedded_platform(state_dir: Path) -> Iterator[tuple[str, subprocess.Popen[b
     finally:
         stop_process(worker)
         api.stop()
+        relay.stop()
 
 
 def _progress_loop(client: Any, job_id: int, worker: subprocess.Popen[bytes]) -> dict[str, Any]:

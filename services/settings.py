@@ -57,14 +57,15 @@ class Settings(BaseSettings):
         "", description="Prefix of every Redis key of the broker (several deployments, one Redis)."
     )
 
-    # Workers (workers/, services/pipeline/jobs.py). Times in seconds.
+    # Workers (workers/, services/platform/jobs/). Times in seconds.
     work_dir: Path | None = Field(
         None, description="Worker scratch folder (stage cache, job folders); default data_dir/work."
     )
     stage_time_limits_s: dict[str, float] = Field(
         default_factory=dict,
         description='Soft time limit per phase, seconds, e.g. {"train": 86400}; phases not '
-        "named use the built-in defaults (services/pipeline/jobs.py DEFAULT_STAGE_TIME_LIMITS_S).",
+        "named use the built-in defaults (services/platform/jobs/phases.py "
+        "DEFAULT_STAGE_TIME_LIMITS_S).",
     )
     stage_hard_limit_margin_s: float = Field(
         300.0, gt=0, description="Hard time limit = soft limit + this margin, seconds."
@@ -90,6 +91,12 @@ class Settings(BaseSettings):
         3600.0, gt=0, description="A queued stage whose task was sent this long ago is re-sent."
     )
     reaper_interval_s: float = Field(60.0, gt=0, description="Period of the reaper (Celery beat).")
+    outbox_resend_after_s: float = Field(
+        5.0,
+        gt=0,
+        description="An outbox message (next phase, cancel, webhook, archive validation) the "
+        "broker did not accept is sent again after this many seconds, by the relay in Celery beat.",
+    )
 
     # Compute.
     device: Literal["auto", "cpu", "cuda"] = "auto"
@@ -167,7 +174,7 @@ class Settings(BaseSettings):
     )
     quota_concurrent_jobs: int = Field(4, description="Queued + running jobs a team may have.")
 
-    # Outgoing webhooks (services/webhooks.py, workers/webhooks.py). Times in seconds.
+    # Outgoing webhooks (services/platform/webhooks/, workers/webhooks.py). Times in seconds.
     webhook_timeout_s: float = Field(10.0, gt=0, description="HTTP timeout of one delivery try.")
     webhook_max_attempts: int = Field(
         8, ge=1, description="Tries of one webhook delivery before it is marked failed."

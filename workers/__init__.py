@@ -1,6 +1,8 @@
-"""Celery workers of the platform: the app (`workers.app`), its tasks and the dispatcher.
+"""Celery workers of the platform: the app (`workers.app`), the task bodies, the outbox senders.
 
 `celery -A workers.app worker -Q gpu` runs anonymize/train/embed phases, `-Q cpu` the score and
-report phases plus archive validation and the reaper; `celery -A workers.app beat` schedules the
-reaper. The work itself is in `services.pipeline.jobs` (no Celery there).
+report phases plus archive validation, webhooks and the reaper; `celery -A workers.app beat`
+schedules the reaper and the webhook sweep and runs the outbox relay. The work itself is in
+`services.platform` (no Celery there). Imports go one way: `app` -> `tasks`, `webhooks`,
+`senders`, `relay` -> `runtime`, `errors`, `names` -> services/.
 """

@@ -2,34 +2,49 @@
 
     celery -A workers.app worker -Q gpu --concurrency 1 -n gpu@%h   # anonymize, train, embed
     celery -A workers.app worker -Q cpu --concurrency 2 -n cpu@%h   # score, report, archives
-    celery -A workers.app beat                                      # the periodic reaper
+    celery -A workers.app beat                                      # reaper, sweep, outbox relay
 
 Broker: ``UNMASK_BROKER_URL`` (Redis in the platform); empty = a filesystem broker under
 ``data_dir/broker`` (embedded mode: API and worker processes on one machine share the folder).
 ``UNMASK_CELERY_EAGER=1`` runs tasks in the calling process. Delivery is at-least-once
-(``acks_late`` + ``reject_on_worker_lost``); the tasks are idempotent (services/pipeline/jobs.py).
+(``acks_late`` + ``reject_on_worker_lost``); the tasks are idempotent (services/platform/jobs/).
+
+This module is the composition root of the worker processes: it registers the task bodies of
+``workers/tasks.py`` and ``workers/webhooks.py`` by name and, at each process's start-up (Celery
+signals), installs the outbox senders (``workers/senders.py``); beat also starts the outbox relay
+(``workers/relay.py``). Nothing else in workers/ imports it.
 """
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
-from celery import Celery
+from celery import Celery, signals
 from kombu import Exchange, Queue
 
-from services.pipeline.jobs import (
+from services.platform.jobs.phases import (
     DEFAULT_STAGE_TIME_LIMITS_S,
     QUEUES,
     stage_hard_time_limit_s,
 )
-from services.settings import Settings, get_settings
+from services.platform.outbox import install_senders
+from services.settings import Settings, apply_thread_settings, get_settings
+from services.storage.db import Database
+from workers import tasks, webhooks
+from workers.names import (
+    TASK_DELIVER_WEBHOOK,
+    TASK_REAP,
+    TASK_RUN_PHASE,
+    TASK_SWEEP_WEBHOOKS,
+    TASK_VALIDATE_ARCHIVE,
+)
+from workers.relay import OutboxRelay
+from workers.runtime import set_node_name
+from workers.senders import celery_senders
 
-TASK_RUN_PHASE = "unmask.run_phase"
-TASK_REAP = "unmask.reap_stale_stages"
-TASK_VALIDATE_ARCHIVE = "unmask.validate_archive"
-TASK_DELIVER_WEBHOOK = "unmask.deliver_webhook"
-TASK_SWEEP_WEBHOOKS = "unmask.sweep_webhooks"
+log = logging.getLogger(__name__)
 
 
 def filesystem_broker_options(data_dir: Path) -> dict[str, Any]:
@@ -61,7 +76,7 @@ def celery_config(settings: Settings) -> dict[str, Any]:
             TASK_VALIDATE_ARCHIVE: {"queue": "cpu"},
             TASK_DELIVER_WEBHOOK: {"queue": "cpu"},
             TASK_SWEEP_WEBHOOKS: {"queue": "cpu"},
-            # run_phase is routed per call (the phase decides: jobs.PHASE_QUEUES).
+            # run_phase is routed per call (the phase decides: phases.PHASE_QUEUES).
         },
         "task_serializer": "json",
         "accept_content": ["json"],
@@ -130,15 +145,68 @@ def configure_app(celery_app: Celery, settings: Settings | None = None) -> Celer
     return celery_app
 
 
+def register_tasks(celery_app: Celery) -> None:
+    """Register the task bodies on ``celery_app`` under their names (``workers/names.py``)."""
+    at_least_once = {"acks_late": True, "reject_on_worker_lost": True}
+    celery_app.task(bind=True, name=TASK_RUN_PHASE, **at_least_once)(tasks.run_phase)
+    celery_app.task(name=TASK_REAP)(tasks.reap)
+    celery_app.task(bind=True, name=TASK_VALIDATE_ARCHIVE, **at_least_once)(tasks.validate_archive)
+    celery_app.task(bind=True, name=TASK_DELIVER_WEBHOOK, **at_least_once)(webhooks.deliver_webhook)
+    celery_app.task(name=TASK_SWEEP_WEBHOOKS)(webhooks.sweep_webhooks)
+
+
+def install_outbox_senders(celery_app: Celery, settings: Settings | None = None) -> None:
+    """Make this process send its outbox messages through ``celery_app`` (start-up of every
+    process that writes them: workers, beat, the API, the embedded demo)."""
+    settings = settings or get_settings()
+    install_senders(
+        celery_senders(celery_app, settings), retry_after_s=settings.outbox_resend_after_s
+    )
+
+
+def start_outbox_relay(settings: Settings | None = None) -> OutboxRelay:
+    """Start the outbox relay thread of this process (beat's start-up)."""
+    settings = settings or get_settings()
+    interval_s = max(0.5, settings.outbox_resend_after_s / 2)
+    relay = OutboxRelay(
+        Database.from_settings(settings).engine,
+        interval_s=interval_s,
+        retry_after_s=settings.outbox_resend_after_s,
+    )
+    log.info("outbox relay: every %.1f s", interval_s)
+    return relay.start()
+
+
 def create_app(settings: Settings | None = None) -> Celery:
-    """A configured Celery app with the Unmask tasks registered."""
-    celery_app = Celery("unmask", include=["workers.tasks", "workers.webhooks"])
-    return configure_app(celery_app, settings)
+    """A configured Celery app with the Unmask tasks registered (by name)."""
+    celery_app = Celery("unmask")
+    configure_app(celery_app, settings)
+    register_tasks(celery_app)
+    return celery_app
 
 
 app = create_app()
 celery = app  # `celery -A workers.app` finds either name
 
-# Register the tasks on import (`include` is only honoured by the worker).
-import workers.tasks  # noqa: E402
-import workers.webhooks  # noqa: E402, F401
+
+# --- process start-up (Celery signals) ---------------------------------------------------------
+
+
+def _on_worker_setup(sender: str, **_: Any) -> None:
+    set_node_name(sender)
+    install_outbox_senders(app)
+
+
+def _on_worker_process_init(**_: Any) -> None:
+    apply_thread_settings(get_settings())
+    install_outbox_senders(app)
+
+
+def _on_beat_init(**_: Any) -> None:
+    install_outbox_senders(app)
+    start_outbox_relay()
+
+
+signals.celeryd_after_setup.connect(_on_worker_setup, weak=False)
+signals.worker_process_init.connect(_on_worker_process_init, weak=False)
+signals.beat_init.connect(_on_beat_init, weak=False)

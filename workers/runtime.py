@@ -1,4 +1,4 @@
-"""The services a worker process uses (database, blob store, task sender), built once.
+"""The services a worker process uses (database, blob store, settings), built once.
 
 The platform builds them from `Settings`; tests and the embedded demo may install their own with
 :func:`set_services` (same process) or simply set ``UNMASK_*`` variables (subprocess workers).
@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import threading
 
-from services.pipeline.jobs import JobServices
+from services.platform.jobs.host import JobServices
 from services.settings import get_settings
 from services.storage.blobstore import blob_store_from_settings
 from services.storage.db import Database
+from workers.errors import transient_errors
 
 _lock = threading.Lock()
 _services: JobServices | None = None
@@ -33,14 +34,12 @@ def get_services() -> JobServices:
     if _services is None:
         with _lock:
             if _services is None:
-                from workers.dispatch import send_phase
-
                 settings = get_settings()
                 _services = JobServices(
                     database=Database.from_settings(settings),
                     store=blob_store_from_settings(settings),
                     settings=settings,
-                    send=send_phase,
+                    transient_errors=transient_errors(),
                 )
                 if _node_name is not None:
                     _services.worker_host = _node_name

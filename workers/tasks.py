@@ -1,8 +1,8 @@
-"""The Celery tasks: one phase of a job, the reaper, archive validation.
+"""The bodies of the job tasks: one phase of a job, the reaper, archive validation.
 
-Each task is a thin shell over `services.pipeline.jobs`; what a task adds is Celery's part:
-retries with exponential backoff for transient errors (never for bad input), the time limits,
-and per-process setup (torch threads).
+Plain functions, registered on the Celery app by name in ``workers/app.py`` (this module imports
+no app). Each is a thin shell over ``services.platform``; what a task adds is Celery's part:
+retries with exponential backoff for transient errors (never for bad input) and the time limits.
 """
 
 from __future__ import annotations
@@ -11,20 +11,18 @@ import logging
 from typing import Any
 
 from celery import Task
-from celery.signals import celeryd_after_setup, worker_process_init
 
-from services.pipeline.jobs import (
+from services.platform.archives import validate_submission_archive
+from services.platform.jobs import (
     TransientPhaseError,
     give_up,
-    is_transient_error,
     reap_stale_stages,
     run_job_phase,
     stage_time_limit_s,
-    validate_submission_archive,
 )
-from services.settings import Settings, apply_thread_settings, get_settings
-from workers.app import TASK_REAP, TASK_RUN_PHASE, TASK_VALIDATE_ARCHIVE, app
-from workers.runtime import get_services, set_node_name
+from services.platform.outbox import prune_sent, relay_pass
+from services.settings import Settings
+from workers.runtime import get_services
 
 log = logging.getLogger(__name__)
 MAX_RETRY_DELAY_S = 600.0
@@ -40,19 +38,8 @@ def retry_delay_s(settings: Settings, retries: int, *, requeued: bool = True) ->
     return delay if requeued else delay + settings.stage_stale_after_s
 
 
-@celeryd_after_setup.connect
-def _record_node_name(sender: str, **_: Any) -> None:
-    set_node_name(sender)
-
-
-@worker_process_init.connect
-def _init_worker_process(**_: Any) -> None:
-    apply_thread_settings(get_settings())
-
-
-@app.task(bind=True, name=TASK_RUN_PHASE, acks_late=True, reject_on_worker_lost=True)
 def run_phase(self: Task, job_id: int, phase: str) -> dict[str, Any]:
-    """Run one phase of job ``job_id`` (idempotent; see services/pipeline/jobs.py)."""
+    """Run one phase of job ``job_id`` (idempotent; see services/platform/jobs/runner.py)."""
     services = get_services()
     settings = services.settings
     try:
@@ -76,19 +63,24 @@ def run_phase(self: Task, job_id: int, phase: str) -> dict[str, Any]:
     return outcome.as_dict()
 
 
-@app.task(name=TASK_REAP)
 def reap() -> dict[str, Any]:
-    """One pass of the reaper (scheduled by Celery beat every ``reaper_interval_s``)."""
-    report = reap_stale_stages(get_services())
+    """One pass of the reaper (Celery beat, every ``reaper_interval_s``), then of the outbox
+    relay (a fallback for beat's relay thread); sent outbox messages older than a day go."""
+    services = get_services()
+    report = reap_stale_stages(services)
+    relayed = relay_pass(
+        services.database.engine, retry_after_s=services.settings.outbox_resend_after_s
+    )
+    prune_sent(services.database.engine)
     return {
         "requeued": report.requeued,
         "failed": report.failed,
         "cancelled": report.cancelled,
         "resent": report.resent,
+        "outbox_sent": len(relayed.sent),
     }
 
 
-@app.task(bind=True, name=TASK_VALIDATE_ARCHIVE, acks_late=True, reject_on_worker_lost=True)
 def validate_archive(self: Task, submission_id: int) -> str:
     """Validate an uploaded archive submission; accept or reject it."""
     services = get_services()
@@ -96,7 +88,7 @@ def validate_archive(self: Task, submission_id: int) -> str:
     try:
         return validate_submission_archive(services, submission_id)
     except Exception as exc:
-        if is_transient_error(exc) and (self.request.retries or 0) < settings.task_max_retries:
+        if services.is_transient(exc) and (self.request.retries or 0) < settings.task_max_retries:
             raise self.retry(
                 exc=exc,
                 countdown=retry_delay_s(settings, self.request.retries or 0),

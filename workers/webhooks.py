@@ -1,24 +1,22 @@
-"""Celery tasks of outgoing webhooks: deliver one event (retried with backoff), sweep the outbox.
+"""The bodies of the webhook tasks: deliver one event (retried with backoff), sweep lost retries.
 
-``deliver_webhook(delivery_id)`` makes one HTTP attempt (``services.webhooks.attempt_delivery``)
-and, when it failed and attempts remain, retries itself after the delay the attempt recorded
-(``webhook_retry_backoff_s`` doubling, at most 1 h). The database holds the truth (attempt count,
-next time, the log); a retry whose message is lost is sent again by ``sweep_webhooks``, which
-Celery beat runs every ``webhook_sweep_interval_s``. Importing this module installs the sender
-that queues a task for every delivery the moment its job's transaction commits.
+``deliver_webhook(delivery_id)`` makes one HTTP attempt
+(``services.platform.webhooks.attempt_delivery``) and, when it failed and attempts remain,
+retries itself after the delay the attempt recorded (``webhook_retry_backoff_s`` doubling, at
+most 1 h). The database holds the truth (attempt count, next time, the log); a retry whose message
+is lost is queued again by ``sweep_webhooks`` (Celery beat, every ``webhook_sweep_interval_s``).
+The first attempt of every event is queued through the outbox when its job's transaction commits.
+Registered on the Celery app by name in ``workers/app.py``.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
 from typing import Any
 
 from celery import Task
 
-from services.storage.webhooks import set_delivery_sender
-from services.webhooks import attempt_delivery, overdue_delivery_ids
-from workers.app import TASK_DELIVER_WEBHOOK, TASK_SWEEP_WEBHOOKS, app
+from services.platform.webhooks import attempt_delivery, queue_overdue_deliveries
 from workers.runtime import get_services
 
 log = logging.getLogger(__name__)
@@ -26,7 +24,6 @@ log = logging.getLogger(__name__)
 SWEEP_GRACE_S = 15.0
 
 
-@app.task(bind=True, name=TASK_DELIVER_WEBHOOK, acks_late=True, reject_on_worker_lost=True)
 def deliver_webhook(self: Task, delivery_id: int) -> dict[str, Any]:
     """One delivery attempt; on failure with attempts left, retry after the recorded delay."""
     services = get_services()
@@ -38,19 +35,9 @@ def deliver_webhook(self: Task, delivery_id: int) -> dict[str, Any]:
     return {"delivery_id": delivery_id, "status": outcome.status, "code": outcome.status_code}
 
 
-@app.task(name=TASK_SWEEP_WEBHOOKS)
 def sweep_webhooks() -> int:
-    """Queue every pending delivery that is overdue (lost messages, API-side events)."""
+    """Queue (outbox) every pending delivery that is overdue: a retry whose message was lost."""
     services = get_services()
-    ids = overdue_delivery_ids(services.database, overdue_s=SWEEP_GRACE_S)
-    send_deliveries(ids)
+    with services.database.session_scope() as session:
+        ids = queue_overdue_deliveries(session, overdue_s=SWEEP_GRACE_S)
     return len(ids)
-
-
-def send_deliveries(delivery_ids: Sequence[int]) -> None:
-    """Queue one ``deliver_webhook`` task per delivery (cpu queue)."""
-    for delivery_id in delivery_ids:
-        deliver_webhook.apply_async(args=(delivery_id,), queue="cpu", routing_key="cpu")
-
-
-set_delivery_sender(send_deliveries)

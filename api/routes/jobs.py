@@ -1,4 +1,10 @@
-"""Jobs: create (idempotent), read, list, cancel, re-run; results and artifacts."""
+"""Jobs: create (idempotent), read, list, cancel, re-run; results and artifacts; cancel every job
+of a submission.
+
+The rules live in ``services.platform.jobs`` (create / rerun / cancel / cancel_jobs_of_submission);
+these routes check access, call them in one transaction and render the result. Work for the
+workers is written to the outbox in that transaction and sent after the commit.
+"""
 
 from __future__ import annotations
 
@@ -8,11 +14,11 @@ from urllib.parse import urlencode
 
 from fastapi import APIRouter, Depends, Header, Query, Request, Response, status
 from fastapi.responses import RedirectResponse
+from pydantic import BaseModel, Field
 from sqlalchemy.orm import Session
 
 from api.auth import Principal, Reader, reader_read, require_submit
 from api.context import ApiContext, get_context
-from api.job_config import build_job_config, job_stage_names
 from api.problems import ApiProblem
 from api.quotas import check_job_quota
 from api.routes.common import (
@@ -37,12 +43,14 @@ from api.schemas import (
     ResultOut,
     ResultsOut,
 )
+from services.platform import jobs as job_service
 from services.storage import repository as repo
-from services.storage.models import TERMINAL_STATES, RunState, SubmissionStatus
 
 logger = logging.getLogger("unmask.api")
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
+# Job operations addressed through their submission (``/v1/submissions/{id}/...``).
+submission_jobs_router = APIRouter(prefix="/v1/submissions", tags=["jobs"])
 
 IDEMPOTENCY_HEADER_DOC = (
     "Makes the request safe to retry: the same key with the same body returns the job created "
@@ -69,63 +77,34 @@ def _job_out(context: ApiContext, principal: Principal, job_id: int, log_chars: 
         return _render_job(session, principal, job_id, log_chars)
 
 
-def _queue_new_job(
-    context: ApiContext,
-    principal: Principal,
-    *,
-    submission_id: int,
-    protocol_id: int,
-    config: dict[str, Any] | None,
-    overrides: dict[str, Any],
-    idempotency_key: str | None,
-) -> tuple[int, bool]:
-    """Create a job in one transaction (team locked, quota checked): (job id, created)."""
-    with context.database.session_scope() as session:
-        repo.lock_team(session, principal.team_id)
-        submission = owned_submission(session, principal, submission_id)
-        protocol = protocol_by_id(session, protocol_id)
-        if config is None:
-            config = build_job_config(protocol, submission, overrides)
-        replay = idempotency_key is not None and (
-            repo.find_job_by_idempotency_key(session, principal.team_id, idempotency_key)
-            is not None
-        )
-        if not replay:
-            if submission.status != SubmissionStatus.ACCEPTED.value:
-                state = "validating" if submission.status == "pending" else submission.status
-                raise ApiProblem(
-                    409,
-                    f"submission {submission.id} is {state}; jobs need an accepted submission",
-                )
-            check_job_quota(session, context.settings, principal.team_id)
-        creation = repo.create_job(
-            session,
-            team_id=principal.team_id,
-            submission_id=submission.id,
-            protocol_id=protocol.id,
-            config=config,
-            idempotency_key=idempotency_key,
-            created_by_user_id=principal.user_id,
-            stage_names=job_stage_names(),
-        )
-        return creation.job.id, creation.created
+def _quota_check(context: ApiContext) -> job_service.service.QuotaCheck:
+    return lambda session, team_id: check_job_quota(session, context.settings, team_id)
 
 
-def _enqueue(context: ApiContext, job_id: int) -> None:
-    """Hand the committed job to the workers; if that fails the job is marked failed (503)."""
-    try:
-        context.dispatcher.enqueue_job(job_id)
-    except Exception as exc:
-        logger.exception("could not enqueue job %s", job_id)
-        reason = f"could not be queued: {type(exc).__name__}: {exc}"[:1000]
+def _answer_new_job(
+    context: ApiContext, principal: Principal, new: job_service.NewJob, response: Response
+) -> JobOut:
+    """After the commit: fail a job whose first task the broker refused (503), else render it."""
+    job_id = new.job.id
+    if new.created and new.message_id is not None:
         with context.database.session_scope() as session:
-            repo.transition_job(session, job_id, RunState.FAILED.value, error_message=reason)
-        raise ApiProblem(
-            503,
-            f"job {job_id} was created but the queue did not accept it ({type(exc).__name__}); "
-            "it is marked failed (not charged to the quota); retry later",
-            extra={"job_id": job_id},
-        ) from None
+            error = job_service.fail_if_not_queued(
+                session, job_id=job_id, message_id=new.message_id
+            )
+        if error is not None:
+            logger.error("could not enqueue job %s: %s", job_id, error)
+            raise ApiProblem(
+                503,
+                f"job {job_id} was created but the queue did not accept it "
+                f"({error.split(':', 1)[0]}); it is marked failed (not charged to the quota); "
+                "retry later",
+                extra={"job_id": job_id},
+            )
+    if not new.created:
+        response.status_code = status.HTTP_200_OK
+        response.headers["Idempotent-Replayed"] = "true"
+    response.headers["Location"] = f"/v1/jobs/{job_id}"
+    return _job_out(context, principal, job_id, LOG_CHARS_DEFAULT)
 
 
 @router.post(
@@ -148,22 +127,19 @@ def create_job(
 ) -> JobOut:
     """Validates the merged config (422 names the field), checks quotas (429), stores the job
     with one queued stage per phase, commits, then queues it."""
-    job_id, created = _queue_new_job(
-        context,
-        principal,
-        submission_id=body.submission_id,
-        protocol_id=body.protocol_id,
-        config=None,
-        overrides=body.config_overrides,
-        idempotency_key=idempotency_key,
-    )
-    if created:
-        _enqueue(context, job_id)
-    else:
-        response.status_code = status.HTTP_200_OK
-        response.headers["Idempotent-Replayed"] = "true"
-    response.headers["Location"] = f"/v1/jobs/{job_id}"
-    return _job_out(context, principal, job_id, LOG_CHARS_DEFAULT)
+    with context.database.session_scope() as session:
+        repo.lock_team(session, principal.team_id)
+        new = job_service.create_job(
+            session,
+            team_id=principal.team_id,
+            submission=owned_submission(session, principal, body.submission_id),
+            protocol=protocol_by_id(session, body.protocol_id),
+            created_by_user_id=principal.user_id,
+            overrides=body.config_overrides,
+            idempotency_key=idempotency_key,
+            check_quota=_quota_check(context),
+        )
+    return _answer_new_job(context, principal, new, response)
 
 
 @router.get(
@@ -239,19 +215,11 @@ def cancel_job(
     """Marks the job and its unfinished stages cancelled, commits, then revokes its tasks.
     Finished jobs: 409. Cancelled jobs are not charged to the quotas."""
     with context.database.session_scope() as session:
-        job = owned_job(session, principal, job_id)
-        if RunState(job.state) in TERMINAL_STATES:
-            raise ApiProblem(
-                409,
-                f"job {job_id} already {job.state}; only queued or running jobs can be cancelled",
-            )
-        repo.mark_job_cancelled(session, job_id, reason=f"cancelled by {principal.team_slug}")
-    try:
-        context.dispatcher.cancel_job(job_id)
-    except Exception:
-        # The database says cancelled; workers check it before each stage, so a task that could
-        # not be revoked stops at its next stage boundary.
-        logger.exception("could not revoke the tasks of job %s", job_id)
+        job_service.cancel_job(
+            session,
+            job=owned_job(session, principal, job_id),
+            reason=f"cancelled by {principal.team_slug}",
+        )
     return _job_out(context, principal, job_id, LOG_CHARS_DEFAULT)
 
 
@@ -275,27 +243,48 @@ def rerun_job(
 ) -> JobOut:
     """The new job copies the original's stored config exactly; quotas apply."""
     with context.database.session_scope() as session:
-        original = owned_job(session, principal, job_id)
-        if original.protocol_id is None:
-            raise ApiProblem(409, f"job {job_id} has no protocol; create a new job instead")
-        submission_id, protocol_id = original.submission_id, original.protocol_id
-        config = dict(original.config)
-    new_id, created = _queue_new_job(
-        context,
-        principal,
-        submission_id=submission_id,
-        protocol_id=protocol_id,
-        config=config,
-        overrides={},
-        idempotency_key=idempotency_key,
+        repo.lock_team(session, principal.team_id)
+        new = job_service.rerun_job(
+            session,
+            job=owned_job(session, principal, job_id),
+            created_by_user_id=principal.user_id,
+            idempotency_key=idempotency_key,
+            check_quota=_quota_check(context),
+        )
+    return _answer_new_job(context, principal, new, response)
+
+
+class CancelledJobsOut(BaseModel):
+    """The jobs a bulk cancel stopped."""
+
+    submission_id: int
+    cancelled_job_ids: list[int] = Field(
+        description="The submission's jobs that were queued or running, now cancelled (oldest "
+        "first); empty when none was."
     )
-    if created:
-        _enqueue(context, new_id)
-    else:
-        response.status_code = status.HTTP_200_OK
-        response.headers["Idempotent-Replayed"] = "true"
-    response.headers["Location"] = f"/v1/jobs/{new_id}"
-    return _job_out(context, principal, new_id, LOG_CHARS_DEFAULT)
+
+
+@submission_jobs_router.post(
+    "/{submission_id}/cancel-jobs",
+    response_model=CancelledJobsOut,
+    summary="Cancel every queued or running job of a submission",
+    responses=errors(404),
+    openapi_extra=scope("submit"),
+)
+def cancel_submission_jobs(
+    submission_id: int,
+    principal: Principal = Depends(require_submit),
+    context: ApiContext = Depends(get_context),
+) -> CancelledJobsOut:
+    """Like `POST /v1/jobs/{id}/cancel` for each of the submission's unfinished jobs, in one
+    transaction; finished jobs are left alone. Another team's submission: 403 or 404."""
+    with context.database.session_scope() as session:
+        cancelled = job_service.cancel_jobs_of_submission(
+            session,
+            submission=owned_submission(session, principal, submission_id),
+            reason=f"cancelled by {principal.team_slug}",
+        )
+    return CancelledJobsOut(submission_id=submission_id, cancelled_job_ids=cancelled)
 
 
 @router.get(

@@ -1,7 +1,7 @@
 """Outgoing webhooks: a team registers URLs that receive its job events (docs/api.md "Webhooks").
 
 Events: ``job.succeeded``, ``job.failed``, ``job.cancelled``, signed the Standard Webhooks way
-(``services/webhooks.py``) and retried with exponential backoff by a Celery task
+(``services/platform/webhooks/``) and retried with exponential backoff by a Celery task
 (``workers/webhooks.py``). The signing secret is returned once, by the create call.
 """
 
@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from api.auth import Principal, Reader, reader_read, require_submit
 from api.context import ApiContext, get_context
 from api.routes.common import CURSOR_PATTERN, errors, scope
-from services.storage import webhooks as store
+from services.platform import webhooks as store
 from services.storage.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint
 
 router = APIRouter(prefix="/v1/webhooks", tags=["webhooks"])

@@ -499,3 +499,34 @@ class JobSummary(Base):
     )
     metric_values: Mapped[dict[str, float | None]] = mapped_column(json_type())
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utc_now)
+
+
+# --- the outbox (services/platform/outbox/) -------------------------------------------------------
+
+
+class OutboxMessage(Base):
+    """Work to hand to the workers once the transaction that wrote this row has committed.
+
+    Written in the same transaction as the state change it follows (a phase queued, a job
+    cancelled, a webhook event, an archive uploaded), so the message exists exactly when the change
+    committed. ``sent_at`` is set only after the broker accepted the message; until then a sender
+    may claim it (``claimed_at``, a lease) from ``available_at`` on.
+    """
+
+    __tablename__ = "outbox_messages"
+    __table_args__ = (
+        CheckConstraint("attempts >= 0", name="attempts_nonnegative"),
+        # The re-send scan: unsent messages that are due, oldest first.
+        Index("ix_outbox_messages_sent_at_available_at", "sent_at", "available_at"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    # What to send: ``run_phase``, ``revoke_job``, ``validate_archive``, ``deliver_webhook``.
+    topic: Mapped[str] = mapped_column(String(64))
+    payload: Mapped[dict[str, Any]] = mapped_column(json_type())
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utc_now)
+    available_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utc_now)
+    claimed_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
+    sent_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    last_error: Mapped[str | None] = mapped_column(Text)

@@ -97,21 +97,13 @@ class Site:
     running_job: int
 
 
-class _NoWorkers:
-    def enqueue_job(self, job_id: int) -> None: ...
-
-    def cancel_job(self, job_id: int) -> None: ...
-
-    def enqueue_archive_validation(self, submission_id: int) -> None: ...
-
-
 def _record_report(
     database: Database, store: LocalBlobStore, team_id: int, protocol_id: int, out_dir: Path
 ) -> tuple[int, int]:
     """A public built-in submission whose job's report is the pipeline's real output."""
     import json
 
-    from services.pipeline.jobs import result_rows_from_document, upload_report
+    from services.platform.results.document import result_rows_from_document, upload_report
 
     with database.session_scope() as session:
         sub = submissions.create_submission(
@@ -240,7 +232,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
         blob_dir=folder / "blobs",
         token_hmac_key=HMAC_KEY,
     )
-    app = create_app(settings, database=database, blob_store=store, dispatcher=_NoWorkers())
+    app = create_app(settings, database=database, blob_store=store, senders={})
     port = _free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)

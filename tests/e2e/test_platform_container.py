@@ -25,7 +25,7 @@ import httpx
 import pytest
 
 from services.anonymizers.container import engine_client, resolve_image_digest
-from services.pipeline.jobs import PHASES
+from services.pipeline.phases import PHASES
 from services.storage import repository as repo
 
 pytestmark = [pytest.mark.e2e, pytest.mark.containers, pytest.mark.slow]

@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
-from services.pipeline.jobs import PHASES
+from services.pipeline.phases import PHASES
 from services.storage import repository as repo
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]

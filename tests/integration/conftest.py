@@ -172,24 +172,36 @@ def blob_store(request: pytest.FixtureRequest) -> BlobStore:
 
 
 class RecordingDispatcher:
-    """Stands in for ``workers.dispatch`` in API tests: records what would have been queued."""
+    """Stands in for the workers in API tests: its outbox senders record what would have been
+    queued (``fail_enqueue``: the broker refuses phase tasks)."""
 
     def __init__(self) -> None:
         self.enqueued: list[int] = []
         self.cancelled: list[int] = []
         self.validations: list[int] = []
+        self.deliveries: list[int] = []
         self.fail_enqueue = False
 
-    def enqueue_job(self, job_id: int) -> None:
+    def senders(self) -> dict[str, Any]:
+        """Topic -> sender, for ``create_app(senders=...)``."""
+        from services.platform.outbox import (
+            DELIVER_WEBHOOK,
+            REVOKE_JOB,
+            RUN_PHASE,
+            VALIDATE_ARCHIVE,
+        )
+
+        return {
+            RUN_PHASE: self._run_phase,
+            REVOKE_JOB: lambda payload: self.cancelled.append(int(payload["job_id"])),
+            VALIDATE_ARCHIVE: lambda p: self.validations.append(int(p["submission_id"])),
+            DELIVER_WEBHOOK: lambda p: self.deliveries.append(int(p["delivery_id"])),
+        }
+
+    def _run_phase(self, payload: Any) -> None:
         if self.fail_enqueue:
             raise ConnectionError("broker unreachable (test)")
-        self.enqueued.append(job_id)
-
-    def cancel_job(self, job_id: int) -> None:
-        self.cancelled.append(job_id)
-
-    def enqueue_archive_validation(self, submission_id: int) -> None:
-        self.validations.append(submission_id)
+        self.enqueued.append(int(payload["job_id"]))
 
 
 API_TEST_HMAC_KEY = "api-test-hmac-key"
@@ -228,7 +240,10 @@ def make_api_client(
         fields.update(overrides)
         settings = Settings(_env_file=None, **fields)  # type: ignore[call-arg]
         app = create_app(
-            settings, database=pg_database, blob_store=blob_store, dispatcher=api_dispatcher
+            settings,
+            database=pg_database,
+            blob_store=blob_store,
+            senders=api_dispatcher.senders(),
         )
         client = TestClient(app, raise_server_exceptions=False)
         client.__enter__()
@@ -238,6 +253,9 @@ def make_api_client(
     yield make
     for client in clients:
         client.__exit__(None, None, None)
+    from services.platform.outbox import install_senders
+
+    install_senders(None)  # the recording senders end with the test
 
 
 class ApiWorld:

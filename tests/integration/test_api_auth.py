@@ -39,6 +39,7 @@ EXPECTED_ROUTES = {
     ("post", "/v1/submissions/archive"),
     ("post", "/v1/submissions/uploads"),
     ("post", "/v1/submissions/uploads/{upload_id}/complete"),
+    ("post", "/v1/submissions/{submission_id}/cancel-jobs"),
     ("post", "/v1/jobs"),
     ("get", "/v1/jobs"),
     ("get", "/v1/jobs/{job_id}"),

@@ -230,6 +230,41 @@ def test_cancel_and_rerun(env: Env, api_dispatcher: Any, pg_database: Any) -> No
     _problem(env.client.post(f"/v1/jobs/{new['id']}/cancel", headers=reader), 403)
 
 
+def test_cancel_every_job_of_a_submission(env: Env, api_dispatcher: Any, pg_database: Any) -> None:
+    sub, other = env.submission(name="a"), env.submission(name="b")
+    queued = env.job(sub, config_overrides={"seeds": [1]}).json()["id"]
+    running = env.job(sub, config_overrides={"seeds": [2]}).json()["id"]
+    finished = env.job(sub, config_overrides={"seeds": [3]}).json()["id"]
+    untouched = env.job(other).json()["id"]
+    with pg_database.session_scope() as session:
+        repo.transition_job(session, running, "running")
+        repo.transition_job(session, finished, "running")
+        repo.transition_job(session, finished, "succeeded")
+    # Another team's submission (private): not found; a read-only token: forbidden.
+    _problem(env.client.post(f"/v1/submissions/{sub}/cancel-jobs", headers=env.b), 404)
+    reader = env.world.auth(env.world.a_read)
+    _problem(env.client.post(f"/v1/submissions/{sub}/cancel-jobs", headers=reader), 403)
+    assert api_dispatcher.cancelled == []
+
+    response = env.client.post(f"/v1/submissions/{sub}/cancel-jobs", headers=env.a)
+    assert response.status_code == 200, response.text
+    assert response.json() == {"submission_id": sub, "cancelled_job_ids": [queued, running]}
+    # Each cancelled job's tasks are revoked after the commit (one outbox message per job).
+    assert sorted(api_dispatcher.cancelled) == [queued, running]
+    states = {
+        job_id: env.client.get(f"/v1/jobs/{job_id}", headers=env.a).json()
+        for job_id in (queued, running, finished, untouched)
+    }
+    assert states[queued]["state"] == states[running]["state"] == "cancelled"
+    assert {s["state"] for s in states[running]["stages"]} == {"cancelled"}
+    assert states[queued]["error_message"] == "cancelled by team-a"
+    assert states[finished]["state"] == "succeeded" and states[untouched]["state"] == "queued"
+    # Nothing left to cancel: an empty list, not an error.
+    again = env.client.post(f"/v1/submissions/{sub}/cancel-jobs", headers=env.a)
+    assert again.status_code == 200 and again.json()["cancelled_job_ids"] == []
+    _problem(env.client.post("/v1/submissions/99999/cancel-jobs", headers=env.a), 404)
+
+
 def test_enqueue_failure_marks_the_job_failed(env: Env, api_dispatcher: Any) -> None:
     sub = env.submission()
     api_dispatcher.fail_enqueue = True

@@ -11,11 +11,13 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from cli.client import Thresholds, UnmaskClient, check_thresholds
 from cli.main import main
+from services.platform.outbox import DELIVER_WEBHOOK, REVOKE_JOB, RUN_PHASE, VALIDATE_ARCHIVE
 from services.settings import Settings
 from services.storage import repository as repo
 from services.storage.db import Database
@@ -31,11 +33,20 @@ PROTOCOL_BODY = {
 
 
 class PlayedWorkers:
-    """Finishes each queued job shortly after it is enqueued (in a thread)."""
+    """Finishes each queued job shortly after its first phase is sent (in a thread)."""
 
     def __init__(self, database: Database) -> None:
         self.database = database
         self.threads: list[threading.Thread] = []
+
+    def senders(self) -> dict[str, Any]:
+        """The outbox senders of this fake (the other topics are accepted and dropped)."""
+        return {
+            RUN_PHASE: lambda payload: self.enqueue_job(int(payload["job_id"])),
+            REVOKE_JOB: lambda payload: None,
+            VALIDATE_ARCHIVE: lambda payload: None,
+            DELIVER_WEBHOOK: lambda payload: None,
+        }
 
     def enqueue_job(self, job_id: int) -> None:
         thread = threading.Thread(target=self._run, args=(job_id,), daemon=True)
@@ -66,10 +77,6 @@ class PlayedWorkers:
             repo.record_results_and_artifacts(session, job_id, results=rows)
             repo.transition_job(session, job_id, "succeeded")
 
-    def cancel_job(self, job_id: int) -> None: ...
-
-    def enqueue_archive_validation(self, submission_id: int) -> None: ...
-
 
 @pytest.fixture()
 def server(pg_database: Database, tmp_path: Path) -> Iterator[tuple[str, str, str]]:
@@ -93,7 +100,7 @@ def server(pg_database: Database, tmp_path: Path) -> Iterator[tuple[str, str, st
         blob_dir=tmp_path / "blobs",
         token_hmac_key=HMAC_KEY,
     )
-    app = create_app(settings, database=pg_database, dispatcher=PlayedWorkers(pg_database))
+    app = create_app(settings, database=pg_database, senders=PlayedWorkers(pg_database).senders())
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]

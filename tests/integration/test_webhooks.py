@@ -15,20 +15,21 @@ from typing import Any
 import pytest
 import redis
 
-from services.pipeline.jobs import JobServices
-from services.settings import Settings, get_settings
-from services.storage import repository as repo
-from services.storage import webhooks as store
-from services.storage.blobstore import LocalBlobStore
-from services.storage.db import Database
-from services.storage.models import WebhookDelivery
-from services.webhooks import (
+from services.platform import webhooks as store
+from services.platform.jobs import JobServices
+from services.platform.outbox import DELIVER_WEBHOOK, install_senders
+from services.platform.webhooks import (
     WebhookVerificationError,
     attempt_delivery,
     canonical_body,
     sign,
     verify,
 )
+from services.settings import Settings, get_settings
+from services.storage import repository as repo
+from services.storage.blobstore import LocalBlobStore
+from services.storage.db import Database
+from services.storage.models import OutboxMessage, WebhookDelivery
 
 pytestmark = pytest.mark.integration
 
@@ -66,10 +67,11 @@ class Receiver:
 
 
 @pytest.fixture()
-def no_sender(monkeypatch: pytest.MonkeyPatch) -> None:
-    """No delivery sender in this process: deliveries stay in the outbox for the test to drive
-    (otherwise an earlier import of workers.app would queue them on the default broker)."""
-    monkeypatch.setattr(store, "_sender", None)
+def no_sender() -> Iterator[None]:
+    """No outbox sender in this process: deliveries stay pending for the test to drive."""
+    install_senders(None)
+    yield
+    install_senders(None)
 
 
 @pytest.fixture()
@@ -180,6 +182,11 @@ def test_job_events_are_stored_with_the_transition_and_only_for_subscribed_endpo
     _finished_job(pg_database, "hooks", state="failed")
     with pg_database.session_scope() as session:
         assert len(store.due_delivery_ids(session)) == 3
+        # Each delivery's first attempt was queued in the outbox, in the same transaction.
+        queued = session.query(OutboxMessage).filter(OutboxMessage.topic == DELIVER_WEBHOOK)
+        assert sorted(m.payload["delivery_id"] for m in queued) == sorted(
+            d.id for d in session.query(WebhookDelivery)
+        )
 
 
 def test_delivery_is_claimed_once_and_private_hosts_are_refused(
@@ -229,11 +236,11 @@ def celery_worker_services(pg_database: Database, tmp_path: Path) -> Iterator[Se
             pg_database,
             LocalBlobStore(tmp_path / "blobs", signing_key="k"),
             settings,
-            send=lambda job_id, phase: None,
         )
     )
     yield settings
     runtime.set_services(None)
+    install_senders(None)
     client = redis.Redis.from_url(REDIS_URL)
     keys = list(client.scan_iter(f"{prefix}*"))
     if keys:
@@ -250,15 +257,18 @@ def test_celery_worker_delivers_signed_event_and_retries_after_a_failure(
 ) -> None:
     from celery.contrib.testing.worker import start_worker
 
-    from workers.app import app
+    from workers.app import app, install_outbox_senders
 
     client = make_api_client()
+    # This process writes the job's event: it sends through Celery (the API client's start-up
+    # installed recording senders).
+    install_outbox_senders(app, celery_worker_services)
     auth = api_world.auth(api_world.a)
     created = client.post("/v1/webhooks", json={"url": receiver.url}, headers=auth)
     assert created.status_code == 201, created.text
     secret, webhook_id = created.json()["secret"], created.json()["id"]
     with start_worker(app, pool="solo", perform_ping_check=False, queues=["cpu"]):
-        # The job's commit hands the delivery to the sender installed by workers.webhooks.
+        # The job's commit sends the delivery's outbox message: a deliver_webhook task.
         job_id = _finished_job(pg_database, "team-a")
         deadline = time.monotonic() + 60
         while len(receiver.received) < 2 and time.monotonic() < deadline:

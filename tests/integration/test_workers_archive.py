@@ -19,15 +19,13 @@ import pytest
 from services.anonymizers.archive import expected_from_protocol, output_stem
 from services.pipeline.config import parse_config
 from services.pipeline.evaluation import EvaluationRun
-from services.pipeline.jobs import (
+from services.pipeline.workspace import stage_index_key
+from services.platform.archives import (
     ARCHIVE_STAGE,
-    JobServices,
     archive_stage_key,
-    job_stage_names,
-    run_job_phase,
     validate_submission_archive,
 )
-from services.pipeline.workspace import stage_index_key
+from services.platform.jobs import JobServices, job_config, job_stage_names, run_job_phase
 from services.settings import Settings
 from services.storage import repository as repo
 from services.storage.blobstore import S3BlobStore, sha256_file
@@ -91,7 +89,6 @@ def setup(
         pg_database,
         store,
         Settings(data_dir=tmp_path / "host-a", heartbeat_interval_s=0.5),
-        send=lambda job_id, phase: None,
         worker_host="host-a",
     )
     with pg_database.session_scope() as session:
@@ -100,7 +97,8 @@ def setup(
 
     def submit(drop: int = 0) -> tuple[int, int]:
         archive = _identity_archive(tmp_path / f"a{drop}.zip", tmp_path / "maker", drop)
-        key = f"archives/protocol-{protocol_id}/team-{team_id}/{uuid.uuid4().hex}"
+        # The protocol comes from ``submission.protocol_id``, not from the key.
+        key = f"archives/team-{team_id}/{uuid.uuid4().hex}"
         sha256, _ = sha256_file(archive)
         store.put_file(key, archive, media_type="application/zip")
         with pg_database.session_scope() as session:
@@ -113,6 +111,7 @@ def setup(
                 archive_sha256=sha256,
                 accept=False,
             )
+            submission.protocol_id = protocol_id  # the protocol the archive was uploaded for
             return submission.id, protocol_id
 
     return services, submit
@@ -134,7 +133,7 @@ def test_valid_archive_is_accepted_and_its_audio_feeds_a_job_on_another_host(
             team_id=submission.team_id,
             submission_id=submission_id,
             protocol_id=protocol_id,
-            config={**CONFIG, "anonymizer": {"kind": "archive", "archive": key}},
+            config=job_config(CONFIG, submission),  # anonymizer: the archive's blob key
             stage_names=job_stage_names(),
         ).job.id
     assert services.store.exists(stage_index_key(ARCHIVE_STAGE, archive_stage_key(sha256)))
@@ -145,7 +144,6 @@ def test_valid_archive_is_accepted_and_its_audio_feeds_a_job_on_another_host(
         services.database,
         services.store,
         Settings(data_dir=services.settings.data_dir.parent / "host-b"),
-        send=lambda job_id, phase: None,
         worker_host="host-b",
     )
     assert run_job_phase(host_b, job_id, "corpus").status == "succeeded"

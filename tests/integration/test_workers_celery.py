@@ -17,13 +17,24 @@ from typing import Any
 import pytest
 import redis
 
-from services.pipeline.jobs import JobServices, job_stage_names, stage_time_limit_s, task_id_for
+from services.platform.jobs import (
+    JobServices,
+    cancel_job,
+    job_config,
+    job_stage_names,
+    stage_time_limit_s,
+    start_job,
+    task_id_for,
+)
+from services.platform.outbox import install_senders
 from services.settings import Settings, get_settings
 from services.storage import repository as repo
 from services.storage.blobstore import S3BlobStore
 from services.storage.db import Database
-from workers import dispatch, runtime
-from workers.app import app, configure_app, reset_connections
+from services.storage.models import OutboxMessage
+from workers import runtime
+from workers.app import app, configure_app, install_outbox_senders, reset_connections
+from workers.errors import transient_errors
 
 pytestmark = pytest.mark.integration
 
@@ -62,7 +73,8 @@ def _s3(endpoint: str, **config: Any) -> Any:
 def broker(
     pg_database: Database, moto_endpoint: str, tmp_path: Path
 ) -> Iterator[tuple[Settings, str]]:
-    """The Celery app pointed at Redis (unique key prefix) and the worker services installed."""
+    """The Celery app pointed at Redis (unique key prefix), its outbox senders and the worker
+    services installed."""
     prefix = f"unmask-test-{uuid.uuid4().hex[:8]}:"
     settings = Settings(
         data_dir=tmp_path / "data",
@@ -77,12 +89,20 @@ def broker(
         "global_keyprefix": prefix,
     }
     reset_connections(app)
+    install_outbox_senders(app, settings)
     store = S3BlobStore(f"unmask-celery-{uuid.uuid4().hex[:8]}", client=_s3(moto_endpoint))
     runtime.set_services(
-        JobServices(pg_database, store, settings, send=dispatch.send_phase, worker_host="celery-t")
+        JobServices(
+            pg_database,
+            store,
+            settings,
+            worker_host="celery-t",
+            transient_errors=transient_errors(),
+        )
     )
     yield settings, prefix
     runtime.set_services(None)
+    install_senders(None)
     client = redis.Redis.from_url(REDIS_URL)
     keys = list(client.scan_iter(f"{prefix}*"))
     if keys:
@@ -100,9 +120,22 @@ def _job(database: Database, builtin: str = "pitch") -> int:
             session,
             team_id=team.id,
             submission_id=submission.id,
-            config=CONFIG,
+            config=job_config(CONFIG, submission),
             stage_names=job_stage_names(),
         ).job.id
+
+
+def _start(database: Database, job_id: int) -> None:
+    """Queue the job's first phase; its task is published when the transaction commits."""
+    with database.session_scope() as session:
+        start_job(session, job_id=job_id)
+
+
+def _unsent(database: Database) -> list[str]:
+    with database.session_scope() as session:
+        return [
+            m.topic for m in session.query(OutboxMessage).filter(OutboxMessage.sent_at.is_(None))
+        ]
 
 
 def _wait_for(
@@ -123,7 +156,7 @@ def test_phase_task_goes_to_its_queue_with_its_time_limits(
 ) -> None:
     settings, prefix = broker
     job_id = _job(pg_database)
-    dispatch.enqueue_job(job_id)  # no worker runs: the message stays in Redis
+    _start(pg_database, job_id)  # no worker runs: the message stays in Redis
     client = redis.Redis.from_url(REDIS_URL)
     messages = [json.loads(m) for m in client.lrange(f"{prefix}gpu", 0, -1)]
     assert client.llen(f"{prefix}cpu") == 0
@@ -135,12 +168,12 @@ def test_phase_task_goes_to_its_queue_with_its_time_limits(
     assert headers["timelimit"] == [soft + settings.stage_hard_limit_margin_s, soft]
     with pg_database.session_scope() as session:
         assert repo.get_stage(session, job_id, "corpus").heartbeat_at is not None  # "sent at"
-    # Cancelling revokes the task and the queued stages (the API marks the job first).
+    # Cancelling cancels the stages and, after the commit, revokes the job's tasks.
     with pg_database.session_scope() as session:
-        repo.transition_job(session, job_id, "cancelled")
-    dispatch.cancel_job(job_id)
+        cancel_job(session, job=repo.get_job(session, job_id))
     with pg_database.session_scope() as session:
         assert {s.state for s in repo.get_job(session, job_id).stages} == {"cancelled"}
+    assert _unsent(pg_database) == []  # the phase task and the revocation both went out
 
 
 def test_bad_input_fails_the_job_once_without_retry(
@@ -150,7 +183,7 @@ def test_bad_input_fails_the_job_once_without_retry(
 
     job_id = _job(pg_database, builtin="no-such-anonymizer")
     with start_worker(app, pool="solo", perform_ping_check=False, queues=["gpu", "cpu"]):
-        dispatch.enqueue_job(job_id)
+        _start(pg_database, job_id)
         job = _wait_for(pg_database, job_id, lambda j: j.state == "failed", 120)
     assert "no-such-anonymizer" in (job.error_message or "")
     with pg_database.session_scope() as session:
@@ -172,7 +205,7 @@ def test_transient_errors_are_retried_with_backoff_then_fail_the_job(
     job_id = _job(pg_database)
     started = time.monotonic()
     with start_worker(app, pool="solo", perform_ping_check=False, queues=["gpu", "cpu"]):
-        dispatch.enqueue_job(job_id)
+        _start(pg_database, job_id)
         job = _wait_for(pg_database, job_id, lambda j: j.state == "failed", 60)
     elapsed = time.monotonic() - started
     assert "gave up after 2 retries" in (job.error_message or "")
@@ -191,21 +224,22 @@ def test_eager_mode_runs_the_phases_in_the_calling_process(
 
     settings = Settings(data_dir=tmp_path / "data", celery_eager=True)
     configure_app(app, settings)
+    install_outbox_senders(app, settings)
     store = LocalBlobStore(tmp_path / "blobs", signing_key="k")
-    runtime.set_services(
-        JobServices(sqlite_migrated_database, store, settings, send=dispatch.send_phase)
-    )
+    runtime.set_services(JobServices(sqlite_migrated_database, store, settings))
     try:
         job_id = _job(sqlite_migrated_database, builtin="no-such-anonymizer")
-        dispatch.enqueue_job(job_id)  # returns once the chain of inline tasks is done
+        _start(sqlite_migrated_database, job_id)  # returns once the inline tasks are done
     finally:
         runtime.set_services(None)
+        install_senders(None)
         configure_app(app, get_settings())
     with sqlite_migrated_database.session_scope() as session:
         job = repo.get_job(session, job_id)
         states = [s.state for s in job.stages]
     assert job.state == "failed" and "no-such-anonymizer" in (job.error_message or "")
     assert states[:2] == ["succeeded", "failed"]
+    assert _unsent(sqlite_migrated_database) == []
     assert store.exists(
         next(iter(repo_stage_keys(sqlite_migrated_database, job_id, "corpus").values()))
     )

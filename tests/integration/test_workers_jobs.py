@@ -1,8 +1,8 @@
-"""Jobs phase by phase against real PostgreSQL and a moto S3 server (services/pipeline/jobs.py).
+"""Jobs phase by phase against real PostgreSQL and a moto S3 server (services/platform/jobs/).
 
 Two "hosts" (separate work folders, shared database and bucket) run one job: the gpu phases on
-host A, the cpu phases on host B, which has to fetch every stage it reuses from S3. The task
-sender is an in-process queue, so these tests exercise the job logic without a broker
+host A, the cpu phases on host B, which has to fetch every stage it reuses from S3. The outbox's
+phase sender is an in-process queue, so these tests exercise the job logic without a broker
 (test_workers_celery.py adds the broker).
 """
 
@@ -20,23 +20,27 @@ from typing import Any
 
 import pytest
 
-from services.pipeline.jobs import (
+from services.pipeline.phases import PHASES
+from services.pipeline.stage_runner import DONE_FILE
+from services.pipeline.workspace import StageWorkspace, stage_index_key
+from services.platform.jobs import (
     PHASE_QUEUES,
     JobServices,
+    PhaseClaim,
     PhaseOutcome,
     StageMonitor,
     TransientPhaseError,
-    _Claim,
-    _claim,
-    _complete,
+    claim_phase,
+    complete_phase,
+    job_config,
     job_stage_names,
+    phase_of_stage,
     reap_stale_stages,
-    result_rows_from_document,
     run_job_phase,
     start_job,
 )
-from services.pipeline.stage_runner import DONE_FILE
-from services.pipeline.workspace import StageWorkspace, stage_index_key
+from services.platform.outbox import RUN_PHASE, install_senders
+from services.platform.results.document import result_rows_from_document
 from services.settings import Settings
 from services.storage import repository as repo
 from services.storage.blobstore import S3BlobStore
@@ -106,9 +110,18 @@ class Platform:
             database=self.database,
             store=self.store,
             settings=Settings(**{**base, **settings}),
-            send=lambda job_id, phase: self.sent.append((job_id, phase)),
             worker_host=host,
         )
+
+    def record_sent(self, payload: Any) -> None:
+        """The outbox's phase sender: queue the task in memory."""
+        self.sent.append((int(payload["job_id"]), str(payload["phase"])))
+
+    def start(self, job_id: int) -> str | None:
+        """Queue the job's first phase (what the API does at creation); returns it."""
+        with self.database.session_scope() as session:
+            message = start_job(session, job_id=job_id)
+        return str(message.payload["phase"]) if message is not None else None
 
     def create_job(
         self, config: dict[str, Any], *, builtin: str = "pitch", protocol: bool = True
@@ -131,7 +144,7 @@ class Platform:
                 team_id=self.team_id,
                 submission_id=submission.id,
                 protocol_id=protocol_id,
-                config=config,
+                config=job_config(config, submission),  # built once, with the anonymizer
                 stage_names=job_stage_names(),  # what the API plans
             ).job
             return job.id
@@ -158,7 +171,9 @@ def platform(
     out = Platform(database, store, tmp_path_factory.mktemp("hosts"))
     with database.session_scope() as session:
         out.team_id = repo.create_team(session, "workers-lab").id
+    install_senders({RUN_PHASE: out.record_sent})
     yield out
+    install_senders(None)
     database.dispose()
 
 
@@ -167,7 +182,7 @@ def finished_job(platform: Platform) -> tuple[int, list[PhaseOutcome]]:
     """The tiny job, gpu phases on host A and cpu phases on host B (B starts empty)."""
     job_id = platform.create_job(tiny_config())
     host_a, host_b = platform.services("host-a"), platform.services("host-b")
-    assert start_job(host_a, job_id) == "corpus"
+    assert platform.start(job_id) == "corpus"
     outcomes = platform.drain(lambda queue: host_a if queue == "gpu" else host_b)
     return job_id, outcomes
 
@@ -273,8 +288,8 @@ def test_lost_worker_is_taken_over_and_its_late_result_ignored(platform: Platfor
     job_id = platform.create_job(tiny_config())
     lost = platform.services("lost-host", stage_stale_after_s=5)
     host = platform.services("host-a", stage_stale_after_s=5)
-    claim = _claim(lost, job_id, "corpus")
-    assert isinstance(claim, _Claim) and claim.attempt == 1
+    claim = claim_phase(lost, job_id, "corpus")
+    assert isinstance(claim, PhaseClaim) and claim.attempt == 1
     # A duplicate delivery while the claim is fresh is skipped, not run twice.
     assert run_job_phase(host, job_id, "corpus").status == "skipped"
     report = reap_stale_stages(host, now=utc_now() + dt.timedelta(seconds=6))
@@ -282,7 +297,7 @@ def test_lost_worker_is_taken_over_and_its_late_result_ignored(platform: Platfor
     assert platform.sent == [(job_id, "corpus")]
     outcomes = platform.drain(lambda queue: host)
     assert [o.status for o in outcomes] == ["succeeded"] * len(job_stage_names())
-    late = _complete(lost, job_id, "corpus", claim, artifact_keys={}, input_hash="0" * 64)
+    late = complete_phase(lost, job_id, "corpus", claim, artifact_keys={}, input_hash="0" * 64)
     assert late.status == "superseded"
     with platform.database.session_scope() as session:
         job = repo.get_job(session, job_id)
@@ -297,8 +312,8 @@ def test_lost_worker_is_taken_over_and_its_late_result_ignored(platform: Platfor
 def test_reaper_fails_a_stage_out_of_attempts_with_a_reason(platform: Platform) -> None:
     job_id = platform.create_job(tiny_config(seed=7))
     services = platform.services("host-a", stage_max_attempts=1, stage_stale_after_s=30)
-    claim = _claim(services, job_id, "corpus")
-    assert isinstance(claim, _Claim)
+    claim = claim_phase(services, job_id, "corpus")
+    assert isinstance(claim, PhaseClaim)
     report = reap_stale_stages(services, now=utc_now() + dt.timedelta(seconds=31))
     assert report.failed == [(job_id, "corpus")]
     with platform.database.session_scope() as session:
@@ -316,7 +331,7 @@ def test_reaper_resends_a_lost_task_and_cancels_stages_of_cancelled_jobs(
     services = platform.services("host-a", stage_requeue_after_s=60)
     lost = platform.create_job(tiny_config(seed=8))  # committed, but its task never sent
     waiting = platform.create_job(tiny_config(seed=9))
-    start_job(services, waiting)
+    platform.start(waiting)
     platform.sent.clear()
     cancelled = platform.create_job(tiny_config(seed=10))
     with platform.database.session_scope() as session:
@@ -338,7 +353,7 @@ def test_reaper_resends_a_lost_task_and_cancels_stages_of_cancelled_jobs(
 def test_unknown_anonymizer_fails_the_job_with_its_message(platform: Platform) -> None:
     job_id = platform.create_job(tiny_config(), builtin="no-such-anonymizer", protocol=False)
     services = platform.services("host-a")
-    start_job(services, job_id)
+    platform.start(job_id)
     outcomes = platform.drain(lambda queue: services)
     assert [(o.phase, o.status) for o in outcomes] == [
         ("corpus", "succeeded"),
@@ -355,7 +370,7 @@ def test_unknown_anonymizer_fails_the_job_with_its_message(platform: Platform) -
 def test_cancel_stops_a_running_phase(platform: Platform) -> None:
     job_id = platform.create_job(tiny_config(seed=11))  # nothing cached: anonymize really runs
     services = platform.services("host-a", heartbeat_interval_s=0.2)
-    start_job(services, job_id)
+    platform.start(job_id)
     platform.sent.clear()
     assert run_job_phase(services, job_id, "corpus").status == "succeeded"
     platform.sent.clear()
@@ -412,8 +427,8 @@ def test_unreachable_blob_store_requeues_the_stage_for_a_retry(
 def test_monitor_throttles_progress_writes(platform: Platform) -> None:
     job_id = platform.create_job(tiny_config(seed=13))
     services = platform.services("host-a")
-    claim = _claim(services, job_id, "corpus")
-    assert isinstance(claim, _Claim)
+    claim = claim_phase(services, job_id, "corpus")
+    assert isinstance(claim, PhaseClaim)
     monitor = StageMonitor(
         platform.database, job_id, claim.stage_id, "corpus", heartbeat_interval_s=0.3
     )
@@ -460,11 +475,8 @@ def test_stage_folders_round_trip_through_s3(platform: Platform, tmp_path: Path)
     assert not (tmp_path / "c" / "demo" / key).exists()
 
 
-def test_job_phases_are_the_pipeline_phases() -> None:
-    from services.pipeline import evaluation, jobs
-
-    assert jobs.PHASES == evaluation.PHASES
-    assert set(PHASE_QUEUES) == set(evaluation.PHASES)
+def test_every_phase_has_a_queue() -> None:
+    assert tuple(PHASE_QUEUES) == PHASES
     # The analyze phase's stages carry their own names; they are recorded under the phase.
-    assert jobs.phase_of_stage("analysis-srd") == "analyze"
-    assert jobs.phase_of_stage("train") == "train"
+    assert phase_of_stage("analysis-srd") == "analyze"
+    assert phase_of_stage("train") == "train"

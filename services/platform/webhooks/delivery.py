@@ -1,4 +1,4 @@
-"""Outgoing webhooks: Standard Webhooks signatures and one delivery attempt over HTTP.
+"""Delivering webhook events: Standard Webhooks signatures, one HTTP attempt, retries, the log.
 
 A delivery is a ``POST`` of the event's JSON with three headers (https://www.standardwebhooks.com):
 
@@ -7,30 +7,39 @@ A delivery is a ``POST`` of the event's JSON with three headers (https://www.sta
 - ``webhook-signature``: ``v1,<base64 HMAC-SHA256 of "{id}.{timestamp}.{body}">`` keyed with the
   base64-decoded part of the endpoint's ``whsec_...`` secret.
 
-:func:`attempt_delivery` claims a due delivery, sends it once and records the attempt; the caller
-(a Celery task, ``workers/webhooks.py``) retries after the delay it returns. No Celery here.
+:func:`attempt_delivery` claims a due delivery (one conditional UPDATE, so two tasks for the same
+delivery never both send it), sends it once and records the attempt; the caller (a Celery task,
+``workers/webhooks.py``) retries after the delay it returns. :func:`queue_overdue_deliveries`
+(the periodic sweep) queues again, through the outbox, what a lost retry left pending.
+No Celery here.
 """
 
 from __future__ import annotations
 
 import base64
+import datetime as dt
 import hashlib
 import hmac
 import ipaddress
 import json
 import socket
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session, selectinload
 
+from services.platform.outbox import DELIVER_WEBHOOK, add_message
+from services.platform.webhooks.endpoints import SECRET_PREFIX, get_webhook_endpoint
 from services.settings import Settings
-from services.storage import webhooks as store
 from services.storage.db import Database
-from services.storage.webhooks import AttemptRecord
+from services.storage.errors import ConflictError, NotFoundError
+from services.storage.models import WebhookAttempt, WebhookDelivery, WebhookDeliveryState
+from services.storage.types import utc_now
 
 SIGNATURE_VERSION = "v1"
 USER_AGENT = "Unmask-Webhooks/1"
@@ -44,7 +53,7 @@ class WebhookVerificationError(ValueError):
 
 
 def _secret_bytes(secret: str) -> bytes:
-    raw = secret.removeprefix(store.SECRET_PREFIX)
+    raw = secret.removeprefix(SECRET_PREFIX)
     return base64.b64decode(raw)
 
 
@@ -158,7 +167,7 @@ def attempt_delivery(
     """
     lease_s = settings.webhook_timeout_s + 30.0
     with database.session_scope() as session:
-        delivery = store.claim_delivery(session, delivery_id, lease_s=lease_s)
+        delivery = claim_delivery(session, delivery_id, lease_s=lease_s)
         if delivery is None:
             return DeliveryOutcome(delivery_id, "skipped", detail="not due or not pending")
         url = delivery.endpoint.url
@@ -171,7 +180,7 @@ def attempt_delivery(
     else:
         attempt = _post(url, secret, message_id, body, settings.webhook_timeout_s, client)
     with database.session_scope() as session:
-        recorded = store.record_attempt(
+        recorded = record_attempt(
             session,
             delivery_id,
             attempt,
@@ -220,7 +229,154 @@ def _post(
             http.close()
 
 
-def overdue_delivery_ids(database: Database, *, overdue_s: float, limit: int = 500) -> list[int]:
-    """Ids of pending deliveries overdue by ``overdue_s`` seconds (for the sweep to queue)."""
-    with database.session_scope() as session:
-        return store.due_delivery_ids(session, overdue_s=overdue_s, limit=limit)
+def queue_overdue_deliveries(session: Session, *, overdue_s: float, limit: int = 500) -> list[int]:
+    """Queue again (outbox) every pending delivery overdue by ``overdue_s`` seconds: a retry
+    whose message was lost. Returns their ids."""
+    ids = due_delivery_ids(session, overdue_s=overdue_s, limit=limit)
+    for delivery_id in ids:
+        add_message(session, topic=DELIVER_WEBHOOK, payload={"delivery_id": delivery_id})
+    return ids
+
+
+def claim_delivery(
+    session: Session, delivery_id: int, *, lease_s: float, now: dt.datetime | None = None
+) -> WebhookDelivery | None:
+    """Take the next attempt of a due pending delivery, or None (not due, done, or taken).
+
+    One conditional UPDATE moves ``next_attempt_at`` ``lease_s`` seconds ahead: a concurrent
+    claim of the same delivery matches no row. If the claimer dies, the attempt is retried when
+    the lease runs out.
+    """
+    now = now or utc_now()
+    claimed = session.execute(
+        update(WebhookDelivery)
+        .where(
+            WebhookDelivery.id == delivery_id,
+            WebhookDelivery.state == WebhookDeliveryState.PENDING.value,
+            WebhookDelivery.next_attempt_at <= now,
+        )
+        .values(next_attempt_at=now + dt.timedelta(seconds=lease_s))
+        .execution_options(synchronize_session=False)
+    )
+    if getattr(claimed, "rowcount", 0) != 1:
+        return None
+    delivery = session.scalar(
+        select(WebhookDelivery)
+        .options(selectinload(WebhookDelivery.endpoint))
+        .where(WebhookDelivery.id == delivery_id)
+        .execution_options(populate_existing=True)
+    )
+    return delivery
+
+
+@dataclass(frozen=True)
+class AttemptRecord:
+    """What one HTTP try returned. ``status_code`` None = no answer (``error`` says why)."""
+
+    status_code: int | None
+    error: str | None
+    duration_ms: float
+    response_excerpt: str = ""
+
+    @property
+    def succeeded(self) -> bool:
+        """A 2xx answer."""
+        return self.status_code is not None and 200 <= self.status_code < 300
+
+
+def record_attempt(
+    session: Session,
+    delivery_id: int,
+    attempt: AttemptRecord,
+    *,
+    max_attempts: int,
+    retry_delay_s: Callable[[int], float],
+    permanent: bool = False,
+    now: dt.datetime | None = None,
+) -> WebhookDelivery:
+    """Log an attempt and move the delivery on: succeeded, failed, or pending with a next time.
+
+    ``retry_delay_s(attempts_so_far)`` is the delay before the next try (seconds); ``permanent``
+    fails the delivery at once (e.g. a URL that is not allowed).
+    """
+    now = now or utc_now()
+    delivery = session.get(WebhookDelivery, delivery_id, with_for_update=True)
+    if delivery is None:
+        raise NotFoundError(f"webhook delivery {delivery_id} not found")
+    delivery.attempts += 1
+    session.add(
+        WebhookAttempt(
+            delivery_id=delivery.id,
+            number=delivery.attempts,
+            status_code=attempt.status_code,
+            error=attempt.error,
+            duration_ms=attempt.duration_ms,
+            response_excerpt=attempt.response_excerpt[:500],
+            created_at=now,
+        )
+    )
+    delivery.last_status_code = attempt.status_code
+    delivery.last_error = attempt.error
+    if attempt.succeeded:
+        delivery.state = WebhookDeliveryState.SUCCEEDED.value
+        delivery.delivered_at = now
+        delivery.next_attempt_at = None
+    elif permanent or delivery.attempts >= max_attempts:
+        delivery.state = WebhookDeliveryState.FAILED.value
+        delivery.next_attempt_at = None
+    else:
+        delivery.next_attempt_at = now + dt.timedelta(seconds=retry_delay_s(delivery.attempts))
+    session.flush()
+    return delivery
+
+
+def due_delivery_ids(
+    session: Session, *, overdue_s: float = 0.0, limit: int = 500, now: dt.datetime | None = None
+) -> list[int]:
+    """Pending deliveries due at least ``overdue_s`` seconds ago (the sweep), oldest first."""
+    now = now or utc_now()
+    cutoff = now - dt.timedelta(seconds=overdue_s)
+    return list(
+        session.scalars(
+            select(WebhookDelivery.id)
+            .where(
+                WebhookDelivery.state == WebhookDeliveryState.PENDING.value,
+                WebhookDelivery.next_attempt_at <= cutoff,
+            )
+            .order_by(WebhookDelivery.next_attempt_at, WebhookDelivery.id)
+            .limit(limit)
+        )
+    )
+
+
+@dataclass(frozen=True)
+class DeliveryPage:
+    """Deliveries newest first; ``next_cursor`` None = last page."""
+
+    items: list[WebhookDelivery]
+    next_cursor: str | None
+
+
+def list_deliveries(
+    session: Session,
+    team_id: int,
+    endpoint_id: int,
+    *,
+    limit: int = 50,
+    cursor: str | None = None,
+) -> DeliveryPage:
+    """An endpoint's deliveries with their attempts, newest first (keyset on the id)."""
+    get_webhook_endpoint(session, team_id, endpoint_id)
+    query = (
+        select(WebhookDelivery)
+        .options(selectinload(WebhookDelivery.attempt_log))
+        .where(WebhookDelivery.endpoint_id == endpoint_id)
+    )
+    if cursor is not None:
+        try:
+            query = query.where(WebhookDelivery.id < int(cursor))
+        except ValueError:
+            raise ConflictError(f"invalid page cursor {cursor!r}") from None
+    rows = list(session.scalars(query.order_by(WebhookDelivery.id.desc()).limit(limit + 1)))
+    items = rows[:limit]
+    return DeliveryPage(items, str(items[-1].id) if len(rows) > limit else None)

@@ -1,0 +1,157 @@
+"""A job's evaluation config, built ONCE: protocol config + the caller's overrides + the submission.
+
+The protocol body stored by ``POST /v1/admin/protocols`` is ``{"config": {...}, "leaderboard":
+{...}}``; ``config`` holds `EvaluationConfig` fields except ``anonymizer``. A job merges the
+caller's ``config_overrides`` into it (recursively for mappings; lists and values replace), sets
+``anonymizer`` from the submission (:func:`anonymizer_section`, the only place that turns a
+submission into an anonymizer spec) and validates the result with
+``services.pipeline.config.parse_config``, so a bad field is an error that names it. The stored job
+config is the validated model's JSON dump (all defaults filled in), which makes ``config_hash``
+equal to ``EvaluationConfig.content_hash()``.
+
+When a phase runs, :func:`run_config` reads the stored config back as it is and binds what only
+the running host knows: device knobs (they do not change results) and, for an archive
+submission, the local folder of the validated audio in place of the archive's blob key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from services.errors import ConfigError, InvalidInputError
+from services.settings import Settings
+from services.storage.models import Job, Protocol, Submission, SubmissionKind
+
+if TYPE_CHECKING:
+    from services.pipeline.config import EvaluationConfig
+
+# Fields a job may not override: the anonymizer comes from the submission, the corpus and its
+# protocol define the leaderboard.
+PROTOCOL_FIXED_FIELDS = ("anonymizer", "protocol", "synthetic")
+
+
+def deep_merge(base: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """``base`` with ``overrides`` merged in: mappings recursively, anything else replaced."""
+    out = dict(base)
+    for key, value in overrides.items():
+        current = out.get(key)
+        if isinstance(current, Mapping) and isinstance(value, Mapping):
+            out[key] = deep_merge(current, value)
+        else:
+            out[key] = value
+    return out
+
+
+def validate_protocol_config(config: Mapping[str, Any]) -> dict[str, Any]:
+    """Check a protocol's config (no ``anonymizer``); returns it unchanged."""
+    if "anonymizer" in config:
+        raise ConfigError(
+            "body.config.anonymizer: a protocol has no anonymizer; each submission brings one"
+        )
+    from services.pipeline.config import parse_config
+
+    parse_config(dict(config), source="body.config")
+    return dict(config)
+
+
+def anonymizer_section(submission: Submission) -> dict[str, Any]:
+    """The ``anonymizer`` section of an `EvaluationConfig` for ``submission``.
+
+    Archive submissions name the archive's blob key; :func:`run_config` binds it to the local
+    folder of the validated audio on the host that runs a phase.
+    """
+    if submission.kind == SubmissionKind.BUILTIN.value:
+        return {
+            "kind": "builtin",
+            "name": submission.builtin_name,
+            "params": dict(submission.builtin_params or {}),
+        }
+    if submission.kind == SubmissionKind.ARCHIVE.value:
+        return {"kind": "archive", "archive": submission.archive_blob_key}
+    return {
+        "kind": "container",
+        "image": f"{submission.container_image}@{submission.container_digest}",
+    }
+
+
+def job_config(
+    base: Mapping[str, Any], submission: Submission, *, source: str = "config"
+) -> dict[str, Any]:
+    """The validated config of a job on ``submission`` from an anonymizer-less ``base`` config
+    (JSON-ready, defaults filled in)."""
+    from services.pipeline.config import parse_config
+
+    merged = dict(base)
+    merged["anonymizer"] = anonymizer_section(submission)
+    config = parse_config(merged, source=source)
+    return config.model_dump(mode="json")
+
+
+def build_job_config(
+    protocol: Protocol, submission: Submission, overrides: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The validated config of a job: the protocol's config, ``overrides``, the submission."""
+    fixed = [name for name in PROTOCOL_FIXED_FIELDS if name in overrides]
+    if fixed:
+        raise ConfigError(
+            f"body.config_overrides.{fixed[0]}: cannot be overridden (the anonymizer comes from "
+            "the submission, the corpus from the protocol)"
+        )
+    base = dict((protocol.body or {}).get("config", {}))
+    merged = deep_merge(base, overrides)
+    merged.setdefault("name", f"{submission.name} on {protocol.name} v{protocol.version}")
+    return job_config(merged, submission, source="body.config_overrides")
+
+
+def stored_evaluation_config(job: Job) -> EvaluationConfig:
+    """The job's stored config parsed; a config without an anonymizer is refused."""
+    from services.pipeline.config import parse_config
+
+    data = dict(job.config or {})
+    if not data.get("anonymizer"):
+        raise InvalidInputError(
+            f"job {job.id} config names no anonymizer (jobs are created by "
+            "services.platform.jobs.create_job, which sets it from the submission)"
+        )
+    return parse_config(data, f"job {job.id} config")
+
+
+def run_config(
+    config: EvaluationConfig, settings: Settings, *, archive_folder: Path | None = None
+) -> EvaluationConfig:
+    """``config`` bound to the host that runs it: device knobs from ``settings`` and, for an
+    archive anonymizer, ``archive_folder`` (the validated audio) in place of the blob key."""
+    runtime: dict[str, Any] = {"dataloader_workers": settings.dataloader_workers}
+    if settings.device != "auto":
+        runtime["device"] = settings.device
+    bound = config.model_copy(update={"training": config.training.model_copy(update=runtime)})
+    if config.anonymizer.kind == "archive":
+        if archive_folder is None:
+            raise ConfigError("an archive job runs only with the folder of its validated audio")
+        anonymizer = config.anonymizer.model_copy(update={"archive": archive_folder})
+        bound = bound.model_copy(update={"anonymizer": anonymizer})
+    return bound
+
+
+def leaderboard_defaults(protocol: Protocol) -> tuple[str, str, str, bool]:
+    """(metric, scenario, back-end, higher_is_better) of a protocol's leaderboard."""
+    from services.pipeline.config import parse_config
+
+    body = protocol.body or {}
+    spec = dict(body.get("leaderboard", {}))
+    config = parse_config(dict(body.get("config", {})), source=f"protocol {protocol.id}")
+    scenarios: list[str] = [s for s in config.scenarios if s != "original"] or [
+        str(s) for s in config.scenarios
+    ]
+    scenario = spec.get("scenario") or (
+        "semi-informed" if "semi-informed" in scenarios else scenarios[-1]
+    )
+    backend = spec.get("backend") or config.backends[0]
+    return (
+        str(spec.get("metric") or "eer_percent"),
+        str(scenario),
+        str(backend),
+        bool(spec.get("higher_is_better", True)),
+    )

@@ -1,0 +1,216 @@
+"""Jobs as domain operations: create, re-run, cancel, cancel every job of a submission.
+
+Each function takes the caller's ``session`` first and does its whole change in that transaction,
+including the work that must follow the commit, written to the outbox (``services/platform/
+outbox/``): the first phase's task of a new job, the revocation of a cancelled job's tasks. The
+HTTP routes (api/routes/jobs.py) only check access, call these and render the result.
+
+Errors are domain errors (``ConflictError`` subclasses: 409 over HTTP); access checks (404/403)
+are the caller's, before calling.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from services.platform.jobs.config import build_job_config
+from services.platform.jobs.phases import job_stage_names
+from services.platform.outbox import REVOKE_JOB, RUN_PHASE, add_message, withdraw_unsent
+from services.storage import repository as repo
+from services.storage.errors import ConflictError
+from services.storage.models import (
+    TERMINAL_STATES,
+    Job,
+    OutboxMessage,
+    Protocol,
+    RunState,
+    Submission,
+    SubmissionStatus,
+)
+
+# Checks a team's job quota inside the creating transaction (after the team lock); raises when
+# the team may not create another job. (Today api/quotas.check_job_quota wrapped by the route.)
+QuotaCheck = Callable[[Session, int], None]
+ACTIVE_STATES = (RunState.QUEUED.value, RunState.RUNNING.value)
+
+
+class SubmissionNotAcceptedError(ConflictError):
+    """Jobs need an accepted submission (this one is validating or rejected)."""
+
+
+class JobFinishedError(ConflictError):
+    """Only queued or running jobs can be cancelled."""
+
+
+class JobWithoutProtocolError(ConflictError):
+    """A job without a protocol cannot be re-run (create a new job instead)."""
+
+
+@dataclass(frozen=True)
+class NewJob:
+    """A created (or idempotently replayed) job and the outbox message of its first phase.
+
+    ``created`` False: an idempotent replay of an earlier request (``message_id`` None).
+    """
+
+    job: Job
+    created: bool
+    message_id: int | None = None
+
+
+def queue_phase(
+    session: Session, *, job_id: int, stage_id: int, phase: str, now: dt.datetime | None = None
+) -> OutboxMessage:
+    """Queue the task of a job's queued stage: "sent at" on the stage, the message in the outbox.
+
+    The message goes to the broker after the caller's transaction commits (or, if the broker is
+    down then, from the outbox relay within ``outbox_resend_after_s``).
+    """
+    repo.mark_stage_enqueued(session, stage_id, now=now)
+    return add_message(session, topic=RUN_PHASE, payload={"job_id": job_id, "phase": phase})
+
+
+def start_job(session: Session, *, job_id: int) -> OutboxMessage | None:
+    """Queue the job's first unfinished phase; None when there is nothing to start."""
+    job = repo.get_job(session, job_id, lock=True)
+    if job.state in {s.value for s in TERMINAL_STATES}:
+        return None
+    stages = repo.ensure_stages(session, job_id, job_stage_names())
+    first = next((s for s in stages if s.state != RunState.SUCCEEDED.value), None)
+    if first is None or first.state != RunState.QUEUED.value:
+        return None
+    return queue_phase(session, job_id=job_id, stage_id=first.id, phase=first.name)
+
+
+def create_job(
+    session: Session,
+    *,
+    team_id: int,
+    submission: Submission,
+    protocol: Protocol,
+    created_by_user_id: int | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    config: Mapping[str, Any] | None = None,
+    idempotency_key: str | None = None,
+    check_quota: QuotaCheck | None = None,
+) -> NewJob:
+    """Create a job of ``team_id`` on ``submission`` under ``protocol`` and queue its first phase.
+
+    ``config`` (a re-run: copied exactly) or else the protocol's config with ``overrides`` and the
+    submission's anonymizer (:func:`config.build_job_config`). The caller locked the team. An
+    idempotent replay (same ``idempotency_key``) returns the first job (``created`` False) without
+    the acceptance and quota checks; a new job needs an accepted submission
+    (:class:`SubmissionNotAcceptedError`) and passes ``check_quota``.
+    """
+    job_config = (
+        dict(config)
+        if config is not None
+        else build_job_config(protocol, submission, overrides or {})
+    )
+    replay = idempotency_key is not None and (
+        repo.find_job_by_idempotency_key(session, team_id, idempotency_key) is not None
+    )
+    if not replay:
+        if submission.status != SubmissionStatus.ACCEPTED.value:
+            state = "validating" if submission.status == "pending" else submission.status
+            raise SubmissionNotAcceptedError(
+                f"submission {submission.id} is {state}; jobs need an accepted submission"
+            )
+        if check_quota is not None:
+            check_quota(session, team_id)
+    creation = repo.create_job(
+        session,
+        team_id=team_id,
+        submission_id=submission.id,
+        protocol_id=protocol.id,
+        config=job_config,
+        idempotency_key=idempotency_key,
+        created_by_user_id=created_by_user_id,
+        stage_names=job_stage_names(),
+    )
+    if not creation.created:
+        return NewJob(creation.job, created=False)
+    message = start_job(session, job_id=creation.job.id)
+    return NewJob(creation.job, created=True, message_id=message.id if message else None)
+
+
+def rerun_job(
+    session: Session,
+    *,
+    job: Job,
+    created_by_user_id: int | None = None,
+    idempotency_key: str | None = None,
+    check_quota: QuotaCheck | None = None,
+) -> NewJob:
+    """A new job of ``job``'s team with the same submission, protocol and stored config."""
+    if job.protocol_id is None:
+        raise JobWithoutProtocolError(f"job {job.id} has no protocol; create a new job instead")
+    return create_job(
+        session,
+        team_id=job.team_id,
+        submission=job.submission,
+        protocol=repo.get_protocol_by_id(session, job.protocol_id),
+        created_by_user_id=created_by_user_id,
+        config=dict(job.config),
+        idempotency_key=idempotency_key,
+        check_quota=check_quota,
+    )
+
+
+def cancel_job(session: Session, *, job: Job, reason: str | None = None) -> Job:
+    """Cancel a queued or running job and its unfinished stages; revoke its tasks after commit.
+
+    A phase already running notices the state at its next progress report and stops; a task
+    that could not be revoked finds the job cancelled when it claims its stage.
+    """
+    if RunState(job.state) in TERMINAL_STATES:
+        raise JobFinishedError(
+            f"job {job.id} already {job.state}; only queued or running jobs can be cancelled"
+        )
+    cancelled = repo.mark_job_cancelled(session, job.id, reason=reason)
+    add_message(session, topic=REVOKE_JOB, payload={"job_id": job.id})
+    return cancelled
+
+
+def cancel_jobs_of_submission(
+    session: Session, *, submission: Submission, reason: str | None = None
+) -> list[int]:
+    """Cancel every queued or running job on ``submission``; returns their ids (oldest first)."""
+    jobs = session.scalars(
+        select(Job)
+        .where(Job.submission_id == submission.id, Job.state.in_(ACTIVE_STATES))
+        .order_by(Job.id)
+        .with_for_update()
+    ).all()
+    return [cancel_job(session, job=job, reason=reason).id for job in jobs]
+
+
+def fail_if_not_queued(session: Session, *, job_id: int, message_id: int) -> str | None:
+    """After a new job's commit: if the broker refused its first task, fail the job.
+
+    When the after-commit send of ``message_id`` failed and nobody is sending it now, the message
+    is withdrawn, the job marked failed (not charged to quotas) and the send's error returned
+    (``"<ExceptionType>: <message>"``) for the caller to report (the API: 503, retry later). A
+    message sent, being sent, or not tried yet (no sender in this process: the outbox relay sends
+    it) leaves the job queued: None.
+    """
+    message = session.get(OutboxMessage, message_id)
+    if message is None or message.sent_at is not None or message.attempts == 0:
+        return None
+    withdrawn = withdraw_unsent(session, message_id)
+    if withdrawn is None:
+        return None
+    error = withdrawn.last_error or "not accepted"
+    repo.transition_job(
+        session,
+        job_id,
+        RunState.FAILED.value,
+        error_message=f"could not be queued: {error}"[:1000],
+    )
+    return error

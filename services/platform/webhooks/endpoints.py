@@ -1,0 +1,123 @@
+"""Webhook endpoints: the URLs a team registers for its job events, with their signing secrets."""
+
+from __future__ import annotations
+
+import base64
+import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from services.storage.errors import ConflictError, NotFoundError
+from services.storage.models import TERMINAL_STATES, Team, WebhookEndpoint
+
+# Event types: one per terminal job state.
+JOB_EVENT_TYPES: tuple[str, ...] = tuple(f"job.{state.value}" for state in TERMINAL_STATES)
+EVENT_TYPE_ORDER: tuple[str, ...] = ("job.succeeded", "job.failed", "job.cancelled")
+SECRET_PREFIX = "whsec_"
+MAX_ENDPOINTS_PER_TEAM = 20
+
+
+def generate_secret() -> str:
+    """A new signing secret: ``whsec_`` + base64 of 32 random bytes (Standard Webhooks)."""
+    return SECRET_PREFIX + base64.b64encode(secrets.token_bytes(32)).decode()
+
+
+# --- endpoints ----------------------------------------------------------------------------------
+
+
+def validate_webhook_url(url: str) -> str:
+    """``url`` if it is an absolute http(s) URL without credentials, else :class:`ConflictError`.
+
+    (Whether its host is a public address is checked at delivery time, see delivery.py.)
+    """
+    if len(url) > 2048:
+        raise ConflictError("webhook url is longer than 2048 characters")
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConflictError(f"webhook url {url!r} must be an absolute http:// or https:// URL")
+    if parts.username or parts.password:
+        raise ConflictError("webhook url must not contain credentials (use the signature)")
+    return url
+
+
+def _normalize_event_types(event_types: Sequence[str] | None) -> list[str]:
+    if not event_types:
+        return list(EVENT_TYPE_ORDER)
+    unknown = [e for e in event_types if e not in JOB_EVENT_TYPES]
+    if unknown:
+        raise ConflictError(
+            f"webhook event type {unknown[0]!r} is not one of {', '.join(EVENT_TYPE_ORDER)}"
+        )
+    return [e for e in EVENT_TYPE_ORDER if e in set(event_types)]
+
+
+@dataclass(frozen=True)
+class CreatedEndpoint:
+    """A new endpoint and its secret (returned once by the API)."""
+
+    endpoint: WebhookEndpoint
+    secret: str
+
+
+def create_webhook_endpoint(
+    session: Session,
+    team_id: int,
+    url: str,
+    *,
+    event_types: Sequence[str] | None = None,
+    description: str = "",
+) -> CreatedEndpoint:
+    """Register ``url`` for the team's job events (default: every event type)."""
+    validate_webhook_url(url)
+    if session.get(Team, team_id) is None:
+        raise NotFoundError(f"teams: no row with id {team_id}")
+    count = len(
+        session.scalars(select(WebhookEndpoint.id).where(WebhookEndpoint.team_id == team_id)).all()
+    )
+    if count >= MAX_ENDPOINTS_PER_TEAM:
+        raise ConflictError(
+            f"team already has {count} webhook endpoints (limit {MAX_ENDPOINTS_PER_TEAM}); "
+            "delete one first"
+        )
+    secret = generate_secret()
+    endpoint = WebhookEndpoint(
+        team_id=team_id,
+        url=url,
+        description=description,
+        secret=secret,
+        event_types=_normalize_event_types(event_types),
+        is_active=True,
+    )
+    session.add(endpoint)
+    session.flush()
+    return CreatedEndpoint(endpoint, secret)
+
+
+def list_webhook_endpoints(session: Session, team_id: int) -> list[WebhookEndpoint]:
+    """The team's endpoints, oldest first."""
+    return list(
+        session.scalars(
+            select(WebhookEndpoint)
+            .where(WebhookEndpoint.team_id == team_id)
+            .order_by(WebhookEndpoint.id)
+        )
+    )
+
+
+def get_webhook_endpoint(session: Session, team_id: int, endpoint_id: int) -> WebhookEndpoint:
+    """The team's endpoint ``endpoint_id``; another team's or a missing one: NotFoundError."""
+    endpoint = session.get(WebhookEndpoint, endpoint_id)
+    if endpoint is None or endpoint.team_id != team_id:
+        raise NotFoundError(f"webhook endpoint {endpoint_id} not found")
+    return endpoint
+
+
+def delete_webhook_endpoint(session: Session, team_id: int, endpoint_id: int) -> None:
+    """Delete an endpoint with its deliveries and their log (pending ones are not sent)."""
+    endpoint = get_webhook_endpoint(session, team_id, endpoint_id)
+    session.delete(endpoint)
+    session.flush()

@@ -1,0 +1,125 @@
+"""Job events: their JSON payloads, and the deliveries (plus outbox messages) they create.
+
+When a job reaches a terminal state, :func:`record_job_event` (called by the job-state transition)
+adds one ``webhook_deliveries`` row per subscribed endpoint of the job's team and, for each, an
+outbox message that queues its first attempt, all *in the same transaction*: an event exists
+exactly when the state change committed, and is sent after the commit (services/platform/outbox/).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import secrets
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from services.platform.outbox import DELIVER_WEBHOOK, add_message
+from services.storage.models import (
+    AGGREGATE_SEED,
+    TERMINAL_STATES,
+    Job,
+    Result,
+    RunState,
+    Submission,
+    Team,
+    WebhookDelivery,
+    WebhookDeliveryState,
+    WebhookEndpoint,
+)
+from services.storage.types import utc_now
+
+# Metrics copied into a job.succeeded event (seed-aggregated), so a receiver can act on the verdict
+# without a second request.
+EVENT_SUMMARY_METRICS: tuple[str, ...] = (
+    "eer_percent",
+    "min_cllr_bits",
+    "linkability",
+    "srd_mean_disclosure_bits",
+    "srd_identification_rate_percent",
+)
+
+
+def _summary_of(session: Session, job_id: int) -> list[dict[str, Any]]:
+    rows = session.execute(
+        select(Result.scenario, Result.backend, Result.metric, Result.value).where(
+            Result.job_id == job_id,
+            Result.seed == AGGREGATE_SEED,
+            Result.metric.in_(EVENT_SUMMARY_METRICS),
+        )
+    ).all()
+    grouped: dict[tuple[str, str], dict[str, Any]] = {}
+    for scenario, backend, metric, value in rows:
+        entry = grouped.setdefault((scenario, backend), {"scenario": scenario, "backend": backend})
+        entry[metric] = value
+    return [grouped[key] for key in sorted(grouped)]
+
+
+def job_event_payload(session: Session, job: Job, event_type: str) -> dict[str, Any]:
+    """The JSON body of a job event (``type``, ``timestamp``, ``data``)."""
+    submission = session.get(Submission, job.submission_id)
+    team = session.get(Team, job.team_id)
+    data: dict[str, Any] = {
+        "job_id": job.id,
+        "state": job.state,
+        "team": team.slug if team is not None else None,
+        "submission_id": job.submission_id,
+        "submission_name": submission.name if submission is not None else None,
+        "protocol_id": job.protocol_id,
+        "error_message": job.error_message,
+        "created_at": job.created_at.isoformat() if job.created_at else None,
+        "finished_at": job.finished_at.isoformat() if job.finished_at else None,
+        "links": {
+            "job": f"/v1/jobs/{job.id}",
+            "results": f"/v1/jobs/{job.id}/results",
+            "page": f"/jobs/{job.id}",
+        },
+    }
+    if job.state == RunState.SUCCEEDED.value:
+        data["summary"] = _summary_of(session, job.id)
+    return {"type": event_type, "timestamp": utc_now().isoformat(), "data": data}
+
+
+def record_job_event(session: Session, job: Job, *, now: dt.datetime | None = None) -> list[int]:
+    """Queue the event of a job that just reached a terminal state (same transaction).
+
+    One delivery per active endpoint of the job's team subscribed to ``job.<state>``; their ids
+    are queued in the outbox (sent after the transaction commits). Returns the new delivery ids.
+    """
+    if RunState(job.state) not in TERMINAL_STATES:
+        return []
+    event_type = f"job.{job.state}"
+    endpoints = [
+        e
+        for e in session.scalars(
+            select(WebhookEndpoint).where(
+                WebhookEndpoint.team_id == job.team_id, WebhookEndpoint.is_active.is_(True)
+            )
+        )
+        if event_type in (e.event_types or [])
+    ]
+    if not endpoints:
+        return []
+    now = now or utc_now()
+    payload = job_event_payload(session, job, event_type)
+    deliveries = [
+        WebhookDelivery(
+            endpoint_id=endpoint.id,
+            job_id=job.id,
+            event_id=f"msg_{secrets.token_hex(16)}",
+            event_type=event_type,
+            payload=payload,
+            state=WebhookDeliveryState.PENDING.value,
+            attempts=0,
+            next_attempt_at=now,
+            created_at=now,
+        )
+        for endpoint in endpoints
+    ]
+    session.add_all(deliveries)
+    session.flush()
+    ids = [d.id for d in deliveries]
+    for delivery_id in ids:
+        add_message(session, topic=DELIVER_WEBHOOK, payload={"delivery_id": delivery_id})
+    return ids

@@ -1,0 +1,62 @@
+"""A job's config is built once (services/platform/jobs/config.py): at creation from protocol,
+overrides and submission; at run time the stored config is only bound to the host."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from services.errors import ConfigError, InvalidInputError
+from services.platform.jobs.config import (
+    build_job_config,
+    run_config,
+    stored_evaluation_config,
+)
+from services.settings import Settings
+from services.storage.models import Job, Protocol, Submission
+
+BASE: dict[str, Any] = {"synthetic": {"n_speakers": 12}, "backends": ["cosine"]}
+
+
+def _protocol() -> Protocol:
+    return Protocol(id=3, name="p", version=2, body={"config": BASE})
+
+
+def _submission(kind: str, **fields: Any) -> Submission:
+    return Submission(id=7, name="sub", kind=kind, **fields)
+
+
+def test_the_anonymizer_comes_from_the_submission_once() -> None:
+    builtin = _submission("builtin", builtin_name="pitch", builtin_params={"semitones": 3})
+    config = build_job_config(_protocol(), builtin, {"seeds": [0, 1]})
+    assert config["anonymizer"]["name"] == "pitch"
+    assert config["anonymizer"]["params"] == {"semitones": 3}
+    assert config["seeds"] == [0, 1] and config["name"] == "sub on p v2"
+    archive = _submission("archive", archive_blob_key="archives/t/abc", archive_sha256="f" * 64)
+    section = build_job_config(_protocol(), archive, {})["anonymizer"]
+    assert (section["kind"], section["archive"]) == ("archive", "archives/t/abc")
+    image = _submission("container", container_image="x/y", container_digest="sha256:" + "a" * 64)
+    assert build_job_config(_protocol(), image, {})["anonymizer"]["image"] == (
+        "x/y@sha256:" + "a" * 64
+    )
+    with pytest.raises(ConfigError, match=r"config_overrides\.anonymizer"):
+        build_job_config(_protocol(), builtin, {"anonymizer": {"name": "vtln"}})
+
+
+def test_run_time_binds_device_and_the_archive_folder_only(tmp_path: Path) -> None:
+    archive = _submission("archive", archive_blob_key="archives/t/abc", archive_sha256="f" * 64)
+    stored = build_job_config(_protocol(), archive, {})
+    job = Job(id=11, config=stored)
+    config = stored_evaluation_config(job)
+    bound = run_config(config, Settings(device="cpu"), archive_folder=tmp_path)
+    assert bound.anonymizer.archive == tmp_path and bound.training.device == "cpu"
+    assert bound.model_dump(exclude={"anonymizer", "training"}) == config.model_dump(
+        exclude={"anonymizer", "training"}
+    )
+    with pytest.raises(ConfigError, match="validated audio"):
+        run_config(config, Settings())
+    without = Job(id=12, config={k: v for k, v in stored.items() if k != "anonymizer"})
+    with pytest.raises(InvalidInputError, match="names no anonymizer"):
+        stored_evaluation_config(without)
