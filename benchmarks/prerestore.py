@@ -1,6 +1,7 @@
 """Pre-restoration attack cost: per-transform cost, batched embedding, and the whole attack.
 
-    .venv/bin/python benchmarks/prerestore.py [--quick | --validate] [--threads 1] [--torchaudio]
+    .venv/bin/python benchmarks/prerestore.py [--quick | --validate [--speakers N]] [--threads 1]
+        [--torchaudio] [--enrollment original|anonymized]
 
 1. Per-transform cost on one utterance (10 s; 5 s with --quick): librosa pitch shift + the
    attacker's fbank (the reference), the built-in waveform transforms + fbank, optionally
@@ -11,7 +12,10 @@
 3. The whole attack (five families, both modes) on a small synthetic evaluation set with pitch
    +4 trials and a tiny attacker trained on original speech: waveform transforms embedded one at
    a time (reference) vs feature-domain transforms embedded in batches; EERs side by side, with
-   the best parameter and the largest per-parameter EER difference of each (family, mode).
+   the best parameter and the largest per-parameter EER difference of each (family, mode); then,
+   per implementation and family, enrollment vs trial mode (seed 001 section 5.2) with paired
+   speaker-bootstrap 95 % intervals. The enrollment is original (seed 001's condition) unless
+   ``--enrollment anonymized`` (pitch +4 like the trials).
 
 ``--validate`` runs only part 3, at a scale that approaches 1 pp: 40 speakers (``--speakers N``), 2
 enrollment and 10 trial utterances of 2.5 s each (400 target / 15,600 non-target trials, 0.25 pp
