@@ -1,6 +1,7 @@
 """Pre-restoration attack cost: per-transform cost, batched embedding, and the whole attack.
 
-    .venv/bin/python benchmarks/prerestore.py [--quick | --validate] [--threads 1] [--torchaudio]
+    .venv/bin/python benchmarks/prerestore.py [--quick | --validate [--speakers N]] [--threads 1]
+        [--torchaudio] [--enrollment original|anonymized]
 
 1. Per-transform cost on one utterance (10 s; 5 s with --quick): librosa pitch shift + the
    attacker's fbank (the reference), the built-in waveform transforms + fbank, optionally
@@ -11,7 +12,10 @@
 3. The whole attack (five families, both modes) on a small synthetic evaluation set with pitch
    +4 trials and a tiny attacker trained on original speech: waveform transforms embedded one at
    a time (reference) vs feature-domain transforms embedded in batches; EERs side by side, with
-   the best parameter and the largest per-parameter EER difference of each (family, mode).
+   the best parameter and the largest per-parameter EER difference of each (family, mode); then,
+   per implementation and family, enrollment vs trial mode (seed 001 section 5.2) with paired
+   speaker-bootstrap 95 % intervals. The enrollment is original (seed 001's condition) unless
+   ``--enrollment anonymized`` (pitch +4 like the trials).
 
 ``--validate`` runs only part 3, at a scale that approaches 1 pp: 40 speakers (``--speakers N``), 2
 enrollment and 10 trial utterances of 2.5 s each (400 target / 15,600 non-target trials, 0.25 pp
@@ -50,6 +54,7 @@ from services.attacks.prerestore import (
     run_prerestoration,
     transform_plan,
 )
+from services.attacks.prerestore_config import EnrollmentCondition
 from services.corpus.synthetic import sample_speakers, synthesize_utterance
 from services.metrics import compute_eer
 
@@ -189,18 +194,17 @@ def embedding_agreement(
         print(f"| {family} | {c.mean():.3f} | {np.percentile(c, 5):.3f} | {c.min():.3f} |")
 
 
-def speaker_bootstrap(
-    reference: PrerestorationResult,
-    fast: PrerestorationResult,
-    trial_speakers: np.ndarray,
-    model_speakers: np.ndarray,
-    n_resamples: int = 300,
-) -> dict[str, np.ndarray]:
-    """EER differences (pp, fast - reference) per "family/mode" over speaker resamples.
+Resample = tuple[tuple[np.ndarray, ...], np.ndarray]
 
-    Speakers are drawn with replacement; a draw keeps that speaker's trial utterances and model
-    (paired: both implementations score the same resampled set). The spread is the sampling
-    uncertainty of the measured difference on a population of such synthetic speakers.
+
+def speaker_resamples(
+    trial_speakers: np.ndarray, model_speakers: np.ndarray, n_resamples: int = 300
+) -> list[Resample]:
+    """Speaker-bootstrap draws: (score-matrix index, target mask) per draw, seed 0.
+
+    Speakers are drawn with replacement; a draw keeps that speaker's trial utterances and model.
+    Every statistic is computed on the same draws (paired), so differences between modes or
+    implementations get the sampling uncertainty of a population of such synthetic speakers.
     """
     rng = np.random.default_rng(0)
     speakers = np.unique(model_speakers)
@@ -214,16 +218,57 @@ def speaker_bootstrap(
         rows = np.concatenate([rows_of[s] for s in pick])
         cols = np.array([col_of[s] for s in pick])
         draws.append((np.ix_(rows, cols), trial_speakers[rows][:, None] == pick[None, :]))
+    return draws
+
+
+def bootstrap_eers(result: PrerestorationResult, draws: list[Resample]) -> dict[str, np.ndarray]:
+    """EER (%) per "family/mode" of ``result`` (kept scores) on every speaker draw."""
 
     def eer(scores: np.ndarray, target: np.ndarray) -> float:
         return float(compute_eer(scores[target], scores[~target]).eer_percent)
 
     return {
-        key: np.array(
-            [eer(fast.best_scores[key][idx], tgt) - eer(ref_scores[idx], tgt) for idx, tgt in draws]
-        )
-        for key, ref_scores in reference.best_scores.items()
+        key: np.array([eer(scores[idx], tgt) for idx, tgt in draws])
+        for key, scores in result.best_scores.items()
     }
+
+
+def _interval(values: np.ndarray) -> str:
+    return f"[{np.percentile(values, 2.5):+.2f}, {np.percentile(values, 97.5):+.2f}]"
+
+
+def mode_comparison(
+    runs: dict[str, PrerestorationResult], boot: dict[str, dict[str, np.ndarray]]
+) -> None:
+    """Per implementation and family: enrollment vs trial mode EER, paired bootstrap intervals.
+
+    Seed 001 section 5.2 claims trial pre-restoration beats enrollment pre-restoration; the
+    verdict is "trial" or "enrollment" when the 95 % interval of (trial - enrollment) excludes 0.
+    """
+    print(
+        "\n## Trial vs enrollment pre-restoration (seed 001 section 5.2), 95 % speaker-bootstrap "
+        f"intervals over {len(next(iter(next(iter(boot.values())).values())))} draws\n"
+    )
+    print(
+        "| implementation | family | label | enrollment EER (%) [95 %] | trial EER (%) [95 %] "
+        "| trial - enrollment (pp) [95 %] | better mode |"
+    )
+    print("|---|---|---|---|---|---|---|")
+    for name, r in runs.items():
+        b = boot[name]
+        for family in r.families:
+            enr, tri = r.entry(family, "enrollment"), r.entry(family, "trial")
+            be, bt = b[f"{family}/enrollment"], b[f"{family}/trial"]
+            d = bt - be
+            lo, hi = np.percentile(d, [2.5, 97.5])
+            verdict = "trial" if hi < 0 else "enrollment" if lo > 0 else "not resolved"
+            print(
+                f"| {name} | {family} | {tri.label} | {enr.eer_percent:.2f} "
+                f"[{np.percentile(be, 2.5):.2f}, {np.percentile(be, 97.5):.2f}] | "
+                f"{tri.eer_percent:.2f} [{np.percentile(bt, 2.5):.2f}, "
+                f"{np.percentile(bt, 97.5):.2f}] | {tri.eer_percent - enr.eer_percent:+.2f} "
+                f"{_interval(d)} | {verdict} |"
+            )
 
 
 def end_to_end(
@@ -234,10 +279,13 @@ def end_to_end(
     epochs: int,
     n_train: int = 8,
     agreement_utterances: int = 0,
+    enrollment_condition: EnrollmentCondition = "original",
 ) -> None:
     """Whole attack with both implementations on one synthetic set; EERs and wall times.
 
-    Enrollment: ``n_enroll`` original utterances per speaker (speaker-mean models); trials:
+    Enrollment: ``n_enroll`` utterances per speaker (speaker-mean models), original (seed 001's
+    condition) or, with ``enrollment_condition="anonymized"``, pitch-shifted +4 like the trials;
+    trials:
     ``n_trial`` utterances per speaker pitch-shifted +4 semitones; attacker: tiny ECAPA trained
     ``epochs`` epochs on ``n_train`` other original utterances per speaker. Utterances last
     ``seconds`` s. ``agreement_utterances`` > 0 adds the embedding-level agreement per family.
@@ -257,16 +305,20 @@ def end_to_end(
     )
     with tempfile.TemporaryDirectory() as tmp:
         encoder = train_attacker(train, [], config, tmp, resume=False).load_encoder()
+
+    def anonymize(w: np.ndarray) -> np.ndarray:
+        return finish_waveform(pitch_shift(w.astype(np.float64), 4.0), w)
+
     enrollment = UtteranceSet(
-        [w for ws in waves.values() for w in ws[n_train : n_train + n_enroll]],
+        [
+            w if enrollment_condition == "original" else anonymize(w)
+            for ws in waves.values()
+            for w in ws[n_train : n_train + n_enroll]
+        ],
         [k for k in waves for _ in range(n_enroll)],
     )
     trial = UtteranceSet(
-        [
-            finish_waveform(pitch_shift(w.astype(np.float64), 4.0), w)
-            for ws in waves.values()
-            for w in ws[n_train + n_enroll :]
-        ],
+        [anonymize(w) for ws in waves.values() for w in ws[n_train + n_enroll :]],
         [k for k in waves for _ in range(n_trial)],
     )
     n_utts = len(enrollment.waveforms) + len(trial.waveforms)
@@ -295,6 +347,8 @@ def end_to_end(
             TRANSFORM_FAMILIES,
             implementation=impl,  # type: ignore[arg-type]
             anonymizer_family="pitch",
+            attacker_training="original",
+            enrollment_condition=enrollment_condition,
             max_batch=max_batch,
             keep_scores=True,
         )
@@ -307,8 +361,9 @@ def end_to_end(
         f"\n## Whole attack: 5 families x 2 modes, {n_utts} utterances of {seconds:.1f} s "
         f"({n_speakers} speakers, {ref.n_target} target / {ref.n_nontarget} non-target trials, "
         f"one target trial = {100 / ref.n_target:.2f} pp), "
-        f"{ref.transforms_per_utterance} transforms per utterance, tiny attacker, "
-        f"{torch.get_num_threads()} thread(s)\n"
+        f"{ref.transforms_per_utterance} transforms per utterance, tiny attacker trained on "
+        f"{ref.attacker_training} speech, {ref.enrollment_condition} enrollment, trials pitch "
+        f"+4, {torch.get_num_threads()} thread(s)\n"
     )
     print("| implementation | seconds | embedding (s) | speed-up |")
     print("|---|---|---|---|")
@@ -328,12 +383,13 @@ def end_to_end(
         "| max per-parameter difference (pp) |"
     )
     print("|---|---|---|---|---|---|---|---|---|")
-    boot = speaker_bootstrap(
-        ref,
-        fast,
+    draws = speaker_resamples(
         np.asarray(trial.speaker_ids).astype(str),
         np.unique(np.asarray(enrollment.speaker_ids).astype(str)),
     )
+    boot_eers = {name: bootstrap_eers(r, draws) for name, r in runs.items()}
+    ref_boot, fast_boot = boot_eers.values()
+    boot = {key: fast_boot[key] - ref_boot[key] for key in ref_boot}
     diffs = []
     for a, b in zip(ref.entries, fast.entries, strict=True):
         diffs.append(abs(a.eer_percent - b.eer_percent))
@@ -352,6 +408,7 @@ def end_to_end(
         f"end to end: {ref.timings_s['wall']:.1f} s vs {fast.timings_s['wall']:.1f} s, "
         f"{ref.timings_s['wall'] / fast.timings_s['wall']:.2f}x ({_load()})"
     )
+    mode_comparison(runs, boot_eers)
     if agreement_utterances:
         embedding_agreement(encoder, list(trial.waveforms[:agreement_utterances]), plan)
 
@@ -379,20 +436,35 @@ def main() -> None:
         help="evaluation speakers of --validate (default 40; the standard errors of the EER "
         "differences shrink as 1/sqrt(speakers), the run time grows linearly)",
     )
+    parser.add_argument(
+        "--enrollment",
+        choices=["original", "anonymized"],
+        default="original",
+        help="enrollment condition of part 3: original (seed 001's, default) or anonymized "
+        "(pitch +4 like the trials)",
+    )
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     if args.validate:
-        end_to_end(args.speakers, 2, 10, 2.5, 12, agreement_utterances=10)
+        end_to_end(
+            args.speakers,
+            2,
+            10,
+            2.5,
+            12,
+            agreement_utterances=10,
+            enrollment_condition=args.enrollment,
+        )
     elif args.quick:
         per_transform(5.0, 3, args.torchaudio)
         batching(5.0, 2, ["tiny", "vpc"], 23)
         if not args.skip_end_to_end:
-            end_to_end(6, 1, 2, 2.0, 10)
+            end_to_end(6, 1, 2, 2.0, 10, enrollment_condition=args.enrollment)
     else:
         per_transform(10.0, 5, args.torchaudio)
         batching(10.0, 3, ["tiny", "vpc", "standard"], 117)
         if not args.skip_end_to_end:
-            end_to_end(10, 2, 4, 3.0, 12)
+            end_to_end(10, 2, 4, 3.0, 12, enrollment_condition=args.enrollment)
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ Examples::
     unmask analyses srd --manifest eval.jsonl --train-manifest train.jsonl \\
         --embeddings semi-informed=emb.npz --out srd/ --cache cache/
     unmask analyses prerestore --model attacker/best.pt --protocol proto.json \\
-        --anonymized-dir anon/ --out prerestore/ --family pitch --mode trial
+        --anonymized-dir anon/ --out prerestore/ --enrollment original --family pitch
     unmask analyses size-study --embeddings seed0.npz --embeddings seed1.npz --out size/ \\
         --trials 1,5,20,50 --samples 5
 """
@@ -18,9 +18,11 @@ from typing import Annotated, Any
 
 import numpy as np
 import typer
+from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 
+from services.attacks.prerestore_config import PrerestorationConfig
 from services.errors import InvalidInputError
 
 analyses_app = typer.Typer(no_args_is_help=True)
@@ -281,10 +283,27 @@ def prerestore_command(
         Path | None,
         typer.Option(
             "--anonymized-dir",
-            help="Output of `unmask anonymize`: DIR/enrollment and DIR/trial replace the "
-            "original sets where present.",
+            help="Output of `unmask anonymize`: DIR/trial (required) holds the anonymized "
+            "trials, DIR/enrollment the anonymized enrollment (read with --enrollment "
+            "anonymized).",
         ),
     ] = None,
+    enrollment: Annotated[
+        str,
+        typer.Option(
+            "--enrollment",
+            help="Enrollment condition: original (seed 001's, the protocol's enrollment) or "
+            "anonymized (DIR/enrollment).",
+        ),
+    ] = PrerestorationConfig.model_fields["enrollment"].default,
+    attacker_training: Annotated[
+        str,
+        typer.Option(
+            "--attacker-training",
+            help="What the --model recognizer was trained on: original or anonymized speech "
+            "(for the label).",
+        ),
+    ] = "original",
     family: Annotated[
         list[str] | None,
         typer.Option(
@@ -296,80 +315,95 @@ def prerestore_command(
     ] = None,
     implementation: Annotated[
         str, typer.Option(help="feature (fast) or waveform (built-in anonymizers).")
-    ] = "feature",
+    ] = PrerestorationConfig.model_fields["implementation"].default,
     anonymizer_family: Annotated[
         str | None,
         typer.Option(
-            help="Anonymizer's family for the semi-informed / ignorant label (pitch, a warp, "
-            "vtln, mcadams, ...); default: from DIR/<set>/anonymization.json."
+            help="Anonymizer's family for the label (pitch, a warp, vtln, mcadams, ...); "
+            "default: from DIR/<set>/anonymization.json."
         ),
     ] = None,
     enrollment_model: Annotated[
         str, typer.Option(help="speaker_mean (cosine back-end) or per_utterance.")
-    ] = "speaker_mean",
+    ] = PrerestorationConfig.model_fields["enrollment_model"].default,
     device: Annotated[str, typer.Option(help="cpu, cuda or auto.")] = "cpu",
 ) -> None:
     """De-anonymization by pre-restoration (seed 001): EER per (family, mode) and curves."""
-    from services.anonymizers.warps import TRANSFORM_FAMILIES
-    from services.attacks.prerestore import (
-        MODES,
-        UtteranceSet,
-        plot_per_parameter_eer,
-        run_prerestoration,
-    )
+    from services.attacks.prerestore import UtteranceSet, plot_per_parameter_eer, run_prerestoration
+    from services.attacks.prerestore_config import check_attack_condition
     from services.corpus.loaders import read_manifest
     from services.corpus.protocol import load_protocol_and_manifest
 
-    families = list(family or TRANSFORM_FAMILIES)
-    modes = list(mode or MODES)
-    bad = [m for m in modes if m not in MODES]
-    if bad:
-        raise InvalidInputError(f"--mode: unknown mode(s) {bad}; choose enrollment, trial")
-    if implementation not in ("feature", "waveform"):
-        raise InvalidInputError(
-            f"--implementation must be feature or waveform, got {implementation!r}"
-        )
-    proto, manifest = load_protocol_and_manifest(protocol)
-    sets: dict[str, UtteranceSet] = {}
+    settings = _prerestoration_settings(
+        {
+            "families": family,
+            "modes": mode,
+            "implementation": implementation,
+            "enrollment_model": enrollment_model,
+            "enrollment": enrollment,
+        }
+    )
+    try:
+        check_attack_condition(attacker_training, settings.enrollment)
+    except InvalidInputError as exc:
+        raise InvalidInputError(f"--attacker-training: {exc}") from None
     sources: dict[str, str] = {}
-    folders = []
-    for name, ids in (("enrollment", proto.enrollment), ("trial", proto.trial)):
+    folders: list[Path] = []
+    for name in ("enrollment", "trial"):
+        if name == "enrollment" and settings.enrollment == "original":
+            continue
         folder = anonymized_dir / name if anonymized_dir is not None else None
-        if folder is not None and (folder / "manifest.jsonl").is_file():
-            m = read_manifest(folder / "manifest.jsonl")
-            sources[name] = str(folder / "manifest.jsonl")
-            folders.append(folder)
-        else:
-            m = manifest.subset(ids)
-            sources[name] = "original"
-        sets[name] = UtteranceSet.from_manifest(m)
+        if folder is None or not (folder / "manifest.jsonl").is_file():
+            needed = "--enrollment anonymized" if name == "enrollment" else "pre-restoration"
+            raise InvalidInputError(
+                f"{needed} needs the anonymized {name} set: --anonymized-dir DIR with "
+                f"DIR/{name}/manifest.jsonl (`unmask anonymize --set {name}`)"
+            )
+        sources[name] = str(folder / "manifest.jsonl")
+        folders.append(folder)
+    proto, manifest = load_protocol_and_manifest(protocol)
+    sets = {
+        name: UtteranceSet.from_manifest(
+            read_manifest(Path(sources[name])) if name in sources else manifest.subset(ids)
+        )
+        for name, ids in (("enrollment", proto.enrollment), ("trial", proto.trial))
+    }
+    sources.setdefault("enrollment", "original")
     label_family = anonymizer_family or _anonymizer_family_from_sidecars(folders)
     result = run_prerestoration(
         model,
         sets["enrollment"],
         sets["trial"],
-        families,
-        modes,  # type: ignore[arg-type]
-        implementation,  # type: ignore[arg-type]
+        settings.families,
+        settings.modes,
+        settings.implementation,
         label_family,
-        enrollment_model=enrollment_model,  # type: ignore[arg-type]
+        attacker_training=attacker_training,  # type: ignore[arg-type]
+        enrollment_condition=settings.enrollment,
+        enrollment_model=settings.enrollment_model,
         device=device,
     )
     data = {**result.to_dict(), "sources": sources}
     _write_json(out / "prerestore.json", data)
     plot_per_parameter_eer(result, out / "prerestore_per_parameter")
     console = _console()
+    modes = settings.modes
     table = Table(
-        title=f"Pre-restoration EER (%), {implementation} implementation; no pre-restoration: "
+        title=f"Pre-restoration EER (%), {settings.implementation} implementation, "
+        f"{result.enrollment_condition} enrollment vs anonymized trials, attacker trained on "
+        f"{result.attacker_training} speech; no pre-restoration: "
         f"{result.baseline_eer_percent:.2f} %"
     )
-    for col in ("family", "label", *(f"{m} EER %" for m in modes), *(f"{m} best r" for m in modes)):
-        table.add_column(col, justify="left" if col in ("family", "label") else "right")
-    for fam in families:
+    columns = ("family", "label", "anonymizer's family")
+    for col in (*columns, *(f"{m} EER %" for m in modes), *(f"{m} best r" for m in modes)):
+        table.add_column(col, justify="left" if col in columns else "right")
+    for fam in settings.families:
         entries = [result.entry(fam, m) for m in modes]
+        match = entries[0].family_matches_anonymizer
         table.add_row(
             fam,
             entries[0].label or "-",
+            "-" if match is None else "yes" if match else "no",
             *(f"{e.eer_percent:.2f}" for e in entries),
             *(f"{e.best_parameter_by_eer:g}" for e in entries),
         )
@@ -379,3 +413,21 @@ def prerestore_command(
         f"{result.timings_s['total']:.1f} s; wrote {out / 'prerestore.json'}",
         markup=False,
     )
+
+
+def _prerestoration_settings(options: dict[str, Any]) -> PrerestorationConfig:
+    """The command's options as the pipeline's `PrerestorationConfig` (same fields, defaults)."""
+    names = {
+        "families": "--family",
+        "modes": "--mode",
+        "implementation": "--implementation",
+        "enrollment_model": "--enrollment-model",
+        "enrollment": "--enrollment",
+    }
+    given = {k: list(dict.fromkeys(v)) if isinstance(v, list) else v for k, v in options.items()}
+    try:
+        return PrerestorationConfig.model_validate({k: v for k, v in given.items() if v})
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        option = names.get(str(err["loc"][0]), str(err["loc"][0]))
+        raise InvalidInputError(f"{option}: {err['msg']} (got {err.get('input')!r})") from None

@@ -11,8 +11,11 @@ with ``g`` the attacker's embedding and ``dist`` = -cosine, i.e. the score is th
 over the R transforms. Enrollment is modelled like the cosine back-end (``speaker_mean``: the mean
 of a speaker's enrollment embeddings, per transform r in enrollment mode) or per utterance. The
 result holds, per (family, mode): the EER of the best-over-r score, the per-parameter EER curve
-(the EER when only transform r is used) and which parameter wins the target trials, each labelled
-**semi-informed** (attack family = the anonymizer's family) or **ignorant**.
+(the EER when only transform r is used) and which parameter wins the target trials. Every result
+records its enrollment condition (original or anonymized enrollment speech against the anonymized
+trials) and the attacker's training data, and each entry is labelled by
+`services.attacks.prerestore_config.attack_label` (semi-informed, lazy-informed or ignorant, from
+the family and the attacker's training data and enrollment).
 
 Two implementations of the transforms (`TransformEmbedder`):
 
@@ -37,7 +40,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import torch
@@ -47,12 +50,23 @@ from services.anonymizers.registry import build_anonymizer
 from services.anonymizers.warps import (
     IDENTITY_PARAMETER,
     TRANSFORM_FAMILIES,
-    WARP_FAMILIES,
     parameter_grid,
 )
 from services.attacker.embeddings import check_waveforms, resolve_device
 from services.attacker.models import SpeakerEncoder
 from services.attacks.feature_warp import FeatureDomainTransformer
+from services.attacks.prerestore_config import (
+    MODES,
+    AttackerTraining,
+    EnrollmentCondition,
+    EnrollmentModel,
+    Implementation,
+    Label,
+    attack_label,
+    check_attack_condition,
+    family_matches,
+)
+from services.attacks.prerestore_config import PrerestorationMode as Mode
 from services.audio import read_audio
 from services.corpus.manifest import Manifest
 from services.errors import InvalidInputError
@@ -60,13 +74,7 @@ from services.metrics import compute_eer
 from services.plotting import save_figure
 from services.scoring.cosine import l2_normalize
 
-Mode = Literal["enrollment", "trial"]
-Implementation = Literal["feature", "waveform"]
-EnrollmentModel = Literal["speaker_mean", "per_utterance"]
-Label = Literal["semi-informed", "ignorant"]
 ProgressFn = Callable[[str, float, str], None]
-
-MODES: tuple[Mode, ...] = ("enrollment", "trial")
 DEFAULT_MAX_BATCH_FRAMES = 32_000
 """Most feature frames (batch x frames) in one embedding batch on a GPU: 32 versions of 10 s."""
 CPU_MAX_BATCH_FRAMES = 2_500
@@ -115,30 +123,6 @@ class UtteranceSet:
             [u.speaker_id for u in manifest.utterances],
             [u.utt_id for u in manifest.utterances],
         )
-
-
-def anonymizer_family_of(name: str, params: Mapping[str, Any] | None = None) -> str:
-    """The transform family of a built-in anonymizer spec: ``pitch``, the VTLN warp, or ``name``.
-
-    ``vtln`` without a ``warp`` parameter is ``bilinear`` (its default); any other name (e.g.
-    ``mcadams``, an external system) is returned as is and labels every attack ignorant.
-    """
-    if name == "vtln":
-        return str((params or {}).get("warp", "bilinear"))
-    return name
-
-
-def attack_label(attack_family: str, anonymizer_family: str | None) -> Label | None:
-    """``semi-informed`` when the attack uses the anonymizer's family, ``ignorant`` otherwise.
-
-    ``anonymizer_family`` ``vtln`` (warp unknown) makes every VTLN warp semi-informed; None
-    (unknown anonymizer) gives no label.
-    """
-    if anonymizer_family is None:
-        return None
-    if anonymizer_family == "vtln":
-        return "semi-informed" if attack_family in WARP_FAMILIES else "ignorant"
-    return "semi-informed" if attack_family == anonymizer_family else "ignorant"
 
 
 def resolve_grids(
@@ -352,6 +336,11 @@ def score_prerestoration(
         raise InvalidInputError(f"mode must be 'enrollment' or 'trial', got {mode!r}")
     if transformed.ndim != 3 or fixed.ndim != 2:
         raise InvalidInputError("transformed must be (n, R, d) and fixed (m, d)")
+    if transformed.shape[1] == 0:
+        # With no transform there is no best-over-r score (it would be -inf everywhere).
+        raise InvalidInputError(
+            "pre-restoration needs at least one transform: transformed has R = 0 versions"
+        )
     fixed_side = l2_normalize(fixed if mode == "enrollment" else averaging @ fixed)
     best = np.full(target_mask.shape, -np.inf)
     best_index = np.zeros(target_mask.shape, dtype=np.int64)
@@ -378,6 +367,8 @@ class FamilyModeResult:
     family: str
     mode: Mode
     label: Label | None
+    family_matches_anonymizer: bool | None
+    """Seed 001's bold cells: the swept family is the anonymizer's (None: anonymizer unknown)."""
     eer_percent: float
     parameters: list[float]
     per_parameter_eer_percent: list[float]
@@ -392,6 +383,10 @@ class PrerestorationResult:
 
     implementation: Implementation
     anonymizer_family: str | None
+    enrollment_condition: EnrollmentCondition
+    """Enrollment speech the anonymized trials were compared with: original or anonymized."""
+    attacker_training: AttackerTraining
+    """Data the attacker's recognizer was trained on: original or anonymized speech."""
     enrollment_model: EnrollmentModel
     families: list[str]
     modes: list[Mode]
@@ -424,16 +419,19 @@ class PrerestorationResult:
         raise KeyError(f"no pre-restoration result for family {family!r}, mode {mode!r}")
 
     def table(self) -> list[dict[str, Any]]:
-        """Seed 001 Table 2 rows: family, label, EER (%) per mode, and the baseline."""
+        """Seed 001 Table 2 rows: family, label, EER (%) per mode, baseline, and the condition."""
         rows = []
         for family in self.families:
             row: dict[str, Any] = {
                 "family": family,
+                "enrollment_condition": self.enrollment_condition,
+                "attacker_training": self.attacker_training,
                 "baseline_eer_percent": self.baseline_eer_percent,
             }
             for e in self.entries:
                 if e.family == family:
                     row["label"] = e.label
+                    row["family_matches_anonymizer"] = e.family_matches_anonymizer
                     row[f"{e.mode}_eer_percent"] = e.eer_percent
             rows.append(row)
         return rows
@@ -462,6 +460,8 @@ def run_prerestoration(
     implementation: Implementation = "feature",
     anonymizer_family: str | None = None,
     *,
+    attacker_training: AttackerTraining,
+    enrollment_condition: EnrollmentCondition,
     grids: Mapping[str, Sequence[float]] | None = None,
     enrollment_model: EnrollmentModel = "speaker_mean",
     device: str | torch.device = "cpu",
@@ -479,8 +479,11 @@ def run_prerestoration(
     ``encoder_checkpoint``: the attacker (checkpoint path or ``SpeakerEncoder``). ``enrollment``
     and ``trial``: waveforms + speaker ids, or manifests (audio is read). Trials are every trial
     utterance against every enrollment model, target when the speakers match (pooled genders).
-    ``anonymizer_family``: the anonymizer's transform family (`anonymizer_family_of`) for the
-    semi-informed / ignorant labels, or None. ``grids``: custom sweeps per family (default: seed
+    ``anonymizer_family``: the anonymizer's transform family (`anonymizer_family_of`), or None.
+    ``attacker_training`` (the recognizer's training data) and ``enrollment_condition`` (whether
+    ``enrollment`` is original or anonymized speech) are the caller's statement of the attack
+    condition: they are recorded in the result and, with the family, give each entry's label
+    (`attack_label`). ``grids``: custom sweeps per family (default: seed
     001 Table 1; each must contain the identity). ``max_batch`` (1 = one version at a time) and
     ``max_batch_frames`` (None: the device's default) size the embedding batches; ``vtln_mode``
     is the waveform VTLN's mode. ``antialias``, ``time_smoothing`` and ``scaled_pitch_window``:
@@ -490,6 +493,7 @@ def run_prerestoration(
     EERs are in percent; timings in seconds.
     """
     t_start = time.perf_counter()
+    check_attack_condition(attacker_training, enrollment_condition)
     families = list(dict.fromkeys(families))
     modes = list(dict.fromkeys(modes))
     if not families or not modes:
@@ -560,7 +564,10 @@ def run_prerestoration(
                 FamilyModeResult(
                     family=family,
                     mode=mode,
-                    label=attack_label(family, anonymizer_family),
+                    label=attack_label(
+                        family, anonymizer_family, attacker_training, enrollment_condition
+                    ),
+                    family_matches_anonymizer=family_matches(family, anonymizer_family),
                     eer_percent=_eer(ms.scores, target),
                     parameters=[float(a) for a in params],
                     per_parameter_eer_percent=[float(v) for v in ms.per_parameter_eer_percent],
@@ -576,6 +583,8 @@ def run_prerestoration(
     return PrerestorationResult(
         implementation=implementation,
         anonymizer_family=anonymizer_family,
+        enrollment_condition=enrollment_condition,
+        attacker_training=attacker_training,
         enrollment_model=enrollment_model,
         families=families,
         modes=modes,
@@ -635,5 +644,10 @@ def plot_per_parameter_eer(result: PrerestorationResult, path_stem: Path) -> lis
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=7)
     axes[0][0].set_ylabel("EER (%)")
+    fig.suptitle(
+        f"{result.enrollment_condition} enrollment, anonymized trials; attacker trained on "
+        f"{result.attacker_training} speech",
+        fontsize=9,
+    )
     fig.tight_layout()
     return save_figure(fig, path_stem)

@@ -15,6 +15,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from services.attacker.training import TrainingConfig
+from services.attacks.prerestore_config import PrerestorationConfig
 from services.attacks.srd_representations import SRDRepresentationsConfig
 from services.corpus.protocol import TargetSelection
 from services.errors import ConfigError
@@ -22,7 +23,6 @@ from services.studies.dataset_size import SizeStudyConfig
 
 Scenario = Literal["original", "ignorant", "lazy-informed", "semi-informed"]
 Backend = Literal["cosine", "plda"]
-TransformFamily = Literal["pitch", "bilinear", "quadratic", "power", "piecewise_linear"]
 
 
 class SyntheticCorpusSpec(BaseModel):
@@ -96,39 +96,6 @@ class SizeStudySpec(SizeStudyConfig):
     backend: Backend = Field("cosine", description="Scoring back-end of the study.")
 
 
-class PrerestorationSpec(BaseModel):
-    """De-anonymization by pre-restoration (seed 001, PROTOCOLS.md section 7)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    attackers: list[Literal["ignorant", "semi-informed"]] = Field(
-        default_factory=lambda: list[Literal["ignorant", "semi-informed"]](["ignorant"]),
-        min_length=1,
-        description="Recognizers attacked with pre-restoration: ignorant = trained on original "
-        "speech (seed 001's setting), semi-informed = trained on anonymized speech.",
-    )
-    families: list[TransformFamily] = Field(
-        default_factory=lambda: list[TransformFamily](
-            ["pitch", "bilinear", "quadratic", "power", "piecewise_linear"]
-        ),
-        min_length=1,
-        description="Transform families (each sweeps its seed 001 Table 1 grid).",
-    )
-    modes: list[Literal["enrollment", "trial"]] = Field(
-        default_factory=lambda: list[Literal["enrollment", "trial"]](["enrollment", "trial"]),
-        min_length=1,
-        description="enrollment: transform the enrollment side; trial: the trial side.",
-    )
-    implementation: Literal["feature", "waveform"] = Field(
-        "feature",
-        description="feature: warp one STFT per utterance (fast); waveform: re-synthesize.",
-    )
-    enrollment_model: Literal["speaker_mean", "per_utterance"] = Field(
-        "speaker_mean",
-        description="Enrollment embeddings averaged per speaker, or one per utterance.",
-    )
-
-
 class AnalysesSpec(BaseModel):
     """Optional analyses (PROTOCOLS.md sections 5-7), each a pipeline stage; null = off."""
 
@@ -143,7 +110,7 @@ class AnalysesSpec(BaseModel):
         None,
         description="Dataset-size sweeps over speakers, enrollment and trial counts (seed 004).",
     )
-    prerestoration: PrerestorationSpec | None = Field(
+    prerestoration: PrerestorationConfig | None = Field(
         None, description="De-anonymization by pre-restoration: pitch and VTLN sweeps (seed 001)."
     )
 

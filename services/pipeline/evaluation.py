@@ -587,13 +587,22 @@ class EvaluationRun:
         conditions: Mapping[str, _Sets | None],
         models: Mapping[tuple[str, int], tuple[TrainedAttacker, StageOutcome]],
     ) -> dict[str, Any]:
-        """Pre-restoration attacks on the anonymized evaluation sets, per attacker (seed 001)."""
-        from services.attacks.prerestore import anonymizer_family_of, run_prerestoration
+        """Pre-restoration attacks on the anonymized trials, per attacker (seed 001).
+
+        The enrollment side is the original or the anonymized enrollment set (``enrollment``).
+        """
+        from services.attacks.prerestore import run_prerestoration
+        from services.attacks.prerestore_config import (
+            PIPELINE_ATTACKER_TRAINING,
+            AttackerTraining,
+            anonymizer_family_of,
+        )
 
         spec = self.cfg.analyses.prerestoration
         assert spec is not None
         data = conditions["anonymized"]
-        assert data is not None
+        enrollment_data = conditions[spec.enrollment]
+        assert data is not None and enrollment_data is not None
         seed = self.cfg.seeds[0]
         anon = self.cfg.anonymizer
         family = anonymizer_family_of(anon.name, anon.params) if anon.kind == "builtin" else None
@@ -605,23 +614,29 @@ class EvaluationRun:
             trained, trained_stage = models[model]
             inputs = {
                 "model": trained_stage.key,
-                "sets": [data.keys["enrollment"], data.keys["trial"]],
+                "sets": [enrollment_data.keys["enrollment"], data.keys["trial"]],
                 "config": spec.model_dump(mode="json"),
                 "anonymizer_family": family,
             }
 
-            def make(folder: Path, checkpoint: Path = trained.best_checkpoint) -> dict[str, Any]:
+            def make(
+                folder: Path,
+                checkpoint: Path = trained.best_checkpoint,
+                training: AttackerTraining = PIPELINE_ATTACKER_TRAINING[attacker],
+            ) -> dict[str, Any]:
                 def report(step: str, fraction: float, message: str) -> None:
                     self.progress("analyze", fraction, f"pre-restoration {step}: {message}")
 
                 result = run_prerestoration(
                     checkpoint,
-                    data.enrollment,
+                    enrollment_data.enrollment,
                     data.trial,
                     families=spec.families,
                     modes=spec.modes,
                     implementation=spec.implementation,
                     anonymizer_family=family,
+                    attacker_training=training,
+                    enrollment_condition=spec.enrollment,
                     enrollment_model=spec.enrollment_model,
                     progress=report,
                     device=self.cfg.training.device

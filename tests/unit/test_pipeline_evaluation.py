@@ -176,13 +176,43 @@ def test_analyses_run_as_stages_and_land_in_the_result(
     assert any(k.startswith("srd-anonymized") for k in res["plots"])
     pre = res["analyses"]["prerestoration"]
     assert set(pre) == {"ignorant", "semi-informed"}
-    for attacker in pre.values():
+    for name, attacker in pre.items():
         assert {(e["family"], e["mode"]) for e in attacker["entries"]} == {
             ("pitch", "enrollment"),
             ("pitch", "trial"),
         }
-        assert all(e["label"] == "semi-informed" for e in attacker["entries"])  # pitch vs pitch
+        assert attacker["enrollment_condition"] == "original"  # the default, seed 001's
+        assert all(e["family_matches_anonymizer"] for e in attacker["entries"])  # pitch vs pitch
+        # Same family, but only the recognizer trained on anonymized speech is semi-informed.
+        label = "lazy-informed" if name == "ignorant" else "semi-informed"
+        assert attacker["attacker_training"] == ("original" if name == "ignorant" else "anonymized")
+        assert all(e["label"] == label for e in attacker["entries"])
+    # Original enrollment vs anonymized trials with the original-trained recognizer is the
+    # ignorant scenario: no pre-restoration gives the ignorant cosine row's EER.
+    ignorant_row = next(
+        r for r in res["rows"] if r["scenario"] == "ignorant" and r["backend"] == "cosine"
+    )
+    assert pre["ignorant"]["baseline_eer_percent"] == pytest.approx(ignorant_row["eer_percent"])
     assert any(k.startswith("prerestore-ignorant") for k in res["plots"])
     for files in res["plots"].values():
         for f in files:
             assert (tmp_path / "a" / f).is_file()
+
+    # The anonymized enrollment condition: recorded, and the label says the attacker ran the
+    # anonymizer (lazy-informed) even with an original-trained recognizer.
+    anonymized_enrollment = parse_config(
+        {
+            **TINY,
+            "analyses": {
+                "prerestoration": {
+                    "families": ["pitch"],
+                    "modes": ["trial"],
+                    "enrollment": "anonymized",
+                }
+            },
+        }
+    )
+    res = run_evaluation(anonymized_enrollment, tmp_path / "b", stages_dir=out / "stages")
+    ignorant = res["analyses"]["prerestoration"]["ignorant"]
+    assert ignorant["enrollment_condition"] == "anonymized"
+    assert [e["label"] for e in ignorant["entries"]] == ["lazy-informed"]

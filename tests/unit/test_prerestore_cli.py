@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -10,11 +11,12 @@ import numpy as np
 import pytest
 import torch
 
+from cli.analyses import prerestore_command
 from cli.main import main
 from services.attacker.training import TrainingConfig, TrainingItem, train_attacker
+from services.attacks.prerestore_config import PrerestorationConfig
 from services.corpus.synthetic import sample_speakers, synthesize_utterance
-
-pytestmark = pytest.mark.slow
+from services.pipeline.config import AnalysesSpec, parse_config
 
 
 @pytest.fixture(autouse=True)
@@ -26,6 +28,38 @@ def single_thread() -> Iterator[None]:
     torch.set_num_threads(before)
 
 
+def test_cli_and_pipeline_share_the_enrollment_field() -> None:
+    field = AnalysesSpec.model_fields["prerestoration"]
+    assert PrerestorationConfig in getattr(field.annotation, "__args__", ())
+    parameters = inspect.signature(prerestore_command).parameters
+    assert parameters["enrollment"].default == PrerestorationConfig().enrollment == "original"
+    cfg = parse_config({"analyses": {"prerestoration": {}}})
+    assert cfg.analyses.prerestoration is not None
+    assert cfg.analyses.prerestoration.enrollment == "original"
+
+
+def test_bad_conditions_are_clear_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    anon = tmp_path / "anon"
+    (anon / "trial").mkdir(parents=True)
+    (anon / "trial" / "manifest.jsonl").write_text("")
+    cmd = ["analyses", "prerestore", "--model", "m.pt", "--protocol", "p.json"]
+    cmd += ["--out", str(tmp_path / "out"), "--anonymized-dir", str(anon)]
+    for extra, message in (
+        (["--enrollment", "anonymized"], "enrollment/manifest.jsonl"),
+        (["--enrollment", "both"], "--enrollment"),
+        (["--attacker-training", "clean"], "--attacker-training"),
+        (["--mode", "both"], "--mode"),
+    ):
+        assert main([*cmd, *extra]) == 2
+        assert message in capsys.readouterr().err
+    no_trials = ["analyses", "prerestore", "--model", "m.pt", "--protocol", "p.json"]
+    assert main([*no_trials, "--out", str(tmp_path / "out")]) == 2
+    assert "trial/manifest.jsonl" in capsys.readouterr().err
+
+
+@pytest.mark.slow
 def test_prerestore_command_writes_json_and_plot(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -55,9 +89,14 @@ def test_prerestore_command_writes_json_and_plot(
     cmd += ["--protocol", str(proto), "--anonymized-dir", str(anon), "--out", str(out)]
     assert main([*cmd, "--family", "pitch", "--family", "power", "--mode", "trial"]) == 0
     printed = capsys.readouterr().out
-    assert "semi-informed" in printed and "ignorant" in printed
+    # Recognizer trained on original speech: the pitch family is lazy-informed, not semi-informed.
+    assert "lazy-informed" in printed and "ignorant" in printed
+    assert "semi-informed" not in printed
+    assert "original enrollment" in printed
     data = json.loads((out / "prerestore.json").read_text())
     assert data["anonymizer_family"] == "pitch"  # read from anonymization.json
+    assert data["enrollment_condition"] == "original"  # the default, seed 001's
+    assert data["attacker_training"] == "original"
     assert data["sources"]["enrollment"] == "original"
     assert data["sources"]["trial"].endswith("trial/manifest.jsonl")
     assert [(e["family"], e["mode"]) for e in data["entries"]] == [
@@ -65,5 +104,3 @@ def test_prerestore_command_writes_json_and_plot(
         ("power", "trial"),
     ]
     assert (out / "prerestore_per_parameter.png").is_file()
-    assert main([*cmd, "--mode", "both"]) == 2
-    assert "--mode" in capsys.readouterr().err

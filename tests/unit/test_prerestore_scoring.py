@@ -14,14 +14,18 @@ from services.attacker.models import SpeakerEncoder
 from services.attacks.prerestore import (
     TransformEmbedder,
     UtteranceSet,
-    anonymizer_family_of,
-    attack_label,
     enrollment_models,
     plot_per_parameter_eer,
     resolve_grids,
     run_prerestoration,
     score_prerestoration,
     transform_plan,
+)
+from services.attacks.prerestore_config import (
+    PrerestorationConfig,
+    anonymizer_family_of,
+    attack_label,
+    family_matches,
 )
 from services.corpus.synthetic import sample_speakers, synthesize_utterance
 from services.errors import InvalidInputError
@@ -70,17 +74,72 @@ def test_speaker_mean_models_average_each_speakers_utterances() -> None:
         enrollment_models(["a"], "median")  # type: ignore[arg-type]
 
 
-def test_labels_and_anonymizer_families() -> None:
+def test_zero_transforms_is_a_clear_error() -> None:
+    avg, models = enrollment_models(["a", "b"], "speaker_mean")
+    target = np.array([["a", "b"]]).T == models[None, :]
+    for mode, transformed, fixed in (
+        ("trial", np.zeros((2, 0, 4)), np.ones((2, 4))),
+        ("enrollment", np.zeros((2, 0, 4)), np.ones((2, 4))),
+    ):
+        with pytest.raises(InvalidInputError, match="at least one transform"):
+            score_prerestoration(transformed, fixed, avg, target, mode)  # type: ignore[arg-type]
+
+
+def test_anonymizer_families_and_family_match() -> None:
     assert anonymizer_family_of("pitch", {"semitones": 3}) == "pitch"
     assert anonymizer_family_of("vtln", {"warp": "power"}) == "power"
     assert anonymizer_family_of("vtln", {}) == "bilinear"
     assert anonymizer_family_of("mcadams") == "mcadams"
-    assert attack_label("pitch", "pitch") == "semi-informed"
-    assert attack_label("power", "pitch") == "ignorant"
-    assert attack_label("power", "vtln") == "semi-informed"
-    assert attack_label("pitch", "vtln") == "ignorant"
-    assert attack_label("pitch", "mcadams") == "ignorant"
-    assert attack_label("pitch", None) is None
+    assert family_matches("pitch", "pitch") is True
+    assert family_matches("power", "vtln") is True  # warp unknown: every warp matches
+    assert family_matches("pitch", "vtln") is False
+    assert family_matches("pitch", "mcadams") is False
+    assert family_matches("pitch", None) is None
+
+
+@pytest.mark.parametrize(
+    ("attack_family", "anonymizer_family", "training", "enrollment", "label"),
+    [
+        # Seed 001's condition: recognizer trained on original speech, original enrollment. The
+        # anonymizer's own family (seed 001's bold cells) is not semi-informed: no retraining.
+        ("pitch", "pitch", "original", "original", "lazy-informed"),
+        ("power", "vtln", "original", "original", "lazy-informed"),
+        ("power", "pitch", "original", "original", "ignorant"),
+        ("pitch", "vtln", "original", "original", "ignorant"),
+        ("pitch", "mcadams", "original", "original", "ignorant"),
+        ("pitch", None, "original", "original", None),
+        # Anonymized enrollment: the attacker ran the anonymizer (PROTOCOLS.md section 3).
+        ("power", "pitch", "original", "anonymized", "lazy-informed"),
+        ("pitch", None, "original", "anonymized", "lazy-informed"),
+        # A recognizer trained on anonymized speech knows the anonymizer, whatever the family.
+        ("pitch", "pitch", "anonymized", "original", "semi-informed"),
+        ("power", "pitch", "anonymized", "anonymized", "semi-informed"),
+        ("pitch", None, "anonymized", "original", "semi-informed"),
+    ],
+)
+def test_label_depends_on_family_and_attacker_training(
+    attack_family: str,
+    anonymizer_family: str | None,
+    training: str,
+    enrollment: str,
+    label: str | None,
+) -> None:
+    got = attack_label(attack_family, anonymizer_family, training, enrollment)  # type: ignore[arg-type]
+    assert got == label
+
+
+def test_label_rejects_unknown_conditions() -> None:
+    with pytest.raises(InvalidInputError, match="attacker training"):
+        attack_label("pitch", "pitch", "clean", "original")  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError, match="enrollment condition"):
+        attack_label("pitch", "pitch", "original", "both")  # type: ignore[arg-type]
+
+
+def test_enrollment_condition_defaults_to_seed_001s() -> None:
+    assert PrerestorationConfig().enrollment == "original"
+    assert PrerestorationConfig(enrollment="anonymized").enrollment == "anonymized"
+    with pytest.raises(ValueError, match="enrollment"):
+        PrerestorationConfig(enrollment="both")  # type: ignore[arg-type]
 
 
 def test_grids_follow_table_1_and_custom_grids_need_the_identity() -> None:
@@ -143,14 +202,21 @@ def test_run_prerestoration_result_is_json_and_plots(
         voices,
         families=["pitch", "bilinear"],
         anonymizer_family="pitch",
+        attacker_training="original",
+        enrollment_condition="original",
         grids={"pitch": [-2, 0, 2], "bilinear": [-0.1, 0.0, 0.1]},
     )
     data = json.loads(json.dumps(result.to_dict()))
-    assert [(e["family"], e["mode"], e["label"]) for e in data["entries"]] == [
-        ("pitch", "enrollment", "semi-informed"),
-        ("pitch", "trial", "semi-informed"),
-        ("bilinear", "enrollment", "ignorant"),
-        ("bilinear", "trial", "ignorant"),
+    assert data["enrollment_condition"] == "original"
+    assert data["attacker_training"] == "original"
+    assert [
+        (e["family"], e["mode"], e["label"], e["family_matches_anonymizer"])
+        for e in data["entries"]
+    ] == [
+        ("pitch", "enrollment", "lazy-informed", True),
+        ("pitch", "trial", "lazy-informed", True),
+        ("bilinear", "enrollment", "ignorant", False),
+        ("bilinear", "trial", "ignorant", False),
     ]
     assert result.n_models == 3 and result.n_target == 9 and result.n_nontarget == 18
     for e in result.entries:
@@ -158,7 +224,9 @@ def test_run_prerestoration_result_is_json_and_plots(
         assert sum(e.target_best_parameter_counts) == result.n_target
         # The identity column is the untransformed baseline.
         assert e.per_parameter_eer_percent[1] == pytest.approx(result.baseline_eer_percent)
-    assert result.table()[0]["trial_eer_percent"] == result.entry("pitch", "trial").eer_percent
+    row = result.table()[0]
+    assert row["trial_eer_percent"] == result.entry("pitch", "trial").eer_percent
+    assert row["enrollment_condition"] == "original" and row["attacker_training"] == "original"
     names = plot_per_parameter_eer(result, tmp_path / "prerestore")
     assert names == ["prerestore.png", "prerestore.svg"]
     assert (tmp_path / "prerestore.png").stat().st_size > 1000
@@ -168,7 +236,18 @@ def test_run_prerestoration_rejects_sets_without_targets(
     encoder: SpeakerEncoder, voices: UtteranceSet
 ) -> None:
     other = UtteranceSet(voices.waveforms[:2], ["x", "y"])
+    condition = {"attacker_training": "original", "enrollment_condition": "original"}
     with pytest.raises(InvalidInputError, match="target and non-target"):
-        run_prerestoration(encoder, voices, other, families=["pitch"], grids={"pitch": [0]})
+        run_prerestoration(
+            encoder, voices, other, families=["pitch"], grids={"pitch": [0]}, **condition
+        )
     with pytest.raises(InvalidInputError, match="mode"):
-        run_prerestoration(encoder, voices, voices, modes=["both"])  # type: ignore[list-item]
+        run_prerestoration(encoder, voices, voices, modes=["both"], **condition)  # type: ignore[list-item]
+    with pytest.raises(InvalidInputError, match="enrollment condition"):
+        run_prerestoration(
+            encoder,
+            voices,
+            voices,
+            attacker_training="original",
+            enrollment_condition="mixed",  # type: ignore[arg-type]
+        )
