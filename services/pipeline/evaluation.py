@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from services.anonymizers.container import ContainerSandbox
 from services.attacker.training import TrainedAttacker
 from services.corpus.manifest import Manifest
 from services.corpus.protocol import Protocol
@@ -55,6 +56,7 @@ from services.pipeline.stages.context import (
 from services.pipeline.stages.embed import embed_manifest
 from services.pipeline.stages.score import EmbeddedSet, score_row
 from services.pipeline.stages.train import TrainedModels, train_recognizer
+from services.settings import get_settings
 
 __all__ = ["PHASES", "EvaluationRun", "Phase", "ProgressReporter", "run_evaluation"]
 
@@ -63,7 +65,8 @@ class EvaluationRun:
     """One evaluation in a work folder; ``run()`` executes (or reuses) every stage.
 
     ``runner`` (the stage store) may be replaced before ``run()``: the platform's workers put a
-    ``SyncedStageRunner`` there, which shares stages through the blob store.
+    ``SyncedStageRunner`` there, which shares stages through the blob store. ``sandbox``: where
+    anonymizer containers run (default: from the process settings, ``UNMASK_CONTAINER_*``).
     """
 
     def __init__(
@@ -74,6 +77,7 @@ class EvaluationRun:
         cache_dir: Path | None = None,
         progress: ProgressReporter | None = None,
         stages_dir: Path | None = None,
+        sandbox: ContainerSandbox | None = None,
     ) -> None:
         self.cfg = config
         self.out_dir = Path(out_dir)
@@ -82,11 +86,16 @@ class EvaluationRun:
         self.cache_dir = cache_dir
         self.progress = progress or no_progress
         self.audio = AudioCache()
+        self.sandbox = (
+            sandbox if sandbox is not None else ContainerSandbox.from_settings(get_settings())
+        )
 
     @property
     def context(self) -> StageContext:
         """What the stage functions read (built on each call: ``runner`` may be replaced)."""
-        return StageContext(self.cfg, self.runner, self.progress, self.audio, self.cache_dir)
+        return StageContext(
+            self.cfg, self.runner, self.progress, self.audio, self.cache_dir, self.sandbox
+        )
 
     # -- the stages, one call each (services/pipeline/sets.py and stages/) ----------------------
     def corpus_stage(self) -> tuple[Protocol, Manifest, str]:
@@ -253,16 +262,22 @@ def run_evaluation(
     cache_dir: Path | None = None,
     progress: ProgressReporter | None = None,
     stages_dir: Path | None = None,
+    sandbox: ContainerSandbox | None = None,
 ) -> dict[str, Any]:
     """Run (or resume) an evaluation into ``out_dir``; returns the result document.
 
     ``stages_dir``: a stage store shared between evaluations (stages with equal inputs are
-    computed once); default ``out_dir/stages``.
+    computed once); default ``out_dir/stages``. ``sandbox``: see `EvaluationRun`.
     """
     if config.protocol is not None and not Path(config.protocol).is_file():
         raise ConfigError(f"protocol: file not found: {config.protocol}")
     run = EvaluationRun(
-        config, Path(out_dir), cache_dir=cache_dir, progress=progress, stages_dir=stages_dir
+        config,
+        Path(out_dir),
+        cache_dir=cache_dir,
+        progress=progress,
+        stages_dir=stages_dir,
+        sandbox=sandbox,
     )
     result = run.run()
     assert result is not None

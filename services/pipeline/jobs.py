@@ -716,6 +716,7 @@ class _Finished:
 def _execute(
     services: JobServices, job_id: int, phase: str, claim: _Claim, monitor: StageMonitor
 ) -> _Finished:
+    from services.anonymizers.container import ContainerSandbox
     from services.pipeline.evaluation import EvaluationRun
 
     stages_dir = services.stages_dir()
@@ -727,6 +728,7 @@ def _execute(
         job_dir,
         cache_dir=services.settings.resolved_cache_dir(),
         progress=monitor.report,
+        sandbox=ContainerSandbox.from_settings(services.settings),
     )
     runner = SyncedStageRunner(stages_dir, workspace, before_stage=monitor.check)
     run.runner = runner

@@ -1,8 +1,9 @@
 """The evaluation's data: the protocol (corpus stage) and its sets per data condition.
 
 A data condition is ``original`` (the protocol's speech) or ``anonymized`` (the same sets through
-the anonymizer, ``stages.anonymize``). Each condition has four sets: the attacker's ``train`` and
-``validation`` sets and the evaluation speakers' ``enrollment`` and ``trial`` sets. A set's key
+the anonymizer, ``stages.anonymize``). Each condition has four sets (``SET_NAMES``, as the
+anonymizer contract names them): the attacker's ``train`` and ``validation`` sets and the
+evaluation speakers' ``enrollment`` and ``trial`` sets. A set's key
 names where it came from; stages that read a set put its key in their inputs.
 """
 
@@ -12,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from services.anonymizers.contract import SET_NAMES
 from services.corpus.manifest import Manifest
 from services.corpus.protocol import (
     Protocol,
@@ -21,9 +23,6 @@ from services.corpus.protocol import (
 )
 from services.corpus.synthetic import generate_synthetic_corpus
 from services.pipeline.stages.context import StageContext
-
-SET_NAMES: tuple[str, ...] = ("train", "validation", "enrollment", "trial")
-"""The sets of one data condition."""
 
 SCENARIO_PLAN: dict[str, tuple[str, str, str]] = {
     # scenario: (recognizer trained on, enrollment data, trial data)

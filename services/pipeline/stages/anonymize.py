@@ -40,15 +40,18 @@ def anonymize_sets(
     if tsa_seed is not None:
         tsa = tsa.model_copy(update={"seed": tsa_seed})
     spec = cfg.anonymizer
-    # A container gets the GPU exactly when this worker has one (the gpu queue's hosts).
-    options = {"gpu": resolve_device(cfg.training.device).type == "cuda"}
+    options: dict[str, Any] = {}
+    if spec.kind == "container":
+        # A container gets the GPU exactly when this worker has one (the gpu queue's hosts).
+        gpu = resolve_device(cfg.training.device).type == "cuda"
+        options = {"gpu": gpu, **ctx.sandbox.anonymizer_options()}
     anonymizer = build_anonymizer_of_kind(
         spec.kind,
         name=spec.name,
         params=spec.params,
         archive=spec.archive,
         image=spec.image,
-        **(options if spec.kind == "container" else {}),
+        **options,
     )
     # A container runs once per shard: hand it whole shards, not the default small batches.
     batch_size = int(getattr(anonymizer, "shard_size", 16))

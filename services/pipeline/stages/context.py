@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from services.anonymizers.container import ContainerSandbox
 from services.audio import read_audio
 from services.corpus.manifest import Manifest
 from services.pipeline.config import EvaluationConfig
@@ -51,6 +52,8 @@ class StageContext:
     audio: AudioCache
     cache_dir: Path | None
     """Cache of embeddings and F0 tracks across evaluations (None = no cache)."""
+    sandbox: ContainerSandbox
+    """Where anonymizer containers run (anonymizer kind ``container``)."""
 
 
 def json_default(obj: Any) -> Any:
