@@ -21,25 +21,6 @@ from services.storage.blobstore import BlobStore, blob_store_from_settings
 from services.storage.db import Database
 
 
-class ArchiveValidations:
-    """TEMPORARY adapter for api/routes/submissions.py's ``context.dispatcher`` call.
-
-    Queues an archive validation in its own transaction (outbox). At integration the route calls
-    ``services.platform.archives.request_validation`` inside the transaction that creates the
-    submission, and this adapter goes away.
-    """
-
-    def __init__(self, context: ApiContext) -> None:
-        self._context = context
-
-    def enqueue_archive_validation(self, submission_id: int) -> None:
-        """Queue the validation of an uploaded archive submission (sent after the commit)."""
-        from services.platform.archives import request_validation
-
-        with self._context.database.session_scope() as session:
-            request_validation(session, submission_id=submission_id)
-
-
 class ApiContext:
     """Per-app shared state; thread-safe lazy construction of database and blob store.
 
@@ -59,7 +40,6 @@ class ApiContext:
         self._database = database
         self._blob_store = blob_store
         self.senders = senders
-        self.dispatcher = ArchiveValidations(self)
         self._lock = threading.Lock()
 
     @property

@@ -26,9 +26,3 @@ def quota_report(session: Session, settings: Settings, team_id: int) -> Quotas:
         jobs_per_day=_usage(report.jobs_per_day),
         concurrent_jobs=_usage(report.concurrent_jobs),
     )
-
-
-def check_job_quota(session: Session, settings: Settings, team_id: int) -> None:
-    """TEMPORARY (issue 13): api/routes/jobs.py calls this until the jobs service checks quotas;
-    use ``services.platform.quotas.check_job_quota``."""
-    quotas.check_job_quota(session, settings=settings, team_id=team_id)

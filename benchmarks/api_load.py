@@ -59,25 +59,27 @@ def _free_port() -> int:
 
 
 def _seed(url: str) -> tuple[str, int]:
-    from services.storage import repository as repo
+    from services.platform import identity
+    from services.platform import submissions as submission_records
+    from services.platform.jobs import records as job_records
     from services.storage.db import Database
     from services.storage.migrate import upgrade_database
 
     upgrade_database(url)
     database = Database(url)
     with database.session_scope() as session:
-        team = repo.create_team(session, "bench")
-        token = repo.issue_team_token(session, "bench", hmac_key=HMAC_KEY, scopes=["read"])
-        sub = repo.create_submission(
+        team = identity.create_team(session, "bench")
+        token = identity.issue_team_token(session, "bench", hmac_key=HMAC_KEY, scopes=["read"])
+        sub = submission_records.create_submission(
             session, team.id, "pitch", "builtin", builtin_name="pitch", builtin_params={}
         )
-        job = repo.create_job(
+        job = job_records.create_job(
             session, team_id=team.id, submission_id=sub.id, config={}, stage_names=STAGES
         ).job
-        repo.transition_job(session, job.id, "running")
-        stage = repo.get_stage(session, job.id, "corpus")
-        repo.transition_stage(session, stage.id, "running", worker_host="bench")
-        repo.heartbeat_stage(session, stage.id, progress=0.4, log="line\n" * 400)
+        job_records.transition_job(session, job.id, "running")
+        stage = job_records.get_stage(session, job.id, "corpus")
+        job_records.transition_stage(session, stage.id, "running", worker_host="bench")
+        job_records.heartbeat_stage(session, stage.id, progress=0.4, log="line\n" * 400)
         plaintext, job_id = token.plaintext, job.id
     database.dispose()
     return plaintext, job_id

@@ -16,6 +16,11 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from services.anonymizers.conformance import check_image
+from services.anonymizers.container import ContainerEngineError, ContainerSandbox, SandboxLimits
+from services.errors import InvalidInputError
+from services.settings import get_settings
+
 container_app = typer.Typer(
     help="Anonymizer container images: conformance checks, digest pinning.",
     no_args_is_help=True,
@@ -35,13 +40,15 @@ def check_command(
     gpu: Annotated[bool, typer.Option(help="Request one GPU (UNMASK_DEVICE=cuda).")] = False,
 ) -> None:
     """Run the contract's conformance checks on IMAGE with a tiny job, in the sandbox."""
-    from services.anonymizers.conformance import check_image
-    from services.anonymizers.container import ContainerEngineError
-    from services.errors import InvalidInputError
-
+    settings = get_settings()
+    sandbox = ContainerSandbox(
+        engine_url=engine_url if engine_url is not None else settings.container_engine_url,
+        pull=pull,
+        limits=SandboxLimits.from_settings(settings),
+    )
     console = Console()
     try:
-        results = check_image(image, engine_url=engine_url, pull=pull, gpu=gpu)
+        results = check_image(image, sandbox=sandbox, gpu=gpu)
     except ContainerEngineError as exc:
         raise InvalidInputError(str(exc)) from exc
     table = Table(title=f"contract v1 checks: {image}")

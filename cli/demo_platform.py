@@ -155,7 +155,7 @@ def stop_process(process: subprocess.Popen[bytes], timeout_s: float = 15.0) -> N
 
 def bootstrap_admin_token(database_url: str, hmac_key: str) -> str:
     """An admin token issued straight in the database (the operator's one-time step)."""
-    from services.storage import repository as repo
+    from services.platform import identity
     from services.storage.db import Database
     from services.storage.errors import NotFoundError
 
@@ -163,10 +163,10 @@ def bootstrap_admin_token(database_url: str, hmac_key: str) -> str:
     try:
         with database.session_scope() as session:
             try:
-                team = repo.get_team_by_slug(session, "operators")
+                team = identity.get_team_by_slug(session, "operators")
             except NotFoundError:
-                team = repo.create_team(session, "operators", "Platform operators")
-            issued = repo.issue_team_token(
+                team = identity.create_team(session, "operators", "Platform operators")
+            issued = identity.issue_team_token(
                 session, team.slug, hmac_key=hmac_key, scopes=["admin"], name="demo bootstrap"
             )
             return issued.plaintext

@@ -10,6 +10,10 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from services.anonymizers.container import ContainerSandbox
+from services.pipeline.config import demo_config, load_config
+from services.settings import get_settings
+
 console = Console(stderr=True)
 out_console = Console()
 
@@ -75,9 +79,10 @@ class _ProgressBars:
 
 def run_with_progress(config: Any, out: Path, stages: Path | None = None) -> dict[str, Any]:
     """Run an evaluation showing progress bars on stderr; returns the result document."""
+    # Imported when an evaluation runs: it loads torch, which `unmask`'s other commands never need.
     from services.pipeline.evaluation import run_evaluation
-    from services.settings import get_settings
 
+    settings = get_settings()
     columns = (
         TextColumn("{task.description:>10}"),
         BarColumn(),
@@ -89,9 +94,10 @@ def run_with_progress(config: Any, out: Path, stages: Path | None = None) -> dic
         result = run_evaluation(
             config,
             out,
-            cache_dir=get_settings().resolved_cache_dir(),
+            cache_dir=settings.resolved_cache_dir(),
             progress=_ProgressBars(progress),
             stages_dir=stages,
+            sandbox=ContainerSandbox.from_settings(settings),
         )
     return result
 
@@ -107,8 +113,6 @@ def evaluate_command(
     ] = None,
 ) -> None:
     """Run an evaluation: anonymize, train the attacker(s), score, report."""
-    from services.pipeline.config import load_config
-
     cfg = load_config(config)
     out_dir = out if out is not None else Path(".unmask") / "evaluations" / cfg.name
     result = run_with_progress(cfg, out_dir, stages)
@@ -132,9 +136,6 @@ def demo_command(
     filesystem broker), creates a team and a token, submits, follows the job and prints the
     result table and the leaderboard JSON. ``--in-process`` runs the same evaluation directly.
     """
-    from services.pipeline.config import demo_config
-    from services.settings import get_settings
-
     cfg = demo_config()
     out_dir = out if out is not None else get_settings().data_dir / "demo"
     if not in_process:

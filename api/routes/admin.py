@@ -6,7 +6,6 @@ from fastapi import APIRouter, Depends, Response, status
 
 from api.auth import Principal, Reader, reader_any, require_admin
 from api.context import ApiContext, get_context
-from api.job_config import validate_protocol_config
 from api.quotas import quota_report
 from api.routes.common import errors, scope
 from api.schemas import (
@@ -20,6 +19,7 @@ from api.schemas import (
     TokenOut,
 )
 from services.platform import identity, protocols
+from services.platform.jobs.config import validate_protocol_config
 
 SECONDS_PER_DAY = 86_400
 

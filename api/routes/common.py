@@ -9,27 +9,11 @@ from __future__ import annotations
 from typing import Any
 
 from api.problems import problem_responses
-from services.platform.access import owned_job, owned_submission, visible_job
 from services.platform.pagination import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
-from services.platform.protocols import get_protocol_by_id as protocol_by_id
 
 PAGE_LIMIT_DEFAULT = DEFAULT_PAGE_SIZE
 PAGE_LIMIT_MAX = MAX_PAGE_SIZE
 CURSOR_PATTERN = r"^[0-9]{1,19}$"
-
-# TEMPORARY (issue 13): api/routes/jobs.py imports these from here until it is moved to
-# ``services.platform.access`` / ``services.platform.protocols``; the lead drops them then.
-__all__ = [
-    "CURSOR_PATTERN",
-    "PAGE_LIMIT_DEFAULT",
-    "PAGE_LIMIT_MAX",
-    "errors",
-    "owned_job",
-    "owned_submission",
-    "protocol_by_id",
-    "scope",
-    "visible_job",
-]
 
 
 def errors(*statuses: int) -> dict[int | str, dict[str, Any]]:

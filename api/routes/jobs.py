@@ -20,18 +20,7 @@ from sqlalchemy.orm import Session
 from api.auth import Principal, Reader, reader_read, require_submit
 from api.context import ApiContext, get_context
 from api.problems import ApiProblem
-from api.quotas import check_job_quota
-from api.routes.common import (
-    CURSOR_PATTERN,
-    PAGE_LIMIT_DEFAULT,
-    PAGE_LIMIT_MAX,
-    errors,
-    owned_job,
-    owned_submission,
-    protocol_by_id,
-    scope,
-    visible_job,
-)
+from api.routes.common import CURSOR_PATTERN, PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX, errors, scope
 from api.schemas import (
     ArtifactOut,
     ArtifactsOut,
@@ -43,8 +32,12 @@ from api.schemas import (
     ResultOut,
     ResultsOut,
 )
+from services.platform import identity, quotas
 from services.platform import jobs as job_service
-from services.storage import repository as repo
+from services.platform import results as result_records
+from services.platform.access import owned_job, owned_submission, visible_job
+from services.platform.jobs import records as job_records
+from services.platform.protocols import get_protocol_by_id
 
 logger = logging.getLogger("unmask.api")
 
@@ -78,7 +71,9 @@ def _job_out(context: ApiContext, principal: Principal, job_id: int, log_chars: 
 
 
 def _quota_check(context: ApiContext) -> job_service.service.QuotaCheck:
-    return lambda session, team_id: check_job_quota(session, context.settings, team_id)
+    return lambda session, team_id: quotas.check_job_quota(
+        session, settings=context.settings, team_id=team_id
+    )
 
 
 def _answer_new_job(
@@ -128,12 +123,12 @@ def create_job(
     """Validates the merged config (422 names the field), checks quotas (429), stores the job
     with one queued stage per phase, commits, then queues it."""
     with context.database.session_scope() as session:
-        repo.lock_team(session, principal.team_id)
+        identity.lock_team(session, principal.team_id)
         new = job_service.create_job(
             session,
             team_id=principal.team_id,
             submission=owned_submission(session, principal, body.submission_id),
-            protocol=protocol_by_id(session, body.protocol_id),
+            protocol=get_protocol_by_id(session, body.protocol_id),
             created_by_user_id=principal.user_id,
             overrides=body.config_overrides,
             idempotency_key=idempotency_key,
@@ -162,7 +157,7 @@ def list_jobs(
     """Newest first. Keyset pagination: pass `next_cursor` as `cursor`; pages do not shift when
     new jobs arrive. A `Link: <...>; rel="next"` header carries the next page's URL."""
     with reader.open() as (principal, session):
-        page = repo.list_jobs(
+        page = job_records.list_jobs(
             session,
             team_id=principal.team_id,
             state=state,
@@ -191,7 +186,10 @@ def list_jobs(
 def get_job(
     job_id: int,
     log_chars: int = Query(
-        LOG_CHARS_DEFAULT, ge=0, le=repo.LOG_TAIL_MAX_CHARS, description="Log tail per stage."
+        LOG_CHARS_DEFAULT,
+        ge=0,
+        le=job_records.LOG_TAIL_MAX_CHARS,
+        description="Log tail per stage.",
     ),
     reader: Reader = Depends(reader_read),
 ) -> JobOut:
@@ -243,7 +241,7 @@ def rerun_job(
 ) -> JobOut:
     """The new job copies the original's stored config exactly; quotas apply."""
     with context.database.session_scope() as session:
-        repo.lock_team(session, principal.team_id)
+        identity.lock_team(session, principal.team_id)
         new = job_service.rerun_job(
             session,
             job=owned_job(session, principal, job_id),
@@ -301,7 +299,7 @@ def get_results(
     """One row per scenario, back-end, seed (-1 = aggregate) and metric; null = not computed."""
     with reader.open() as (principal, session):
         job = visible_job(session, principal, job_id)
-        rows = repo.list_results(session, job.id)
+        rows = result_records.list_results(session, job.id)
         return ResultsOut(job_id=job.id, state=job.state, results=[ResultOut.of(r) for r in rows])
 
 
@@ -332,7 +330,7 @@ def list_artifacts(
     with reader.open() as (principal, session):
         job = visible_job(session, principal, job_id)
         names = {stage.id: stage.name for stage in job.stages}
-        artifacts = repo.list_artifacts(session, job.id)
+        artifacts = result_records.list_artifacts(session, job.id)
         return ArtifactsOut(
             job_id=job.id, artifacts=[_artifact_out(context, a, names) for a in artifacts]
         )
@@ -355,6 +353,6 @@ def download_artifact(
     """307 to a presigned GET URL (follow with `curl -L`)."""
     with reader.open() as (principal, session):
         job = visible_job(session, principal, job_id)
-        key = repo.get_artifact(session, job.id, artifact_id).key
+        key = result_records.get_artifact(session, job.id, artifact_id).key
         request = context.blob_store.presigned_get(key, context.settings.artifact_url_expiry_s)
         return RedirectResponse(request.url, status_code=status.HTTP_307_TEMPORARY_REDIRECT)

@@ -34,10 +34,10 @@ from sqlalchemy.orm import Session, joinedload
 
 from api.auth import Principal
 from api.context import ApiContext, get_context
-from api.job_config import leaderboard_defaults
 from api.page_session import clear_session_cookie, login, set_session_cookie, viewer_of
 from services.errors import InvalidInputError
 from services.platform import access, protocols, results
+from services.platform.jobs.config import leaderboard_defaults
 from services.platform.leaderboard import (
     LeaderboardTableRow,
     MetricKey,

@@ -5,10 +5,10 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, Query
 
 from api.auth import Reader, reader_read
-from api.job_config import leaderboard_defaults
 from api.routes.common import errors, scope
 from api.schemas import LeaderboardOut, LeaderboardRow, ProtocolOut
 from services.platform import protocols
+from services.platform.jobs.config import leaderboard_defaults
 from services.platform.leaderboard import leaderboard
 
 router = APIRouter(prefix="/v1/protocols", tags=["protocols"])

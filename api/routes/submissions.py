@@ -41,6 +41,7 @@ from api.uploads import (
 )
 from services.platform import submissions
 from services.platform.access import visible_submission
+from services.platform.archives import request_validation
 from services.platform.identity import lock_team
 from services.platform.protocols import get_protocol_by_id
 from services.platform.quotas import check_submission_quota
@@ -136,19 +137,9 @@ def _register_archive(
             protocol_id=protocol_id,
             accept=False,
         )
+        # Queued in this transaction (outbox): sent after the commit, or by the relay later.
+        request_validation(session, submission_id=submission.id)
         return submission.id, True
-
-
-def _start_validation(context: ApiContext, submission_id: int) -> None:
-    try:
-        context.dispatcher.enqueue_archive_validation(submission_id)
-    except Exception as exc:
-        logger.exception("could not enqueue validation of submission %s", submission_id)
-        raise ApiProblem(
-            503,
-            f"archive submission {submission_id} was stored but its validation could not be "
-            f"queued ({type(exc).__name__}); it stays `validating` until an operator re-queues it",
-        ) from None
 
 
 def _submission_out(context: ApiContext, submission_id: int) -> SubmissionOut:
@@ -244,7 +235,6 @@ async def upload_archive(
     except BaseException:
         await run_in_threadpool(store.delete, key)
         raise
-    await run_in_threadpool(_start_validation, context, submission_id)
     return await run_in_threadpool(_submission_out, context, submission_id)
 
 
@@ -379,9 +369,7 @@ def complete_upload(
         store.delete(ticket.key)
         abort_presigned_upload(store, ticket)
         raise
-    if created:
-        _start_validation(context, submission_id)
-    else:
+    if not created:
         response.status_code = status.HTTP_200_OK
     return _submission_out(context, submission_id)
 

@@ -12,6 +12,9 @@ every rule are in docs/container-contract.md ("Pre-anonymized archives").
   with every problem found, written as ``out_dir/validation.json``).
 * `ArchiveAnonymizer` - an `Anonymizer` that returns the validated audio of each item's utt id,
   so `anonymize_manifest` treats an archive like any other anonymizer.
+
+The contract's layout, audio and metadata rules and limits (shared with the container runner) are
+in `services.anonymizers.contract`; this module reads no settings (pass `ArchiveLimits`).
 """
 
 from __future__ import annotations
@@ -33,43 +36,36 @@ import numpy as np
 import soundfile as sf
 
 from services.anonymizers.base import AnonymizationItem, Anonymizer, TargetVoice
+from services.anonymizers.contract import (
+    AUDIO_EXTENSIONS,
+    CONTRACT_NAME,
+    CONTRACT_VERSION,
+    METADATA_NAME,
+    SET_NAMES,
+    ArchiveLimits,
+    check_audio_file,
+    exception_line,
+    fit_length,
+    output_stem,
+    parse_metadata,
+    target_description,
+)
 from services.anonymizers.target_selection import select_targets_with
 from services.audio import SAMPLE_RATE_HZ
 from services.corpus.manifest import Gender, Manifest
 from services.corpus.protocol import Protocol, TargetSelection
 from services.errors import ConfigError, InvalidInputError
 
-CONTRACT_NAME = "unmask-anonymizer"
-CONTRACT_VERSION = 1
-"""Version of docs/container-contract.md that this module implements."""
-
-SET_NAMES: tuple[str, ...] = ("train", "validation", "enrollment", "trial")
-"""The protocol's sets, in the order the pipeline anonymizes them (also the archive folders)."""
-
-AUDIO_EXTENSIONS: tuple[str, ...] = (".wav", ".flac")
-METADATA_NAME = "metadata.json"
 REPORT_NAME = "validation.json"
 AUDIO_DIR = "audio"
 MAX_LISTED_PROBLEMS = 20
 """Problems of one kind listed by name; the rest are counted."""
 
-_SAFE_STEM = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,199}$")
 _CHUNK = 1 << 20
 
 
 class ArchiveError(InvalidInputError):
     """The archive (or a container's output folder) breaks the contract; names the member."""
-
-
-def output_stem(utt_id: str) -> str:
-    """File name stem (no extension) an anonymizer writes for ``utt_id``.
-
-    The utt id itself when it is a safe file name (letters, digits, ``._-``, at most 200
-    characters, not starting with a dot), else ``u-`` + the first 16 hex digits of its SHA-256.
-    """
-    if _SAFE_STEM.match(utt_id) and utt_id not in (".", ".."):
-        return utt_id
-    return "u-" + hashlib.sha256(utt_id.encode("utf-8")).hexdigest()[:16]
 
 
 # --------------------------------------------------------------------------------------------
@@ -122,17 +118,6 @@ def _protocol_sets(protocol: Protocol) -> dict[str, tuple[str, ...]]:
         "enrollment": protocol.enrollment,
         "trial": protocol.trial,
     }
-
-
-def target_description(
-    target_id: str, gender: Gender, voice: TargetVoice | None = None
-) -> dict[str, Any]:
-    """The JSON description of one target voice (job file and protocol request)."""
-    out: dict[str, Any] = {"speaker_id": target_id, "gender": gender}
-    if voice is not None and voice.profile is not None:
-        out["median_f0_hz"] = round(float(voice.profile.median_f0_hz), 3)
-        out["formant_scale"] = round(float(voice.profile.formant_scale), 6)
-    return out
 
 
 def protocol_request(
@@ -200,49 +185,8 @@ def expected_from_protocol(protocol: Protocol) -> dict[str, list[str]]:
 
 
 # --------------------------------------------------------------------------------------------
-# Limits and the report.
+# The report (the limits are `contract.ArchiveLimits`).
 # --------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ArchiveLimits:
-    """Bounds that keep an untrusted archive (or container output) from exhausting the host.
-
-    ``max_unpacked_bytes``: total extracted bytes; with known original durations the bound is
-    also at most what their audio can need (8 bytes per sample plus 64 KiB per file).
-    ``max_member_bytes``: one file. ``max_members``: entries of the archive, folders included.
-    ``max_compression_ratio``: declared / compressed size, per zip member of at least
-    ``ratio_min_bytes`` and for the whole archive (speech compresses about 1.1-3x; a zip bomb
-    1000x). ``duration_tolerance_s`` and ``duration_tolerance_fraction``: an output may differ
-    from its original's duration by the larger of the two (seconds; fraction of the original).
-    """
-
-    max_unpacked_bytes: int = 20 * 1024**3
-    max_member_bytes: int = 512 * 1024**2
-    max_members: int = 500_000
-    max_compression_ratio: float = 100.0
-    ratio_min_bytes: int = 1024**2
-    max_metadata_bytes: int = 16 * 1024**2
-    duration_tolerance_s: float = 0.1
-    duration_tolerance_fraction: float = 0.01
-
-    def tolerance_s(self, original_s: float) -> float:
-        """Largest allowed |output - original| duration for an original of ``original_s`` s."""
-        return max(self.duration_tolerance_s, self.duration_tolerance_fraction * original_s)
-
-    @classmethod
-    def from_settings(cls, settings: Any | None = None) -> ArchiveLimits:
-        """The limits configured in `Settings` (``UNMASK_ARCHIVE_*``)."""
-        if settings is None:
-            from services.settings import get_settings
-
-            settings = get_settings()
-        return cls(
-            max_unpacked_bytes=int(settings.archive_max_unpacked_mb) * 1024**2,
-            max_member_bytes=int(settings.archive_max_member_mb) * 1024**2,
-            max_members=int(settings.archive_max_members),
-            max_compression_ratio=float(settings.archive_max_compression_ratio),
-        )
 
 
 @dataclass
@@ -471,56 +415,6 @@ class _SizeGuard:
 
 
 # --------------------------------------------------------------------------------------------
-# Checking one audio file (archives and container outputs alike).
-# --------------------------------------------------------------------------------------------
-
-
-def check_audio_file(
-    path: Path, label: str, original_s: float | None, limits: ArchiveLimits
-) -> tuple[np.ndarray | None, str | None]:
-    """Decode ``path`` and check the contract: 16 kHz, mono, finite, duration near the original.
-
-    Returns ``(waveform float32, None)`` or ``(None, problem naming label)``. ``original_s``:
-    the original's duration in seconds (None = unknown, only a sanity bound applies).
-    """
-    try:
-        info = sf.info(str(path))
-    except Exception as exc:  # soundfile raises several types for corrupt data
-        why = _one_line(exc).replace(str(path), path.name)
-        return None, f"{label}: not decodable audio ({why})"
-    if info.format not in ("WAV", "WAVEX", "FLAC"):
-        return None, f"{label}: {info.format} audio; WAV or FLAC is required"
-    if info.samplerate != SAMPLE_RATE_HZ:
-        return None, f"{label}: sample rate {info.samplerate} Hz, {SAMPLE_RATE_HZ} Hz is required"
-    if info.channels != 1:
-        return None, f"{label}: {info.channels} channels, mono is required"
-    if info.frames <= 0:
-        return None, f"{label}: empty audio"
-    try:
-        wav, _ = sf.read(str(path), dtype="float32", always_2d=False)
-    except Exception as exc:
-        why = _one_line(exc).replace(str(path), path.name)
-        return None, f"{label}: not decodable audio ({why})"
-    if wav.ndim != 1 or wav.size == 0:
-        return None, f"{label}: no mono samples decoded"
-    if not np.isfinite(wav).all():
-        return None, f"{label}: non-finite samples (NaN or infinity)"
-    duration = wav.size / SAMPLE_RATE_HZ
-    if original_s is not None:
-        tol = limits.tolerance_s(original_s)
-        if abs(duration - original_s) > tol:
-            return None, (
-                f"{label}: duration {duration:.3f} s differs from the original's "
-                f"{original_s:.3f} s by more than {tol:.3f} s"
-            )
-    return wav, None
-
-
-def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split()) or type(exc).__name__
-
-
-# --------------------------------------------------------------------------------------------
 # validate_archive
 # --------------------------------------------------------------------------------------------
 
@@ -615,11 +509,7 @@ def validate_archive(
     )
     budget = lim.max_unpacked_bytes
     if durations and set(durations) >= set(set_of):
-        need = sum(
-            int((d + lim.tolerance_s(d)) * SAMPLE_RATE_HZ * 8) + 65536
-            for u, d in durations.items()
-            if u in set_of
-        )
+        need = sum(lim.max_audio_bytes(d) for u, d in durations.items() if u in set_of)
         budget = min(budget, need)
 
     guard = _SizeGuard(src.stat().st_size, budget, lim)
@@ -637,9 +527,9 @@ def validate_archive(
         report.problems.append(str(exc))
     except (zipfile.BadZipFile, tarfile.TarError, EOFError, OSError, RuntimeError) as exc:
         # RuntimeError: zipfile's "File ... is encrypted"/unsupported compression messages.
-        report.problems.append(f"corrupt archive ({_one_line(exc)})")
+        report.problems.append(f"corrupt archive ({exception_line(exc)})")
     except NotImplementedError as exc:
-        report.problems.append(f"unsupported archive feature ({_one_line(exc)})")
+        report.problems.append(f"unsupported archive feature ({exception_line(exc)})")
     if report.problems:
         shutil.rmtree(audio_dir, ignore_errors=True)
         report.files, report.durations_s, report.sha256 = {}, {}, {}
@@ -773,30 +663,9 @@ def _open_member(container: zipfile.ZipFile | tarfile.TarFile, e: _Entry) -> IO[
     return stream
 
 
-def parse_metadata(blob: bytes, limits: ArchiveLimits) -> tuple[dict[str, Any] | None, str | None]:
-    """The optional per-utterance metadata JSON: (object, None) or (None, problem)."""
-    if len(blob) > limits.max_metadata_bytes:
-        return None, f"larger than {limits.max_metadata_bytes} bytes"
-    try:
-        data = json.loads(blob.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        return None, f"not valid UTF-8 JSON ({_one_line(exc)})"
-    if not isinstance(data, dict):
-        return None, "must be a JSON object"
-    return data, None
-
-
 # --------------------------------------------------------------------------------------------
 # The Anonymizer over a validated archive.
 # --------------------------------------------------------------------------------------------
-
-
-def fit_length(wav: np.ndarray, n: int) -> np.ndarray:
-    """Crop or zero-pad ``wav`` to ``n`` samples (float32); used within the duration tolerance."""
-    wav = np.asarray(wav, dtype=np.float32)
-    if wav.size >= n:
-        return wav[:n]
-    return np.concatenate([wav, np.zeros(n - wav.size, dtype=np.float32)])
 
 
 class ArchiveAnonymizer(Anonymizer):
@@ -820,7 +689,7 @@ class ArchiveAnonymizer(Anonymizer):
         try:
             data = json.loads(report_path.read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError) as exc:
-            raise ConfigError(f"{report_path}: unreadable ({_one_line(exc)})") from exc
+            raise ConfigError(f"{report_path}: unreadable ({exception_line(exc)})") from exc
         self.validation = ArchiveValidation.from_json(data)
         if not self.validation.ok:
             raise ArchiveError(

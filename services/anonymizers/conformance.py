@@ -17,7 +17,14 @@ from services.anonymizers.base import AnonymizationItem, TargetVoice
 from services.anonymizers.container import (
     ContainerAnonymizer,
     ContainerError,
-    SandboxLimits,
+    ContainerExitError,
+    ContainerMemoryError,
+    ContainerSandbox,
+    ContainerTimeoutError,
+    ExtraOutputError,
+    ImageNotFoundError,
+    MissingOutputError,
+    OutputFormatError,
     engine_client,
     resolve_image_digest,
 )
@@ -60,17 +67,18 @@ def sample_items(seed: int = 0) -> list[AnonymizationItem]:
 def check_image(
     image: str,
     *,
-    engine_url: str | None = None,
-    limits: SandboxLimits | None = None,
-    pull: bool | None = None,
+    sandbox: ContainerSandbox,
     gpu: bool = False,
 ) -> list[CheckResult]:
-    """Run the contract's checks on ``image``; every check is reported, failures included."""
+    """Run the contract's checks on ``image`` in ``sandbox`` (engine, pulling, limits).
+
+    Every check is reported, failures included.
+    """
     results: list[CheckResult] = []
-    limits = limits or SandboxLimits.from_settings()
-    client = engine_client(engine_url)
+    limits = sandbox.limits
+    client = engine_client(sandbox.engine_url)
     try:
-        pinned = resolve_image_digest(image, client=client, pull=pull)
+        pinned = resolve_image_digest(image, client=client, pull=sandbox.pull)
     except ContainerError as exc:
         return [CheckResult("image found and pinned by digest", "fail", exc.summary)]
     results.append(CheckResult("image found and pinned by digest", "pass", pinned))
@@ -140,16 +148,14 @@ def check_image(
 
 
 def _failed_check(exc: ContainerError) -> str:
-    from services.anonymizers import container as c
-
     names: list[tuple[type[ContainerError], str]] = [
-        (c.ContainerTimeoutError, "finishes within the time limit"),
-        (c.ContainerMemoryError, "stays within the memory limit"),
-        (c.ContainerExitError, "runs in the sandbox and exits 0"),
-        (c.MissingOutputError, "one output per utterance, nothing else"),
-        (c.ExtraOutputError, "one output per utterance, nothing else"),
-        (c.OutputFormatError, "outputs are 16 kHz mono, decodable, duration kept"),
-        (c.ImageNotFoundError, "image found and pinned by digest"),
+        (ContainerTimeoutError, "finishes within the time limit"),
+        (ContainerMemoryError, "stays within the memory limit"),
+        (ContainerExitError, "runs in the sandbox and exits 0"),
+        (MissingOutputError, "one output per utterance, nothing else"),
+        (ExtraOutputError, "one output per utterance, nothing else"),
+        (OutputFormatError, "outputs are 16 kHz mono, decodable, duration kept"),
+        (ImageNotFoundError, "image found and pinned by digest"),
     ]
     for kind, name in names:
         if isinstance(exc, kind):

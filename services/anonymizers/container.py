@@ -11,6 +11,10 @@ exactly once, decodable 16 kHz mono, duration within tolerance, no other entry o
 
 Images are pinned by digest (`resolve_image_digest`) so a tag that moves later does not change
 what is evaluated. Each failure has its own `ContainerError` subclass carrying the log tail.
+
+The contract itself (folders, job file, environment, exit codes, output rules) is
+`services.anonymizers.contract`. Nothing here reads settings: the engine, pulling and the limits
+come in as arguments (`ContainerSandbox.from_settings` builds them from `Settings`).
 """
 
 from __future__ import annotations
@@ -30,30 +34,28 @@ from typing import Any
 
 import numpy as np
 
-from services.anonymizers.archive import (
-    CONTRACT_NAME,
+from services.anonymizers.base import AnonymizationItem, Anonymizer
+from services.anonymizers.contract import (
+    CONTAINER_INPUT_DIR,
+    CONTAINER_OUTPUT_DIR,
+    CONTAINER_TARGETS_DIR,
     CONTRACT_VERSION,
+    EXIT_KILLED,
+    EXIT_OK,
+    JOB_FILE_NAME,
     METADATA_NAME,
     ArchiveLimits,
+    build_job,
     check_audio_file,
+    container_environment,
+    exception_line,
     fit_length,
     output_stem,
     parse_metadata,
-    target_description,
 )
-from services.anonymizers.base import AnonymizationItem, Anonymizer
 from services.audio import SAMPLE_RATE_HZ, read_audio, write_audio
 from services.errors import InvalidInputError
-
-JOB_FILE_NAME = "job.json"
-CONTAINER_INPUT_DIR = "/unmask/input"
-CONTAINER_OUTPUT_DIR = "/unmask/output"
-CONTAINER_TARGETS_DIR = "/unmask/targets"
-EXIT_OK = 0
-EXIT_BAD_JOB = 2
-"""Exit code a container uses to say the job file is not one it understands (contract)."""
-EXIT_KILLED = 137
-"""128 + SIGKILL: the kernel's OOM killer (memory limit) or the runner's time limit."""
+from services.settings import Settings
 
 _POLL_S = 0.2
 
@@ -131,12 +133,8 @@ class SandboxLimits:
     shard_size: int = 64
 
     @classmethod
-    def from_settings(cls, settings: Any | None = None) -> SandboxLimits:
-        """The limits configured in `Settings` (``UNMASK_CONTAINER_*``)."""
-        if settings is None:
-            from services.settings import get_settings
-
-            settings = get_settings()
+    def from_settings(cls, settings: Settings) -> SandboxLimits:
+        """The limits configured in ``settings`` (``UNMASK_CONTAINER_*``)."""
         return cls(
             memory_mb=settings.container_memory_mb,
             cpus=settings.container_cpus,
@@ -149,22 +147,41 @@ class SandboxLimits:
         )
 
 
+@dataclass(frozen=True)
+class ContainerSandbox:
+    """Where and how anonymizer containers run: the engine's URL (empty or None = ``DOCKER_HOST``
+    or the Docker default), whether an image missing locally is pulled, the per-run limits."""
+
+    engine_url: str | None = None
+    pull: bool = True
+    limits: SandboxLimits = SandboxLimits()
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> ContainerSandbox:
+        """The sandbox configured in ``settings`` (``UNMASK_CONTAINER_*``)."""
+        return cls(
+            engine_url=settings.container_engine_url,
+            pull=settings.container_pull,
+            limits=SandboxLimits.from_settings(settings),
+        )
+
+    def anonymizer_options(self) -> dict[str, Any]:
+        """Keyword arguments of `ContainerAnonymizer` for this sandbox."""
+        return {"engine_url": self.engine_url, "pull": self.pull, "limits": self.limits}
+
+
 def engine_client(url: str | None = None) -> Any:
-    """A ``docker.DockerClient`` for ``url`` (default: `Settings.container_engine_url`, then
-    ``DOCKER_HOST``). Raises `ContainerEngineError` when the engine does not answer."""
+    """A ``docker.DockerClient`` for ``url`` (empty or None: ``DOCKER_HOST``, then the Docker
+    default socket). Raises `ContainerEngineError` when the engine does not answer."""
     import docker
 
-    if url is None:
-        from services.settings import get_settings
-
-        url = get_settings().container_engine_url
     try:
         client = docker.DockerClient(base_url=url, timeout=120) if url else docker.from_env()
         client.ping()
     except Exception as exc:  # DockerException, requests errors: the engine is not there
         where = url or os.environ.get("DOCKER_HOST", "the default Docker socket")
         raise ContainerEngineError(
-            f"container engine at {where} does not answer ({_one_line(exc)}); start it, e.g. "
+            f"container engine at {where} does not answer ({exception_line(exc)}); start it, e.g. "
             "`bash scripts/ensure_podman.sh` (Podman) and set UNMASK_CONTAINER_ENGINE_URL"
         ) from exc
     return client
@@ -198,10 +215,11 @@ def _same_repository(a: str, b: str) -> bool:
     return norm(a) == norm(b) or norm(a).endswith("/" + norm(b)) or norm(b).endswith("/" + norm(a))
 
 
-def resolve_image_digest(ref: str, *, client: Any | None = None, pull: bool | None = None) -> str:
+def resolve_image_digest(ref: str, *, client: Any, pull: bool) -> str:
     """Pin ``ref`` to an immutable reference, ``name@sha256:...`` (done at submission time).
 
-    The image is looked up locally, else pulled when ``pull`` (default: `Settings.container_pull`).
+    The image is looked up locally through ``client`` (`engine_client`), else pulled when
+    ``pull``.
     Images with a registry digest give ``repository@sha256:<manifest digest>``; images that never
     came from a registry (built locally on Docker) give their content-addressed id
     ``sha256:<id>``. Both keep naming the same bytes when the tag moves. Raises
@@ -209,11 +227,6 @@ def resolve_image_digest(ref: str, *, client: Any | None = None, pull: bool | No
     """
     if not ref or any(c.isspace() for c in ref):
         raise ImageNotFoundError(f"invalid image reference {ref!r}")
-    if pull is None:
-        from services.settings import get_settings
-
-        pull = get_settings().container_pull
-    client = client or engine_client()
     image = _get_or_pull(client, ref, pull)
     if is_pinned(ref):
         if "@" in ref:
@@ -237,19 +250,15 @@ def _get_or_pull(client: Any, ref: str, pull: bool) -> Any:
     except docker.errors.ImageNotFound:
         pass
     except docker.errors.APIError as exc:
-        raise ImageNotFoundError(f"image {ref!r}: lookup failed ({_one_line(exc)})") from exc
+        raise ImageNotFoundError(f"image {ref!r}: lookup failed ({exception_line(exc)})") from exc
     if not pull:
         raise ImageNotFoundError(f"image {ref!r} not found locally (pulling is disabled)")
     try:
         return client.images.pull(ref)
     except docker.errors.APIError as exc:
         raise ImageNotFoundError(
-            f"image {ref!r} not found and not pullable ({_one_line(exc)})"
+            f"image {ref!r} not found and not pullable ({exception_line(exc)})"
         ) from exc
-
-
-def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split()) or type(exc).__name__
 
 
 # --------------------------------------------------------------------------------------------
@@ -285,50 +294,6 @@ class ShardRun:
 
 ShardCallback = Callable[[int, int, ShardRun], None]
 """Called as ``on_shard(utterances_done, utterances_total, run)`` after each shard."""
-
-
-def build_job(
-    items: Sequence[AnonymizationItem],
-    seed: int,
-    *,
-    device: str = "cpu",
-    target_dirs: Mapping[str, str] | None = None,
-) -> dict[str, Any]:
-    """The job file of contract v1 for ``items`` (file names relative to the input folder)."""
-    targets: dict[str, dict[str, Any]] = {}
-    utterances = []
-    for item in items:
-        stem = output_stem(item.utt_id)
-        entry: dict[str, Any] = {
-            "utt_id": item.utt_id,
-            "file": f"{stem}.wav",
-            "output": f"{stem}.wav",
-            "duration_s": len(item.waveform) / SAMPLE_RATE_HZ,
-            "num_samples": len(item.waveform),
-            "source_gender": item.source_gender,
-            "target": None,
-        }
-        if item.target is not None:
-            t = item.target
-            desc = target_description(t.target_id, t.gender, t)
-            ref_dir = (target_dirs or {}).get(t.target_id)
-            desc["reference_dir"] = ref_dir
-            targets.setdefault(t.target_id, desc)
-            entry["target"] = {"speaker_id": t.target_id, "gender": t.gender}
-        utterances.append(entry)
-    return {
-        "contract": CONTRACT_NAME,
-        "contract_version": CONTRACT_VERSION,
-        "kind": "container-job",
-        "seed": int(seed),
-        "sample_rate_hz": SAMPLE_RATE_HZ,
-        "device": device,
-        "input_dir": CONTAINER_INPUT_DIR,
-        "output_dir": CONTAINER_OUTPUT_DIR,
-        "targets_dir": CONTAINER_TARGETS_DIR if target_dirs else None,
-        "targets": dict(sorted(targets.items())),
-        "utterances": utterances,
-    }
 
 
 def validate_output_folder(
@@ -461,6 +426,10 @@ class ContainerAnonymizer(Anonymizer):
     ``gpu``: request one GPU (the job's queue is ``gpu``) and set ``UNMASK_DEVICE=cuda``.
     ``target_audio``: target id -> reference audio files, copied (as 16 kHz WAV) into a read-only
     ``/unmask/targets/<target>/`` for the targets of each shard. ``on_shard`` reports progress.
+    ``engine_url``, ``pull`` and ``limits``: see `ContainerSandbox` (the defaults are its own;
+    the pipeline passes ``ContainerSandbox.from_settings(settings).anonymizer_options()``).
+    ``pull``: pull the image when it is not present locally (pinning a tag, or a pinned image
+    that has gone at run time).
     ``runs`` keeps every `ShardRun` (exit code, wall time, bounded log tail, metadata).
     """
 
@@ -478,11 +447,11 @@ class ContainerAnonymizer(Anonymizer):
         target_audio: Mapping[str, Sequence[str | Path]] | None = None,
         on_shard: ShardCallback | None = None,
         work_dir: str | Path | None = None,
-        pull: bool | None = None,
+        pull: bool = True,
     ) -> None:
         self._client = client
         self._engine_url = engine_url
-        self.limits = limits or SandboxLimits.from_settings()
+        self.limits = limits or SandboxLimits()
         self.output_limits = output_limits or ArchiveLimits()
         self.gpu = gpu
         self.target_audio = {k: [Path(p) for p in v] for k, v in (target_audio or {}).items()}
@@ -599,26 +568,18 @@ class ContainerAnonymizer(Anonymizer):
         from docker.types import DeviceRequest, LogConfig, Ulimit
 
         lim = self.limits
-        threads = str(max(1, int(lim.cpus)))
-        env = {
-            "UNMASK_CONTRACT_VERSION": str(CONTRACT_VERSION),
-            "UNMASK_JOB_FILE": f"{CONTAINER_INPUT_DIR}/{JOB_FILE_NAME}",
-            "UNMASK_INPUT_DIR": CONTAINER_INPUT_DIR,
-            "UNMASK_OUTPUT_DIR": CONTAINER_OUTPUT_DIR,
-            "UNMASK_DEVICE": device,
-            "UNMASK_SEED": str(int(seed)),
-            "UNMASK_BATCH_SIZE": str(min(16, self.shard_size)),
-            "UNMASK_NUM_THREADS": threads,
-            "OMP_NUM_THREADS": threads,
-            "HOME": "/tmp",
-            "TMPDIR": "/tmp",
-        }
+        env = container_environment(
+            device=device,
+            seed=seed,
+            batch_size=self.shard_size,
+            threads=max(1, int(lim.cpus)),
+            with_targets=targets_dir is not None,
+        )
         volumes = {
             str(input_dir): {"bind": CONTAINER_INPUT_DIR, "mode": "ro"},
             str(output_dir): {"bind": CONTAINER_OUTPUT_DIR, "mode": "rw"},
         }
         if targets_dir is not None:
-            env["UNMASK_TARGETS_DIR"] = CONTAINER_TARGETS_DIR
             volumes[str(targets_dir)] = {"bind": CONTAINER_TARGETS_DIR, "mode": "ro"}
         kwargs: dict[str, Any] = {
             "environment": env,
@@ -667,10 +628,7 @@ class ContainerAnonymizer(Anonymizer):
         expected_s = {it.utt_id: len(it.waveform) / SAMPLE_RATE_HZ for it in items}
         out_lim = self.output_limits
         output_budget = (
-            sum(
-                int((d + out_lim.tolerance_s(d)) * SAMPLE_RATE_HZ * 8) + 65536
-                for d in expected_s.values()
-            )
+            sum(out_lim.max_audio_bytes(d) for d in expected_s.values())
             + out_lim.max_metadata_bytes
         )
         kwargs = self._create_kwargs(input_dir, output_dir, targets_dir, device, seed)
@@ -678,7 +636,7 @@ class ContainerAnonymizer(Anonymizer):
         try:
             container = client.containers.create(self.image, **kwargs)
         except docker.errors.ImageNotFound:
-            _get_or_pull(client, self.image, self._pull if self._pull is not None else True)
+            _get_or_pull(client, self.image, self._pull)
             container = client.containers.create(self.image, **kwargs)
         except docker.errors.APIError as exc:
             raise ContainerEngineError(f"cannot create a container of {self.image}: {exc}") from exc

@@ -26,8 +26,6 @@ from speechbrain.lobes.models.Xvector import Xvector
 from services.attacker.features import N_MELS, FilterbankFeatures
 from services.errors import ConfigError
 
-PresetName = Literal["standard", "vpc", "tiny", "xvector"]
-
 
 class ModelPreset(BaseModel):
     """Architecture and size of the attacker's embedding model."""

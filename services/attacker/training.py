@@ -39,7 +39,7 @@ from typing import Any, Literal, NamedTuple, cast
 
 import numpy as np
 import torch
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 from speechbrain.nnet.losses import AdditiveAngularMargin, LogSoftmaxWrapper
 from torch.utils.data import DataLoader, Dataset
 
@@ -56,11 +56,10 @@ from services.attacker.embeddings import (
     embed_waveforms,
     resolve_device,
 )
-from services.attacker.models import CosineHead, ModelPreset, PresetName, SpeakerEncoder, get_preset
+from services.attacker.models import CosineHead, ModelPreset, SpeakerEncoder, get_preset
+from services.attacker.training_config import TrainingConfig
 from services.audio import SAMPLE_RATE_HZ
 from services.errors import ConfigError, InvalidInputError
-
-TargetClassifierMode = Literal["off", "observe", "adversarial"]
 
 
 class TrainingItem(NamedTuple):
@@ -72,71 +71,6 @@ class TrainingItem(NamedTuple):
     """Source speaker label (the source classifier's class)."""
     target: str | None = None
     """Target voice id the utterance was anonymized with (the target classifier's class)."""
-
-
-class TrainingConfig(BaseModel):
-    """Everything a training result depends on (plus device knobs that do not change it)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    preset: PresetName = Field("standard", description="Model preset (models.PRESETS).")
-    epochs: int = Field(10, ge=1, description="Training epochs (seed 000: 10).")
-    batch_size: int = Field(32, ge=2, description="Crops per training step.")
-    crop_seconds: float = Field(
-        3.0,
-        gt=0.1,
-        description="Random crop length (s); shorter utterances are repeated to this length.",
-    )
-    lr: float = Field(1e-3, gt=0, description="Adam learning rate = the cyclic schedule's peak.")
-    base_lr: float = Field(1e-8, ge=0, description="Cyclic schedule's lowest learning rate.")
-    lr_half_cycle_epochs: float | None = Field(
-        None,
-        gt=0,
-        description="Epochs from base_lr to lr (half a triangle); None = epochs / 2, i.e. one "
-        "triangle over the run.",
-    )
-    lr_step_size: int | None = Field(
-        None,
-        ge=1,
-        description="Half cycle in optimizer steps (SpeechBrain's step_size); overrides "
-        "lr_half_cycle_epochs.",
-    )
-    weight_decay: float = Field(2e-6, ge=0, description="Adam weight decay.")
-    aam_margin: float = Field(0.2, ge=0, description="Additive angular margin (radians).")
-    aam_scale: float = Field(30.0, gt=0, description="AAM-softmax scale.")
-    source_weight: float = Field(1.0, gt=0, description="w_S, weight of the source loss.")
-    target_classifier: TargetClassifierMode = Field(
-        "off", description="Target classifier mode: off, observe or adversarial."
-    )
-    target_loss: Literal["aam", "softmax"] = Field(
-        "aam",
-        description="Target head loss: AAM-softmax like the source head, or softmax over scaled "
-        "cosines (margin 0).",
-    )
-    adversary: Literal["reversal", "confusion"] = Field(
-        "reversal",
-        description="How adversarial mode pushes the recognizer: `reversal` = gradient reversal "
-        "layer (seed 000); `confusion` = the recognizer minimizes the cross-entropy between the "
-        "target head's posterior and the uniform distribution, while the head learns on a "
-        "detached embedding (it cannot be fooled by moving utterances away from their own "
-        "target, which the reversal allows). Both scaled by w_T.",
-    )
-    adversarial_start_epoch: int = Field(
-        6, ge=0, description="E: number of initial epochs with w_T = 0 (adversarial mode)."
-    )
-    seed: int = Field(0, description="Seed of initialization, crops and shuffling.")
-    device: Literal["auto", "cpu", "cuda"] = Field("auto", description="auto = CUDA if available.")
-    mixed_precision: bool = Field(True, description="bf16 autocast for training, on CUDA only.")
-    dataloader_workers: int = Field(0, ge=0, description="DataLoader worker processes.")
-    deterministic: bool = Field(
-        True, description="torch.use_deterministic_algorithms (warn only) during training."
-    )
-
-    @model_validator(mode="after")
-    def _check_schedule(self) -> TrainingConfig:
-        if self.base_lr > self.lr:
-            raise ValueError("base_lr must not exceed lr")
-        return self
 
 
 # Fields that may change between a crash and its resume without changing the result.

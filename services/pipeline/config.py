@@ -14,7 +14,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from services.attacker.training import TrainingConfig
+from services.attacker.training_config import TrainingConfig
 from services.attacks.prerestore_config import PrerestorationConfig
 from services.attacks.srd_representations import SRDRepresentationsConfig
 from services.corpus.protocol import TargetSelection

@@ -26,7 +26,7 @@ import pytest
 import redis
 from psycopg import sql
 
-from services.storage import repository as repo
+from services.platform import identity
 from services.storage.db import Database
 from services.storage.migrate import upgrade_database
 
@@ -150,8 +150,8 @@ def e2e_platform(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PlatformP
     }
     database = Database(url)
     with database.session_scope() as session:
-        team = repo.create_team(session, "operators")
-        admin_token = repo.issue_team_token(
+        team = identity.create_team(session, "operators")
+        admin_token = identity.issue_team_token(
             session, team.slug, hmac_key=HMAC_KEY, scopes=["admin"]
         ).plaintext
     platform = PlatformProcesses(

@@ -26,7 +26,8 @@ import pytest
 
 from services.anonymizers.container import engine_client, resolve_image_digest
 from services.pipeline.phases import PHASES
-from services.storage import repository as repo
+from services.platform import results as result_records
+from services.platform.jobs import records as job_records
 
 pytestmark = [pytest.mark.e2e, pytest.mark.containers, pytest.mark.slow]
 
@@ -201,10 +202,11 @@ def test_container_submission_runs_every_phase_in_the_worker(
     results = _ok(client.get(f"/v1/jobs/{job['id']}/results"), 200)["results"]
     with e2e_platform.database.session_scope() as session:
         rows = [
-            (r.scenario, r.backend, r.seed, r.metric) for r in repo.list_results(session, job["id"])
+            (r.scenario, r.backend, r.seed, r.metric)
+            for r in result_records.list_results(session, job["id"])
         ]
         stage_keys = {
-            s.name: dict(s.artifact_keys) for s in repo.get_job(session, job["id"]).stages
+            s.name: dict(s.artifact_keys) for s in job_records.get_job(session, job["id"]).stages
         }
     assert len(rows) == len(results) == len(set(rows)) > 0
     eer = {(r["scenario"], r["seed"]): r["value"] for r in results if r["metric"] == "eer_percent"}

@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from services.pipeline.phases import PHASES
-from services.storage import repository as repo
+from services.platform import results as result_records
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -111,7 +111,8 @@ def _submit(world: dict[str, Any], key: str, overrides: dict[str, Any] | None = 
 def _db_results(platform: Any, job_id: int) -> list[tuple[str, str, int, str]]:
     with platform.database.session_scope() as session:
         return [
-            (r.scenario, r.backend, r.seed, r.metric) for r in repo.list_results(session, job_id)
+            (r.scenario, r.backend, r.seed, r.metric)
+            for r in result_records.list_results(session, job_id)
         ]
 
 

@@ -237,9 +237,9 @@ def test_cancel_every_job_of_a_submission(env: Env, api_dispatcher: Any, pg_data
     finished = env.job(sub, config_overrides={"seeds": [3]}).json()["id"]
     untouched = env.job(other).json()["id"]
     with pg_database.session_scope() as session:
-        repo.transition_job(session, running, "running")
-        repo.transition_job(session, finished, "running")
-        repo.transition_job(session, finished, "succeeded")
+        job_records.transition_job(session, running, "running")
+        job_records.transition_job(session, finished, "running")
+        job_records.transition_job(session, finished, "succeeded")
     # Another team's submission (private): not found; a read-only token: forbidden.
     _problem(env.client.post(f"/v1/submissions/{sub}/cancel-jobs", headers=env.b), 404)
     reader = env.world.auth(env.world.a_read)

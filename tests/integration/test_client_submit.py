@@ -17,9 +17,11 @@ import pytest
 
 from cli.client import Thresholds, UnmaskClient, check_thresholds
 from cli.main import main
+from services.platform import identity
+from services.platform import results as result_records
+from services.platform.jobs import records as job_records
 from services.platform.outbox import DELIVER_WEBHOOK, REVOKE_JOB, RUN_PHASE, VALIDATE_ARCHIVE
 from services.settings import Settings
-from services.storage import repository as repo
 from services.storage.db import Database
 
 pytestmark = pytest.mark.integration
@@ -56,26 +58,32 @@ class PlayedWorkers:
     def _run(self, job_id: int) -> None:
         time.sleep(0.3)
         with self.database.session_scope() as session:
-            job = repo.get_job(session, job_id)
+            job = job_records.get_job(session, job_id)
             semitones = float((job.config["anonymizer"]["params"] or {}).get("semitones", 0))
-            repo.transition_job(session, job_id, "running")
+            job_records.transition_job(session, job_id, "running")
             for stage in job.stages:
-                repo.transition_stage(session, stage.id, "running", worker_host="played")
-                repo.heartbeat_stage(session, stage.id, progress=0.5, log=f"{stage.name}...\n")
-                repo.transition_stage(session, stage.id, "succeeded")
+                job_records.transition_stage(session, stage.id, "running", worker_host="played")
+                job_records.heartbeat_stage(
+                    session, stage.id, progress=0.5, log=f"{stage.name}...\n"
+                )
+                job_records.transition_stage(session, stage.id, "succeeded")
         with self.database.session_scope() as session:
             if semitones < 0:
-                repo.transition_job(session, job_id, "failed", error_message="played failure")
+                job_records.transition_job(
+                    session, job_id, "failed", error_message="played failure"
+                )
                 return
             eer = 10.0 * semitones
             rows = [
-                repo.ResultRow("semi-informed", "cosine", -1, "eer_percent", eer),
-                repo.ResultRow("semi-informed", "cosine", -1, "srd_mean_disclosure_bits", 0.05),
-                repo.ResultRow("semi-informed", "cosine", 0, "eer_percent", eer),
-                repo.ResultRow("ignorant", "cosine", -1, "eer_percent", eer / 2),
+                result_records.ResultRow("semi-informed", "cosine", -1, "eer_percent", eer),
+                result_records.ResultRow(
+                    "semi-informed", "cosine", -1, "srd_mean_disclosure_bits", 0.05
+                ),
+                result_records.ResultRow("semi-informed", "cosine", 0, "eer_percent", eer),
+                result_records.ResultRow("ignorant", "cosine", -1, "eer_percent", eer / 2),
             ]
-            repo.record_results_and_artifacts(session, job_id, results=rows)
-            repo.transition_job(session, job_id, "succeeded")
+            result_records.record_results_and_artifacts(session, job_id, results=rows)
+            job_records.transition_job(session, job_id, "succeeded")
 
 
 @pytest.fixture()
@@ -88,12 +96,14 @@ def server(pg_database: Database, tmp_path: Path) -> Iterator[tuple[str, str, st
     from api.app import create_app
 
     with pg_database.session_scope() as session:
-        repo.create_team(session, "ci-lab")
-        repo.create_team(session, "ops")
-        token = repo.issue_team_token(
+        identity.create_team(session, "ci-lab")
+        identity.create_team(session, "ops")
+        token = identity.issue_team_token(
             session, "ci-lab", hmac_key=HMAC_KEY, scopes=["submit", "read"], expires_in_s=3600
         ).plaintext
-        admin = repo.issue_team_token(session, "ops", hmac_key=HMAC_KEY, scopes=["admin"]).plaintext
+        admin = identity.issue_team_token(
+            session, "ops", hmac_key=HMAC_KEY, scopes=["admin"]
+        ).plaintext
     settings = Settings(
         _env_file=None,  # type: ignore[call-arg]
         database_url=pg_database.url,

@@ -15,8 +15,12 @@ from typing import Any
 import pytest
 import redis
 
+from services.platform import identity
+from services.platform import results as result_records
+from services.platform import submissions as submission_records
 from services.platform import webhooks as store
 from services.platform.jobs import JobServices
+from services.platform.jobs import records as job_records
 from services.platform.outbox import DELIVER_WEBHOOK, install_senders
 from services.platform.webhooks import (
     WebhookVerificationError,
@@ -26,7 +30,6 @@ from services.platform.webhooks import (
     verify,
 )
 from services.settings import Settings, get_settings
-from services.storage import repository as repo
 from services.storage.blobstore import LocalBlobStore
 from services.storage.db import Database
 from services.storage.models import OutboxMessage, WebhookDelivery
@@ -83,18 +86,20 @@ def receiver() -> Iterator[Receiver]:
 
 def _finished_job(database: Database, team_slug: str, state: str = "succeeded") -> int:
     with database.session_scope() as session:
-        team = repo.get_team_by_slug(session, team_slug)
-        sub = repo.create_submission(
+        team = identity.get_team_by_slug(session, team_slug)
+        sub = submission_records.create_submission(
             session, team.id, "pitch", "builtin", builtin_name="pitch", visibility="public"
         )
-        job = repo.create_job(session, team_id=team.id, submission_id=sub.id, config={"x": 1}).job
-        repo.transition_job(session, job.id, "running")
-        repo.record_results_and_artifacts(
+        job = job_records.create_job(
+            session, team_id=team.id, submission_id=sub.id, config={"x": 1}
+        ).job
+        job_records.transition_job(session, job.id, "running")
+        result_records.record_results_and_artifacts(
             session,
             job.id,
-            results=[repo.ResultRow("semi-informed", "cosine", -1, "eer_percent", 37.5)],
+            results=[result_records.ResultRow("semi-informed", "cosine", -1, "eer_percent", 37.5)],
         )
-        repo.transition_job(
+        job_records.transition_job(
             session, job.id, state, error_message="boom" if state == "failed" else None
         )
         return job.id
@@ -159,12 +164,12 @@ def test_job_events_are_stored_with_the_transition_and_only_for_subscribed_endpo
     pg_database: Database, no_sender: None
 ) -> None:
     with pg_database.session_scope() as session:
-        team = repo.create_team(session, "hooks")
+        team = identity.create_team(session, "hooks")
         all_events = store.create_webhook_endpoint(session, team.id, "https://a.example/h")
         store.create_webhook_endpoint(
             session, team.id, "https://b.example/h", event_types=["job.failed"]
         )
-        repo.create_team(session, "bystander")
+        identity.create_team(session, "bystander")
     job_id = _finished_job(pg_database, "hooks")
     _finished_job(pg_database, "bystander")
     with pg_database.session_scope() as session:
@@ -193,7 +198,7 @@ def test_delivery_is_claimed_once_and_private_hosts_are_refused(
     pg_database: Database, receiver: Receiver, no_sender: None
 ) -> None:
     with pg_database.session_scope() as session:
-        team = repo.create_team(session, "claims")
+        team = identity.create_team(session, "claims")
         store.create_webhook_endpoint(session, team.id, receiver.url)
     _finished_job(pg_database, "claims")
     with pg_database.session_scope() as session:

@@ -20,14 +20,17 @@ from services.anonymizers.archive import expected_from_protocol, output_stem
 from services.pipeline.config import parse_config
 from services.pipeline.evaluation import EvaluationRun
 from services.pipeline.workspace import stage_index_key
+from services.platform import identity
+from services.platform import protocols as protocol_records
+from services.platform import submissions as submission_records
 from services.platform.archives import (
     ARCHIVE_STAGE,
     archive_stage_key,
     validate_submission_archive,
 )
 from services.platform.jobs import JobServices, job_config, job_stage_names, run_job_phase
+from services.platform.jobs import records as job_records
 from services.settings import Settings
-from services.storage import repository as repo
 from services.storage.blobstore import S3BlobStore, sha256_file
 from services.storage.db import Database
 
@@ -92,8 +95,10 @@ def setup(
         worker_host="host-a",
     )
     with pg_database.session_scope() as session:
-        team_id = repo.create_team(session, f"t-{uuid.uuid4().hex[:6]}").id
-        protocol_id = repo.create_protocol(session, "archive-p", body={"config": CONFIG}).id
+        team_id = identity.create_team(session, f"t-{uuid.uuid4().hex[:6]}").id
+        protocol_id = protocol_records.create_protocol(
+            session, "archive-p", body={"config": CONFIG}
+        ).id
 
     def submit(drop: int = 0) -> tuple[int, int]:
         archive = _identity_archive(tmp_path / f"a{drop}.zip", tmp_path / "maker", drop)
@@ -102,7 +107,7 @@ def setup(
         sha256, _ = sha256_file(archive)
         store.put_file(key, archive, media_type="application/zip")
         with pg_database.session_scope() as session:
-            submission = repo.create_submission(
+            submission = submission_records.create_submission(
                 session,
                 team_id,
                 f"archive-{drop}",
@@ -124,11 +129,11 @@ def test_valid_archive_is_accepted_and_its_audio_feeds_a_job_on_another_host(
     submission_id, protocol_id = submit()
     assert validate_submission_archive(services, submission_id) == "accepted"
     with pg_database.session_scope() as session:
-        submission = repo.get_submission(session, submission_id)
+        submission = submission_records.get_submission(session, submission_id)
         assert submission.status == "accepted"
         sha256 = submission.archive_sha256 or ""
         key = submission.archive_blob_key or ""
-        job_id = repo.create_job(
+        job_id = job_records.create_job(
             session,
             team_id=submission.team_id,
             submission_id=submission_id,
@@ -151,9 +156,9 @@ def test_valid_archive_is_accepted_and_its_audio_feeds_a_job_on_another_host(
     local = host_b.stages_dir() / ARCHIVE_STAGE / archive_stage_key(sha256)
     assert (local / "audio").is_dir()
     with pg_database.session_scope() as session:
-        anonymize = repo.get_stage(session, job_id, "anonymize")
+        anonymize = job_records.get_stage(session, job_id, "anonymize")
         assert anonymize.state == "succeeded" and len(anonymize.artifact_keys) == 4
-        repo.mark_job_cancelled(session, job_id)
+        job_records.mark_job_cancelled(session, job_id)
 
 
 def test_incomplete_archive_is_rejected_with_its_report(
@@ -163,7 +168,7 @@ def test_incomplete_archive_is_rejected_with_its_report(
     submission_id, _ = submit(drop=2)
     assert validate_submission_archive(services, submission_id) == "rejected"
     with pg_database.session_scope() as session:
-        submission = repo.get_submission(session, submission_id)
+        submission = submission_records.get_submission(session, submission_id)
     assert submission.status == "rejected"
     report = json.loads(services.store.get_bytes(f"{submission.archive_blob_key}.validation.json"))
     assert report["problems"] and any("missing" in p for p in report["problems"])

@@ -22,11 +22,14 @@ from typing import Any
 
 import pytest
 
+from services.platform import identity
+from services.platform import results as result_records
+from services.platform import submissions as submission_records
 from services.platform.jobs import JobServices, job_config, job_stage_names, start_job
+from services.platform.jobs import records as job_records
 from services.platform.outbox import RUN_PHASE, install_senders
 from services.platform.results.document import result_rows_from_document
 from services.settings import Settings, get_settings
-from services.storage import repository as repo
 from services.storage.blobstore import S3BlobStore
 from services.storage.db import Database
 from services.storage.models import OutboxMessage
@@ -153,11 +156,11 @@ def test_broker_outage_at_a_phase_boundary_delays_the_job_by_seconds_exactly_onc
         pg_database.engine, interval_s=RESEND_AFTER_S / 2, retry_after_s=RESEND_AFTER_S
     )
     with pg_database.session_scope() as session:
-        team = repo.create_team(session, "outage")
-        submission = repo.create_submission(
+        team = identity.create_team(session, "outage")
+        submission = submission_records.create_submission(
             session, team.id, "pitch", "builtin", builtin_name="pitch", builtin_params={}
         )
-        job_id = repo.create_job(
+        job_id = job_records.create_job(
             session,
             team_id=team.id,
             submission_id=submission.id,
@@ -167,7 +170,7 @@ def test_broker_outage_at_a_phase_boundary_delays_the_job_by_seconds_exactly_onc
 
     def stage(name: str) -> Any:
         with pg_database.session_scope() as session:
-            return repo.get_stage(session, job_id, name)
+            return job_records.get_stage(session, job_id, name)
 
     def embed_messages() -> list[OutboxMessage]:
         with pg_database.session_scope() as session:
@@ -220,11 +223,11 @@ def test_broker_outage_at_a_phase_boundary_delays_the_job_by_seconds_exactly_onc
     assert embed_started_after_s <= 60.0  # plus the worker's own reconnect backoff
     # Exactly once: every phase ran once, one set of results, every message sent once.
     with pg_database.session_scope() as session:
-        stages = repo.get_job(session, job_id).stages
+        stages = job_records.get_job(session, job_id).stages
         assert [(s.name, s.state, s.attempts) for s in stages] == [
             (name, "succeeded", 1) for name in job_stage_names()
         ]
-        rows = repo.list_results(session, job_id)
+        rows = result_records.list_results(session, job_id)
         messages = session.query(OutboxMessage).filter(OutboxMessage.topic == RUN_PHASE).all()
     identities = [(r.scenario, r.backend, r.seed, r.metric) for r in rows]
     document = json.loads(store.get_bytes(f"jobs/{job_id}/results.json"))
@@ -236,4 +239,4 @@ def test_broker_outage_at_a_phase_boundary_delays_the_job_by_seconds_exactly_onc
 
 def _job(database: Database, job_id: int) -> Any:
     with database.session_scope() as session:
-        return repo.get_job(session, job_id)
+        return job_records.get_job(session, job_id)

@@ -17,6 +17,8 @@ from typing import Any
 import pytest
 import redis
 
+from services.platform import identity
+from services.platform import submissions as submission_records
 from services.platform.jobs import (
     JobServices,
     cancel_job,
@@ -26,9 +28,9 @@ from services.platform.jobs import (
     start_job,
     task_id_for,
 )
+from services.platform.jobs import records as job_records
 from services.platform.outbox import install_senders
 from services.settings import Settings, get_settings
-from services.storage import repository as repo
 from services.storage.blobstore import S3BlobStore
 from services.storage.db import Database
 from services.storage.models import OutboxMessage
@@ -112,11 +114,11 @@ def broker(
 
 def _job(database: Database, builtin: str = "pitch") -> int:
     with database.session_scope() as session:
-        team = repo.create_team(session, f"t-{uuid.uuid4().hex[:8]}")
-        submission = repo.create_submission(
+        team = identity.create_team(session, f"t-{uuid.uuid4().hex[:8]}")
+        submission = submission_records.create_submission(
             session, team.id, "sub", "builtin", builtin_name=builtin, builtin_params={}
         )
-        return repo.create_job(
+        return job_records.create_job(
             session,
             team_id=team.id,
             submission_id=submission.id,
@@ -144,7 +146,7 @@ def _wait_for(
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         with database.session_scope() as session:
-            job = repo.get_job(session, job_id)
+            job = job_records.get_job(session, job_id)
             if done(job):
                 return job
         time.sleep(0.2)
@@ -167,12 +169,14 @@ def test_phase_task_goes_to_its_queue_with_its_time_limits(
     soft = stage_time_limit_s(settings, "corpus")
     assert headers["timelimit"] == [soft + settings.stage_hard_limit_margin_s, soft]
     with pg_database.session_scope() as session:
-        assert repo.get_stage(session, job_id, "corpus").heartbeat_at is not None  # "sent at"
+        assert (
+            job_records.get_stage(session, job_id, "corpus").heartbeat_at is not None
+        )  # "sent at"
     # Cancelling cancels the stages and, after the commit, revokes the job's tasks.
     with pg_database.session_scope() as session:
-        cancel_job(session, job=repo.get_job(session, job_id))
+        cancel_job(session, job=job_records.get_job(session, job_id))
     with pg_database.session_scope() as session:
-        assert {s.state for s in repo.get_job(session, job_id).stages} == {"cancelled"}
+        assert {s.state for s in job_records.get_job(session, job_id).stages} == {"cancelled"}
     assert _unsent(pg_database) == []  # the phase task and the revocation both went out
 
 
@@ -187,7 +191,7 @@ def test_bad_input_fails_the_job_once_without_retry(
         job = _wait_for(pg_database, job_id, lambda j: j.state == "failed", 120)
     assert "no-such-anonymizer" in (job.error_message or "")
     with pg_database.session_scope() as session:
-        stages = {s.name: s for s in repo.get_job(session, job_id).stages}
+        stages = {s.name: s for s in job_records.get_job(session, job_id).stages}
     assert stages["corpus"].state == "succeeded" and stages["corpus"].worker_host == "celery-t"
     assert stages["anonymize"].state == "failed" and stages["anonymize"].attempts == 1
     assert stages["train"].state == "cancelled"
@@ -210,7 +214,7 @@ def test_transient_errors_are_retried_with_backoff_then_fail_the_job(
     elapsed = time.monotonic() - started
     assert "gave up after 2 retries" in (job.error_message or "")
     with pg_database.session_scope() as session:
-        corpus = repo.get_stage(session, job_id, "corpus")
+        corpus = job_records.get_stage(session, job_id, "corpus")
     # First run + 2 retries, each one attempt; backoff 0.2 s then 0.4 s between them.
     assert corpus.attempts == settings.task_max_retries + 1 and corpus.state == "failed"
     assert elapsed >= 0.6
@@ -235,7 +239,7 @@ def test_eager_mode_runs_the_phases_in_the_calling_process(
         install_senders(None)
         configure_app(app, get_settings())
     with sqlite_migrated_database.session_scope() as session:
-        job = repo.get_job(session, job_id)
+        job = job_records.get_job(session, job_id)
         states = [s.state for s in job.stages]
     assert job.state == "failed" and "no-such-anonymizer" in (job.error_message or "")
     assert states[:2] == ["succeeded", "failed"]
@@ -247,4 +251,4 @@ def test_eager_mode_runs_the_phases_in_the_calling_process(
 
 def repo_stage_keys(database: Database, job_id: int, name: str) -> dict[str, str]:
     with database.session_scope() as session:
-        return dict(repo.get_stage(session, job_id, name).artifact_keys)
+        return dict(job_records.get_stage(session, job_id, name).artifact_keys)

@@ -23,6 +23,11 @@ import pytest
 from services.pipeline.phases import PHASES
 from services.pipeline.stage_runner import DONE_FILE
 from services.pipeline.workspace import StageWorkspace, stage_index_key
+from services.platform import identity
+from services.platform import leaderboard as leaderboard_records
+from services.platform import protocols as protocol_records
+from services.platform import results as result_records
+from services.platform import submissions as submission_records
 from services.platform.jobs import (
     PHASE_QUEUES,
     JobServices,
@@ -39,10 +44,10 @@ from services.platform.jobs import (
     run_job_phase,
     start_job,
 )
+from services.platform.jobs import records as job_records
 from services.platform.outbox import RUN_PHASE, install_senders
 from services.platform.results.document import result_rows_from_document
 from services.settings import Settings
-from services.storage import repository as repo
 from services.storage.blobstore import S3BlobStore
 from services.storage.db import Database
 from services.storage.errors import BlobIntegrityError
@@ -127,7 +132,7 @@ class Platform:
         self, config: dict[str, Any], *, builtin: str = "pitch", protocol: bool = True
     ) -> int:
         with self.database.session_scope() as session:
-            submission = repo.create_submission(
+            submission = submission_records.create_submission(
                 session,
                 self.team_id,
                 f"{builtin}-{uuid.uuid4().hex[:6]}",
@@ -138,8 +143,10 @@ class Platform:
             )
             protocol_id = None
             if protocol:
-                protocol_id = repo.create_protocol(session, "tiny", body={"config": config}).id
-            job = repo.create_job(
+                protocol_id = protocol_records.create_protocol(
+                    session, "tiny", body={"config": config}
+                ).id
+            job = job_records.create_job(
                 session,
                 team_id=self.team_id,
                 submission_id=submission.id,
@@ -170,7 +177,7 @@ def platform(
     store = S3BlobStore(f"unmask-workers-{uuid.uuid4().hex[:10]}", client=s3_client(moto_endpoint))
     out = Platform(database, store, tmp_path_factory.mktemp("hosts"))
     with database.session_scope() as session:
-        out.team_id = repo.create_team(session, "workers-lab").id
+        out.team_id = identity.create_team(session, "workers-lab").id
     install_senders({RUN_PHASE: out.record_sent})
     yield out
     install_senders(None)
@@ -191,7 +198,7 @@ def _results(database: Database, job_id: int) -> list[tuple[int, str, str, int, 
     with database.session_scope() as session:
         return sorted(
             (r.id, r.scenario, r.backend, r.seed, r.metric, r.value)
-            for r in repo.list_results(session, job_id)
+            for r in result_records.list_results(session, job_id)
         )
 
 
@@ -202,7 +209,7 @@ def test_job_runs_every_phase_once_across_two_hosts(
     job_id, outcomes = finished_job
     assert [(o.phase, o.status) for o in outcomes] == [(p, "succeeded") for p in job_stage_names()]
     with platform.database.session_scope() as session:
-        job = repo.get_job(session, job_id)
+        job = job_records.get_job(session, job_id)
         assert job.state == "succeeded" and job.error_message is None
         hosts = {s.name: s.worker_host for s in job.stages}
         assert all(s.state == "succeeded" and s.attempts == 1 for s in job.stages)
@@ -227,10 +234,10 @@ def test_results_and_artifacts_match_the_report(
 ) -> None:
     job_id, _ = finished_job
     with platform.database.session_scope() as session:
-        artifacts = repo.list_artifacts(session, job_id)
+        artifacts = result_records.list_artifacts(session, job_id)
         results = {
             (r.scenario, r.backend, r.seed, r.metric): r.value
-            for r in repo.list_results(session, job_id)
+            for r in result_records.list_results(session, job_id)
         }
     keys = {a.key for a in artifacts}
     assert f"jobs/{job_id}/results.json" in keys
@@ -255,8 +262,8 @@ def test_leaderboard_ranks_the_finished_job(
 ) -> None:
     job_id, _ = finished_job
     with platform.database.session_scope() as session:
-        job = repo.get_job(session, job_id)
-        board = repo.leaderboard(
+        job = job_records.get_job(session, job_id)
+        board = leaderboard_records.leaderboard(
             session, job.protocol_id or 0, "eer_percent", scenario="semi-informed", backend="cosine"
         )
     entry = next(e for e in board if e.job_id == job_id)
@@ -300,7 +307,7 @@ def test_lost_worker_is_taken_over_and_its_late_result_ignored(platform: Platfor
     late = complete_phase(lost, job_id, "corpus", claim, artifact_keys={}, input_hash="0" * 64)
     assert late.status == "superseded"
     with platform.database.session_scope() as session:
-        job = repo.get_job(session, job_id)
+        job = job_records.get_job(session, job_id)
         corpus = next(s for s in job.stages if s.name == "corpus")
         assert job.state == "succeeded"
         assert corpus.attempts == 2 and corpus.worker_host == "host-a"
@@ -317,7 +324,7 @@ def test_reaper_fails_a_stage_out_of_attempts_with_a_reason(platform: Platform) 
     report = reap_stale_stages(services, now=utc_now() + dt.timedelta(seconds=31))
     assert report.failed == [(job_id, "corpus")]
     with platform.database.session_scope() as session:
-        job = repo.get_job(session, job_id)
+        job = job_records.get_job(session, job_id)
         states = {s.name: s.state for s in job.stages}
     assert job.state == "failed"
     assert "no heartbeat" in (job.error_message or "") and "1 attempt" in (job.error_message or "")
@@ -335,8 +342,8 @@ def test_reaper_resends_a_lost_task_and_cancels_stages_of_cancelled_jobs(
     platform.sent.clear()
     cancelled = platform.create_job(tiny_config(seed=10))
     with platform.database.session_scope() as session:
-        repo.ensure_stages(session, cancelled, list(PHASE_QUEUES))
-        repo.transition_job(session, cancelled, "cancelled")
+        job_records.ensure_stages(session, cancelled, list(PHASE_QUEUES))
+        job_records.transition_job(session, cancelled, "cancelled")
     report = reap_stale_stages(services)
     assert (lost, "corpus") in report.resent
     assert all(job != waiting for job, _ in report.resent)  # sent just now: not yet lost
@@ -347,7 +354,7 @@ def test_reaper_resends_a_lost_task_and_cancels_stages_of_cancelled_jobs(
     platform.sent.clear()
     with platform.database.session_scope() as session:
         for job_id in (lost, waiting):
-            repo.mark_job_cancelled(session, job_id)
+            job_records.mark_job_cancelled(session, job_id)
 
 
 def test_unknown_anonymizer_fails_the_job_with_its_message(platform: Platform) -> None:
@@ -360,7 +367,7 @@ def test_unknown_anonymizer_fails_the_job_with_its_message(platform: Platform) -
         ("anonymize", "failed"),
     ]
     with platform.database.session_scope() as session:
-        job = repo.get_job(session, job_id)
+        job = job_records.get_job(session, job_id)
         anonymize = next(s for s in job.stages if s.name == "anonymize")
     assert job.state == "failed" and "no-such-anonymizer" in (job.error_message or "")
     assert anonymize.attempts == 1 and anonymize.error == job.error_message
@@ -382,14 +389,14 @@ def test_cancel_stops_a_running_phase(platform: Platform) -> None:
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         with platform.database.session_scope() as session:
-            if repo.get_stage(session, job_id, "anonymize").state == "running":
-                repo.mark_job_cancelled(session, job_id, reason="test cancel")
+            if job_records.get_stage(session, job_id, "anonymize").state == "running":
+                job_records.mark_job_cancelled(session, job_id, reason="test cancel")
                 break
         time.sleep(0.05)
     worker.join(timeout=120)
     assert result["out"].status == "cancelled"
     with platform.database.session_scope() as session:
-        job = repo.get_job(session, job_id)
+        job = job_records.get_job(session, job_id)
         states = {s.name: s.state for s in job.stages}
     assert job.state == "cancelled"
     assert states["anonymize"] == "cancelled" and states["train"] == "cancelled"
@@ -417,11 +424,11 @@ def test_unreachable_blob_store_requeues_the_stage_for_a_retry(
         run_job_phase(services, job_id, "corpus")
     assert info.value.requeued
     with platform.database.session_scope() as session:
-        stage = repo.get_stage(session, job_id, "corpus")
-        job = repo.get_job(session, job_id)
+        stage = job_records.get_stage(session, job_id, "corpus")
+        job = job_records.get_job(session, job_id)
         assert stage.state == "queued" and stage.attempts == 1
         assert "transient" in (stage.error or "") and job.state == "running"
-        repo.mark_job_cancelled(session, job_id)
+        job_records.mark_job_cancelled(session, job_id)
 
 
 def test_monitor_throttles_progress_writes(platform: Platform) -> None:
@@ -439,12 +446,12 @@ def test_monitor_throttles_progress_writes(platform: Platform) -> None:
         time.sleep(0.8)
     assert 1 <= monitor.writes <= 6
     with platform.database.session_scope() as session:
-        stage = repo.get_stage(session, job_id, "corpus")
+        stage = job_records.get_stage(session, job_id, "corpus")
         assert stage.progress == pytest.approx(1999 / 2000)
         assert "step 1999" in stage.log_tail and "another stage" not in stage.log_tail
         assert stage.started_at is not None and stage.heartbeat_at is not None
         assert stage.heartbeat_at > stage.started_at
-        repo.mark_job_cancelled(session, job_id)
+        job_records.mark_job_cancelled(session, job_id)
 
 
 def test_stage_folders_round_trip_through_s3(platform: Platform, tmp_path: Path) -> None:

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from services.pipeline.config import EvaluationConfig, parse_config
-from services.pipeline.evaluation import PHASES, EvaluationRun, run_evaluation
+from services.pipeline.evaluation import EvaluationRun, run_evaluation
+from services.pipeline.phases import PHASES
 
 pytestmark = pytest.mark.slow
 

@@ -82,26 +82,6 @@ def test_each_aggregate_has_a_service_module_and_re_exports_it(name: str) -> Non
     assert defined_in_service <= exported | {"WINDOW"}, name
 
 
-def test_the_repository_shim_hands_out_the_new_homes_objects() -> None:
-    from services.storage import repository
-
-    homes = {
-        "create_team": identity.create_team,
-        "verify_token": identity.verify_token,
-        "create_protocol": protocols.create_protocol,
-        "create_submission": submissions.create_submission,
-        "create_job": job_records.create_job,
-        "WindowUsage": job_records.WindowUsage,
-        "ResultRow": results.ResultRow,
-        "leaderboard": leaderboard.leaderboard,
-    }
-    for name, obj in homes.items():
-        assert getattr(repository, name) is obj, name
-
-
-# --- archive submissions name their protocol -------------------------------------------------
-
-
 def test_archive_submissions_store_their_protocol(database: Database) -> None:
     with database.session_scope() as session:
         team = identity.create_team(session, "lab")

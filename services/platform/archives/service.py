@@ -24,9 +24,10 @@ from sqlalchemy.orm import Session
 from services.errors import ConfigError, InvalidInputError
 from services.pipeline.stage_runner import DONE_FILE
 from services.pipeline.workspace import StageWorkspace, SyncedStageRunner
+from services.platform import protocols as protocol_records
+from services.platform import submissions as submission_records
 from services.platform.outbox import VALIDATE_ARCHIVE, add_message
 from services.settings import Settings
-from services.storage import repository as repo
 from services.storage.blobstore import BlobStore
 from services.storage.db import Database
 from services.storage.models import Submission, SubmissionStatus
@@ -68,7 +69,7 @@ def archive_protocol_config(session: Session, submission: Submission) -> Evaluat
 
     if submission.protocol_id is None:
         raise InvalidInputError(f"archive submission {submission.id} names no protocol")
-    protocol = repo.get_protocol_by_id(session, submission.protocol_id)
+    protocol = protocol_records.get_protocol_by_id(session, submission.protocol_id)
     body = dict(protocol.body or {})
     return parse_config(dict(body.get("config", {})), f"protocol {protocol.id} config")
 
@@ -87,7 +88,7 @@ def validate_submission_archive(services: ArchiveHost, submission_id: int) -> st
     from services.pipeline.evaluation import EvaluationRun
 
     with services.database.session_scope() as session:
-        submission = repo.get_submission(session, submission_id)
+        submission = submission_records.get_submission(session, submission_id)
         key, sha256, status = (
             submission.archive_blob_key,
             submission.archive_sha256,
@@ -99,7 +100,7 @@ def validate_submission_archive(services: ArchiveHost, submission_id: int) -> st
             cfg = archive_protocol_config(session, submission)
         except InvalidInputError as exc:
             log.info("archive of submission %s rejected: %s", submission_id, exc)
-            repo.reject_submission(session, submission_id)
+            submission_records.reject_submission(session, submission_id)
             return SubmissionStatus.REJECTED.value
     folder = services.settings.resolved_work_dir() / "archives" / str(submission_id)
     try:
@@ -138,12 +139,12 @@ def validate_submission_archive(services: ArchiveHost, submission_id: int) -> st
     except InvalidInputError as exc:
         log.info("archive of submission %s rejected: %s", submission_id, exc)
         with services.database.session_scope() as session:
-            repo.reject_submission(session, submission_id)
+            submission_records.reject_submission(session, submission_id)
         return SubmissionStatus.REJECTED.value
     finally:
         shutil.rmtree(folder / "archive", ignore_errors=True)
     with services.database.session_scope() as session:
-        repo.accept_submission(session, submission_id)
+        submission_records.accept_submission(session, submission_id)
     return SubmissionStatus.ACCEPTED.value
 
 

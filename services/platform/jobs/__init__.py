@@ -6,7 +6,7 @@
 - ``runner``: claim / execute / complete of one phase on a worker (``monitor``: its heartbeat);
 - ``reaper``: rescue of stages whose worker died;
 - ``host``: what a worker process hands the job code (database, blob store, settings, errors).
-- ``records`` (the job/stage rows) is written by the records work; see PLATFORM_CONTRACT.md.
+- ``records``: the job and stage rows (state machines, heartbeats, listing, counting).
 """
 
 from services.platform.jobs.config import (

@@ -12,7 +12,7 @@ import math
 import threading
 import time
 
-from services.storage import repository as repo
+from services.platform.jobs import records as job_records
 from services.storage.db import Database
 from services.storage.errors import ConflictError
 from services.storage.models import RunState
@@ -109,11 +109,11 @@ class StageMonitor:
             message = self._message if self._message != self._written_message else None
             self._dirty = False
         with self.database.session_scope() as session:
-            job = repo.get_job(session, self.job_id)
+            job = job_records.get_job(session, self.job_id)
             if job.state == RunState.CANCELLED.value:
                 self._cancelled.set()
             try:
-                repo.heartbeat_stage(
+                job_records.heartbeat_stage(
                     session,
                     self.stage_id,
                     progress=fraction,

@@ -9,11 +9,11 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field
 
+from services.platform.jobs import records as job_records
 from services.platform.jobs.host import JobServices
 from services.platform.jobs.phases import stage_hard_time_limit_s
 from services.platform.jobs.runner import fail_job
 from services.platform.jobs.service import queue_phase
-from services.storage import repository as repo
 from services.storage.models import TERMINAL_STATES, RunState
 from services.storage.types import utc_now
 
@@ -45,17 +45,17 @@ def reap_stale_stages(services: JobServices, *, now: dt.datetime | None = None) 
     report = ReapReport()
     terminal = {s.value for s in TERMINAL_STATES}
     with services.database.session_scope() as session:
-        candidates = repo.list_stages_in_states(
+        candidates = job_records.list_stages_in_states(
             session, [RunState.RUNNING.value, RunState.QUEUED.value]
         )
         for candidate in candidates:
-            job = repo.get_job(session, candidate.job_id, lock=True)
-            stage = repo.get_stage_for_update(session, candidate.id)
+            job = job_records.get_job(session, candidate.job_id, lock=True)
+            stage = job_records.get_stage_for_update(session, candidate.id)
             ident = (job.id, stage.name)
             if stage.state in terminal:
                 continue
             if job.state in terminal:
-                repo.transition_stage(
+                job_records.transition_stage(
                     session, stage.id, RunState.CANCELLED.value, error=f"job {job.state}"
                 )
                 report.cancelled.append(ident)
@@ -76,7 +76,9 @@ def reap_stale_stages(services: JobServices, *, now: dt.datetime | None = None) 
                 else:
                     continue
                 if stage.attempts < settings.stage_max_attempts and "time limit" not in reason:
-                    repo.transition_stage(session, stage.id, RunState.QUEUED.value, error=reason)
+                    job_records.transition_stage(
+                        session, stage.id, RunState.QUEUED.value, error=reason
+                    )
                     queue_phase(
                         session, job_id=job.id, stage_id=stage.id, phase=stage.name, now=now
                     )

@@ -22,6 +22,7 @@ from services.platform.identity.tokens import hashes_equal
 from services.platform.leaderboard import refresh_job_summary
 from services.platform.pagination import DEFAULT_PAGE_SIZE, keyset_page
 from services.platform.rows import WindowUsage, get_row
+from services.platform.webhooks.payloads import record_job_event
 from services.storage.blobstore import validate_key
 from services.storage.errors import ConflictError, IdempotencyConflictError, NotFoundError
 from services.storage.models import (
@@ -218,10 +219,6 @@ def transition_job(
     if new == RunState.SUCCEEDED:
         refresh_job_summary(session, job.id)
     if new in TERMINAL_STATES:
-        # Imported here: the webhook store is being moved (issue 13, platform-jobs), and this
-        # module must not pull it in at import time.
-        from services.storage.webhooks import record_job_event
-
         record_job_event(session, job, now=now)
     return job
 

@@ -34,17 +34,19 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.orm import Session
 
+from services.anonymizers.container import ContainerSandbox
 from services.errors import ConfigError, InvalidInputError
 from services.pipeline.phases import PHASES
 from services.pipeline.workspace import StageWorkspace, SyncedStageRunner, stage_index_key
+from services.platform import results as result_records
 from services.platform.archives.service import prepare_archive
+from services.platform.jobs import records as job_records
 from services.platform.jobs.config import run_config, stored_evaluation_config
 from services.platform.jobs.host import JobServices
 from services.platform.jobs.monitor import JobCancelledError, StageMonitor, StageSupersededError
 from services.platform.jobs.phases import job_stage_names, next_phase, phase_of_stage
 from services.platform.jobs.service import queue_phase
 from services.platform.results.document import result_rows_from_document, upload_report
-from services.storage import repository as repo
 from services.storage.models import TERMINAL_STATES, Job, RunState, Stage
 from services.storage.types import utc_now
 
@@ -104,20 +106,20 @@ class PhaseClaim:
 
 def stage_of(session: Session, job_id: int, phase: str) -> Stage:
     """The job's stage of ``phase``, row-locked (created when missing)."""
-    stages = repo.ensure_stages(session, job_id, job_stage_names())
+    stages = job_records.ensure_stages(session, job_id, job_stage_names())
     by_name = {s.name: s for s in stages}
-    return repo.get_stage_for_update(session, by_name[phase].id)
+    return job_records.get_stage_for_update(session, by_name[phase].id)
 
 
 def fail_job(session: Session, job: Job, stage: Stage | None, reason: str) -> None:
     """Fail ``stage`` and ``job`` with ``reason``; cancel the job's other queued stages."""
     if stage is not None and stage.state not in _TERMINAL:
-        repo.transition_stage(session, stage.id, RunState.FAILED.value, error=reason)
+        job_records.transition_stage(session, stage.id, RunState.FAILED.value, error=reason)
     if job.state not in _TERMINAL:
-        repo.transition_job(session, job.id, RunState.FAILED.value, error_message=reason)
+        job_records.transition_job(session, job.id, RunState.FAILED.value, error_message=reason)
     for other in job.stages:
         if other.state == RunState.QUEUED.value:
-            repo.transition_stage(session, other.id, RunState.CANCELLED.value)
+            job_records.transition_stage(session, other.id, RunState.CANCELLED.value)
 
 
 def claim_phase(services: JobServices, job_id: int, phase: str) -> PhaseClaim | PhaseOutcome:
@@ -125,7 +127,7 @@ def claim_phase(services: JobServices, job_id: int, phase: str) -> PhaseClaim | 
     settings = services.settings
     now = utc_now()
     with services.database.session_scope() as session:
-        job = repo.get_job(session, job_id, lock=True)
+        job = job_records.get_job(session, job_id, lock=True)
         if job.state in _TERMINAL:
             return PhaseOutcome(job_id, phase, "skipped", f"job is {job.state}")
         stage = stage_of(session, job_id, phase)
@@ -149,7 +151,7 @@ def claim_phase(services: JobServices, job_id: int, phase: str) -> PhaseClaim | 
                 )
                 fail_job(session, job, stage, reason)
                 return PhaseOutcome(job_id, phase, "failed", reason)
-            repo.transition_stage(
+            job_records.transition_stage(
                 session,
                 stage.id,
                 RunState.QUEUED.value,
@@ -160,11 +162,11 @@ def claim_phase(services: JobServices, job_id: int, phase: str) -> PhaseClaim | 
         except InvalidInputError as exc:
             fail_job(session, job, stage, str(exc))
             return PhaseOutcome(job_id, phase, "failed", str(exc))
-        repo.transition_stage(
+        job_records.transition_stage(
             session, stage.id, RunState.RUNNING.value, worker_host=services.worker_host, now=now
         )
         if job.state == RunState.QUEUED.value:
-            repo.transition_job(session, job_id, RunState.RUNNING.value, now=now)
+            job_records.transition_job(session, job_id, RunState.RUNNING.value, now=now)
         return PhaseClaim(stage.id, stage.attempts, config, job.submission.archive_sha256)
 
 
@@ -182,13 +184,14 @@ class _Finished:
 
     artifact_keys: dict[str, str]
     input_hash: str
-    results: list[repo.ResultRow] | None = None
-    artifacts: list[repo.ArtifactRecord] | None = None
+    results: list[result_records.ResultRow] | None = None
+    artifacts: list[result_records.ArtifactRecord] | None = None
 
 
 def _execute(
     services: JobServices, job_id: int, phase: str, claim: PhaseClaim, monitor: StageMonitor
 ) -> _Finished:
+    # Deferred: the evaluation imports torch, which the Celery app and its health checks avoid.
     from services.pipeline.evaluation import EvaluationRun
 
     stages_dir = services.stages_dir()
@@ -204,6 +207,7 @@ def _execute(
         job_dir,
         cache_dir=services.settings.resolved_cache_dir(),
         progress=monitor.report,
+        sandbox=ContainerSandbox.from_settings(services.settings),
     )
     runner = SyncedStageRunner(stages_dir, workspace, before_stage=monitor.check)
     run.runner = runner
@@ -230,23 +234,23 @@ def complete_phase(
     *,
     artifact_keys: Mapping[str, str],
     input_hash: str,
-    results: list[repo.ResultRow] | None = None,
-    artifacts: list[repo.ArtifactRecord] | None = None,
+    results: list[result_records.ResultRow] | None = None,
+    artifacts: list[result_records.ArtifactRecord] | None = None,
 ) -> PhaseOutcome:
     """Record a finished phase (one transaction) and queue the next one (outbox)."""
     following = next_phase(phase)
     with services.database.session_scope() as session:
-        job = repo.get_job(session, job_id, lock=True)
-        stage = repo.get_stage_for_update(session, claim.stage_id)
+        job = job_records.get_job(session, job_id, lock=True)
+        stage = job_records.get_stage_for_update(session, claim.stage_id)
         if job.state == RunState.CANCELLED.value:
             if stage.state == RunState.RUNNING.value:
-                repo.transition_stage(session, stage.id, RunState.CANCELLED.value)
+                job_records.transition_stage(session, stage.id, RunState.CANCELLED.value)
             return PhaseOutcome(job_id, phase, "cancelled", "job was cancelled")
         if not _still_ours(stage, claim):
             return PhaseOutcome(
                 job_id, phase, "superseded", f"stage is {stage.state}, attempt {stage.attempts}"
             )
-        repo.transition_stage(
+        job_records.transition_stage(
             session,
             stage.id,
             RunState.SUCCEEDED.value,
@@ -254,17 +258,17 @@ def complete_phase(
             input_hash=input_hash,
         )
         if phase == PHASES[-1]:
-            repo.replace_job_results(
+            result_records.replace_job_results(
                 session,
                 job_id,
                 results=results or [],
                 artifacts=artifacts or [],
                 stage_id=stage.id,
             )
-            repo.transition_job(session, job_id, RunState.SUCCEEDED.value)
+            job_records.transition_job(session, job_id, RunState.SUCCEEDED.value)
             following = None
         elif following is not None:
-            nxt = repo.get_stage(session, job_id, following)
+            nxt = job_records.get_stage(session, job_id, following)
             if nxt.state == RunState.QUEUED.value:
                 queue_phase(session, job_id=job_id, stage_id=nxt.id, phase=following)
             else:
@@ -276,14 +280,14 @@ def _finish_with(
     services: JobServices, job_id: int, claim: PhaseClaim, state: RunState, reason: str
 ) -> None:
     with services.database.session_scope() as session:
-        job = repo.get_job(session, job_id, lock=True)
-        stage = repo.get_stage_for_update(session, claim.stage_id)
+        job = job_records.get_job(session, job_id, lock=True)
+        stage = job_records.get_stage_for_update(session, claim.stage_id)
         if not _still_ours(stage, claim):
             return
         if state == RunState.FAILED:
             fail_job(session, job, stage, reason)
         else:
-            repo.transition_stage(session, stage.id, state.value, error=reason or None)
+            job_records.transition_stage(session, stage.id, state.value, error=reason or None)
 
 
 def _requeue(
@@ -295,16 +299,16 @@ def _requeue(
     """
     try:
         with services.database.session_scope() as session:
-            repo.get_job(session, job_id, lock=True)
-            stage = repo.get_stage_for_update(session, claim.stage_id)
+            job_records.get_job(session, job_id, lock=True)
+            stage = job_records.get_stage_for_update(session, claim.stage_id)
             if not _still_ours(stage, claim):
                 return True
-            repo.transition_stage(session, stage.id, RunState.QUEUED.value, error=reason)
+            job_records.transition_stage(session, stage.id, RunState.QUEUED.value, error=reason)
             if send:
                 queue_phase(session, job_id=job_id, stage_id=stage.id, phase=phase)
             else:
                 # The caller's task retry re-delivers it; "sent at" keeps the reaper away.
-                repo.mark_stage_enqueued(session, stage.id)
+                job_records.mark_stage_enqueued(session, stage.id)
         return True
     except Exception as exc:
         log.warning("could not requeue stage %s: %s", claim.stage_id, exc)
@@ -314,7 +318,7 @@ def _requeue(
 def give_up(services: JobServices, job_id: int, phase: str, reason: str) -> None:
     """Fail a job whose phase kept hitting transient errors (retries exhausted)."""
     with services.database.session_scope() as session:
-        job = repo.get_job(session, job_id, lock=True)
+        job = job_records.get_job(session, job_id, lock=True)
         stage = stage_of(session, job_id, phase)
         if job.state not in _TERMINAL:
             fail_job(session, job, stage, reason)

@@ -19,10 +19,11 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from services.platform import protocols as protocol_records
+from services.platform.jobs import records as job_records
 from services.platform.jobs.config import build_job_config
 from services.platform.jobs.phases import job_stage_names
 from services.platform.outbox import REVOKE_JOB, RUN_PHASE, add_message, withdraw_unsent
-from services.storage import repository as repo
 from services.storage.errors import ConflictError
 from services.storage.models import (
     TERMINAL_STATES,
@@ -72,16 +73,16 @@ def queue_phase(
     The message goes to the broker after the caller's transaction commits (or, if the broker is
     down then, from the outbox relay within ``outbox_resend_after_s``).
     """
-    repo.mark_stage_enqueued(session, stage_id, now=now)
+    job_records.mark_stage_enqueued(session, stage_id, now=now)
     return add_message(session, topic=RUN_PHASE, payload={"job_id": job_id, "phase": phase})
 
 
 def start_job(session: Session, *, job_id: int) -> OutboxMessage | None:
     """Queue the job's first unfinished phase; None when there is nothing to start."""
-    job = repo.get_job(session, job_id, lock=True)
+    job = job_records.get_job(session, job_id, lock=True)
     if job.state in {s.value for s in TERMINAL_STATES}:
         return None
-    stages = repo.ensure_stages(session, job_id, job_stage_names())
+    stages = job_records.ensure_stages(session, job_id, job_stage_names())
     first = next((s for s in stages if s.state != RunState.SUCCEEDED.value), None)
     if first is None or first.state != RunState.QUEUED.value:
         return None
@@ -114,7 +115,7 @@ def create_job(
         else build_job_config(protocol, submission, overrides or {})
     )
     replay = idempotency_key is not None and (
-        repo.find_job_by_idempotency_key(session, team_id, idempotency_key) is not None
+        job_records.find_job_by_idempotency_key(session, team_id, idempotency_key) is not None
     )
     if not replay:
         if submission.status != SubmissionStatus.ACCEPTED.value:
@@ -124,7 +125,7 @@ def create_job(
             )
         if check_quota is not None:
             check_quota(session, team_id)
-    creation = repo.create_job(
+    creation = job_records.create_job(
         session,
         team_id=team_id,
         submission_id=submission.id,
@@ -155,7 +156,7 @@ def rerun_job(
         session,
         team_id=job.team_id,
         submission=job.submission,
-        protocol=repo.get_protocol_by_id(session, job.protocol_id),
+        protocol=protocol_records.get_protocol_by_id(session, job.protocol_id),
         created_by_user_id=created_by_user_id,
         config=dict(job.config),
         idempotency_key=idempotency_key,
@@ -173,7 +174,7 @@ def cancel_job(session: Session, *, job: Job, reason: str | None = None) -> Job:
         raise JobFinishedError(
             f"job {job.id} already {job.state}; only queued or running jobs can be cancelled"
         )
-    cancelled = repo.mark_job_cancelled(session, job.id, reason=reason)
+    cancelled = job_records.mark_job_cancelled(session, job.id, reason=reason)
     add_message(session, topic=REVOKE_JOB, payload={"job_id": job.id})
     return cancelled
 
@@ -207,7 +208,7 @@ def fail_if_not_queued(session: Session, *, job_id: int, message_id: int) -> str
     if withdrawn is None:
         return None
     error = withdrawn.last_error or "not accepted"
-    repo.transition_job(
+    job_records.transition_job(
         session,
         job_id,
         RunState.FAILED.value,

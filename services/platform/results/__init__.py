@@ -1,5 +1,6 @@
 """Results and artifacts: what a job measured and produced."""
 
+from services.platform.results.document import result_rows_from_document, upload_report
 from services.platform.results.service import (
     ArtifactRecord,
     ResultRow,
@@ -18,4 +19,6 @@ __all__ = [
     "list_results",
     "record_results_and_artifacts",
     "replace_job_results",
+    "result_rows_from_document",
+    "upload_report",
 ]

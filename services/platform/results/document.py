@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from services.pipeline.workspace import media_type_of
-from services.storage import repository as repo
+from services.platform.results import service as result_records
 from services.storage.blobstore import BlobStore
 from services.storage.models import AGGREGATE_SEED
 
@@ -36,7 +36,7 @@ def _flatten_metrics(prefix: str, value: Any, out: dict[str, float | None]) -> N
         _flatten_metrics(f"{prefix}_high", value[1], out)
 
 
-def result_rows_from_document(document: Mapping[str, Any]) -> list[repo.ResultRow]:
+def result_rows_from_document(document: Mapping[str, Any]) -> list[result_records.ResultRow]:
     """Long-format result rows of a report's ``results.json``.
 
     One row per (scenario, back-end, seed, metric) from ``rows`` (nested values flattened with
@@ -65,12 +65,14 @@ def result_rows_from_document(document: Mapping[str, Any]) -> list[repo.ResultRo
             elif value is None:
                 rows[(*key, metric[:64])] = None
     return [
-        repo.ResultRow(scenario, backend, seed, metric, value)
+        result_records.ResultRow(scenario, backend, seed, metric, value)
         for (scenario, backend, seed, metric), value in rows.items()
     ]
 
 
-def upload_report(store: BlobStore, job_id: int, job_dir: Path) -> list[repo.ArtifactRecord]:
+def upload_report(
+    store: BlobStore, job_id: int, job_dir: Path
+) -> list[result_records.ArtifactRecord]:
     """Upload ``results.json`` and the plots of a job folder under ``jobs/<id>/``."""
     files = [job_dir / "results.json"]
     plots = job_dir / "plots"
@@ -81,5 +83,7 @@ def upload_report(store: BlobStore, job_id: int, job_dir: Path) -> list[repo.Art
         relative = path.relative_to(job_dir).as_posix()
         info = store.put_file(f"jobs/{job_id}/{relative}", path, media_type=media_type_of(path))
         assert info.sha256 is not None
-        records.append(repo.ArtifactRecord(info.key, info.size_bytes, info.sha256, info.media_type))
+        records.append(
+            result_records.ArtifactRecord(info.key, info.size_bytes, info.sha256, info.media_type)
+        )
     return records

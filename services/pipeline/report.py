@@ -1,0 +1,246 @@
+"""The report phase: ``results.json`` (rows, summary over seeds, training, analyses, provenance)
+and the plots of an evaluation."""
+
+from __future__ import annotations
+
+import json
+import platform
+import socket
+import subprocess
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from services import plotting as plots
+from services.attacker.probe import probe_error_rate
+from services.corpus.manifest import Manifest
+from services.corpus.protocol import Protocol
+from services.pipeline.analyses import copy_analysis_plots
+from services.pipeline.config import EvaluationConfig
+from services.pipeline.stages.context import StageContext, json_default
+from services.pipeline.stages.score import SCORE_SAMPLE_NAME
+from services.pipeline.stages.train import TrainedModels
+
+RESULT_SCHEMA_VERSION = 1
+"""Version of the ``results.json`` document."""
+
+RESULTS_NAME = "results.json"
+"""The result document, in the evaluation's output folder."""
+
+
+def write_report(
+    ctx: StageContext,
+    out_dir: Path,
+    protocol: Protocol,
+    protocol_key: str,
+    rows: list[dict[str, Any]],
+    models: TrainedModels,
+    analyses: dict[str, Any],
+    seconds: float,
+    probes: Mapping[tuple[str, int], dict[str, Any]],
+) -> dict[str, Any]:
+    """Plot, then write ``out_dir/results.json``; returns the result document.
+
+    ``rows``: the score stages' rows; ``probes``: the target / source probes of the recognizers
+    trained with a target classifier, by (condition, seed); ``seconds``: the run's wall time.
+    """
+    cfg = ctx.config
+    plot_dir = out_dir / "plots"
+    plot_files: dict[str, list[str]] = {}
+    training = {}
+    for (condition, seed), (trained, outcome) in sorted(models.items()):
+        name = f"{condition}-seed{seed}"
+        history = [r.model_dump(mode="json") for r in trained.history]
+        training[name] = {
+            "condition": condition,
+            "seed": seed,
+            "best_epoch": trained.best_epoch,
+            "best_w_target": trained.best_w_target,
+            "history": history,
+            "stage_key": outcome.key,
+        }
+        levels: dict[str, float] = {}
+        if (condition, seed) in probes:
+            training[name]["probe"] = probes[(condition, seed)]
+            target_probe = probes[(condition, seed)].get("target")
+            if target_probe:
+                k = target_probe["n_classes"]
+                levels[f"VER_T at chance (1 - 1/{k})"] = 100.0 * (1.0 - 1.0 / k)
+                levels["probe target error, after training"] = target_probe["error_rate_percent"]
+        plot_files[f"training-{name}"] = plots.plot_training_history(
+            [r["epoch"] for r in history],
+            {
+                "VER_S": [r["ver_source"] for r in history],
+                "VER_T": [r["ver_target"] for r in history],
+            },
+            plot_dir / f"training-{name}",
+            f"Validation error rates ({name})",
+            levels,
+        )
+    for scenario in cfg.scenarios:
+        for backend in cfg.backends:
+            sel = [r for r in rows if r["scenario"] == scenario and r["backend"] == backend]
+            curves = {
+                f"seed {r['seed']}": (np.array(r["det"]["pfa"]), np.array(r["det"]["pmiss"]))
+                for r in sel
+            }
+            plot_files[f"det-{scenario}-{backend}"] = plots.plot_det_curves(
+                curves, plot_dir / f"det-{scenario}-{backend}", f"DET: {scenario}, {backend}"
+            )
+            first = sel[0]
+            if "srd" in first:
+                srd = first["srd"]
+                plot_files[f"ranks-{scenario}-{backend}"] = plots.plot_rank_histogram(
+                    np.array(srd["empirical"]["pmf"]),
+                    plot_dir / f"ranks-{scenario}-{backend}",
+                    f"Rank histogram: {scenario}, {backend}, seed {first['seed']}",
+                    fitted=np.array(srd["constrained_fit"]["pmf"])
+                    if srd.get("constrained_fit")
+                    else None,
+                )
+            sample = np.load(ctx.runner.folder("score", first["stage_key"]) / SCORE_SAMPLE_NAME)
+            tar, non = sample["target"], sample["nontarget"]
+            plot_files[f"scores-{scenario}-{backend}"] = plots.plot_score_histograms(
+                tar,
+                non,
+                plot_dir / f"scores-{scenario}-{backend}",
+                f"Scores: {scenario}, {backend}",
+            )
+    plot_files.update(copy_analysis_plots(ctx.runner, analyses, plot_dir))
+    result = {
+        "schema_version": RESULT_SCHEMA_VERSION,
+        "name": cfg.name,
+        "created_at": datetime.now(UTC).isoformat(),
+        "protocol": {"name": protocol.name, "hash": protocol_key},
+        "anonymizer": cfg.anonymizer.model_dump(mode="json"),
+        "rows": [{k: v for k, v in r.items() if k not in ("det", "stage_key")} for r in rows],
+        "summary": _with_prerestoration(summarize_rows(rows), analyses),
+        "training": training,
+        "analyses": analyses,
+        "plots": {k: [f"plots/{n}" for n in v] for k, v in plot_files.items()},
+        "stages": [
+            {"stage": o.stage, "key": o.key, "reused": o.reused, "seconds": round(o.seconds, 3)}
+            for o in ctx.runner.log
+        ],
+        "provenance": provenance(cfg, protocol_key, seconds),
+    }
+    (out_dir / RESULTS_NAME).write_text(json.dumps(result, indent=2, default=json_default))
+    return result
+
+
+def _with_prerestoration(
+    summary: list[dict[str, Any]], analyses: Mapping[str, Any]
+) -> list[dict[str, Any]]:
+    """Add each attacker's lowest pre-restoration EER (%) over families and modes to the summary.
+
+    Stored as ``prerestore_eer_percent`` of (attacker scenario, cosine): the leaderboard's
+    pre-restoration column reads the ignorant attacker's (seed 001's setting).
+    """
+    for attacker, res in analyses.get("prerestoration", {}).items():
+        entries = res.get("entries", [])
+        if not entries:
+            continue
+        best = min(float(e["eer_percent"]) for e in entries)
+        entry = next(
+            (e for e in summary if e["scenario"] == attacker and e["backend"] == "cosine"), None
+        )
+        if entry is None:
+            entry = {"scenario": attacker, "backend": "cosine", "n_seeds": 1}
+            summary.append(entry)
+        entry["prerestore_eer_percent"] = {"mean": best, "std": 0.0}
+    return summary
+
+
+def probe_recognizer(train: Manifest, embeddings: np.ndarray) -> dict[str, Any]:
+    """Target and source probe error rates (%) on a recognizer's own training embeddings."""
+    out: dict[str, Any] = {"method": "nearest class mean, cosine, 20 % of utterances held out"}
+    for name, labels in (
+        ("target", np.array([u.target_id or "" for u in train.utterances])),
+        ("source", np.array([u.speaker_id for u in train.utterances])),
+    ):
+        known = labels != ""
+        if len(np.unique(labels[known])) >= 2:
+            out[name] = probe_error_rate(
+                embeddings[known], labels[known].tolist(), seed=0
+            ).as_dict()
+    return out
+
+
+_SUMMARY_METRICS: dict[str, Callable[[Mapping[str, Any]], float | None]] = {
+    "eer_percent": lambda r: r.get("eer_percent"),
+    "cllr_bits": lambda r: r.get("cllr_bits"),
+    "min_cllr_bits": lambda r: r.get("min_cllr_bits"),
+    "linkability": lambda r: r.get("linkability"),
+    "srd_mean_disclosure_bits": lambda r: (
+        r["srd"]["empirical"]["mean_disclosure_bits"] if "srd" in r else None
+    ),
+    "srd_identification_rate_percent": lambda r: (
+        r["srd"]["empirical"]["identification_rate_percent"] if "srd" in r else None
+    ),
+}
+
+
+def summarize_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Mean and (sample) standard deviation over seeds per (scenario, back-end)."""
+    groups: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+    for r in rows:
+        groups.setdefault((r["scenario"], r["backend"]), []).append(r)
+    out = []
+    for (scenario, backend), sel in groups.items():
+        entry: dict[str, Any] = {"scenario": scenario, "backend": backend, "n_seeds": len(sel)}
+        for name, get in _SUMMARY_METRICS.items():
+            values = np.array([v for v in (get(r) for r in sel) if v is not None], dtype=float)
+            if values.size == 0:
+                entry[name] = None
+                continue
+            std = float(values.std(ddof=1)) if values.size > 1 else 0.0
+            entry[name] = {"mean": float(values.mean()), "std": std}
+        out.append(entry)
+    return out
+
+
+def _git_revision() -> str | None:
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            cwd=Path(__file__).resolve().parent,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+def provenance(cfg: EvaluationConfig, protocol_key: str, seconds: float) -> dict[str, Any]:
+    """What a result was computed with: config, protocol, code and package versions, device."""
+    packages: dict[str, str | None] = {}
+    for name in ("unmask", "torch", "torchaudio", "speechbrain", "numpy", "scipy", "librosa"):
+        try:
+            packages[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            packages[name] = None
+    device = cfg.training.device
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    return {
+        "config": cfg.model_dump(mode="json"),
+        "config_hash": cfg.content_hash(),
+        "protocol_hash": protocol_key,
+        "seeds": cfg.seeds,
+        "code_version": _git_revision(),
+        "packages": packages,
+        "python": platform.python_version(),
+        "device": device,
+        "cuda_device": torch.cuda.get_device_name(0)
+        if device == "cuda" and torch.cuda.is_available()
+        else None,
+        "host": socket.gethostname(),
+        "wall_seconds": round(seconds, 3),
+    }

@@ -1,0 +1,111 @@
+"""The evaluation's data: the protocol (corpus stage) and its sets per data condition.
+
+A data condition is ``original`` (the protocol's speech) or ``anonymized`` (the same sets through
+the anonymizer, ``stages.anonymize``). Each condition has four sets (``SET_NAMES``, as the
+anonymizer contract names them): the attacker's ``train`` and ``validation`` sets and the
+evaluation speakers' ``enrollment`` and ``trial`` sets. A set's key
+names where it came from; stages that read a set put its key in their inputs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from services.anonymizers.contract import SET_NAMES
+from services.corpus.manifest import Manifest
+from services.corpus.protocol import (
+    Protocol,
+    build_protocol,
+    load_protocol_and_manifest,
+    save_protocol,
+)
+from services.corpus.synthetic import generate_synthetic_corpus
+from services.pipeline.stages.context import StageContext
+
+SCENARIO_PLAN: dict[str, tuple[str, str, str]] = {
+    # scenario: (recognizer trained on, enrollment data, trial data)
+    "original": ("original", "original", "original"),
+    "ignorant": ("original", "original", "anonymized"),
+    "lazy-informed": ("original", "anonymized", "anonymized"),
+    "semi-informed": ("anonymized", "anonymized", "anonymized"),
+}
+"""Which recognizer and which enrollment and trial data each scenario uses (PROTOCOLS.md section 3).
+
+Trials are always anonymized, except in the unprotected ``original`` reference.
+"""
+
+
+@dataclass
+class ConditionSets:
+    """Manifests of one data condition (original or anonymized) and their stage keys."""
+
+    train: Manifest
+    validation: Manifest
+    enrollment: Manifest
+    trial: Manifest
+    keys: dict[str, str] = field(default_factory=dict)
+
+    def get(self, name: str) -> Manifest:
+        """The set ``name`` (one of ``SET_NAMES``)."""
+        return {
+            "train": self.train,
+            "validation": self.validation,
+            "enrollment": self.enrollment,
+            "trial": self.trial,
+        }[name]
+
+
+def corpus_stage(ctx: StageContext) -> tuple[Protocol, Manifest, str]:
+    """The protocol, its (duration-filtered) manifest and the stage key.
+
+    With ``protocol`` set in the config, the protocol file; else the synthetic corpus and its
+    protocol, generated in a stage keyed by the synthetic spec.
+    """
+    cfg = ctx.config
+    if cfg.protocol is not None:
+        protocol, manifest = load_protocol_and_manifest(cfg.protocol)
+        return protocol, manifest, protocol.content_hash or protocol.compute_hash()
+    spec = cfg.synthetic
+
+    def make(folder: Path) -> dict[str, Any]:
+        ctx.progress("corpus", 0.0, "generating the synthetic corpus")
+        manifest = generate_synthetic_corpus(
+            folder / "corpus",
+            n_speakers=spec.n_speakers,
+            utts_per_speaker=spec.utts_per_speaker,
+            seed=spec.seed,
+            min_duration_s=spec.min_duration_s,
+            max_duration_s=spec.max_duration_s,
+        )
+        protocol = build_protocol(
+            manifest,
+            name=f"synthetic-{spec.n_speakers}x{spec.utts_per_speaker}-s{spec.seed}",
+            manifest_path="corpus/manifest.jsonl",
+            n_attacker_train_speakers=spec.n_attacker_train_speakers,
+            n_eval_speakers=spec.n_eval_speakers,
+            n_target_speakers=spec.n_target_speakers,
+            trials_per_speaker=spec.trials_per_speaker,
+            enrollments_per_speaker=spec.enrollments_per_speaker,
+            seed=spec.seed,
+        )
+        save_protocol(protocol, folder / "protocol.json")
+        ctx.progress("corpus", 1.0, f"{len(manifest)} utterances")
+        return {"protocol": "protocol.json"}
+
+    outcome = ctx.runner.run("corpus", {"synthetic": spec.model_dump(mode="json")}, make)
+    protocol, manifest = load_protocol_and_manifest(outcome.folder / "protocol.json")
+    return protocol, manifest, protocol.content_hash or protocol.compute_hash()
+
+
+def original_sets(protocol: Protocol, manifest: Manifest, key: str) -> ConditionSets:
+    """The protocol's sets of original speech; ``key`` is the corpus stage's (protocol) key."""
+    sets = ConditionSets(
+        train=manifest.subset(protocol.attacker_train),
+        validation=manifest.subset(protocol.attacker_validation),
+        enrollment=manifest.subset(protocol.enrollment),
+        trial=manifest.subset(protocol.trial),
+    )
+    sets.keys = {name: f"original:{key}:{name}" for name in SET_NAMES}
+    return sets

@@ -1,0 +1,176 @@
+"""The score stage: scores and every metric of one (scenario, back-end, seed) row."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from services.attacks.srd_representations import srd_report
+from services.corpus.manifest import Manifest
+from services.metrics import (
+    bootstrap_eer,
+    compute_cllr,
+    compute_linkability,
+    compute_min_cllr,
+    compute_zebra,
+    det_curve,
+)
+from services.pipeline.config import MetricsSpec
+from services.pipeline.stages.context import StageContext
+from services.scoring import (
+    CosineBackend,
+    PLDABackend,
+    ScoredTrials,
+    TrialSet,
+    eer_report,
+    score_trials,
+    train_plda,
+)
+
+EmbeddedSet = tuple[Manifest, np.ndarray, str]
+"""A set, its embeddings (n, dim) in manifest order and the key naming (recognizer, set)."""
+
+SCORE_SAMPLE_NAME = "score_sample.npz"
+"""The score stage's bounded sample of target / non-target scores (for the histogram plot)."""
+
+
+def score_row(
+    ctx: StageContext,
+    scenario: str,
+    backend_name: str,
+    seed: int,
+    enrollment: EmbeddedSet,
+    trial: EmbeddedSet,
+    plda_train: EmbeddedSet | None,
+) -> dict[str, Any]:
+    """Scores and every metric of one (scenario, back-end, seed) row."""
+    cfg = ctx.config
+    gender_mode = "per_gender" if cfg.gender_handling == "per-gender" else "pooled"
+    inputs = {
+        "scenario": scenario,
+        "backend": backend_name,
+        "seed": seed,
+        "enrollment": enrollment[2],
+        "trial": trial[2],
+        "plda_train": plda_train[2] if plda_train else None,
+        "gender_mode": gender_mode,
+        "metrics": cfg.metrics.model_dump(mode="json"),
+    }
+
+    def make(folder: Path) -> dict[str, Any]:
+        e_man, e_emb, _ = enrollment
+        t_man, t_emb, _ = trial
+        trial_set = TrialSet.from_arrays(
+            t_emb,
+            np.array([u.speaker_id for u in t_man.utterances]),
+            np.array([u.gender for u in t_man.utterances]),
+            e_emb,
+            np.array([u.speaker_id for u in e_man.utterances]),
+            np.array([u.gender for u in e_man.utterances]),
+        )
+        backend: Any
+        if backend_name == "cosine":
+            backend = CosineBackend()
+        else:
+            assert plda_train is not None
+            p_man, p_emb, _ = plda_train
+            backend = PLDABackend(
+                train_plda(p_emb, np.array([u.speaker_id for u in p_man.utterances]))
+            )
+        scored = score_trials(backend, trial_set, gender_mode=gender_mode)  # type: ignore[arg-type]
+        row = metrics_row(scored, cfg.metrics, seed, llr_scores=backend_name == "plda")
+        # SRD on the embeddings: inputs = trial utterances, references = enrollment speakers.
+        if cfg.metrics.srd:
+            row["srd"] = _srd_of(scored, cfg.metrics.bootstrap_resamples, seed)
+        matrices = {k: m.scores for k, m in scored.partitions.items()}
+        np.savez_compressed(folder / "scores.npz", allow_pickle=False, **matrices)
+        np.savez_compressed(
+            folder / SCORE_SAMPLE_NAME, allow_pickle=False, **_score_sample(scored, seed)
+        )
+        (folder / "row.json").write_text(json.dumps(row, indent=2))
+        return {"row": "row.json", "scores": "scores.npz", "score_sample": SCORE_SAMPLE_NAME}
+
+    outcome = ctx.runner.run("score", inputs, make)
+    row: dict[str, Any] = json.loads((outcome.folder / "row.json").read_text())
+    row.update(
+        {"scenario": scenario, "backend": backend_name, "seed": seed, "stage_key": outcome.key}
+    )
+    return row
+
+
+def _target_nontarget(scored: ScoredTrials) -> tuple[np.ndarray, np.ndarray]:
+    parts = [m.target_nontarget() for m in scored.partitions.values()]
+    tar = np.concatenate([p.target for p in parts]).astype(np.float64)
+    non = np.concatenate([p.nontarget for p in parts]).astype(np.float64)
+    return tar, non
+
+
+def _score_sample(scored: ScoredTrials, seed: int) -> dict[str, np.ndarray]:
+    """A bounded random sample of target / non-target scores for the histogram plot."""
+    tar, non = _target_nontarget(scored)
+    rng = np.random.default_rng(seed)
+    return {"target": rng.permutation(tar)[:5000], "nontarget": rng.permutation(non)[:20000]}
+
+
+def metrics_row(
+    scored: ScoredTrials, spec: MetricsSpec, seed: int, *, llr_scores: bool
+) -> dict[str, Any]:
+    """EER (+ per gender, + bootstrap interval), Cllr, min Cllr, linkability, ZEBRA, DET points.
+
+    Cllr (bits) is reported only when the scores are log-likelihood ratios (``llr_scores``, the
+    PLDA back-end): on cosine scores it measures the score scale, not the evidence. min Cllr,
+    ZEBRA and the rest calibrate by PAV first, so they apply to any score.
+    """
+    report = eer_report(scored)
+    parts = list(scored.partitions.values())
+    tar, non = _target_nontarget(scored)
+    row: dict[str, Any] = {
+        "eer_percent": report.eer_percent,
+        "eer_threshold": report.pooled.threshold if report.pooled is not None else None,
+        "eer_per_gender_percent": {g: r.eer_percent for g, r in report.per_gender.items()},
+        "n_target": int(tar.size),
+        "n_nontarget": int(non.size),
+    }
+    if spec.bootstrap_resamples > 0:
+        scores = np.concatenate([m.scores.ravel() for m in parts])
+        is_target = np.concatenate([m.target_mask().ravel() for m in parts])
+        speakers = np.concatenate(
+            [np.broadcast_to(m.row_speaker_ids[:, None], m.scores.shape).ravel() for m in parts]
+        )
+        ci = bootstrap_eer(
+            scores, is_target, speakers, n_resamples=spec.bootstrap_resamples, seed=seed
+        )
+        row["eer_ci95_percent"] = [ci.low, ci.high]
+    if spec.cllr:
+        if llr_scores:
+            row["cllr_bits"] = compute_cllr(tar, non)
+        row["min_cllr_bits"] = compute_min_cllr(tar, non)
+    if spec.linkability:
+        try:
+            row["linkability"] = compute_linkability(tar, non).d_sys
+        except ValueError:
+            row["linkability"] = None  # too few mated scores for the VPC binning rule
+    if spec.zebra:
+        z = compute_zebra(tar, non)
+        row["zebra"] = {
+            "expected_disclosure_bits": z.expected_disclosure_bits,
+            "worst_case_log10_lr": z.worst_case_log10_lr,
+            "category": z.category,
+        }
+    det = det_curve(tar, non, n_points=200)
+    row["det"] = {"pfa": det.pfa.tolist(), "pmiss": det.pmiss.tolist()}
+    return row
+
+
+def _srd_of(scored: ScoredTrials, resamples: int, seed: int) -> dict[str, Any]:
+    """SRD of the score matrix: for each trial, the rank of its own speaker among the models."""
+    parts = list(scored.partitions.values())
+    # Per-gender mode: the partitions have different N; the larger one is reported.
+    m = max(parts, key=lambda p: p.scores.shape[1])
+    col_index = {s: i for i, s in enumerate(m.col_speaker_ids.tolist())}
+    ref = np.array([col_index[s] for s in m.row_speaker_ids.tolist()])
+    report, _ = srd_report(m.scores, ref, m.row_speaker_ids, n_resamples=resamples, seed=seed)
+    return report
