@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from services.metrics import catalogue
 from services.storage.models import (
     ApiToken,
     Artifact,
@@ -155,7 +156,9 @@ class TokenIssued(TokenOut):
 class LeaderboardSpec(StrictModel):
     """What a protocol's leaderboard ranks by (defaults of the leaderboard route)."""
 
-    metric: str = Field("eer_percent", description="Primary metric (a result row's `metric`).")
+    metric: str = Field(
+        catalogue.HEADLINE.key, description="Primary metric (a result row's `metric`)."
+    )
     scenario: str | None = Field(
         None, description="Scenario; default `semi-informed` if evaluated, else the last one."
     )

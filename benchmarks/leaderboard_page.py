@@ -273,7 +273,9 @@ def main() -> None:
             shown = page.text.count("<tr data-submission=")
             page_ms = _time(lambda: client.get(f"/protocols/{protocol_id}"), args.repeats)
             sorted_ms = _time(
-                lambda: client.get(f"/protocols/{protocol_id}?sort=srd_meand&order=asc"),
+                lambda: client.get(
+                    f"/protocols/{protocol_id}?sort=srd_mean_disclosure_bits&order=asc"
+                ),
                 args.repeats,
             )
         naive_ms = _time(lambda: naive_page_rows(database, protocol_id), max(3, args.repeats // 4))

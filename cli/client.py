@@ -24,8 +24,10 @@ from typing import Any
 
 import httpx
 
+from cli.result_table import aggregate_rows
+from services.metrics import catalogue
+
 TERMINAL_JOB_STATES = frozenset({"succeeded", "failed", "cancelled"})
-AGGREGATE_SEED = -1
 DEFAULT_TIMEOUT_S = 60.0
 UPLOAD_CHUNK_BYTES = 1024 * 1024
 
@@ -285,6 +287,11 @@ class UnmaskClient:
 # --- verdict -------------------------------------------------------------------------------------
 
 
+def _threshold_label(metric: catalogue.Metric) -> str:
+    unit = f" ({metric.unit})" if metric.unit and metric.unit not in metric.label else ""
+    return f"{metric.label}{unit}"
+
+
 @dataclass(frozen=True)
 class Thresholds:
     """Privacy requirements on the seed-aggregated results. None = not checked.
@@ -301,14 +308,16 @@ class Thresholds:
     def checks(self) -> list[tuple[str, str, str, float]]:
         """(label, metric, ">=" or "<=", bound) of every threshold that is set."""
         spec = [
-            ("EER %", "eer_percent", ">=", self.min_eer),
-            ("SRD MeanD (bits)", "srd_mean_disclosure_bits", "<=", self.max_srd_meand),
-            ("SRD IdR %", "srd_identification_rate_percent", "<=", self.max_srd_idr),
-            ("min Cllr (bits)", "min_cllr_bits", ">=", self.min_cllr),
-            ("linkability", "linkability", "<=", self.max_linkability),
+            (catalogue.EER, self.min_eer),
+            (catalogue.SRD_MEAN_DISCLOSURE, self.max_srd_meand),
+            (catalogue.SRD_IDENTIFICATION_RATE, self.max_srd_idr),
+            (catalogue.MIN_CLLR, self.min_cllr),
+            (catalogue.LINKABILITY, self.max_linkability),
         ]
         return [
-            (label, metric, op, bound) for label, metric, op, bound in spec if bound is not None
+            (_threshold_label(m), m.key, ">=" if m.higher_is_better else "<=", bound)
+            for m, bound in spec
+            if bound is not None
         ]
 
 
@@ -321,24 +330,6 @@ class Verdict:
     passed: bool
     failures: list[str] = field(default_factory=list)
     checked: list[str] = field(default_factory=list)
-
-
-def aggregate_table(results: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:
-    """``{(scenario, backend): {metric: value}}``: the seed-aggregated rows (seed -1), or the
-    mean over seeds for a metric without an aggregate row."""
-    aggregate: dict[tuple[str, str], dict[str, Any]] = {}
-    per_seed: dict[tuple[str, str, str], list[float]] = {}
-    for row in results:
-        key = (row["scenario"], row["backend"])
-        if row["seed"] == AGGREGATE_SEED:
-            aggregate.setdefault(key, {})[row["metric"]] = row["value"]
-        elif row["value"] is not None:
-            per_seed.setdefault((*key, row["metric"]), []).append(float(row["value"]))
-    for (scenario, backend, metric), values in per_seed.items():
-        table = aggregate.setdefault((scenario, backend), {})
-        if metric not in table:
-            table[metric] = sum(values) / len(values)
-    return aggregate
 
 
 def check_thresholds(
@@ -354,7 +345,7 @@ def check_thresholds(
     that works best). A threshold whose metric is missing fails: privacy that was not measured
     is not shown.
     """
-    table = aggregate_table(results)
+    table = aggregate_rows(results)
     backends = sorted(b for s, b in table if s == scenario and (backend is None or b == backend))
     verdict = Verdict(scenario=scenario, backends=backends, passed=True)
     if not backends:

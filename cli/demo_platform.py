@@ -33,7 +33,8 @@ from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
-from rich.table import Table
+
+from cli.result_table import rows_table
 
 if TYPE_CHECKING:
     from services.pipeline.config import EvaluationConfig
@@ -46,13 +47,6 @@ DEMO_TEAM = "demo-lab"
 DEMO_PROTOCOL = "demo-synthetic"
 JOB_TIMEOUT_S = 30 * 60.0
 POLL_INTERVAL_S = 1.0
-TABLE_METRICS = (
-    ("eer_percent", "EER %", 1),
-    ("min_cllr_bits", "min Cllr", 2),
-    ("linkability", "linkability", 2),
-    ("srd_mean_disclosure_bits", "SRD MeanD", 2),
-    ("srd_identification_rate_percent", "IdR %", 1),
-)
 
 
 def free_port() -> int:
@@ -258,27 +252,8 @@ def _progress_loop(client: Any, job_id: int, worker: subprocess.Popen[bytes]) ->
 
 
 def print_result_table(results: list[dict[str, Any]], title: str) -> None:
-    """The seed-aggregated metrics (seed -1 rows) per scenario and back-end."""
-    table = Table(title=title)
-    table.add_column("scenario", no_wrap=True, min_width=13)
-    table.add_column("back-end", no_wrap=True)
-    for _, label, _ in TABLE_METRICS:
-        table.add_column(label, justify="right")
-    values: dict[tuple[str, str], dict[str, float | None]] = {}
-    for row in results:
-        if row["seed"] == -1:
-            values.setdefault((row["scenario"], row["backend"]), {})[row["metric"]] = row["value"]
-    for (scenario, backend), metrics in values.items():
-        cells = []
-        for metric, _, digits in TABLE_METRICS:
-            value = metrics.get(metric)
-            std = metrics.get(f"{metric}_std")
-            text = "-" if value is None else f"{value:.{digits}f}"
-            if value is not None and std:
-                text += f" ± {std:.{digits}f}"
-            cells.append(text)
-        table.add_row(scenario, backend, *cells)
-    out_console.print(table)
+    """The seed-aggregated metrics per scenario and back-end."""
+    out_console.print(rows_table(results, title))
 
 
 def run_platform_demo(

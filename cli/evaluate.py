@@ -8,9 +8,10 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
+from cli.result_table import summary_table
 from services.anonymizers.container import ContainerSandbox
+from services.metrics import catalogue
 from services.pipeline.config import demo_config, load_config
 from services.settings import get_settings
 
@@ -18,49 +19,19 @@ console = Console(stderr=True)
 out_console = Console()
 
 
-def _fmt(entry: Any, digits: int = 2) -> str:
-    if entry is None:
-        return "-"
-    if isinstance(entry, dict):
-        mean, std = entry["mean"], entry["std"]
-        return f"{mean:.{digits}f} ± {std:.{digits}f}" if std else f"{mean:.{digits}f}"
-    return f"{entry:.{digits}f}"
-
-
 def print_summary(result: dict[str, Any]) -> None:
-    """The summary table of a result document (mean ± std over seeds)."""
-    table = Table(
-        title=f"{result['name']}: {result['anonymizer']['name']} on {result['protocol']['name']}"
-    )
-    for col in (
-        "scenario",
-        "back-end",
-        "seeds",
-        "EER %",
-        "min Cllr",
-        "linkability",
-        "SRD MeanD",
-        "IdR %",
-    ):
-        table.add_column(col, justify="right" if col not in ("scenario", "back-end") else "left")
-    for s in result["summary"]:
-        table.add_row(
-            s["scenario"],
-            s["backend"],
-            str(s["n_seeds"]),
-            _fmt(s.get("eer_percent"), 1),
-            _fmt(s.get("min_cllr_bits")),
-            _fmt(s.get("linkability")),
-            _fmt(s.get("srd_mean_disclosure_bits")),
-            _fmt(s.get("srd_identification_rate_percent"), 1),
-        )
-    out_console.print(table)
-    rows_with_ci = [r for r in result["rows"] if "eer_ci95_percent" in r]
-    for r in rows_with_ci:
-        lo, hi = r["eer_ci95_percent"]
+    """The summary table of a result document (mean ± std over seeds), then each row's EER
+    interval."""
+    out_console.print(summary_table(result))
+    eer = catalogue.EER
+    for r in result["rows"]:
+        low, high = r.get("eer_ci95_percent") or (None, None)
+        if low is None or high is None:
+            continue
         out_console.print(
             f"  {r['scenario']:>14} {r['backend']:<6} seed {r['seed']}: "
-            f"EER {r['eer_percent']:.1f} % (95 % CI {lo:.1f}-{hi:.1f}, speaker bootstrap)"
+            f"EER {eer.format(eer.value_in(r))} % (95 % CI {eer.format(low)}-{eer.format(high)}, "
+            "speaker bootstrap)"
         )
 
 

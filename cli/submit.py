@@ -23,30 +23,21 @@ from typing import Any
 
 import typer
 from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
 from cli.client import (
     Thresholds,
     UnmaskApiError,
     UnmaskClient,
     UnmaskConfigError,
-    aggregate_table,
     check_thresholds,
 )
+from cli.result_table import rows_table
 
 EXIT_PASSED = 0
 EXIT_THRESHOLDS_FAILED = 1
 EXIT_BAD_INPUT = 2
 EXIT_JOB_OR_API_FAILED = 3
 
-TABLE_METRICS = (
-    ("eer_percent", "EER %", 1),
-    ("min_cllr_bits", "min Cllr", 3),
-    ("linkability", "linkability", 3),
-    ("srd_mean_disclosure_bits", "SRD MeanD", 3),
-    ("srd_identification_rate_percent", "IdR %", 1),
-)
 
 err = Console(stderr=True)
 out = Console()
@@ -85,22 +76,7 @@ def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
 
 def print_results_table(results: list[dict[str, Any]], title: str) -> None:
     """Seed-aggregated metrics per scenario and back-end (stdout)."""
-    table = Table(title=escape(title))
-    table.add_column("scenario")
-    table.add_column("back-end")
-    for _, label, _ in TABLE_METRICS:
-        table.add_column(label, justify="right")
-    for (scenario, backend), metrics in sorted(aggregate_table(results).items()):
-        cells = []
-        for metric, _, digits in TABLE_METRICS:
-            value = metrics.get(metric)
-            std = metrics.get(f"{metric}_std")
-            text = "-" if value is None else f"{value:.{digits}f}"
-            if value is not None and std:
-                text += f" ± {std:.{digits}f}"
-            cells.append(text)
-        table.add_row(scenario, backend, *cells)
-    out.print(table)
+    out.print(rows_table(results, title))
 
 
 class _ProgressPrinter:

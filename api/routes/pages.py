@@ -13,7 +13,7 @@ import datetime as dt
 import json
 import logging
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -36,6 +36,7 @@ from api.auth import Principal
 from api.context import ApiContext, get_context
 from api.page_session import clear_session_cookie, login, set_session_cookie, viewer_of
 from services.errors import InvalidInputError
+from services.metrics import catalogue
 from services.platform import access, protocols, results
 from services.platform.jobs.config import leaderboard_defaults
 from services.platform.leaderboard import (
@@ -137,73 +138,38 @@ class Column:
         return (self.scenario or default_scenario, self.metric)
 
 
-COLUMNS: tuple[Column, ...] = (
-    Column("name", "Submission", "Submission name.", False, attribute="submission_name"),
-    Column("team", "Team", "The submitting team.", False, attribute="team_slug"),
-    Column(
-        "eer",
-        "EER %",
-        "Equal error rate of the strongest attacker (the protocol's scenario, usually "
-        "semi-informed), mean over seeds, with the 95 % speaker-bootstrap interval. Higher = "
-        "more privacy (50 = chance).",
-        True,
-        metric="eer_percent",
-        digits=1,
-        interval=("eer_ci95_percent_low", "eer_ci95_percent_high"),
-    ),
-    Column(
-        "eer_ignorant",
-        "Ignorant EER %",
-        "EER when the attacker trains on original speech and enrolls with original speech.",
-        True,
-        metric="eer_percent",
-        scenario="ignorant",
-        digits=1,
-    ),
-    Column(
-        "srd_meand",
-        "SRD MeanD",
-        "Similarity rank disclosure: mean disclosure in bits (lower = more privacy).",
-        False,
-        metric="srd_mean_disclosure_bits",
-        digits=3,
-    ),
-    Column(
-        "srd_idr",
-        "IdR %",
-        "SRD identification rate: share of trials whose true speaker ranks first (chance 1/N).",
-        False,
-        metric="srd_identification_rate_percent",
-        digits=1,
-    ),
-    Column(
-        "min_cllr",
-        "min Cllr",
-        "Minimum log-likelihood-ratio cost in bits (1 = no speaker information).",
-        True,
-        metric="min_cllr_bits",
-        digits=3,
-    ),
-    Column(
-        "linkability",
-        "Linkability",
-        "Global linkability D_sys in [0, 1] (0 = unlinkable).",
-        False,
-        metric="linkability",
-        digits=3,
-    ),
-    Column(
-        "prerestore_eer",
-        "Pre-restoration EER %",
-        "Ignorant attacker's lowest EER after pre-restoration (seed 001), when run.",
-        True,
-        metric="prerestore_eer_percent",
-        scenario="ignorant",
-        digits=1,
-    ),
-    Column("date", "Submitted", "Submission date (UTC).", False, attribute="submitted_at"),
+_NAME_COLUMN = Column("name", "Submission", "Submission name.", False, attribute="submission_name")
+_TEAM_COLUMN = Column("team", "Team", "The submitting team.", False, attribute="team_slug")
+_DATE_COLUMN = Column(
+    "date", "Submitted", "Submission date (UTC).", False, attribute="submitted_at"
 )
-COLUMN_BY_KEY = {column.key: column for column in COLUMNS}
+
+
+def leaderboard_columns() -> tuple[Column, ...]:
+    """The page's columns: submission, team, one per (catalogue leaderboard metric, scenario),
+    date. A metric column's key is the metric's key, suffixed ``.<scenario>`` when it shows a
+    fixed scenario rather than the protocol's."""
+    metric_columns = []
+    for m in catalogue.leaderboard_metrics():
+        for scenario in m.leaderboard_scenarios:
+            fixed = scenario is not catalogue.PROTOCOL_SCENARIO
+            several = len(m.leaderboard_scenarios) > 1
+            label = f"{str(scenario).capitalize()} {m.label}" if fixed and several else m.label
+            title = m.description + (f" Scenario: {scenario}." if fixed else "")
+            metric_columns.append(
+                Column(
+                    f"{m.key}.{scenario}" if fixed else m.key,
+                    label,
+                    title,
+                    m.higher_is_better,
+                    metric=m.key,
+                    scenario=scenario,
+                    digits=m.digits,
+                    interval=None if fixed else m.interval,
+                )
+            )
+    return (_NAME_COLUMN, _TEAM_COLUMN, *metric_columns, _DATE_COLUMN)
+
 
 PLOT_GROUPS: tuple[tuple[str, str, str], ...] = (
     ("det-", "DET curves", "False acceptance vs false rejection (probit axes), one per seed."),
@@ -317,23 +283,26 @@ def _sort_link(request: Request, column: Column, active: str | None, descending:
 def _row_html(
     row: LeaderboardTableRow,
     rank: int,
-    metric_keys: list[MetricKey | None],
-    interval: tuple[MetricKey, MetricKey],
+    columns: Sequence[Column],
+    scenario: str,
 ) -> Markup:
-    """One leaderboard ``<tr>`` (``metric_keys``: one per column of :data:`COLUMNS`).
+    """One leaderboard ``<tr>`` (one cell per column of ``columns``).
 
     Built in Python rather than by a template loop: for 1,000 rows x 11 cells the loop costs
     several times more than the query (docs/performance.md, "Leaderboard page").
     """
     cells = [f'<td class="num rank">{rank}</td>']
-    for column, key in zip(COLUMNS, metric_keys, strict=True):
+    for column in columns:
+        key = column.metric_key(scenario)
         if key is not None:
             value = row.values.get(key)
             text = fmt_number(value, column.digits)
             if column.interval and value is not None:
-                low, high = row.values.get(interval[0]), row.values.get(interval[1])
+                low = row.values.get((key[0], column.interval[0]))
+                high = row.values.get((key[0], column.interval[1]))
                 if low is not None and high is not None:
-                    text += f'<span class="ci"> [{low:.1f}, {high:.1f}]</span>'
+                    d = column.digits
+                    text += f'<span class="ci"> [{low:.{d}f}, {high:.{d}f}]</span>'
             missing = " missing" if value is None else ""
             cells.append(f'<td class="num{missing}">{text}</td>')
         elif column.key == "date":
@@ -356,7 +325,7 @@ def _row_html(
 def leaderboard_page(
     request: Request,
     protocol_id: int,
-    sort: str | None = Query(None, max_length=32),
+    sort: str | None = Query(None, max_length=80),
     order: str | None = Query(None, pattern="^(asc|desc)$"),
     context: ApiContext = Depends(get_context),
 ) -> Response:
@@ -370,9 +339,15 @@ def leaderboard_page(
         try:
             metric, scenario, backend, higher = leaderboard_defaults(protocol)
         except InvalidInputError:
-            metric, scenario, backend, higher = "eer_percent", "semi-informed", "cosine", True
+            metric = catalogue.HEADLINE.key
+            scenario, backend, higher = (
+                "semi-informed",
+                "cosine",
+                catalogue.HEADLINE.higher_is_better,
+            )
+        all_columns = leaderboard_columns()
         keys: list[MetricKey] = [(scenario, metric)]
-        for column in COLUMNS:
+        for column in all_columns:
             key = column.metric_key(scenario)
             if key is not None:
                 keys.append(key)
@@ -390,11 +365,13 @@ def leaderboard_page(
     # display order.
     ranked = sort_rows(rows, key=(scenario, metric), descending=higher)
     ranks = {row.submission_id: position for position, row in enumerate(ranked, start=1)}
-    current = COLUMN_BY_KEY.get(sort or "")
+    by_key = {column.key: column for column in all_columns}
+    current = by_key.get(sort or "")
+    primary = by_key.get(metric)  # the column of the ranking metric, when it has one
     if current is None:  # the protocol's ranking (optionally reversed)
         descending = higher if order is None else order == "desc"
         display = sort_rows(rows, key=(scenario, metric), descending=descending)
-        active = "eer" if metric == "eer_percent" else None
+        active = primary.key if primary is not None else None
     else:
         descending = order == "desc" if order is not None else _best_first_desc(current)
         display = sort_rows(
@@ -410,19 +387,16 @@ def leaderboard_page(
             "key": column.metric_key(scenario),
             "link": _sort_link(request, column, active, descending),
             "active": column.key == active,
-            "label": f"{column.label} ({scenario})" if column.key == "eer" else column.label,
+            "label": f"{column.label} ({scenario})" if column is primary else column.label,
         }
-        for column in COLUMNS
+        for column in all_columns
     ]
-    low, high = COLUMN_BY_KEY["eer"].interval or ("", "")
-    metric_keys = [column.metric_key(scenario) for column in COLUMNS]
-    interval = ((scenario, low), (scenario, high))
     return _render(
         request,
         "leaderboard.html",
         viewer,
         row_html=[
-            _row_html(row, ranks[row.submission_id], metric_keys, interval) for row in display
+            _row_html(row, ranks[row.submission_id], all_columns, scenario) for row in display
         ],
         protocol=protocol,
         scenario=scenario,

@@ -7,7 +7,7 @@ import json
 import platform
 import socket
 import subprocess
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
@@ -20,6 +20,7 @@ from services import plotting as plots
 from services.attacker.probe import probe_error_rate
 from services.corpus.manifest import Manifest
 from services.corpus.protocol import Protocol
+from services.metrics import catalogue
 from services.pipeline.analyses import copy_analysis_plots
 from services.pipeline.config import EvaluationConfig
 from services.pipeline.stages.context import StageContext, json_default
@@ -138,21 +139,21 @@ def _with_prerestoration(
 ) -> list[dict[str, Any]]:
     """Add each attacker's lowest pre-restoration EER (%) over families and modes to the summary.
 
-    Stored as ``prerestore_eer_percent`` of (attacker scenario, cosine): the leaderboard's
+    Stored as the catalogue's pre-restoration EER of (attacker scenario, cosine): the leaderboard's
     pre-restoration column reads the ignorant attacker's (seed 001's setting).
     """
     for attacker, res in analyses.get("prerestoration", {}).items():
         entries = res.get("entries", [])
         if not entries:
             continue
-        best = min(float(e["eer_percent"]) for e in entries)
+        best = min(float(e[catalogue.EER.key]) for e in entries)
         entry = next(
             (e for e in summary if e["scenario"] == attacker and e["backend"] == "cosine"), None
         )
         if entry is None:
             entry = {"scenario": attacker, "backend": "cosine", "n_seeds": 1}
             summary.append(entry)
-        entry["prerestore_eer_percent"] = {"mean": best, "std": 0.0}
+        entry[catalogue.PRERESTORE_EER.key] = {"mean": best, "std": 0.0}
     return summary
 
 
@@ -171,37 +172,21 @@ def probe_recognizer(train: Manifest, embeddings: np.ndarray) -> dict[str, Any]:
     return out
 
 
-_SUMMARY_METRICS: dict[str, Callable[[Mapping[str, Any]], float | None]] = {
-    "eer_percent": lambda r: r.get("eer_percent"),
-    "cllr_bits": lambda r: r.get("cllr_bits"),
-    "min_cllr_bits": lambda r: r.get("min_cllr_bits"),
-    "linkability": lambda r: r.get("linkability"),
-    "srd_mean_disclosure_bits": lambda r: (
-        r["srd"]["empirical"]["mean_disclosure_bits"] if "srd" in r else None
-    ),
-    "srd_identification_rate_percent": lambda r: (
-        r["srd"]["empirical"]["identification_rate_percent"] if "srd" in r else None
-    ),
-}
-
-
 def summarize_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Mean and (sample) standard deviation over seeds per (scenario, back-end)."""
+    """Mean and (sample) standard deviation over seeds per (scenario, back-end), for every
+    seed-summary metric of the catalogue (``services.metrics.catalogue``)."""
     groups: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
     for r in rows:
         groups.setdefault((r["scenario"], r["backend"]), []).append(r)
-    out = []
-    for (scenario, backend), sel in groups.items():
-        entry: dict[str, Any] = {"scenario": scenario, "backend": backend, "n_seeds": len(sel)}
-        for name, get in _SUMMARY_METRICS.items():
-            values = np.array([v for v in (get(r) for r in sel) if v is not None], dtype=float)
-            if values.size == 0:
-                entry[name] = None
-                continue
-            std = float(values.std(ddof=1)) if values.size > 1 else 0.0
-            entry[name] = {"mean": float(values.mean()), "std": std}
-        out.append(entry)
-    return out
+    return [
+        {
+            "scenario": scenario,
+            "backend": backend,
+            "n_seeds": len(sel),
+            **catalogue.summarize_seed_values(sel),
+        }
+        for (scenario, backend), sel in groups.items()
+    ]
 
 
 def _git_revision() -> str | None:

@@ -486,7 +486,7 @@ class JobSummary(Base):
 
     ``metric_values`` maps ``"<scenario>|<backend>|<metric>"`` to the value aggregated like the
     leaderboard (the ``AGGREGATE_SEED`` row when present, else the mean over seeds; None =
-    missing), for the metrics in ``services.platform.leaderboard.SUMMARY_METRICS``. The
+    missing), for the metrics in ``services.platform.leaderboard.summary_metric_keys()``. The
     leaderboard page reads one of these per submission instead of aggregating thousands of result
     rows.
     """

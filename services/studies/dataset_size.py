@@ -41,7 +41,7 @@ from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict, Field
 from scipy import stats
 
-from services.metrics import compute_eer
+from services.metrics import catalogue, compute_eer
 from services.scoring import (
     Aggregation,
     EnrollmentMode,
@@ -413,7 +413,7 @@ def run_point(
         "mean_enrollment_utterances": float(np.mean(n_enroll_rows)),
         "repetitions": int(values.size),
         **_summary(values),
-        "eer_percent": values.tolist(),
+        catalogue.EER.key: values.tolist(),
         "seconds": seconds,
         "seconds_per_repetition": seconds / values.size,
     }

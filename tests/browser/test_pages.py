@@ -297,11 +297,15 @@ def test_leaderboard_sorts_hides_private_and_opens_a_submission_with_its_plots(
     assert set(ids) == {site.real_submission, site.other_submission}
     page.screenshot(path=str(ARTIFACTS / "pages-leaderboard.png"), full_page=True)
     # Sort by SRD MeanD: the submission without an SRD value stays last in both directions.
-    page.click('th[data-column="srd_meand"] a')
-    page.wait_for_url("**sort=srd_meand**")
+    page.click('th[data-column="srd_mean_disclosure_bits"] a')
+    page.wait_for_url("**sort=srd_mean_disclosure_bits**")
     assert _row_ids(page)[-1] == site.other_submission
-    assert page.locator('th[data-column="srd_meand"]').get_attribute("class").endswith("active")
-    page.click('th[data-column="srd_meand"] a')
+    assert (
+        page.locator('th[data-column="srd_mean_disclosure_bits"]')
+        .get_attribute("class")
+        .endswith("active")
+    )
+    page.click('th[data-column="srd_mean_disclosure_bits"] a')
     page.wait_for_url("**order=desc**")
     assert _row_ids(page)[-1] == site.other_submission
     # Sort by name ascending: "pitch (built-in)" < "voice-conversion v2".

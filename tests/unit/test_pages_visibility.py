@@ -168,16 +168,18 @@ def test_sorting_puts_missing_values_last_in_both_directions(
     world_client: tuple[World, Any],
 ) -> None:
     world, client = world_client
-    base = f"/protocols/{world.protocol_id}?sort=srd_meand"
+    base = f"/protocols/{world.protocol_id}?sort=srd_mean_disclosure_bits"
     # "strong" has no SRD value: last whichever way the column is sorted.
     assert _rows(client.get(base + "&order=asc").text) == [world.baseline, world.strong]
     assert _rows(client.get(base + "&order=desc").text) == [world.baseline, world.strong]
-    by_eer_asc = _rows(client.get(f"/protocols/{world.protocol_id}?sort=eer&order=asc").text)
+    by_eer_asc = _rows(
+        client.get(f"/protocols/{world.protocol_id}?sort=eer_percent&order=asc").text
+    )
     assert by_eer_asc == [world.baseline, world.strong]
     by_team = client.get(f"/protocols/{world.protocol_id}?sort=team&order=desc").text
     assert _rows(by_team) == [world.baseline, world.strong]  # ties keep submission order
     # Header links flip the order of the active column.
-    assert "sort=srd_meand&amp;order=desc" in client.get(base + "&order=asc").text
+    assert "sort=srd_mean_disclosure_bits&amp;order=desc" in client.get(base + "&order=asc").text
 
 
 def test_sort_rows_keeps_missing_last_and_ties_in_submission_order() -> None:

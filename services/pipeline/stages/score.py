@@ -12,6 +12,7 @@ from services.attacks.srd_representations import srd_report
 from services.corpus.manifest import Manifest
 from services.metrics import (
     bootstrap_eer,
+    catalogue,
     compute_cllr,
     compute_linkability,
     compute_min_cllr,
@@ -128,7 +129,7 @@ def metrics_row(
     parts = list(scored.partitions.values())
     tar, non = _target_nontarget(scored)
     row: dict[str, Any] = {
-        "eer_percent": report.eer_percent,
+        catalogue.EER.key: report.eer_percent,
         "eer_threshold": report.pooled.threshold if report.pooled is not None else None,
         "eer_per_gender_percent": {g: r.eer_percent for g, r in report.per_gender.items()},
         "n_target": int(tar.size),
@@ -146,13 +147,13 @@ def metrics_row(
         row["eer_ci95_percent"] = [ci.low, ci.high]
     if spec.cllr:
         if llr_scores:
-            row["cllr_bits"] = compute_cllr(tar, non)
-        row["min_cllr_bits"] = compute_min_cllr(tar, non)
+            row[catalogue.CLLR.key] = compute_cllr(tar, non)
+        row[catalogue.MIN_CLLR.key] = compute_min_cllr(tar, non)
     if spec.linkability:
         try:
-            row["linkability"] = compute_linkability(tar, non).d_sys
+            row[catalogue.LINKABILITY.key] = compute_linkability(tar, non).d_sys
         except ValueError:
-            row["linkability"] = None  # too few mated scores for the VPC binning rule
+            row[catalogue.LINKABILITY.key] = None  # too few mated scores for the VPC binning rule
     if spec.zebra:
         z = compute_zebra(tar, non)
         row["zebra"] = {

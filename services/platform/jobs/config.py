@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from services.errors import ConfigError, InvalidInputError
+from services.metrics import catalogue
 from services.settings import Settings
 from services.storage.models import Job, Protocol, Submission, SubmissionKind
 
@@ -150,7 +151,7 @@ def leaderboard_defaults(protocol: Protocol) -> tuple[str, str, str, bool]:
     )
     backend = spec.get("backend") or config.backends[0]
     return (
-        str(spec.get("metric") or "eer_percent"),
+        str(spec.get("metric") or catalogue.HEADLINE.key),
         str(scenario),
         str(backend),
         bool(spec.get("higher_is_better", True)),

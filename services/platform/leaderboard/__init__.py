@@ -1,7 +1,6 @@
 """Leaderboards: the latest succeeded job of each submission under a protocol, its values."""
 
 from services.platform.leaderboard.service import (
-    SUMMARY_METRICS,
     LeaderboardEntry,
     LeaderboardTableRow,
     MetricKey,
@@ -13,10 +12,10 @@ from services.platform.leaderboard.service import (
     refresh_job_summary,
     sort_rows,
     summary_key,
+    summary_metric_keys,
 )
 
 __all__ = [
-    "SUMMARY_METRICS",
     "LeaderboardEntry",
     "LeaderboardTableRow",
     "MetricKey",
@@ -28,4 +27,5 @@ __all__ = [
     "refresh_job_summary",
     "sort_rows",
     "summary_key",
+    "summary_metric_keys",
 ]

@@ -12,7 +12,7 @@ value is the aggregate row (seed ``AGGREGATE_SEED``) when present, else the mean
   submissions, so the leaderboard metrics of a job are summarized once, when it succeeds
   (:func:`refresh_job_summary`, called by ``jobs.records.transition_job``), into
   ``job_summaries`` (one JSON per job). Jobs without a summary (succeeded before the table
-  existed) and metrics outside :data:`SUMMARY_METRICS` are aggregated from the results on the
+  existed) and metrics outside :func:`summary_metric_keys` are aggregated from the results on the
   fly, the same way. :func:`sort_rows` puts missing values last whatever the direction.
 """
 
@@ -27,6 +27,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, and_, case, func, select
 from sqlalchemy.orm import Session
 
+from services.metrics import catalogue
 from services.platform.access import visible_submissions_clause
 from services.storage.errors import NotFoundError
 from services.storage.models import (
@@ -42,19 +43,12 @@ from services.storage.models import (
 
 MetricKey = tuple[str, str]  # (scenario, metric)
 
-# The metrics kept in a job's summary (every scenario and back-end of the job).
-SUMMARY_METRICS: tuple[str, ...] = (
-    "eer_percent",
-    "eer_ci95_percent_low",
-    "eer_ci95_percent_high",
-    "min_cllr_bits",
-    "cllr_bits",
-    "linkability",
-    "srd_mean_disclosure_bits",
-    "srd_identification_rate_percent",
-    "zebra_expected_disclosure_bits",
-    "prerestore_eer_percent",
-)
+
+def summary_metric_keys() -> tuple[str, ...]:
+    """The metrics kept in a job's summary (every scenario and back-end of the job): the
+    catalogue's summarized metrics, read at call time."""
+    return tuple(m.key for m in catalogue.summarized_metrics())
+
 
 # Job ids per IN list when aggregating results (bounded statement size).
 _JOB_ID_CHUNK = 500
@@ -261,7 +255,7 @@ def refresh_job_summaries(session: Session, job_ids: Sequence[int]) -> list[JobS
     missing = [job_id for job_id in job_ids if job_id not in jobs]
     if missing:
         raise NotFoundError(f"jobs: no row with id {missing[0]}")
-    values = _aggregated_values(session, list(job_ids), SUMMARY_METRICS)
+    values = _aggregated_values(session, list(job_ids), summary_metric_keys())
     existing = {
         s.job_id: s
         for s in session.scalars(select(JobSummary).where(JobSummary.job_id.in_(job_ids)))
@@ -318,8 +312,9 @@ def leaderboard_table(
         r.job_id: r.metric_values for r in records if r.metric_values is not None
     }
     unsummarized = [r.job_id for r in records if r.metric_values is None]
-    summaries.update(_aggregated_values(session, unsummarized, SUMMARY_METRICS))
-    extra = sorted({metric for _, metric in metrics if metric not in SUMMARY_METRICS})
+    summarized = summary_metric_keys()
+    summaries.update(_aggregated_values(session, unsummarized, summarized))
+    extra = sorted({metric for _, metric in metrics if metric not in summarized})
     if extra:  # not in the summaries: aggregate from the results
         for job_id, values in _aggregated_values(
             session, [r.job_id for r in records], extra

@@ -34,14 +34,12 @@ from services.platform.webhooks.endpoints import (
     validate_webhook_url,
 )
 from services.platform.webhooks.payloads import (
-    EVENT_SUMMARY_METRICS,
     job_event_payload,
     record_job_event,
 )
 
 __all__ = [
     "DEFAULT_TOLERANCE_S",
-    "EVENT_SUMMARY_METRICS",
     "EVENT_TYPE_ORDER",
     "JOB_EVENT_TYPES",
     "MAX_ENDPOINTS_PER_TEAM",

@@ -15,6 +15,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from services.metrics import catalogue
 from services.platform.outbox import DELIVER_WEBHOOK, add_message
 from services.storage.models import (
     AGGREGATE_SEED,
@@ -30,23 +31,15 @@ from services.storage.models import (
 )
 from services.storage.types import utc_now
 
-# Metrics copied into a job.succeeded event (seed-aggregated), so a receiver can act on the verdict
-# without a second request.
-EVENT_SUMMARY_METRICS: tuple[str, ...] = (
-    "eer_percent",
-    "min_cllr_bits",
-    "linkability",
-    "srd_mean_disclosure_bits",
-    "srd_identification_rate_percent",
-)
-
 
 def _summary_of(session: Session, job_id: int) -> list[dict[str, Any]]:
+    """The seed-aggregated values of the catalogue's event metrics, per scenario and back-end
+    (a receiver can act on the verdict without a second request)."""
     rows = session.execute(
         select(Result.scenario, Result.backend, Result.metric, Result.value).where(
             Result.job_id == job_id,
             Result.seed == AGGREGATE_SEED,
-            Result.metric.in_(EVENT_SUMMARY_METRICS),
+            Result.metric.in_([m.key for m in catalogue.event_metrics()]),
         )
     ).all()
     grouped: dict[tuple[str, str], dict[str, Any]] = {}
