@@ -17,11 +17,13 @@ import json
 import logging
 import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from sqlalchemy.orm import Session
 
+from services.anonymizers.archive import ArchiveLimits, expected_from_protocol, validate_archive
 from services.errors import ConfigError, InvalidInputError
+from services.pipeline.config import EvaluationConfig, parse_config
 from services.pipeline.stage_runner import DONE_FILE
 from services.pipeline.workspace import StageWorkspace, SyncedStageRunner
 from services.platform import protocols as protocol_records
@@ -31,9 +33,6 @@ from services.settings import Settings
 from services.storage.blobstore import BlobStore
 from services.storage.db import Database
 from services.storage.models import Submission, SubmissionStatus
-
-if TYPE_CHECKING:
-    from services.pipeline.config import EvaluationConfig
 
 log = logging.getLogger(__name__)
 
@@ -65,8 +64,6 @@ def request_validation(session: Session, *, submission_id: int) -> None:
 
 def archive_protocol_config(session: Session, submission: Submission) -> EvaluationConfig:
     """The evaluation config of the protocol an archive submission was uploaded for."""
-    from services.pipeline.config import parse_config
-
     if submission.protocol_id is None:
         raise InvalidInputError(f"archive submission {submission.id} names no protocol")
     protocol = protocol_records.get_protocol_by_id(session, submission.protocol_id)
@@ -80,11 +77,7 @@ def validate_submission_archive(services: ArchiveHost, submission_id: int) -> st
     The validation report is stored next to the archive (``<archive key>.validation.json``).
     Returns the submission's status afterwards (a non-pending submission is left alone).
     """
-    from services.anonymizers.archive import (
-        ArchiveLimits,
-        expected_from_protocol,
-        validate_archive,
-    )
+    # Deferred: the evaluation imports torch, which the Celery app and its health checks avoid.
     from services.pipeline.evaluation import EvaluationRun
 
     with services.database.session_scope() as session:

@@ -18,15 +18,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from services.errors import ConfigError, InvalidInputError
 from services.metrics import catalogue
+from services.pipeline.config import EvaluationConfig, parse_config
 from services.settings import Settings
 from services.storage.models import Job, Protocol, Submission, SubmissionKind
-
-if TYPE_CHECKING:
-    from services.pipeline.config import EvaluationConfig
 
 # Fields a job may not override: the anonymizer comes from the submission, the corpus and its
 # protocol define the leaderboard.
@@ -51,8 +49,6 @@ def validate_protocol_config(config: Mapping[str, Any]) -> dict[str, Any]:
         raise ConfigError(
             "body.config.anonymizer: a protocol has no anonymizer; each submission brings one"
         )
-    from services.pipeline.config import parse_config
-
     parse_config(dict(config), source="body.config")
     return dict(config)
 
@@ -82,8 +78,6 @@ def job_config(
 ) -> dict[str, Any]:
     """The validated config of a job on ``submission`` from an anonymizer-less ``base`` config
     (JSON-ready, defaults filled in)."""
-    from services.pipeline.config import parse_config
-
     merged = dict(base)
     merged["anonymizer"] = anonymizer_section(submission)
     config = parse_config(merged, source=source)
@@ -108,8 +102,6 @@ def build_job_config(
 
 def stored_evaluation_config(job: Job) -> EvaluationConfig:
     """The job's stored config parsed; a config without an anonymizer is refused."""
-    from services.pipeline.config import parse_config
-
     data = dict(job.config or {})
     if not data.get("anonymizer"):
         raise InvalidInputError(
@@ -138,8 +130,6 @@ def run_config(
 
 def leaderboard_defaults(protocol: Protocol) -> tuple[str, str, str, bool]:
     """(metric, scenario, back-end, higher_is_better) of a protocol's leaderboard."""
-    from services.pipeline.config import parse_config
-
     body = protocol.body or {}
     spec = dict(body.get("leaderboard", {}))
     config = parse_config(dict(body.get("config", {})), source=f"protocol {protocol.id}")

@@ -30,12 +30,13 @@ import json
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sqlalchemy.orm import Session
 
 from services.anonymizers.container import ContainerSandbox
 from services.errors import ConfigError, InvalidInputError
+from services.pipeline.config import EvaluationConfig
 from services.pipeline.phases import PHASES
 from services.pipeline.workspace import StageWorkspace, SyncedStageRunner, stage_index_key
 from services.platform import results as result_records
@@ -49,9 +50,6 @@ from services.platform.jobs.service import queue_phase
 from services.platform.results.document import result_rows_from_document, upload_report
 from services.storage.models import TERMINAL_STATES, Job, RunState, Stage
 from services.storage.types import utc_now
-
-if TYPE_CHECKING:
-    from services.pipeline.config import EvaluationConfig
 
 log = logging.getLogger(__name__)
 
