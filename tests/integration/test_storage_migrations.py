@@ -194,6 +194,7 @@ def _check_0004_up_and_down(url: str) -> None:
             conn.execute(sa.text("UPDATE submissions SET kind = 'bogus'"))
     finally:
         engine.dispose()
+    upgrade_database(url)  # the models describe head: compare there, then come back down
     check_database(url)
     downgrade_database(url, "0003")
     assert "protocol_id" not in _columns(url, "submissions")
