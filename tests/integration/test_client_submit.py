@@ -197,7 +197,7 @@ def test_submit_passes_and_fails_on_thresholds(
         "--max-linkability",
         "0.5",
     )
-    assert code == 1 and "linkability [semi-informed, cosine]: missing" in capsys.readouterr().out
+    assert code == 1 and "Linkability [semi-informed, cosine]: missing" in capsys.readouterr().out
 
 
 def test_submit_exit_codes_for_bad_input_failed_jobs_and_api_errors(
