@@ -510,10 +510,15 @@ DECODER_ERRORS: tuple[type[BaseException], ...] = (
 )
 """What reading a damaged zip or (compressed) tar raises; each makes a "corrupt archive"."""
 
-_COMPRESSED_TAR_MAGIC = {b"\x1f\x8b": "r:gz", b"BZh": "r:bz2", b"\xfd7zXZ\x00": "r:xz"}
+CompressedTarMode = Literal["r:gz", "r:bz2", "r:xz"]
+_COMPRESSED_TAR_MAGIC: dict[bytes, CompressedTarMode] = {
+    b"\x1f\x8b": "r:gz",
+    b"BZh": "r:bz2",
+    b"\xfd7zXZ\x00": "r:xz",
+}
 
 
-def _compressed_tar_mode(path: Path) -> str | None:
+def _compressed_tar_mode(path: Path) -> CompressedTarMode | None:
     """The ``tarfile`` mode of a gzip, bzip2 or xz file (by its magic bytes), else None."""
     with path.open("rb") as f:
         head = f.read(6)
@@ -577,10 +582,10 @@ def validate_archive(
         if zipfile.is_zipfile(src):
             with zipfile.ZipFile(src) as zf:
                 check.run(zf, list(_zip_entries(zf, lim, guard)))
-        elif _compressed_tar_mode(src) is not None or tarfile.is_tarfile(str(src)):
+        elif (mode := _compressed_tar_mode(src)) is not None or tarfile.is_tarfile(str(src)):
             # A compressed stream that does not open as a tar is a corrupt archive (not "not an
             # archive"): tarfile.open names the decoder's error.
-            with tarfile.open(str(src), mode=_compressed_tar_mode(src) or "r:") as tf:
+            with tarfile.open(str(src), mode=mode or "r:") as tf:
                 check.run(tf, list(_tar_entries(tf, lim, guard)))
         else:
             raise _Fatal("not a zip or tar archive")
