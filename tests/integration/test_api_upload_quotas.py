@@ -66,7 +66,9 @@ def test_storage_quota_counts_rejected_archives_for_a_day(
     over_quota(client.post(url, content=chunks(), headers=a))
     # A rejected archive still counts (its blob is gone, but rejection is no free re-upload) ...
     with pg_database.session_scope() as session:
-        submissions.reject_submission(session, first.json()["id"], reason="test")
+        submissions.reject_submission(session, first.json()["id"], reason="missing utterances")
+    shown = client.get(f"/v1/submissions/{first.json()['id']}", headers=a).json()
+    assert shown["status"] == "rejected" and shown["rejection_reason"] == "missing utterances"
     over_quota(client.post(url, content=os.urandom(200_000), headers=a))
     # ... for 24 h after its upload.
     with pg_database.session_scope() as session:
