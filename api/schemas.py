@@ -64,6 +64,10 @@ class Quotas(BaseModel):
     submissions_per_day: QuotaUsage
     jobs_per_day: QuotaUsage
     concurrent_jobs: QuotaUsage
+    archive_storage_bytes: QuotaUsage = Field(
+        description="Bytes of stored archives, open presigned uploads and archives rejected in "
+        "the last 24 h."
+    )
 
 
 class Me(BaseModel):

@@ -58,6 +58,8 @@ def test_storage_quota_counts_rejected_archives_for_a_day(
         assert _blob_files(tmp_path / "blobs") == stored  # nothing kept
 
     over_quota(client.post(url, content=os.urandom(200_000), headers=a))  # Content-Length known
+    usage = client.get("/v1/me", headers=a).json()["quotas"]["archive_storage_bytes"]
+    assert usage == {"limit": 300_000, "used": 200_000, "window": "now (rejected: rolling 24 h)"}
 
     def chunks() -> Any:  # no Content-Length: the size is known only after the upload
         for _ in range(10):
