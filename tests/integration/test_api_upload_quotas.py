@@ -176,3 +176,32 @@ def test_completed_presigned_upload_is_not_aborted(
     store = client.app.state.context.blob_store
     assert abort_stale_uploads(pg_database, store, settings, now=far).aborted == []
     assert store.exists(upload["key"])
+
+
+def test_abandoned_single_put_upload_loses_its_blob(
+    make_api_client: Any,
+    api_world: Any,
+    api_protocol_body: dict[str, Any],
+    pg_database: Any,
+) -> None:
+    from services.platform.archives import abort_stale_uploads
+    from services.settings import Settings
+
+    client = make_api_client()
+    a = api_world.auth(api_world.a)
+    protocol_id = _protocol(client, api_world, api_protocol_body)
+    data = os.urandom(32 * 1024)
+    sha = hashlib.sha256(data).hexdigest()
+    body = {"name": "gone", "protocol_id": protocol_id, "size_bytes": len(data), "sha256": sha}
+    upload = client.post("/v1/submissions/uploads", json=body, headers=a).json()
+    part = upload["parts"][0]
+    assert client.put(part["url"], content=data, headers=part["headers"]).status_code == 200
+    store = client.app.state.context.blob_store
+    assert store.exists(upload["key"])  # uploaded, never completed
+    far = dt.datetime.now(dt.UTC) + dt.timedelta(days=2)
+    settings = Settings(_env_file=None)  # type: ignore[call-arg]
+    assert abort_stale_uploads(pg_database, store, settings, now=far).aborted == [upload["key"]]
+    assert not store.exists(upload["key"])
+    with pg_database.session_scope() as session:
+        row = session.scalar(select(ArchiveUpload).where(ArchiveUpload.blob_key == upload["key"]))
+        assert row is not None and row.state == "aborted"
