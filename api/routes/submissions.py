@@ -43,7 +43,12 @@ from api.uploads import (
 )
 from services.platform import submissions
 from services.platform.access import visible_submission
-from services.platform.archives import mark_upload_completed, record_upload, request_validation
+from services.platform.archives import (
+    abort_multipart_upload,
+    mark_upload_completed,
+    record_upload,
+    request_validation,
+)
 from services.platform.identity import lock_team
 from services.platform.protocols import get_protocol_by_id
 from services.platform.quotas import check_archive_storage_quota, check_submission_quota
@@ -278,11 +283,6 @@ async def upload_archive(
     return await run_in_threadpool(_submission_out, context, submission_id)
 
 
-def _bare_ticket(key: str, s3_upload_id: str | None) -> UploadTicket:
-    """A ticket naming only ``key`` and its multipart upload (to abort it)."""
-    return UploadTicket(0, 0, key, "", 0, "", "private", 0, "", s3_upload_id, 0.0)
-
-
 @router.post(
     "/uploads",
     response_model=ArchiveUploadOut,
@@ -341,7 +341,7 @@ def start_upload(
                 expires_at=dt.datetime.fromtimestamp(expires_at, dt.UTC),
             )
     except BaseException:
-        abort_presigned_upload(context.blob_store, _bare_ticket(key, upload_id))
+        abort_multipart_upload(context.blob_store, key, upload_id)
         raise
     ticket = UploadTicket(
         team_id=principal.team_id,
