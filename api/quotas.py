@@ -25,4 +25,5 @@ def quota_report(session: Session, settings: Settings, team_id: int) -> Quotas:
         submissions_per_day=_usage(report.submissions_per_day),
         jobs_per_day=_usage(report.jobs_per_day),
         concurrent_jobs=_usage(report.concurrent_jobs),
+        archive_storage_bytes=_usage(report.archive_storage_bytes),
     )

@@ -64,6 +64,10 @@ class Quotas(BaseModel):
     submissions_per_day: QuotaUsage
     jobs_per_day: QuotaUsage
     concurrent_jobs: QuotaUsage
+    archive_storage_bytes: QuotaUsage = Field(
+        description="Bytes of stored archives, open presigned uploads and archives rejected in "
+        "the last 24 h."
+    )
 
 
 class Me(BaseModel):
@@ -287,6 +291,9 @@ class SubmissionOut(BaseModel):
     archive_protocol_id: int | None = Field(
         None, description="Archive submissions: the protocol the audio was anonymized for."
     )
+    rejection_reason: str | None = Field(
+        None, description="`rejected` only: why (e.g. the archive's validation problems)."
+    )
     created_at: dt.datetime
     accepted_at: dt.datetime | None
 
@@ -319,6 +326,7 @@ class SubmissionOut(BaseModel):
             container_image=image,
             archive_sha256=submission.archive_sha256,
             archive_protocol_id=submission.protocol_id,
+            rejection_reason=submission.rejection_reason,
             created_at=submission.created_at,
             accepted_at=submission.accepted_at,
         )

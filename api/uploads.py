@@ -1,13 +1,18 @@
 """Archive uploads: streamed through the API (small) or by presigned URLs (large).
 
-Streamed: the request body goes to the blob store chunk by chunk (never whole in memory); past
-``Settings.max_archive_bytes`` the upload stops with 413 and the store keeps nothing (its writes
-are atomic: a temporary file or spool that is dropped on error).
+Streamed: the request body is read on the event loop into a local temporary file (never whole in
+memory, and no worker thread waits on the client), then handed to the blob store. Past
+``Settings.max_archive_bytes`` the upload stops with 413; a client that sends nothing for
+``upload_read_timeout_s`` or takes longer than ``upload_max_duration_s`` gets 408; a team (a
+client address for signed blob PUTs) has at most ``max_concurrent_uploads_per_team`` uploads in
+progress per API process (429 beyond). The store keeps nothing of a failed upload.
 
 Presigned: the API hands out one presigned PUT per part (S3 multipart upload; the local store gets
 a single signed PUT) and a signed *upload ticket*; the client uploads, then calls ``complete``
 with the ticket (and the parts' ETags), and only then does a submission row exist. The ticket is
-an HMAC-signed JSON (key: ``Settings.token_hmac_key``), so no table holds unfinished uploads.
+an HMAC-signed JSON (key: ``Settings.token_hmac_key``). Each upload handed out is also recorded
+(``services.platform.archives.uploads``): its declared size counts against the team's storage
+quota until it completes, and the reaper aborts it once its ticket expired.
 
 Archive blobs live under ``archives/protocol-<protocol id>/team-<team id>/<uuid>``. The protocol an
 archive was made for is stored in ``submissions.protocol_id`` (the source of truth); the key keeps
@@ -18,19 +23,22 @@ keys written now have one form.
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import hmac
-import io
 import json
 import math
+import tempfile
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import IO, Any
 
-import anyio.from_thread
+import anyio
+import anyio.to_thread
 
 from api.problems import ApiProblem
+from services.platform.archives import abort_multipart_upload
 from services.storage.blobstore import BlobStore, S3BlobStore, new_upload_key
 
 S3_MIN_PART_BYTES = 5 * 1024 * 1024
@@ -50,49 +58,126 @@ class ArchiveTooLargeError(Exception):
         self.limit = limit
 
 
-class BoundedBodyReader(io.RawIOBase):
-    """A blocking, file-like view of an ASGI request body, for use in a worker thread.
+class UploadTimeoutError(Exception):
+    """The client sent no body bytes for ``read_timeout_s`` or took longer than ``total_s``."""
 
-    Each ``read`` pulls chunks from the event loop (``anyio.from_thread.run``) and counts bytes;
-    passing ``limit`` raises :class:`ArchiveTooLargeError`, which aborts the blob store's write.
-    At most one read's worth of data (1 MiB for the stores) is buffered.
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+
+
+@dataclass
+class SpooledBody:
+    """A request body read into a local temporary file: ``file`` (rewound) and its size."""
+
+    file: IO[bytes]
+    size_bytes: int
+
+
+# Spooled bytes are written to the temporary file in slices of this size, each in a short worker
+# thread call (a disk write never waits on the client).
+SPOOL_WRITE_BYTES = 1 << 20
+
+
+async def spool_body(
+    chunks: AsyncIterator[bytes],
+    *,
+    limit: int,
+    read_timeout_s: float,
+    total_s: float,
+) -> SpooledBody:
+    """Read a request body on the event loop into a temporary file, bounded in size and time.
+
+    Waiting on the client holds no worker thread (a thread-per-upload design let 41 stalled
+    uploads exhaust AnyIO's 40 threads and stall every route): each chunk is awaited with
+    ``read_timeout_s`` and the whole body with ``total_s`` (seconds), either raising
+    :class:`UploadTimeoutError`; more than ``limit`` bytes raise :class:`ArchiveTooLargeError`.
+    The caller closes ``file`` (a temporary file: closing deletes it).
+    """
+    file = tempfile.TemporaryFile(prefix="unmask-upload-")
+    size = 0
+    pending = bytearray()
+    try:
+        with anyio.fail_after(total_s):
+            while True:
+                try:
+                    with anyio.fail_after(read_timeout_s):
+                        chunk = await chunks.__anext__()
+                except StopAsyncIteration:
+                    break
+                except TimeoutError:
+                    raise UploadTimeoutError(
+                        f"no body bytes for {read_timeout_s:g} s after {size} bytes"
+                    ) from None
+                size += len(chunk)
+                if size > limit:
+                    raise ArchiveTooLargeError(limit)
+                pending += chunk
+                if len(pending) >= SPOOL_WRITE_BYTES:
+                    await anyio.to_thread.run_sync(file.write, bytes(pending))
+                    pending.clear()
+            if pending:
+                await anyio.to_thread.run_sync(file.write, bytes(pending))
+            file.seek(0)
+    except TimeoutError:
+        file.close()
+        raise UploadTimeoutError(f"the upload took longer than {total_s:g} s in all") from None
+    except BaseException:
+        file.close()
+        raise
+    return SpooledBody(file, size)
+
+
+class UploadSlots:
+    """Streamed uploads in progress per key (a team, or a client address), capped per process.
+
+    ``acquire`` raises a 429 problem when ``key`` already has ``limit`` uploads in progress.
     """
 
-    def __init__(self, chunks: AsyncIterator[bytes], limit: int) -> None:
-        super().__init__()
-        self._chunks = chunks
-        self._limit = limit
-        self._buffer = bytearray()
-        self._done = False
-        self.size_bytes = 0
+    def __init__(self) -> None:
+        self._active: dict[str, int] = {}
 
-    def readable(self) -> bool:
-        return True
+    def active(self, key: str) -> int:
+        return self._active.get(key, 0)
 
-    async def _next_chunk(self) -> bytes | None:
+    @contextlib.contextmanager
+    def acquire(self, key: str, limit: int, who: str) -> Iterator[None]:
+        # The event loop's single thread runs this check and increment: no lock needed.
+        if self._active.get(key, 0) >= limit:
+            raise ApiProblem(
+                429,
+                f"{who} already has {limit} uploads in progress (limit "
+                "max_concurrent_uploads_per_team); wait for one to finish",
+                slug="too-many-uploads",
+                title="Too many uploads",
+                headers={"Retry-After": "5"},
+                extra={"limit": limit},
+            )
+        self._active[key] = self._active.get(key, 0) + 1
         try:
-            return await self._chunks.__anext__()
-        except StopAsyncIteration:
-            return None
+            yield
+        finally:
+            self._active[key] -= 1
+            if not self._active[key]:
+                del self._active[key]
 
-    def read(self, size: int | None = -1) -> bytes:
-        want = -1 if size is None else size
-        while not self._done and (want < 0 or len(self._buffer) < want):
-            chunk = anyio.from_thread.run(self._next_chunk)
-            if chunk is None:
-                self._done = True
-                break
-            self.size_bytes += len(chunk)
-            if self.size_bytes > self._limit:
-                raise ArchiveTooLargeError(self._limit)
-            self._buffer += chunk
-        if want < 0:
-            out = bytes(self._buffer)
-            self._buffer.clear()
-        else:
-            out = bytes(self._buffer[:want])
-            del self._buffer[:want]
-        return out
+
+def upload_slots(app: Any) -> UploadSlots:
+    """The app's upload counter (one per API process)."""
+    slots: UploadSlots | None = getattr(app.state, "upload_slots", None)
+    if slots is None:
+        slots = UploadSlots()
+        app.state.upload_slots = slots
+    return slots
+
+
+def upload_timeout_problem(exc: UploadTimeoutError) -> ApiProblem:
+    """The 408 answer to a stalled or too slow upload."""
+    return ApiProblem(
+        408,
+        f"upload stopped: {exc}; nothing was stored",
+        slug="upload-timeout",
+        title="Upload timed out",
+    )
 
 
 # --- presigned uploads -------------------------------------------------------------------------
@@ -248,13 +333,4 @@ def finish_presigned_upload(
 
 def abort_presigned_upload(store: BlobStore, ticket: UploadTicket) -> None:
     """Drop the parts of an unfinished S3 multipart upload (best effort)."""
-    if ticket.s3_upload_id is None or not isinstance(store, S3BlobStore):
-        return
-    from botocore.exceptions import ClientError
-
-    try:
-        store.client.abort_multipart_upload(
-            Bucket=store.bucket, Key=ticket.key, UploadId=ticket.s3_upload_id
-        )
-    except ClientError:
-        pass
+    abort_multipart_upload(store, ticket.key, ticket.s3_upload_id)

@@ -173,6 +173,38 @@ class Settings(BaseSettings):
         100, description="Jobs a team may create per rolling 24 h (failed/cancelled not counted)."
     )
     quota_concurrent_jobs: int = Field(4, description="Queued + running jobs a team may have.")
+    quota_archive_storage_bytes: int = Field(
+        20 * 1024**3,
+        gt=0,
+        description="Archive bytes a team may hold (bytes): stored archives, open presigned "
+        "uploads (declared size) and archives rejected in the last 24 h.",
+    )
+
+    # Archive uploads: slow clients, concurrency, abandoned uploads, stuck validations.
+    upload_read_timeout_s: float = Field(
+        30.0, gt=0, description="Longest wait for the next chunk of a streamed upload, seconds."
+    )
+    upload_max_duration_s: float = Field(
+        3600.0, gt=0, description="Longest a streamed upload may take in all, seconds."
+    )
+    max_concurrent_uploads_per_team: int = Field(
+        4,
+        ge=1,
+        description="Streamed uploads one team (or, for signed blob PUTs, one client address) "
+        "may have in progress at once, per API process.",
+    )
+    upload_abort_grace_s: float = Field(
+        300.0,
+        ge=0,
+        description="Seconds after its ticket expired before the reaper aborts an unfinished "
+        "presigned upload.",
+    )
+    archive_validation_timeout_s: float = Field(
+        3600.0,
+        gt=0,
+        description="An archive still validating this long after upload is rejected by the "
+        "reaper, seconds.",
+    )
 
     # Outgoing webhooks (services/platform/webhooks/, workers/webhooks.py). Times in seconds.
     webhook_timeout_s: float = Field(10.0, gt=0, description="HTTP timeout of one delivery try.")

@@ -16,6 +16,7 @@ from services.platform.archives import validate_submission_archive
 from services.platform.jobs import (
     TransientPhaseError,
     give_up,
+    reap_archive_uploads,
     reap_stale_stages,
     run_job_phase,
     stage_time_limit_s,
@@ -68,6 +69,7 @@ def reap() -> dict[str, Any]:
     relay (a fallback for beat's relay thread); sent outbox messages older than a day go."""
     services = get_services()
     report = reap_stale_stages(services)
+    archives = reap_archive_uploads(services)
     relayed = relay_pass(
         services.database.engine, retry_after_s=services.settings.outbox_resend_after_s
     )
@@ -77,6 +79,8 @@ def reap() -> dict[str, Any]:
         "failed": report.failed,
         "cancelled": report.cancelled,
         "resent": report.resent,
+        "archives_rejected_stuck": archives.rejected_stuck,
+        "uploads_aborted": len(archives.aborted_uploads),
         "outbox_sent": len(relayed.sent),
     }
 

@@ -16,7 +16,13 @@ from fastapi.responses import FileResponse
 
 from api.context import ApiContext, get_context
 from api.problems import ApiProblem, problem_responses
-from api.uploads import ArchiveTooLargeError, BoundedBodyReader
+from api.uploads import (
+    ArchiveTooLargeError,
+    UploadTimeoutError,
+    spool_body,
+    upload_slots,
+    upload_timeout_problem,
+)
 from services.storage.blobstore import LocalBlobStore
 
 router = APIRouter(prefix="/v1/blobs", tags=["blobs"])
@@ -57,7 +63,7 @@ def get_blob(key: str, request: Request, context: ApiContext = Depends(get_conte
     summary="Upload a blob through a signed URL (local blob store)",
     status_code=status.HTTP_200_OK,
     responses={
-        **problem_responses(403, 413, 422, 500),
+        **problem_responses(403, 408, 413, 422, 429, 500),
         200: {"description": "Stored; the `ETag` header is the blob's sha256."},
     },
     description=_SIGNED_QUERY_DOC + " Body: the bytes; a sha256 mismatch stores nothing (422).",
@@ -68,15 +74,29 @@ async def put_blob(
 ) -> Response:
     store = _local_store(context)
     expected = store.check_presigned("PUT", key, dict(request.query_params))
-    limit = context.settings.max_presigned_archive_bytes
-    reader = BoundedBodyReader(request.stream().__aiter__(), limit)
+    settings = context.settings
+    limit = settings.max_presigned_archive_bytes
     media_type = request.headers.get("content-type") or "application/octet-stream"
-    try:
+    client = request.client.host if request.client else "unknown"
+    # No team here (the URL is the credential): the cap is per client address.
+    with upload_slots(request.app).acquire(
+        f"client:{client}", settings.max_concurrent_uploads_per_team, f"client {client}"
+    ):
+        try:
+            body = await spool_body(
+                request.stream().__aiter__(),
+                limit=limit,
+                read_timeout_s=settings.upload_read_timeout_s,
+                total_s=settings.upload_max_duration_s,
+            )
+        except ArchiveTooLargeError:
+            raise ApiProblem(413, f"blob is larger than the limit of {limit} bytes") from None
+        except UploadTimeoutError as exc:
+            raise upload_timeout_problem(exc) from None
+    with body.file:
         info = await run_in_threadpool(
             lambda: store.put_stream(
-                key, cast(IO[bytes], reader), media_type=media_type, expected_sha256=expected
+                key, cast(IO[bytes], body.file), media_type=media_type, expected_sha256=expected
             )
         )
-    except ArchiveTooLargeError:
-        raise ApiProblem(413, f"blob is larger than the limit of {limit} bytes") from None
     return Response(status_code=200, headers={"ETag": f'"{info.sha256}"'})

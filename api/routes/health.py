@@ -90,8 +90,9 @@ def check_blob_store(context: ApiContext) -> CheckOut:
     summary="Liveness: the process answers",
     responses=problem_responses(500),
 )
-def live() -> Liveness:
-    """Always `ok` while the process serves requests (no dependency is checked)."""
+async def live() -> Liveness:
+    """Always `ok` while the process serves requests (no dependency is checked). Runs on the
+    event loop itself, so no busy thread pool can delay it."""
     return Liveness(status="ok")
 
 

@@ -9,7 +9,6 @@ from typing import IO, Any, cast
 
 from fastapi import APIRouter, Depends, Header, Query, Request, Response, status
 from fastapi.concurrency import run_in_threadpool
-from starlette.requests import ClientDisconnect
 
 from api.auth import Principal, Reader, reader_read, require_submit
 from api.context import ApiContext, get_context
@@ -30,21 +29,29 @@ from api.schemas import (
 )
 from api.uploads import (
     ArchiveTooLargeError,
-    BoundedBodyReader,
     UploadTicket,
+    UploadTimeoutError,
     abort_presigned_upload,
     archive_key,
     decode_ticket,
     encode_ticket,
     finish_presigned_upload,
+    spool_body,
     start_presigned_upload,
+    upload_slots,
+    upload_timeout_problem,
 )
 from services.platform import submissions
 from services.platform.access import visible_submission
-from services.platform.archives import request_validation
+from services.platform.archives import (
+    abort_multipart_upload,
+    mark_upload_completed,
+    record_upload,
+    request_validation,
+)
 from services.platform.identity import lock_team
 from services.platform.protocols import get_protocol_by_id
-from services.platform.quotas import check_submission_quota
+from services.platform.quotas import check_archive_storage_quota, check_submission_quota
 from services.storage.errors import BlobNotFoundError
 from services.storage.models import SubmissionKind
 
@@ -114,17 +121,32 @@ def _register_archive(
     *,
     key: str,
     sha256: str,
+    size_bytes: int,
     name: str,
     visibility: str,
     protocol_id: int,
+    presigned: bool,
 ) -> tuple[int, bool]:
-    """Create the (pending) archive submission for an uploaded blob: (id, created)."""
+    """Create the (pending) archive submission for an uploaded blob: (id, created).
+
+    A streamed archive is charged to the storage quota here (its size is known only now); a
+    presigned one was charged when its URLs were handed out, and its upload record is closed.
+    """
     with context.database.session_scope() as session:
         existing = submissions.find_submission_by_archive_key(session, principal.team_id, key)
         if existing is not None:
             return existing.id, False
         lock_team(session, principal.team_id)
         check_submission_quota(session, settings=context.settings, team_id=principal.team_id)
+        if presigned:
+            mark_upload_completed(session, key)
+        else:
+            check_archive_storage_quota(
+                session,
+                settings=context.settings,
+                team_id=principal.team_id,
+                adding_bytes=size_bytes,
+            )
         submission = submissions.create_submission(
             session,
             principal.team_id,
@@ -137,6 +159,7 @@ def _register_archive(
             protocol_id=protocol_id,
             accept=False,
         )
+        submission.archive_size_bytes = size_bytes
         # Queued in this transaction (outbox): sent after the commit, or by the relay later.
         request_validation(session, submission_id=submission.id)
         return submission.id, True
@@ -147,10 +170,15 @@ def _submission_out(context: ApiContext, submission_id: int) -> SubmissionOut:
         return SubmissionOut.of(submissions.get_submission(session, submission_id))
 
 
-def _precheck_archive(context: ApiContext, principal: Principal, protocol_id: int) -> None:
+def _precheck_archive(
+    context: ApiContext, principal: Principal, protocol_id: int, size_bytes: int
+) -> None:
     with context.database.session_scope() as session:
         get_protocol_by_id(session, protocol_id)
         check_submission_quota(session, settings=context.settings, team_id=principal.team_id)
+        check_archive_storage_quota(
+            session, settings=context.settings, team_id=principal.team_id, adding_bytes=size_bytes
+        )
 
 
 @router.post(
@@ -158,7 +186,7 @@ def _precheck_archive(context: ApiContext, principal: Principal, protocol_id: in
     response_model=SubmissionOut,
     status_code=status.HTTP_201_CREATED,
     summary="Upload a pre-anonymized archive in the request body (small archives)",
-    responses=errors(404, 411, 413, 429, 503),
+    responses=errors(404, 408, 411, 413, 429, 503),
     openapi_extra={
         **scope("submit"),
         "requestBody": {
@@ -182,9 +210,12 @@ async def upload_archive(
     principal: Principal = Depends(require_submit),
     context: ApiContext = Depends(get_context),
 ) -> SubmissionOut:
-    """Streams the body to the blob store in chunks (never whole in memory). Larger than
-    `max_archive_bytes` -> 413 and nothing is stored. The submission is `validating` until the
-    workers have checked the archive against the protocol."""
+    """Reads the body in chunks (never whole in memory) and stores it. Larger than
+    `max_archive_bytes` -> 413; no bytes for `upload_read_timeout_s` or longer than
+    `upload_max_duration_s` in all -> 408; more than `max_concurrent_uploads_per_team` uploads of
+    the team at once -> 429; over the team's archive storage quota -> 429. Nothing is stored then.
+    The submission is `validating` until the workers have checked the archive against the
+    protocol."""
     limit = context.settings.max_archive_bytes
     if sha256 is not None and not SHA256_HEX_RE.match(sha256):
         raise ApiProblem(422, "query.sha256: must be 64 lowercase hex digits")
@@ -195,31 +226,43 @@ async def upload_archive(
             "uploads through the API; use POST /v1/submissions/uploads (presigned URLs)",
             extra={"limit_bytes": limit},
         )
-    await run_in_threadpool(_precheck_archive, context, principal, protocol_id)
+    settings = context.settings
+    await run_in_threadpool(_precheck_archive, context, principal, protocol_id, content_length or 0)
     key = archive_key(protocol_id, principal.team_id)
-    reader = BoundedBodyReader(request.stream().__aiter__(), limit)
     store = context.blob_store
     media_type = request.headers.get("content-type") or "application/octet-stream"
-    try:
+    slots = upload_slots(request.app)
+    with slots.acquire(
+        f"team:{principal.team_id}",
+        settings.max_concurrent_uploads_per_team,
+        f"team {principal.team_id}",
+    ):
+        # The body is read on the event loop (no worker thread waits on a slow client), then
+        # stored from the local temporary file.
+        try:
+            body = await spool_body(
+                request.stream().__aiter__(),
+                limit=limit,
+                read_timeout_s=settings.upload_read_timeout_s,
+                total_s=settings.upload_max_duration_s,
+            )
+        except ArchiveTooLargeError:
+            raise ApiProblem(
+                413,
+                f"archive is larger than the limit of {limit} bytes for uploads through the API; "
+                "use POST /v1/submissions/uploads (presigned URLs)",
+                extra={"limit_bytes": limit},
+            ) from None
+        except UploadTimeoutError as exc:
+            raise upload_timeout_problem(exc) from None
+    with body.file:
+        if body.size_bytes == 0:
+            raise ApiProblem(422, "body: the archive is empty")
         info = await run_in_threadpool(
             lambda: store.put_stream(
-                key, cast(IO[bytes], reader), media_type=media_type, expected_sha256=sha256
+                key, cast(IO[bytes], body.file), media_type=media_type, expected_sha256=sha256
             )
         )
-    except ArchiveTooLargeError:
-        await run_in_threadpool(store.delete, key)
-        raise ApiProblem(
-            413,
-            f"archive is larger than the limit of {limit} bytes for uploads through the API; "
-            "use POST /v1/submissions/uploads (presigned URLs)",
-            extra={"limit_bytes": limit},
-        ) from None
-    except ClientDisconnect:
-        await run_in_threadpool(store.delete, key)
-        raise
-    if info.size_bytes == 0:
-        await run_in_threadpool(store.delete, key)
-        raise ApiProblem(422, "body: the archive is empty")
     try:
         submission_id, _ = await run_in_threadpool(
             lambda: _register_archive(
@@ -227,9 +270,11 @@ async def upload_archive(
                 principal,
                 key=key,
                 sha256=info.sha256 or "",
+                size_bytes=info.size_bytes,
                 name=name,
                 visibility=visibility,
                 protocol_id=protocol_id,
+                presigned=False,
             )
         )
     except BaseException:
@@ -263,7 +308,7 @@ def start_upload(
             f"{settings.max_presigned_archive_bytes} bytes",
             extra={"limit_bytes": settings.max_presigned_archive_bytes},
         )
-    _precheck_archive(context, principal, body.protocol_id)
+    _precheck_archive(context, principal, body.protocol_id, body.size_bytes)
     key = archive_key(body.protocol_id, principal.team_id)
     expires_s = settings.s3_presign_expiry_s
     upload_id, part_size, parts = start_presigned_upload(
@@ -276,6 +321,28 @@ def start_upload(
         expires_s=expires_s,
     )
     expires_at = time.time() + expires_s
+    try:
+        # Recorded (and charged to the storage quota) before any URL leaves: an upload that is
+        # never completed is aborted by the reaper once the ticket expired.
+        with context.database.session_scope() as session:
+            lock_team(session, principal.team_id)
+            check_archive_storage_quota(
+                session,
+                settings=settings,
+                team_id=principal.team_id,
+                adding_bytes=body.size_bytes,
+            )
+            record_upload(
+                session,
+                team_id=principal.team_id,
+                blob_key=key,
+                s3_upload_id=upload_id,
+                size_bytes=body.size_bytes,
+                expires_at=dt.datetime.fromtimestamp(expires_at, dt.UTC),
+            )
+    except BaseException:
+        abort_multipart_upload(context.blob_store, key, upload_id)
+        raise
     ticket = UploadTicket(
         team_id=principal.team_id,
         user_id=principal.user_id,
@@ -361,9 +428,11 @@ def complete_upload(
             principal,
             key=ticket.key,
             sha256=ticket.sha256,
+            size_bytes=ticket.size_bytes,
             name=ticket.name,
             visibility=ticket.visibility,
             protocol_id=ticket.protocol_id,
+            presigned=True,
         )
     except BaseException:
         store.delete(ticket.key)

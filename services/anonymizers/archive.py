@@ -21,12 +21,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import lzma
 import os
 import re
 import shutil
 import stat
+import struct
 import tarfile
 import zipfile
+import zlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -340,6 +343,7 @@ def _tar_entries(tf: tarfile.TarFile, limits: ArchiveLimits, guard: _SizeGuard) 
         except tarfile.TarError as exc:
             raise _Fatal(f"corrupt tar archive after {count} members ({exc})") from None
         if info is None:
+            _check_tar_end(tf, count)
             return
         count += 1
         if count > limits.max_members:
@@ -365,6 +369,35 @@ def _tar_entries(tf: tarfile.TarFile, limits: ArchiveLimits, guard: _SizeGuard) 
             raise _Fatal(
                 f"member {raw!r}: a device, fifo or other special file; only regular files and "
                 "folders are accepted"
+            )
+
+
+TAR_MAX_TRAILING_BYTES = 1 << 20
+"""Zero padding accepted after a tar's last member (tar pads to a 10 KiB record), bytes."""
+
+
+def _check_tar_end(tf: tarfile.TarFile, count: int) -> None:
+    """`_Fatal` unless only zero padding follows where the listing stopped.
+
+    ``tarfile`` ends the listing silently at the first header it cannot parse past the first
+    member, so a corrupted compressed stream (whose checksum is only checked at its end) would
+    look like an archive with fewer members; reading the rest to its end also runs the
+    decompressor's own checks (CRC, end of stream).
+    """
+    fileobj = tf.fileobj
+    if fileobj is None:
+        return
+    fileobj.seek(tf.offset)
+    read = 0
+    while True:
+        block = fileobj.read(_CHUNK)
+        if not block:
+            return
+        read += len(block)
+        if block.count(0) != len(block) or read > TAR_MAX_TRAILING_BYTES:
+            raise _Fatal(
+                f"corrupt archive: unreadable tar header after {count} members "
+                f"(at byte {tf.offset} of the unpacked tar)"
             )
 
 
@@ -464,6 +497,37 @@ def _copy_bounded(src: IO[bytes], dest: Path, limit: int, label: str) -> tuple[i
     return written, h.hexdigest()
 
 
+DECODER_ERRORS: tuple[type[BaseException], ...] = (
+    zipfile.BadZipFile,
+    tarfile.TarError,
+    zlib.error,
+    lzma.LZMAError,
+    EOFError,
+    OSError,
+    RuntimeError,
+    struct.error,
+    UnicodeDecodeError,
+)
+"""What reading a damaged zip or (compressed) tar raises; each makes a "corrupt archive"."""
+
+CompressedTarMode = Literal["r:gz", "r:bz2", "r:xz"]
+_COMPRESSED_TAR_MAGIC: dict[bytes, CompressedTarMode] = {
+    b"\x1f\x8b": "r:gz",
+    b"BZh": "r:bz2",
+    b"\xfd7zXZ\x00": "r:xz",
+}
+
+
+def _compressed_tar_mode(path: Path) -> CompressedTarMode | None:
+    """The ``tarfile`` mode of a gzip, bzip2 or xz file (by its magic bytes), else None."""
+    with path.open("rb") as f:
+        head = f.read(6)
+    for magic, mode in _COMPRESSED_TAR_MAGIC.items():
+        if head.startswith(magic):
+            return mode
+    return None
+
+
 def validate_archive(
     archive_path: str | Path,
     expected: Mapping[str, Iterable[str]] | Iterable[str],
@@ -518,15 +582,19 @@ def validate_archive(
         if zipfile.is_zipfile(src):
             with zipfile.ZipFile(src) as zf:
                 check.run(zf, list(_zip_entries(zf, lim, guard)))
-        elif tarfile.is_tarfile(str(src)):
-            with tarfile.open(str(src), mode="r:*") as tf:
+        elif (mode := _compressed_tar_mode(src)) is not None or tarfile.is_tarfile(str(src)):
+            # A compressed stream that does not open as a tar is a corrupt archive (not "not an
+            # archive"): tarfile.open names the decoder's error.
+            with tarfile.open(str(src), mode=mode or "r:") as tf:
                 check.run(tf, list(_tar_entries(tf, lim, guard)))
         else:
             raise _Fatal("not a zip or tar archive")
     except _Fatal as exc:
         report.problems.append(str(exc))
-    except (zipfile.BadZipFile, tarfile.TarError, EOFError, OSError, RuntimeError) as exc:
-        # RuntimeError: zipfile's "File ... is encrypted"/unsupported compression messages.
+    except DECODER_ERRORS as exc:
+        # Every decoder's own error: zlib (zip deflate, gzip), lzma (xz), bz2 (OSError), the
+        # containers' format errors, and zipfile's RuntimeError ("File ... is encrypted",
+        # unsupported compression).
         report.problems.append(f"corrupt archive ({exception_line(exc)})")
     except NotImplementedError as exc:
         report.problems.append(f"unsupported archive feature ({exception_line(exc)})")

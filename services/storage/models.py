@@ -216,6 +216,10 @@ class Submission(Base):
     builtin_params: Mapped[dict[str, Any] | None] = mapped_column(json_type())
     archive_blob_key: Mapped[str | None] = mapped_column(String(MAX_BLOB_KEY_LENGTH))
     archive_sha256: Mapped[str | None] = mapped_column(String(SHA256_HEX_LENGTH))
+    # Archives only: the archive's size (bytes), charged to the team's storage quota.
+    archive_size_bytes: Mapped[int | None] = mapped_column(BigInteger)
+    # Why a submission was rejected (e.g. the archive's validation problems), shown to the team.
+    rejection_reason: Mapped[str | None] = mapped_column(Text)
     # Archives only: the protocol whose audio the archive anonymizes (its jobs run under it).
     protocol_id: Mapped[int | None] = mapped_column(
         ForeignKey("protocols.id", ondelete="RESTRICT"), index=True
@@ -530,3 +534,40 @@ class OutboxMessage(Base):
     sent_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     last_error: Mapped[str | None] = mapped_column(Text)
+
+
+# --- presigned archive uploads (services/platform/archives/uploads.py) ---------------------------
+
+
+class ArchiveUploadState(StrEnum):
+    """Lifecycle of a presigned archive upload."""
+
+    OPEN = "open"  # URLs handed out; the client may still upload and complete
+    COMPLETED = "completed"  # a submission holds the blob now
+    ABORTED = "aborted"  # expired unfinished: multipart upload aborted, partial blob deleted
+
+
+class ArchiveUpload(Base):
+    """A presigned (multipart) archive upload handed out by the API, until it completes.
+
+    Recorded when the URLs are handed out, so an upload that is never completed is charged to the
+    team's storage quota (its declared size) and aborted by the reaper once its ticket expired.
+    """
+
+    __tablename__ = "archive_uploads"
+    __table_args__ = (
+        CheckConstraint(_in_check("state", ArchiveUploadState), name="state"),
+        CheckConstraint("size_bytes >= 0", name="size_bytes_nonnegative"),
+        Index("ix_archive_uploads_state_expires_at", "state", "expires_at"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    team_id: Mapped[int] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"), index=True)
+    blob_key: Mapped[str] = mapped_column(String(MAX_BLOB_KEY_LENGTH), unique=True)
+    # The S3 multipart upload id; None for a single presigned PUT (local blob store).
+    s3_upload_id: Mapped[str | None] = mapped_column(String(1024))
+    size_bytes: Mapped[int] = mapped_column(BigInteger)
+    state: Mapped[str] = mapped_column(String(16), default=ArchiveUploadState.OPEN.value)
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utc_now)
+    expires_at: Mapped[dt.datetime] = mapped_column(UTCDateTime())
+    finished_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())

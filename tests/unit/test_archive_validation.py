@@ -346,3 +346,45 @@ def test_registry_errors(tmp_path: Path) -> None:
     assert (
         build_anonymizer_of_kind("builtin", name="pitch", params={"semitones": 2}).name == "pitch"
     )
+
+
+# -- corrupt compressed data (issue 17 item 2) ----------------------------------------------------
+
+
+def _overwrite(path: Path, offset: int, length: int) -> Path:
+    """Overwrite ``length`` bytes at ``offset`` with a fixed non-zero pattern."""
+    data = bytearray(path.read_bytes())
+    data[offset : offset + length] = bytes((i * 37 + 11) % 251 + 1 for i in range(length))
+    path.write_bytes(bytes(data))
+    return path
+
+
+def _flip(path: Path, start: int, stop: int, step: int) -> Path:
+    """Flip every bit of each ``step``-th byte in ``[start, stop)``."""
+    data = bytearray(path.read_bytes())
+    for i in range(start, min(stop, len(data)), step):
+        data[i] ^= 0xFF
+    path.write_bytes(bytes(data))
+    return path
+
+
+def test_zip_with_overwritten_deflate_data_is_a_corrupt_archive(tmp_path: Path) -> None:
+    archive = make_zip(tmp_path / "a.zip", good_members())
+    with zipfile.ZipFile(archive) as zf:
+        first = zf.infolist()[0]
+    # Inside the first member's deflate stream (past its 30-byte local header and name).
+    start = first.header_offset + 30 + len(first.filename) + 50
+    report = check(_overwrite(archive, start, 400), tmp_path / "out")
+    assert not report.ok and "corrupt archive" in joined(report), report.problems
+    assert not (tmp_path / "out" / "audio").exists()
+
+
+@pytest.mark.parametrize("mode", ["w:xz", "w:bz2", "w:gz"])
+def test_compressed_tar_with_flipped_bytes_is_a_corrupt_archive(tmp_path: Path, mode: str) -> None:
+    suffix = mode.split(":")[1]
+    archive = make_tar(tmp_path / f"a.tar.{suffix}", good_members(), mode=mode)
+    size = archive.stat().st_size
+    report = check(_flip(archive, size // 3, 2 * size // 3, 97), tmp_path / "out")
+    assert not report.ok
+    assert "corrupt archive" in joined(report), report.problems
+    assert "missing" not in joined(report)

@@ -158,3 +158,18 @@ def test_deploy_doc_lists_every_setting() -> None:
     text = (ROOT / "docs" / "deploy.md").read_text()
     missing = [n for n in Settings.model_fields if f"`UNMASK_{n.upper()}`" not in text]
     assert not missing, f"docs/deploy.md lacks {missing}"
+
+
+def test_bucket_aborts_incomplete_multipart_uploads(compose: dict[str, Any]) -> None:
+    """The create-bucket one-shot imports an AbortIncompleteMultipartUpload rule, and MinIO (which
+    drops that action) gets its own stale-upload expiry."""
+    import json
+
+    services = _services(compose)
+    one_shot = services["create-bucket"]
+    assert "mc ilm rule import local/unmask" in " ".join(one_shot["command"])
+    rules = json.loads(one_shot["environment"]["BUCKET_LIFECYCLE_JSON"])["Rules"]
+    abort = [r for r in rules if "AbortIncompleteMultipartUpload" in r]
+    assert abort and abort[0]["Status"] == "Enabled"
+    assert abort[0]["AbortIncompleteMultipartUpload"]["DaysAfterInitiation"] >= 1
+    assert services["minio"]["environment"]["MINIO_API_STALE_UPLOADS_EXPIRY"]

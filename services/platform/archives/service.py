@@ -6,19 +6,27 @@ An archive submission (pre-anonymized audio, uploaded as one blob) is ``pending`
 utterances the archive must hold and their durations, downloads the archive and runs
 ``services.anonymizers.archive.validate_archive``. Valid: the extracted audio is kept as a
 content-addressed stage folder (``archive/<sha256[:16]>``) every worker can fetch, and the
-submission is accepted; invalid: rejected, with the report stored next to the archive.
+submission is accepted with the report stored next to the archive; invalid (including every kind
+of corrupt archive): rejected, with the problems in ``submission.rejection_reason``, and the
+archive's blob is deleted (a rejected archive is still charged to the team's storage quota for
+24 h). The worker's scratch folder of a validation is deleted either way.
+
+:func:`reject_stuck_validations` (the reaper) rejects archives still validating after
+``archive_validation_timeout_s``: a validation whose task was lost or kept failing.
 
 :func:`request_validation` queues the validation in the caller's transaction (an outbox message).
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import logging
 import shutil
 from pathlib import Path
 from typing import Protocol
 
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from services.anonymizers.archive import ArchiveLimits, expected_from_protocol, validate_archive
@@ -32,7 +40,8 @@ from services.platform.outbox import VALIDATE_ARCHIVE, add_message
 from services.settings import Settings
 from services.storage.blobstore import BlobStore
 from services.storage.db import Database
-from services.storage.models import Submission, SubmissionStatus
+from services.storage.models import Submission, SubmissionKind, SubmissionStatus
+from services.storage.types import utc_now
 
 log = logging.getLogger(__name__)
 
@@ -71,10 +80,33 @@ def archive_protocol_config(session: Session, submission: Submission) -> Evaluat
     return parse_config(dict(body.get("config", {})), f"protocol {protocol.id} config")
 
 
+def report_key(archive_key: str) -> str:
+    """Blob key of the validation report of an accepted archive."""
+    return f"{archive_key}.validation.json"
+
+
+def reject_archive(host: ArchiveHost, submission_id: int, reason: str) -> str:
+    """Reject a pending archive submission with ``reason`` and delete its blob and report."""
+    with host.database.session_scope() as session:
+        submission = submission_records.get_submission(session, submission_id)
+        if submission.status != SubmissionStatus.PENDING.value:
+            return submission.status
+        key = submission.archive_blob_key
+        submission_records.reject_submission(session, submission_id, reason=reason)
+    log.info("archive of submission %s rejected: %s", submission_id, reason)
+    if key is not None:
+        # After the commit: a crash in between leaves a blob of a rejected submission, which the
+        # next validation attempt (a no-op on a rejected submission) never touches again.
+        host.store.delete(key)
+        host.store.delete(report_key(key))
+    return SubmissionStatus.REJECTED.value
+
+
 def validate_submission_archive(services: ArchiveHost, submission_id: int) -> str:
     """Validate a pending archive submission; accept it, or reject it when invalid.
 
-    The validation report is stored next to the archive (``<archive key>.validation.json``).
+    Accepted: the validation report is stored next to the archive (``<archive key>.validation
+    .json``). Rejected: the reason is stored on the submission and the archive blob deleted.
     Returns the submission's status afterwards (a non-pending submission is left alone).
     """
     # Deferred: the evaluation imports torch, which the Celery app and its health checks avoid.
@@ -92,9 +124,11 @@ def validate_submission_archive(services: ArchiveHost, submission_id: int) -> st
         try:
             cfg = archive_protocol_config(session, submission)
         except InvalidInputError as exc:
-            log.info("archive of submission %s rejected: %s", submission_id, exc)
-            submission_records.reject_submission(session, submission_id)
-            return SubmissionStatus.REJECTED.value
+            reason: str | None = str(exc)
+        else:
+            reason = None
+    if reason is not None:
+        return reject_archive(services, submission_id, reason)
     folder = services.settings.resolved_work_dir() / "archives" / str(submission_id)
     try:
         stages_dir = services.stages_dir()
@@ -113,12 +147,12 @@ def validate_submission_archive(services: ArchiveHost, submission_id: int) -> st
             ArchiveLimits.from_settings(services.settings),
             {u.utt_id: u.duration_s for u in manifest.utterances},
         )
+        report.raise_for_problems()
         services.store.put_bytes(
-            f"{key}.validation.json",
+            report_key(key),
             json.dumps(report.to_json(), default=str).encode(),
             media_type="application/json",
         )
-        report.raise_for_problems()
         # Keep the validated audio as a content-addressed folder every worker can fetch.
         stage_key = archive_stage_key(info.sha256 or "")
         workspace = StageWorkspace(services.store, stages_dir)
@@ -130,15 +164,36 @@ def validate_submission_archive(services: ArchiveHost, submission_id: int) -> st
             extracted.rename(target)
         workspace.upload(ARCHIVE_STAGE, stage_key)
     except InvalidInputError as exc:
-        log.info("archive of submission %s rejected: %s", submission_id, exc)
-        with services.database.session_scope() as session:
-            submission_records.reject_submission(session, submission_id)
-        return SubmissionStatus.REJECTED.value
+        return reject_archive(services, submission_id, str(exc))
     finally:
-        shutil.rmtree(folder / "archive", ignore_errors=True)
+        # The downloaded archive, what was extracted (moved away when valid) and the run's
+        # scratch files: nothing of a validation stays on the worker.
+        shutil.rmtree(folder, ignore_errors=True)
     with services.database.session_scope() as session:
         submission_records.accept_submission(session, submission_id)
     return SubmissionStatus.ACCEPTED.value
+
+
+def reject_stuck_validations(host: ArchiveHost, *, now: dt.datetime | None = None) -> list[int]:
+    """Reject archive submissions still validating ``archive_validation_timeout_s`` after their
+    upload (their task was lost, or failed on something other than the archive); their ids."""
+    timeout_s = host.settings.archive_validation_timeout_s
+    cutoff = (now or utc_now()) - dt.timedelta(seconds=timeout_s)
+    with host.database.session_scope() as session:
+        stuck = list(
+            session.scalars(
+                select(Submission.id).where(
+                    Submission.kind == SubmissionKind.ARCHIVE.value,
+                    Submission.status == SubmissionStatus.PENDING.value,
+                    Submission.created_at < cutoff,
+                )
+            )
+        )
+    reason = (
+        f"the archive's validation did not finish within {timeout_s:.0f} s of the upload; "
+        "upload it again"
+    )
+    return [i for i in stuck if reject_archive(host, i, reason) == SubmissionStatus.REJECTED]
 
 
 def prepare_archive(

@@ -31,7 +31,12 @@ from services.platform.jobs.phases import (
     task_id_for,
     task_ids_of_job,
 )
-from services.platform.jobs.reaper import ReapReport, reap_stale_stages
+from services.platform.jobs.reaper import (
+    ArchiveReapReport,
+    ReapReport,
+    reap_archive_uploads,
+    reap_stale_stages,
+)
 from services.platform.jobs.runner import (
     PhaseClaim,
     PhaseOutcome,
@@ -59,6 +64,7 @@ __all__ = [
     "DEFAULT_STAGE_TIME_LIMITS_S",
     "PHASE_QUEUES",
     "QUEUES",
+    "ArchiveReapReport",
     "JobCancelledError",
     "JobFinishedError",
     "JobServices",
@@ -87,6 +93,7 @@ __all__ = [
     "next_phase",
     "phase_of_stage",
     "queue_phase",
+    "reap_archive_uploads",
     "reap_stale_stages",
     "rerun_job",
     "run_config",

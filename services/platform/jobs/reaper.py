@@ -1,7 +1,8 @@
-"""The reaper: rescues stages whose worker died and tasks that were lost (run periodically).
+"""The reaper: rescues stages whose worker died and tasks that were lost (run periodically),
+and sweeps archive uploads: archives stuck validating and abandoned presigned uploads.
 
-No Celery here: Celery beat schedules the task that calls :func:`reap_stale_stages`; the tasks it
-re-queues go out through the outbox like every other.
+No Celery here: Celery beat schedules the task that calls :func:`reap_stale_stages` and
+:func:`reap_archive_uploads`; the tasks it re-queues go out through the outbox like every other.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field
 
+from services.platform.archives import abort_stale_uploads, reject_stuck_validations
 from services.platform.jobs import records as job_records
 from services.platform.jobs.host import JobServices
 from services.platform.jobs.phases import stage_hard_time_limit_s
@@ -97,3 +99,22 @@ def reap_stale_stages(services: JobServices, *, now: dt.datetime | None = None) 
                 queue_phase(session, job_id=job.id, stage_id=stage.id, phase=stage.name, now=now)
                 report.resent.append(ident)
     return report
+
+
+@dataclass
+class ArchiveReapReport:
+    """What one archive sweep did: submissions rejected as stuck, uploads aborted (blob keys)."""
+
+    rejected_stuck: list[int] = field(default_factory=list)
+    aborted_uploads: list[str] = field(default_factory=list)
+
+
+def reap_archive_uploads(
+    services: JobServices, *, now: dt.datetime | None = None
+) -> ArchiveReapReport:
+    """Reject archives validating for longer than ``archive_validation_timeout_s`` and abort
+    presigned uploads abandoned past their ticket's expiry (``upload_abort_grace_s``)."""
+    now = now or utc_now()
+    rejected = reject_stuck_validations(services, now=now)
+    aborted = abort_stale_uploads(services.database, services.store, services.settings, now=now)
+    return ArchiveReapReport(rejected_stuck=rejected, aborted_uploads=aborted.aborted)

@@ -4,6 +4,8 @@ from services.platform.quotas.errors import QuotaExceededError
 from services.platform.quotas.service import (
     QuotaStatus,
     TeamQuotas,
+    archive_storage_bytes,
+    check_archive_storage_quota,
     check_job_quota,
     check_submission_quota,
     team_quotas,
@@ -13,6 +15,8 @@ __all__ = [
     "QuotaExceededError",
     "QuotaStatus",
     "TeamQuotas",
+    "archive_storage_bytes",
+    "check_archive_storage_quota",
     "check_job_quota",
     "check_submission_quota",
     "team_quotas",

@@ -2,7 +2,11 @@
 
 - submissions per rolling 24 h (``quota_submissions_per_day``; rejected submissions not counted),
 - jobs per rolling 24 h (``quota_jobs_per_day``; failed and cancelled jobs not counted),
-- concurrent jobs (``quota_concurrent_jobs``: queued + running).
+- concurrent jobs (``quota_concurrent_jobs``: queued + running),
+- archive storage (``quota_archive_storage_bytes``): the bytes of the team's stored archives
+  (validating or accepted), of its open presigned uploads (their declared size: the URLs allow
+  that much) and of its archives rejected in the last 24 h (a rejected archive's blob is deleted,
+  but counting it stops a team from uploading without limit by getting rejected).
 
 Checks run inside the transaction that creates the row, after
 ``services.platform.identity.lock_team`` has locked the team, so concurrent requests of one team
@@ -15,13 +19,21 @@ import datetime as dt
 import math
 from dataclasses import dataclass
 
+from sqlalchemy import and_, func, or_, select
 from sqlalchemy.orm import Session
 
 from services.platform.jobs.records import count_jobs
 from services.platform.quotas.errors import QuotaExceededError
 from services.platform.submissions import count_submissions
 from services.settings import Settings
-from services.storage.models import RunState, SubmissionStatus
+from services.storage.models import (
+    ArchiveUpload,
+    ArchiveUploadState,
+    RunState,
+    Submission,
+    SubmissionKind,
+    SubmissionStatus,
+)
 from services.storage.types import utc_now
 
 WINDOW = dt.timedelta(hours=1) * 24
@@ -48,6 +60,7 @@ class TeamQuotas:
     submissions_per_day: QuotaStatus
     jobs_per_day: QuotaStatus
     concurrent_jobs: QuotaStatus
+    archive_storage_bytes: QuotaStatus
 
 
 def _window_retry_after(oldest: dt.datetime | None, now: dt.datetime) -> int:
@@ -71,6 +84,47 @@ def check_submission_quota(session: Session, *, settings: Settings, team_id: int
             retry_after_s=_window_retry_after(usage.oldest_at, now),
             hint="rejected submissions are not counted; retry when the oldest leaves the 24 h "
             "window",
+        )
+
+
+def archive_storage_bytes(session: Session, team_id: int, *, now: dt.datetime) -> int:
+    """Bytes charged to the team's archive storage quota (see the module docstring)."""
+    rejected = SubmissionStatus.REJECTED.value
+    stored = session.scalar(
+        select(func.coalesce(func.sum(Submission.archive_size_bytes), 0)).where(
+            Submission.team_id == team_id,
+            Submission.kind == SubmissionKind.ARCHIVE.value,
+            or_(
+                Submission.status != rejected,
+                and_(Submission.status == rejected, Submission.created_at >= now - WINDOW),
+            ),
+        )
+    )
+    open_uploads = session.scalar(
+        select(func.coalesce(func.sum(ArchiveUpload.size_bytes), 0)).where(
+            ArchiveUpload.team_id == team_id,
+            ArchiveUpload.state == ArchiveUploadState.OPEN.value,
+        )
+    )
+    return int(stored or 0) + int(open_uploads or 0)
+
+
+def check_archive_storage_quota(
+    session: Session, *, settings: Settings, team_id: int, adding_bytes: int
+) -> None:
+    """:class:`QuotaExceededError` when ``adding_bytes`` more would pass the team's archive
+    storage quota (bytes)."""
+    now = utc_now()
+    used = archive_storage_bytes(session, team_id, now=now)
+    limit = settings.quota_archive_storage_bytes
+    if used + max(adding_bytes, 0) > limit:
+        raise QuotaExceededError(
+            "archive storage bytes",
+            used=used,
+            limit=limit,
+            retry_after_s=int(WINDOW.total_seconds()),
+            hint=f"this archive adds {adding_bytes} bytes; archives rejected in the last 24 h "
+            "and unfinished presigned uploads count; open uploads are released when they expire",
         )
 
 
@@ -115,5 +169,10 @@ def team_quotas(session: Session, *, settings: Settings, team_id: int) -> TeamQu
         ),
         concurrent_jobs=QuotaStatus(
             limit=settings.quota_concurrent_jobs, used=active.count, window="now"
+        ),
+        archive_storage_bytes=QuotaStatus(
+            limit=settings.quota_archive_storage_bytes,
+            used=archive_storage_bytes(session, team_id, now=now),
+            window="now (rejected: rolling 24 h)",
         ),
     )

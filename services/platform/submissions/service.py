@@ -127,14 +127,22 @@ def accept_submission(
     return submission
 
 
-def reject_submission(session: Session, submission_id: int) -> Submission:
-    """Mark a pending submission rejected (e.g. its archive failed validation)."""
+MAX_REJECTION_REASON_CHARS = 4000
+
+
+def reject_submission(
+    session: Session, submission_id: int, *, reason: str | None = None
+) -> Submission:
+    """Mark a pending submission rejected (e.g. its archive failed validation), with ``reason``
+    (shown to the team; cut to ``MAX_REJECTION_REASON_CHARS``)."""
     submission = get_row(session, Submission, submission_id)
     if submission.status == SubmissionStatus.REJECTED.value:
         return submission
     if submission.status != SubmissionStatus.PENDING.value:
         raise ConflictError(f"submission {submission_id} is {submission.status}, not pending")
     submission.status = SubmissionStatus.REJECTED.value
+    if reason is not None:
+        submission.rejection_reason = reason[:MAX_REJECTION_REASON_CHARS]
     session.flush()
     return submission
 
