@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import time
-from typing import IO, Any, cast
+from typing import IO, Annotated, Any, cast
 
 from fastapi import APIRouter, Depends, Header, Query, Request, Response, status
 from fastapi.concurrency import run_in_threadpool
@@ -175,8 +175,10 @@ def _precheck_archive(context: ApiContext, principal: Principal, protocol_id: in
 )
 async def upload_archive(
     request: Request,
-    name: NameText = Query(description="Submission name."),
-    protocol_id: DbId = Query(description="The protocol whose audio the archive anonymizes."),
+    name: Annotated[NameText, Query(description="Submission name.")],
+    protocol_id: Annotated[
+        DbId, Query(description="The protocol whose audio the archive anonymizes.")
+    ],
     visibility: Visibility = Query("private"),
     sha256: str | None = Query(
         None,
