@@ -17,8 +17,9 @@ from fastapi.openapi.utils import get_openapi
 from fastapi.staticfiles import StaticFiles
 
 from api.auth import BEARER_SCHEME_NAME
+from api.body_limit import BodyLimitMiddleware
 from api.context import ApiContext
-from api.problems import PROBLEM_MEDIA_TYPE, install_problem_handlers
+from api.problems import PROBLEM_MEDIA_TYPE, install_problem_handlers, problem_responses
 from api.routes import admin, blobs, health, jobs, pages, protocols, submissions, webhooks
 from services.platform.outbox import MessageSender
 from services.settings import Settings, get_settings
@@ -45,6 +46,14 @@ TAGS = [
 ]
 
 
+def _problem_response_doc(status: int) -> dict[str, Any]:
+    entry = problem_responses(status)[status]
+    return {
+        "description": entry["description"],
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Problem"}}},
+    }
+
+
 def _openapi_with_problems(app: FastAPI) -> dict[str, Any]:
     """The OpenAPI document, with every 4xx/5xx body as ``application/problem+json``."""
     if app.openapi_schema:
@@ -60,7 +69,13 @@ def _openapi_with_problems(app: FastAPI) -> dict[str, Any]:
         for operation in path_item.values():
             if not isinstance(operation, dict):
                 continue
-            for code, response in operation.get("responses", {}).items():
+            responses = operation.setdefault("responses", {})
+            if "requestBody" in operation:
+                # Answered before the route runs: a body that is not JSON (400), one above the
+                # body limit (413, api/body_limit.py).
+                for status in (400, 413):
+                    responses.setdefault(str(status), _problem_response_doc(status))
+            for code, response in responses.items():
                 content = response.get("content")
                 if code[:1] in {"4", "5"} and content and "application/json" in content:
                     content[PROBLEM_MEDIA_TYPE] = content.pop("application/json")
@@ -112,6 +127,7 @@ def create_app(
     )
     app.state.context = context
     install_problem_handlers(app)
+    app.add_middleware(BodyLimitMiddleware, max_bytes=context.settings.max_json_body_bytes)
     for module in (health, admin, protocols, submissions, jobs, blobs):
         app.include_router(module.router)
     app.include_router(jobs.submission_jobs_router)

@@ -220,7 +220,11 @@ def install_problem_handlers(app: FastAPI) -> None:
         else:
             detail = str(exc.detail)
         return problem_response(
-            request, exc.status_code, detail, headers=getattr(exc, "headers", None)
+            request,
+            exc.status_code,
+            detail,
+            headers=getattr(exc, "headers", None),
+            extra=getattr(exc, "extra", None),
         )
 
     @app.exception_handler(Exception)

@@ -10,9 +10,13 @@ import datetime as dt
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from annotated_types import Ge, Le
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, field_validator
 
+from services.anonymizers.registry import BUILTIN_NAMES
 from services.metrics import catalogue
+from services.pipeline.config import EvaluationConfig
+from services.platform.jobs.config import COST_KNOB_NAMES, PROTOCOL_FIXED_FIELDS
 from services.storage.models import (
     ApiToken,
     Artifact,
@@ -38,7 +42,80 @@ PINNED_IMAGE_RE = re.compile(
     r"(?::(?P<tag>[A-Za-z0-9_][A-Za-z0-9._-]{0,127}))?"
     r"@(?P<digest>sha256:[0-9a-f]{64})$"
 )
+# The same rule for the OpenAPI document (no named groups: portable regex syntax).
+PINNED_IMAGE_PATTERN = re.sub(r"\(\?P<\w+>", "(?:", PINNED_IMAGE_RE.pattern)
 SHA256_HEX_RE = re.compile(r"^[0-9a-f]{64}$")
+SHA256_HEX_PATTERN = SHA256_HEX_RE.pattern
+
+# --- shared field types: one rule per kind of value ------------------------------------------
+
+# Ids are PostgreSQL INTEGER columns: a larger path, query or body id is a 422, not a 500.
+DB_ID_MAX = 2**31 - 1
+DbId = Annotated[int, Ge(1), Le(DB_ID_MAX)]
+# Page cursors are the last id of the previous page, as a decimal string.
+CURSOR_PATTERN = r"^[0-9]{1,10}$"
+
+# PostgreSQL text and jsonb cannot store NUL (U+0000); refusing it here names the field.
+NO_NUL_PATTERN = r"^[^\x00]*$"
+NUL_MESSAGE = "must not contain the NUL character (U+0000)"
+
+
+def _no_nul(value: str) -> str:
+    if "\x00" in value:
+        raise ValueError(NUL_MESSAGE)
+    return value
+
+
+def _cursor_in_range(value: str) -> str:
+    if int(value) > DB_ID_MAX:
+        raise ValueError(f"cursor must be at most {DB_ID_MAX} (a `next_cursor` value)")
+    return value
+
+
+def _json_without_nul(value: Any, path: str = "") -> None:
+    if isinstance(value, str):
+        if "\x00" in value:
+            raise ValueError(f"{path or 'value'}: {NUL_MESSAGE}")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _json_without_nul(key, f"{path}.{key}".lstrip(".") if "\x00" not in key else path)
+            _json_without_nul(item, f"{path}.{key}".lstrip("."))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _json_without_nul(item, f"{path}[{index}]")
+
+
+def _object_without_nul(value: dict[str, Any]) -> dict[str, Any]:
+    _json_without_nul(value)
+    return value
+
+
+def Text(max_length: int, *, min_length: int = 0) -> Any:
+    """Free text stored or filtered on: at most ``max_length`` characters, no NUL."""
+    return Annotated[
+        str,
+        Field(
+            min_length=min_length,
+            max_length=max_length,
+            # Documented; enforced by the validator, whose message names the NUL.
+            json_schema_extra={"pattern": NO_NUL_PATTERN},
+        ),
+        AfterValidator(_no_nul),
+    ]
+
+
+# A page cursor (the `next_cursor` of the previous page).
+Cursor = Annotated[
+    str,
+    Field(pattern=CURSOR_PATTERN, description="`next_cursor`."),
+    AfterValidator(_cursor_in_range),
+]
+# A JSON object stored in a jsonb column: no NUL in any key or string.
+JsonObject = Annotated[dict[str, Any], AfterValidator(_object_without_nul)]
+NameText = Text(200, min_length=1)
+ShortText = Text(200)
+LabelText = Text(64)
+BuiltinName = Literal[BUILTIN_NAMES]  # type: ignore[valid-type]
 
 
 class StrictModel(BaseModel):
@@ -92,7 +169,7 @@ class TeamCreate(StrictModel):
         description="Lowercase letters, digits and '-', at most 64 characters; unique.",
         examples=["speech-lab"],
     )
-    display_name: str | None = Field(None, max_length=200)
+    display_name: ShortText | None = None
 
 
 class TeamOut(BaseModel):
@@ -107,13 +184,13 @@ class TeamOut(BaseModel):
 class TokenCreate(StrictModel):
     """A new API token for a team."""
 
-    team: str = Field(description="The team's slug.", examples=["speech-lab"])
+    team: LabelText = Field(description="The team's slug.", examples=["speech-lab"])
     scopes: list[Scope] = Field(min_length=1, examples=[["submit", "read"]])
-    name: str = Field("", max_length=200, description="A label (e.g. `ci`).")
+    name: ShortText = Field("", description="A label (e.g. `ci`).")
     expires_days: float | None = Field(
         None, gt=0, le=3650, description="Lifetime in days; null = no expiry."
     )
-    email: str | None = Field(
+    email: Text(254, min_length=3) | None = Field(  # type: ignore[valid-type]
         None, description="Owner; default: the team's robot user (created on first use)."
     )
 
@@ -160,16 +237,39 @@ class TokenIssued(TokenOut):
 class LeaderboardSpec(StrictModel):
     """What a protocol's leaderboard ranks by (defaults of the leaderboard route)."""
 
-    metric: str = Field(
+    metric: LabelText = Field(
         catalogue.HEADLINE.key, description="Primary metric (a result row's `metric`)."
     )
-    scenario: str | None = Field(
+    scenario: LabelText | None = Field(
         None, description="Scenario; default `semi-informed` if evaluated, else the last one."
     )
-    backend: str | None = Field(None, description="Scoring back-end; default the first one.")
-    higher_is_better: bool = Field(
+    backend: LabelText | None = Field(None, description="Scoring back-end; default the first one.")
+    higher_is_better: StrictBool = Field(
         True, description="EER: higher = more privacy = better (the default)."
     )
+
+
+class CostLimits(StrictModel):
+    """Per-protocol upper bounds of a job's cost knobs (null = the server's default)."""
+
+    epochs: int | None = Field(None, ge=1, le=DB_ID_MAX, description="training.epochs")
+    seeds: int | None = Field(None, ge=1, le=DB_ID_MAX, description="Entries of `seeds`.")
+    batch_size: int | None = Field(None, ge=2, le=DB_ID_MAX, description="training.batch_size")
+    bootstrap_resamples: int | None = Field(
+        None, ge=0, le=DB_ID_MAX, description="Bootstrap resamples (metrics and SRD analysis)."
+    )
+    size_study_samples: int | None = Field(None, ge=1, le=DB_ID_MAX)
+    size_study_target_seeds: int | None = Field(None, ge=1, le=DB_ID_MAX)
+    phone_units: int | None = Field(None, ge=2, le=DB_ID_MAX)
+    synthetic_speakers: int | None = Field(None, ge=6, le=DB_ID_MAX)
+    synthetic_utts_per_speaker: int | None = Field(None, ge=4, le=DB_ID_MAX)
+
+    def stored(self) -> dict[str, int]:
+        """The set bounds (stored in the protocol body's ``limits``)."""
+        return {k: v for k, v in self.model_dump().items() if v is not None}
+
+
+assert set(CostLimits.model_fields) == set(COST_KNOB_NAMES), "CostLimits must list every knob"
 
 
 class ProtocolCreate(StrictModel):
@@ -188,13 +288,18 @@ class ProtocolCreate(StrictModel):
         "existing name makes the next version.",
         examples=["synthetic-small"],
     )
-    description: str = Field("", max_length=10_000)
-    config: dict[str, Any] = Field(
+    description: Text(10_000) = ""  # type: ignore[valid-type]
+    config: JsonObject = Field(
         default_factory=dict,
         description="EvaluationConfig fields (see docs/evaluation.md), no `anonymizer`.",
         examples=[{"synthetic": {"n_speakers": 24}, "scenarios": ["ignorant", "semi-informed"]}],
     )
     leaderboard: LeaderboardSpec = Field(default_factory=LeaderboardSpec)
+    limits: CostLimits = Field(
+        default_factory=lambda: CostLimits(),
+        description="Upper bounds of the cost knobs of this protocol's jobs; an unset one is the "
+        "server's `UNMASK_MAX_JOB_<NAME>` (docs/deploy.md). A job above one is a 422.",
+    )
 
 
 class ProtocolOut(BaseModel):
@@ -207,6 +312,9 @@ class ProtocolOut(BaseModel):
     content_hash: str
     config: dict[str, Any]
     leaderboard: LeaderboardSpec
+    limits: dict[str, int] = Field(
+        default_factory=dict, description="The protocol's own cost bounds (unset: server's)."
+    )
     created_at: dt.datetime
 
     @classmethod
@@ -220,6 +328,7 @@ class ProtocolOut(BaseModel):
             content_hash=protocol.content_hash,
             config=dict(body.get("config", {})),
             leaderboard=LeaderboardSpec.model_validate(body.get("leaderboard", {})),
+            limits=dict(body.get("limits") or {}),
             created_at=protocol.created_at,
         )
 
@@ -230,16 +339,18 @@ class ProtocolOut(BaseModel):
 class BuiltinSpec(StrictModel):
     """A built-in anonymizer (docs/anonymizers.md)."""
 
-    name: str = Field(examples=["pitch"], description="pitch, vtln or mcadams.")
-    params: dict[str, Any] = Field(default_factory=dict, examples=[{"semitones": 4}])
+    name: BuiltinName = Field(examples=["pitch"], description="A built-in anonymizer.")
+    params: JsonObject = Field(default_factory=dict, examples=[{"semitones": 4}])
 
 
 class ContainerSpec(StrictModel):
     """An OCI image pinned by digest (run by the container runner)."""
 
     image: str = Field(
+        max_length=1024,
         description="`name[:tag]@sha256:<64 hex>`; tags alone are refused (not reproducible).",
         examples=["ghcr.io/lab/anon@sha256:" + "0" * 64],
+        json_schema_extra={"pattern": PINNED_IMAGE_PATTERN},
     )
 
     @field_validator("image")
@@ -256,7 +367,7 @@ class BuiltinSubmissionCreate(StrictModel):
     """Submit a built-in anonymizer with parameters."""
 
     kind: Literal["builtin"]
-    name: str = Field(min_length=1, max_length=200)
+    name: NameText
     visibility: Visibility = "private"
     builtin: BuiltinSpec
 
@@ -265,7 +376,7 @@ class ContainerSubmissionCreate(StrictModel):
     """Submit an anonymizer as a pinned container image."""
 
     kind: Literal["container"]
-    name: str = Field(min_length=1, max_length=200)
+    name: NameText
     visibility: Visibility = "private"
     container: ContainerSpec
 
@@ -342,19 +453,15 @@ class SubmissionPageOut(BaseModel):
 class ArchiveUploadCreate(StrictModel):
     """Start a presigned (multipart) upload of a large archive."""
 
-    name: str = Field(min_length=1, max_length=200)
+    name: NameText
     visibility: Visibility = "private"
-    protocol_id: int = Field(description="The protocol whose audio the archive anonymizes.")
-    size_bytes: int = Field(gt=0, description="Exact archive size, bytes.")
-    sha256: str = Field(description="Hex SHA-256 of the whole archive (64 lowercase digits).")
-    media_type: str = Field("application/octet-stream", max_length=255)
-
-    @field_validator("sha256")
-    @classmethod
-    def _hex(cls, value: str) -> str:
-        if not SHA256_HEX_RE.match(value):
-            raise ValueError("sha256 must be 64 lowercase hex digits")
-        return value
+    protocol_id: DbId = Field(description="The protocol whose audio the archive anonymizes.")
+    size_bytes: int = Field(gt=0, le=2**63 - 1, description="Exact archive size, bytes.")
+    sha256: str = Field(
+        pattern=SHA256_HEX_PATTERN,
+        description="Hex SHA-256 of the whole archive (64 lowercase digits).",
+    )
+    media_type: Text(255) = "application/octet-stream"  # type: ignore[valid-type]
 
 
 class UploadPart(BaseModel):
@@ -383,7 +490,7 @@ class CompletedPart(StrictModel):
     """An uploaded part: its number and the ``ETag`` response header of its PUT."""
 
     part_number: int = Field(ge=1, le=10_000)
-    etag: str = Field(min_length=1, max_length=200)
+    etag: Text(200, min_length=1)  # type: ignore[valid-type]
 
 
 class ArchiveUploadComplete(StrictModel):
@@ -395,16 +502,23 @@ class ArchiveUploadComplete(StrictModel):
 # --- jobs --------------------------------------------------------------------------------------
 
 
+OVERRIDABLE_CONFIG_FIELDS = tuple(
+    name for name in EvaluationConfig.model_fields if name not in PROTOCOL_FIXED_FIELDS
+)
+
+
 class JobCreate(StrictModel):
     """Evaluate a submission under a protocol, optionally overriding config fields."""
 
-    submission_id: int
-    protocol_id: int
-    config_overrides: dict[str, Any] = Field(
+    submission_id: DbId
+    protocol_id: DbId
+    config_overrides: JsonObject = Field(
         default_factory=dict,
         description="Merged (recursively) into the protocol's config; validated as an "
-        "EvaluationConfig. `anonymizer`, `protocol` and `synthetic` cannot be overridden.",
+        "EvaluationConfig (docs/evaluation.md). `anonymizer`, `protocol` and `synthetic` cannot "
+        "be overridden; the cost knobs are bounded by the protocol's `limits`.",
         examples=[{"seeds": [0, 1], "training": {"epochs": 8}}],
+        json_schema_extra={"propertyNames": {"enum": list(OVERRIDABLE_CONFIG_FIELDS)}},
     )
 
 

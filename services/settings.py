@@ -166,6 +166,38 @@ class Settings(BaseSettings):
     artifact_url_expiry_s: int = Field(
         300, description="Lifetime of artifact download links handed out by the API, seconds."
     )
+    max_json_body_bytes: int = Field(
+        1024 * 1024,
+        ge=1024,
+        description="Largest request body of every route except the streamed archive uploads "
+        "(bytes); larger -> 413 before the body is parsed.",
+    )
+    # Cost bounds of a job's evaluation config (services/platform/jobs/config.py): a job above
+    # one is a 422. A protocol may override each in its body's `limits` (docs/deploy.md).
+    max_job_epochs: int = Field(200, ge=1, description="training.epochs, at most.")
+    max_job_seeds: int = Field(10, ge=1, description="Entries of `seeds`, at most.")
+    max_job_batch_size: int = Field(1024, ge=2, description="training.batch_size, at most.")
+    max_job_bootstrap_resamples: int = Field(
+        2000,
+        ge=0,
+        description="metrics.bootstrap_resamples and analyses.srd_representations."
+        "bootstrap_resamples, at most.",
+    )
+    max_job_size_study_samples: int = Field(
+        50, ge=1, description="analyses.size_study.samples, at most."
+    )
+    max_job_size_study_target_seeds: int = Field(
+        10, ge=1, description="Entries of analyses.size_study.target_seeds, at most."
+    )
+    max_job_phone_units: int = Field(
+        1024, ge=2, description="analyses.srd_representations.phone_units, at most."
+    )
+    max_job_synthetic_speakers: int = Field(
+        2000, ge=6, description="synthetic.n_speakers, at most."
+    )
+    max_job_synthetic_utts_per_speaker: int = Field(
+        500, ge=4, description="synthetic.utts_per_speaker, at most."
+    )
     quota_submissions_per_day: int = Field(
         50, description="Submissions a team may create per rolling 24 h (rejected not counted)."
     )

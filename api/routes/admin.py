@@ -9,6 +9,7 @@ from api.context import ApiContext, get_context
 from api.quotas import quota_report
 from api.routes.common import errors, scope
 from api.schemas import (
+    DbId,
     Me,
     ProtocolCreate,
     ProtocolOut,
@@ -108,7 +109,7 @@ def create_token(
     openapi_extra=scope("admin"),
 )
 def revoke_token(
-    token_id: int,
+    token_id: DbId,
     _admin: Principal = Depends(require_admin),
     context: ApiContext = Depends(get_context),
 ) -> TokenOut:
@@ -145,6 +146,9 @@ def register_protocol(
         "config": config,
         "leaderboard": body.leaderboard.model_dump(mode="json"),
     }
+    if body.limits.stored():
+        # Only when set: bodies without limits keep their content hash.
+        stored["limits"] = body.limits.stored()
     with context.database.session_scope() as session:
         before = {p.id for p in protocols.list_protocols(session, name=body.name)}
         protocol = protocols.create_protocol(

@@ -63,7 +63,7 @@ def get_blob(key: str, request: Request, context: ApiContext = Depends(get_conte
     summary="Upload a blob through a signed URL (local blob store)",
     status_code=status.HTTP_200_OK,
     responses={
-        **problem_responses(403, 408, 413, 422, 429, 500),
+        **problem_responses(403, 404, 408, 413, 422, 429, 500),
         200: {"description": "Stored; the `ETag` header is the blob's sha256."},
     },
     description=_SIGNED_QUERY_DOC + " Body: the bytes; a sha256 mismatch stores nothing (422).",

@@ -13,7 +13,6 @@ from services.platform.pagination import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
 
 PAGE_LIMIT_DEFAULT = DEFAULT_PAGE_SIZE
 PAGE_LIMIT_MAX = MAX_PAGE_SIZE
-CURSOR_PATTERN = r"^[0-9]{1,19}$"
 
 
 def errors(*statuses: int) -> dict[int | str, dict[str, Any]]:

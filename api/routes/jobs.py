@@ -20,10 +20,12 @@ from sqlalchemy.orm import Session
 from api.auth import Principal, Reader, reader_read, require_submit
 from api.context import ApiContext, get_context
 from api.problems import ApiProblem
-from api.routes.common import CURSOR_PATTERN, PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX, errors, scope
+from api.routes.common import PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX, errors, scope
 from api.schemas import (
     ArtifactOut,
     ArtifactsOut,
+    Cursor,
+    DbId,
     JobCreate,
     JobOut,
     JobPageOut,
@@ -133,6 +135,7 @@ def create_job(
             overrides=body.config_overrides,
             idempotency_key=idempotency_key,
             check_quota=_quota_check(context),
+            settings=context.settings,
         )
     return _answer_new_job(context, principal, new, response)
 
@@ -148,10 +151,10 @@ def list_jobs(
     request: Request,
     response: Response,
     state: JobState | None = Query(None),
-    submission_id: int | None = Query(None),
-    protocol_id: int | None = Query(None),
+    submission_id: DbId | None = Query(None),
+    protocol_id: DbId | None = Query(None),
     limit: int = Query(PAGE_LIMIT_DEFAULT, ge=1, le=PAGE_LIMIT_MAX),
-    cursor: str | None = Query(None, pattern=CURSOR_PATTERN, description="`next_cursor`."),
+    cursor: Cursor | None = Query(None),
     reader: Reader = Depends(reader_read),
 ) -> JobPageOut:
     """Newest first. Keyset pagination: pass `next_cursor` as `cursor`; pages do not shift when
@@ -184,7 +187,7 @@ def list_jobs(
     openapi_extra=scope("read"),
 )
 def get_job(
-    job_id: int,
+    job_id: DbId,
     log_chars: int = Query(
         LOG_CHARS_DEFAULT,
         ge=0,
@@ -206,7 +209,7 @@ def get_job(
     openapi_extra=scope("submit"),
 )
 def cancel_job(
-    job_id: int,
+    job_id: DbId,
     principal: Principal = Depends(require_submit),
     context: ApiContext = Depends(get_context),
 ) -> JobOut:
@@ -233,7 +236,7 @@ def cancel_job(
     openapi_extra=scope("submit"),
 )
 def rerun_job(
-    job_id: int,
+    job_id: DbId,
     response: Response,
     idempotency_key: IdempotencyKey = None,
     principal: Principal = Depends(require_submit),
@@ -270,7 +273,7 @@ class CancelledJobsOut(BaseModel):
     openapi_extra=scope("submit"),
 )
 def cancel_submission_jobs(
-    submission_id: int,
+    submission_id: DbId,
     principal: Principal = Depends(require_submit),
     context: ApiContext = Depends(get_context),
 ) -> CancelledJobsOut:
@@ -293,7 +296,7 @@ def cancel_submission_jobs(
     openapi_extra=scope("read"),
 )
 def get_results(
-    job_id: int,
+    job_id: DbId,
     reader: Reader = Depends(reader_read),
 ) -> ResultsOut:
     """One row per scenario, back-end, seed (-1 = aggregate) and metric; null = not computed."""
@@ -322,7 +325,7 @@ def _artifact_out(context: ApiContext, artifact: Any, stage_names: dict[int, str
     openapi_extra=scope("read"),
 )
 def list_artifacts(
-    job_id: int,
+    job_id: DbId,
     reader: Reader = Depends(reader_read),
     context: ApiContext = Depends(get_context),
 ) -> ArtifactsOut:
@@ -345,8 +348,8 @@ def list_artifacts(
     openapi_extra=scope("read"),
 )
 def download_artifact(
-    job_id: int,
-    artifact_id: int,
+    job_id: DbId,
+    artifact_id: DbId,
     reader: Reader = Depends(reader_read),
     context: ApiContext = Depends(get_context),
 ) -> RedirectResponse:

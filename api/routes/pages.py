@@ -35,6 +35,7 @@ from sqlalchemy.orm import Session, joinedload
 from api.auth import Principal
 from api.context import ApiContext, get_context
 from api.page_session import clear_session_cookie, login, set_session_cookie, viewer_of
+from api.schemas import DbId
 from services.errors import InvalidInputError
 from services.metrics import catalogue
 from services.platform import access, protocols, results
@@ -324,7 +325,7 @@ def _row_html(
 @router.get("/protocols/{protocol_id}", response_class=HTMLResponse)
 def leaderboard_page(
     request: Request,
-    protocol_id: int,
+    protocol_id: DbId,
     sort: str | None = Query(None, max_length=80),
     order: str | None = Query(None, pattern="^(asc|desc)$"),
     context: ApiContext = Depends(get_context),
@@ -473,8 +474,8 @@ def _plots(job_id: int, artifacts: list[Artifact]) -> list[dict[str, Any]]:
 @router.get("/submissions/{submission_id}", response_class=HTMLResponse)
 def submission_page(
     request: Request,
-    submission_id: int,
-    job: int | None = Query(None, description="Show this job instead of the latest succeeded."),
+    submission_id: DbId,
+    job: DbId | None = Query(None, description="Show this job instead of the latest succeeded."),
     context: ApiContext = Depends(get_context),
 ) -> Response:
     """Every result and plot of a submission's evaluation, its provenance and artifacts."""
@@ -565,7 +566,9 @@ def job_status(job: Job, log_chars: int = LOG_CHARS) -> dict[str, Any]:
 
 
 @router.get("/jobs/{job_id}", response_class=HTMLResponse)
-def job_page(request: Request, job_id: int, context: ApiContext = Depends(get_context)) -> Response:
+def job_page(
+    request: Request, job_id: DbId, context: ApiContext = Depends(get_context)
+) -> Response:
     """Live stage progress and log tail (the page polls ``/jobs/{id}/status.json``)."""
     with context.database.session_scope() as session:
         viewer = _viewer(request, context, session)
@@ -584,7 +587,7 @@ def job_page(request: Request, job_id: int, context: ApiContext = Depends(get_co
 
 @router.get("/jobs/{job_id}/status.json")
 def job_status_json(
-    request: Request, job_id: int, context: ApiContext = Depends(get_context)
+    request: Request, job_id: DbId, context: ApiContext = Depends(get_context)
 ) -> Response:
     """State and stages of a visible job (same visibility as the page)."""
     with context.database.session_scope() as session:
@@ -604,8 +607,8 @@ def _stream(context: ApiContext, key: str) -> Iterator[bytes]:
 @router.get("/jobs/{job_id}/artifacts/{artifact_id}")
 def artifact_file(
     request: Request,
-    job_id: int,
-    artifact_id: int,
+    job_id: DbId,
+    artifact_id: DbId,
     download: bool = Query(False),
     context: ApiContext = Depends(get_context),
 ) -> Response:

@@ -6,7 +6,7 @@ from fastapi import APIRouter, Depends, Query
 
 from api.auth import Reader, reader_read
 from api.routes.common import errors, scope
-from api.schemas import LeaderboardOut, LeaderboardRow, ProtocolOut
+from api.schemas import DbId, LeaderboardOut, LeaderboardRow, ProtocolOut, Text
 from services.platform import protocols
 from services.platform.jobs.config import leaderboard_defaults
 from services.platform.leaderboard import leaderboard
@@ -31,7 +31,7 @@ LEADERBOARD_RULES = [
     openapi_extra=scope("read"),
 )
 def list_protocols(
-    name: str | None = Query(None, max_length=128, description="Only versions of this name."),
+    name: Text(128) | None = Query(None, description="Only versions of this name."),  # type: ignore[valid-type]
     reader: Reader = Depends(reader_read),
 ) -> list[ProtocolOut]:
     """Every registered protocol version, by name then version."""
@@ -47,7 +47,7 @@ def list_protocols(
     openapi_extra=scope("read"),
 )
 def get_protocol(
-    protocol_id: int,
+    protocol_id: DbId,
     reader: Reader = Depends(reader_read),
 ) -> ProtocolOut:
     """One protocol version: its config and leaderboard defaults."""
@@ -63,10 +63,10 @@ def get_protocol(
     openapi_extra=scope("read"),
 )
 def get_leaderboard(
-    protocol_id: int,
-    metric: str | None = Query(None, max_length=64, description="Default: the protocol's."),
-    scenario: str | None = Query(None, max_length=64, description="Default: the protocol's."),
-    backend: str | None = Query(None, max_length=64, description="Default: the protocol's."),
+    protocol_id: DbId,
+    metric: Text(64) | None = Query(None, description="Default: the protocol's."),  # type: ignore[valid-type]
+    scenario: Text(64) | None = Query(None, description="Default: the protocol's."),  # type: ignore[valid-type]
+    backend: Text(64) | None = Query(None, description="Default: the protocol's."),  # type: ignore[valid-type]
     higher_is_better: bool | None = Query(None, description="Default: the protocol's."),
     limit: int = Query(100, ge=1, le=1000, description="Rows returned."),
     reader: Reader = Depends(reader_read),

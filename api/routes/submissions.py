@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import time
-from typing import IO, Any, cast
+from typing import IO, Annotated, Any, cast
 
 from fastapi import APIRouter, Depends, Header, Query, Request, Response, status
 from fastapi.concurrency import run_in_threadpool
@@ -13,14 +13,17 @@ from fastapi.concurrency import run_in_threadpool
 from api.auth import Principal, Reader, reader_read, require_submit
 from api.context import ApiContext, get_context
 from api.problems import ApiProblem
-from api.routes.common import CURSOR_PATTERN, PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX, errors, scope
+from api.routes.common import PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX, errors, scope
 from api.schemas import (
     PINNED_IMAGE_RE,
-    SHA256_HEX_RE,
+    SHA256_HEX_PATTERN,
     ArchiveUploadComplete,
     ArchiveUploadCreate,
     ArchiveUploadOut,
     BuiltinSubmissionCreate,
+    Cursor,
+    DbId,
+    NameText,
     SubmissionCreate,
     SubmissionOut,
     SubmissionPageOut,
@@ -200,11 +203,15 @@ def _precheck_archive(
 )
 async def upload_archive(
     request: Request,
-    name: str = Query(min_length=1, max_length=200, description="Submission name."),
-    protocol_id: int = Query(description="The protocol whose audio the archive anonymizes."),
+    name: Annotated[NameText, Query(description="Submission name.")],
+    protocol_id: Annotated[
+        DbId, Query(description="The protocol whose audio the archive anonymizes.")
+    ],
     visibility: Visibility = Query("private"),
     sha256: str | None = Query(
-        None, description="Optional hex SHA-256 of the archive; a mismatch stores nothing (422)."
+        None,
+        pattern=SHA256_HEX_PATTERN,
+        description="Optional hex SHA-256 of the archive; a mismatch stores nothing (422).",
     ),
     content_length: int | None = Header(None, alias="Content-Length", ge=0),
     principal: Principal = Depends(require_submit),
@@ -217,8 +224,6 @@ async def upload_archive(
     The submission is `validating` until the workers have checked the archive against the
     protocol."""
     limit = context.settings.max_archive_bytes
-    if sha256 is not None and not SHA256_HEX_RE.match(sha256):
-        raise ApiProblem(422, "query.sha256: must be 64 lowercase hex digits")
     if content_length is not None and content_length > limit:
         raise ApiProblem(
             413,
@@ -453,7 +458,7 @@ def complete_upload(
 def list_submissions(
     kind: SubmissionKind | None = Query(None),
     limit: int = Query(PAGE_LIMIT_DEFAULT, ge=1, le=PAGE_LIMIT_MAX),
-    cursor: str | None = Query(None, pattern=CURSOR_PATTERN, description="`next_cursor`."),
+    cursor: Cursor | None = Query(None),
     reader: Reader = Depends(reader_read),
 ) -> SubmissionPageOut:
     """The caller's team's submissions, newest first, keyset-paginated."""
@@ -471,14 +476,15 @@ def list_submissions(
 
 
 @router.get(
-    "/{submission_id}",
+    # `:int` so that GET /v1/submissions/uploads (a POST-only route) is a 405, not this route.
+    "/{submission_id:int}",
     response_model=SubmissionOut,
     summary="Get a submission",
     responses=errors(404),
     openapi_extra=scope("read"),
 )
 def get_submission(
-    submission_id: int,
+    submission_id: DbId,
     reader: Reader = Depends(reader_read),
 ) -> SubmissionOut:
     """A submission of the caller's team, or a public one (another team's private: 404)."""

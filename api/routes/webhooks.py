@@ -15,7 +15,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from api.auth import Principal, Reader, reader_read, require_submit
 from api.context import ApiContext, get_context
-from api.routes.common import CURSOR_PATTERN, errors, scope
+from api.routes.common import errors, scope
+from api.schemas import Cursor, DbId, ShortText, Text
 from services.platform import webhooks as store
 from services.storage.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint
 
@@ -30,9 +31,7 @@ class WebhookCreate(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    url: str = Field(
-        min_length=1,
-        max_length=2048,
+    url: Text(2048, min_length=1) = Field(  # type: ignore[valid-type]
         description="http(s) URL that receives a POST per event; must resolve to a public "
         "address unless the server allows private hosts (`UNMASK_WEBHOOK_ALLOW_PRIVATE_HOSTS`).",
         examples=["https://ci.example.org/hooks/unmask"],
@@ -42,7 +41,7 @@ class WebhookCreate(BaseModel):
         min_length=1,
         description="Event types to deliver (default: all).",
     )
-    description: str = Field("", max_length=200)
+    description: ShortText = ""
 
 
 class WebhookOut(BaseModel):
@@ -189,7 +188,7 @@ def list_webhooks(reader: Reader = Depends(reader_read)) -> list[WebhookOut]:
     openapi_extra=scope("submit"),
 )
 def delete_webhook(
-    webhook_id: int,
+    webhook_id: DbId,
     principal: Principal = Depends(require_submit),
     context: ApiContext = Depends(get_context),
 ) -> Response:
@@ -207,9 +206,9 @@ def delete_webhook(
     openapi_extra=scope("read"),
 )
 def list_webhook_deliveries(
-    webhook_id: int,
+    webhook_id: DbId,
     limit: int = Query(50, ge=1, le=500),
-    cursor: str | None = Query(None, pattern=CURSOR_PATTERN, description="`next_cursor`."),
+    cursor: Cursor | None = Query(None),
     reader: Reader = Depends(reader_read),
 ) -> WebhookDeliveryPageOut:
     """Each event with its state, payload and every attempt (status, error, duration)."""

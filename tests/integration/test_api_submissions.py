@@ -43,7 +43,7 @@ def _blob_files(root: Path) -> list[Path]:
 @pytest.mark.parametrize(
     ("builtin", "field", "fragment"),
     [
-        ({"name": "pitchy"}, "body.builtin.name", "unknown anonymizer 'pitchy'"),
+        ({"name": "pitchy"}, "body.builtin.name", "'pitch', 'vtln' or 'mcadams'"),
         ({"name": "pitch", "params": {"semitone": 2}}, "body.builtin.params", "semitone"),
         ({"name": "pitch", "params": {"semitones": "high"}}, "body.builtin.params", "semitones"),
         ({"name": "vtln", "params": {"warp": "spiral"}}, "body.builtin.params", "spiral"),

@@ -10,8 +10,13 @@
 """
 
 from services.platform.jobs.config import (
+    COST_KNOB_NAMES,
+    COST_KNOBS,
+    CostLimitError,
     anonymizer_section,
     build_job_config,
+    check_job_cost,
+    cost_limits,
     job_config,
     leaderboard_defaults,
     run_config,
@@ -61,10 +66,13 @@ from services.platform.jobs.service import (
 )
 
 __all__ = [
+    "COST_KNOBS",
+    "COST_KNOB_NAMES",
     "DEFAULT_STAGE_TIME_LIMITS_S",
     "PHASE_QUEUES",
     "QUEUES",
     "ArchiveReapReport",
+    "CostLimitError",
     "JobCancelledError",
     "JobFinishedError",
     "JobServices",
@@ -81,8 +89,10 @@ __all__ = [
     "build_job_config",
     "cancel_job",
     "cancel_jobs_of_submission",
+    "check_job_cost",
     "claim_phase",
     "complete_phase",
+    "cost_limits",
     "create_job",
     "fail_if_not_queued",
     "give_up",

@@ -24,6 +24,7 @@ from services.platform.jobs import records as job_records
 from services.platform.jobs.config import build_job_config
 from services.platform.jobs.phases import job_stage_names
 from services.platform.outbox import REVOKE_JOB, RUN_PHASE, add_message, withdraw_unsent
+from services.settings import Settings
 from services.storage.errors import ConflictError
 from services.storage.models import (
     TERMINAL_STATES,
@@ -100,11 +101,13 @@ def create_job(
     config: Mapping[str, Any] | None = None,
     idempotency_key: str | None = None,
     check_quota: QuotaCheck | None = None,
+    settings: Settings | None = None,
 ) -> NewJob:
     """Create a job of ``team_id`` on ``submission`` under ``protocol`` and queue its first phase.
 
     ``config`` (a re-run: copied exactly) or else the protocol's config with ``overrides`` and the
-    submission's anonymizer (:func:`config.build_job_config`). The caller locked the team. An
+    submission's anonymizer (:func:`config.build_job_config`, within the protocol's cost limits,
+    default bounds from ``settings``). The caller locked the team. An
     idempotent replay (same ``idempotency_key``) returns the first job (``created`` False) without
     the acceptance and quota checks; a new job needs an accepted submission
     (:class:`SubmissionNotAcceptedError`) and passes ``check_quota``.
@@ -112,7 +115,7 @@ def create_job(
     job_config = (
         dict(config)
         if config is not None
-        else build_job_config(protocol, submission, overrides or {})
+        else build_job_config(protocol, submission, overrides or {}, settings=settings)
     )
     replay = idempotency_key is not None and (
         job_records.find_job_by_idempotency_key(session, team_id, idempotency_key) is not None
