@@ -28,6 +28,7 @@ from services.anonymizers.container import engine_client, resolve_image_digest
 from services.pipeline.phases import PHASES
 from services.platform import results as result_records
 from services.platform.jobs import records as job_records
+from support.configs import tiny_protocol_config
 
 pytestmark = [pytest.mark.e2e, pytest.mark.containers, pytest.mark.slow]
 
@@ -44,23 +45,7 @@ JOB_TIMEOUT_S = 900.0
 
 # The tiny protocol of tests/e2e/test_platform_jobs.py: 12 speakers, 6 utterances each, the
 # tiny recognizer for 1 epoch (the corpus and original-speech stages are shared with that module).
-TINY_PROTOCOL: dict[str, Any] = {
-    "synthetic": {
-        "n_speakers": 12,
-        "utts_per_speaker": 6,
-        "n_attacker_train_speakers": 6,
-        "n_eval_speakers": 4,
-        "n_target_speakers": 2,
-        "enrollments_per_speaker": 3,
-        "trials_per_speaker": 3,
-        "min_duration_s": 2.0,
-        "max_duration_s": 2.5,
-    },
-    "scenarios": ["original", "ignorant", "semi-informed"],
-    "training": {"preset": "tiny", "epochs": 1, "batch_size": 8, "crop_seconds": 1.5},
-    "backends": ["cosine"],
-    "metrics": {"bootstrap_resamples": 10},
-}
+TINY_PROTOCOL: dict[str, Any] = tiny_protocol_config()
 
 
 def _podman(*args: str) -> str:

@@ -17,26 +17,11 @@ import pytest
 
 from services.pipeline.phases import PHASES
 from services.platform import results as result_records
+from support.configs import tiny_protocol_config
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
-TINY_PROTOCOL: dict[str, Any] = {
-    "synthetic": {
-        "n_speakers": 12,
-        "utts_per_speaker": 6,
-        "n_attacker_train_speakers": 6,
-        "n_eval_speakers": 4,
-        "n_target_speakers": 2,
-        "enrollments_per_speaker": 3,
-        "trials_per_speaker": 3,
-        "min_duration_s": 2.0,
-        "max_duration_s": 2.5,
-    },
-    "scenarios": ["original", "ignorant", "semi-informed"],
-    "training": {"preset": "tiny", "epochs": 1, "batch_size": 8, "crop_seconds": 1.5},
-    "backends": ["cosine"],
-    "metrics": {"bootstrap_resamples": 10},
-}
+TINY_PROTOCOL: dict[str, Any] = tiny_protocol_config()
 JOB_TIMEOUT_S = 900.0
 
 

@@ -33,24 +33,11 @@ from services.platform.jobs import records as job_records
 from services.settings import Settings
 from services.storage.blobstore import S3BlobStore, sha256_file
 from services.storage.db import Database
+from support.configs import micro_protocol_config
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-CONFIG: dict[str, Any] = {
-    "synthetic": {
-        "n_speakers": 8,
-        "utts_per_speaker": 4,
-        "n_attacker_train_speakers": 4,
-        "n_eval_speakers": 2,
-        "n_target_speakers": 2,
-        "enrollments_per_speaker": 2,
-        "trials_per_speaker": 2,
-        "min_duration_s": 2.0,
-        "max_duration_s": 2.5,
-        "seed": 21,
-    },
-    "training": {"preset": "tiny", "epochs": 1},
-}
+CONFIG: dict[str, Any] = micro_protocol_config(synthetic={"seed": 21})
 
 
 def _s3(endpoint: str) -> Any:

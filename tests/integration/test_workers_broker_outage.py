@@ -34,6 +34,7 @@ from services.storage.blobstore import S3BlobStore
 from services.storage.db import Database
 from services.storage.models import OutboxMessage
 from services.storage.types import utc_now
+from support.configs import micro_protocol_config
 from workers import runtime
 from workers.app import app, configure_app, install_outbox_senders
 from workers.errors import transient_errors
@@ -42,24 +43,12 @@ from workers.relay import OutboxRelay
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 RESEND_AFTER_S = 1.0
-CONFIG: dict[str, Any] = {
-    "synthetic": {
-        "n_speakers": 8,
-        "utts_per_speaker": 4,
-        "n_attacker_train_speakers": 4,
-        "n_eval_speakers": 2,
-        "n_target_speakers": 2,
-        "enrollments_per_speaker": 2,
-        "trials_per_speaker": 2,
-        "min_duration_s": 2.0,
-        "max_duration_s": 2.5,
-        "seed": 31,
-    },
-    "scenarios": ["original", "semi-informed"],
-    "training": {"preset": "tiny", "epochs": 1},
-    "backends": ["cosine"],
-    "metrics": {"bootstrap_resamples": 0},
-}
+CONFIG: dict[str, Any] = micro_protocol_config(
+    synthetic={"seed": 31},
+    scenarios=["original", "semi-informed"],
+    backends=["cosine"],
+    metrics={"bootstrap_resamples": 0},
+)
 
 
 def _s3(endpoint: str) -> Any:

@@ -34,6 +34,7 @@ from services.settings import Settings, get_settings
 from services.storage.blobstore import S3BlobStore
 from services.storage.db import Database
 from services.storage.models import OutboxMessage
+from support.configs import micro_protocol_config
 from workers import runtime
 from workers.app import app, configure_app, install_outbox_senders, reset_connections
 from workers.errors import transient_errors
@@ -41,20 +42,7 @@ from workers.errors import transient_errors
 pytestmark = pytest.mark.integration
 
 REDIS_URL = "redis://127.0.0.1:6379/13"
-CONFIG: dict[str, Any] = {
-    "synthetic": {
-        "n_speakers": 8,
-        "utts_per_speaker": 4,
-        "n_attacker_train_speakers": 4,
-        "n_eval_speakers": 2,
-        "n_target_speakers": 2,
-        "enrollments_per_speaker": 2,
-        "trials_per_speaker": 2,
-        "min_duration_s": 2.0,
-        "max_duration_s": 2.5,
-    },
-    "training": {"preset": "tiny", "epochs": 1},
-}
+CONFIG: dict[str, Any] = micro_protocol_config()
 
 
 def _s3(endpoint: str, **config: Any) -> Any:

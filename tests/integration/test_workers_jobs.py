@@ -54,27 +54,11 @@ from services.storage.errors import BlobIntegrityError
 from services.storage.migrate import upgrade_database
 from services.storage.models import AGGREGATE_SEED
 from services.storage.types import utc_now
+from support.configs import tiny_protocol_config
 
 pytestmark = pytest.mark.integration
 
-TINY_CONFIG: dict[str, Any] = {
-    "name": "tiny",
-    "synthetic": {
-        "n_speakers": 12,
-        "utts_per_speaker": 6,
-        "n_attacker_train_speakers": 6,
-        "n_eval_speakers": 4,
-        "n_target_speakers": 2,
-        "enrollments_per_speaker": 3,
-        "trials_per_speaker": 3,
-        "min_duration_s": 2.0,
-        "max_duration_s": 2.5,
-    },
-    "scenarios": ["original", "ignorant", "semi-informed"],
-    "training": {"preset": "tiny", "epochs": 1, "batch_size": 8, "crop_seconds": 1.5},
-    "backends": ["cosine"],
-    "metrics": {"bootstrap_resamples": 10},
-}
+TINY_CONFIG: dict[str, Any] = tiny_protocol_config(name="tiny")
 
 
 def s3_client(endpoint: str) -> Any:
