@@ -27,6 +27,7 @@ from services.storage.blobstore import LocalBlobStore
 from services.storage.db import Database
 from services.storage.migrate import upgrade_database
 from support.configs import tiny_config
+from support.seeding import record_finished_job
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -133,14 +134,6 @@ def _synthetic(
             container_image="ghcr.io/lab/anon",
             container_digest="sha256:" + "b" * 64,
         )
-        job = job_records.create_job(
-            session,
-            team_id=team_id,
-            submission_id=sub.id,
-            protocol_id=protocol_id,
-            config={"name": name},
-        ).job
-        job_records.transition_job(session, job.id, "running")
         rows = [
             results.ResultRow("semi-informed", "cosine", -1, "eer_percent", eer),
             results.ResultRow("ignorant", "cosine", -1, "eer_percent", eer - 10),
@@ -150,8 +143,14 @@ def _synthetic(
             rows.append(
                 results.ResultRow("semi-informed", "cosine", -1, "srd_mean_disclosure_bits", meand)
             )
-        results.record_results_and_artifacts(session, job.id, results=rows)
-        job_records.transition_job(session, job.id, "succeeded")
+        record_finished_job(
+            session,
+            team_id=team_id,
+            submission_id=sub.id,
+            protocol_id=protocol_id,
+            config={"name": name},
+            rows=rows,
+        )
         return sub.id
 
 

@@ -34,24 +34,11 @@ from services.settings import Settings
 from services.storage.blobstore import S3BlobStore, sha256_file
 from services.storage.db import Database
 from support.configs import micro_protocol_config
+from support.s3 import moto_s3_client
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 CONFIG: dict[str, Any] = micro_protocol_config(synthetic={"seed": 21})
-
-
-def _s3(endpoint: str) -> Any:
-    import boto3
-    from botocore.config import Config
-
-    return boto3.client(
-        "s3",
-        endpoint_url=endpoint,
-        region_name="us-east-1",
-        aws_access_key_id="testing",
-        aws_secret_access_key="testing",
-        config=Config(signature_version="s3v4", s3={"addressing_style": "path"}),
-    )
 
 
 def _identity_archive(path: Path, work: Path, drop: int = 0) -> Path:
@@ -74,7 +61,9 @@ def _identity_archive(path: Path, work: Path, drop: int = 0) -> Path:
 def setup(
     pg_database: Database, moto_endpoint: str, tmp_path: Path
 ) -> tuple[JobServices, Callable[..., tuple[int, int]]]:
-    store = S3BlobStore(f"unmask-archive-{uuid.uuid4().hex[:8]}", client=_s3(moto_endpoint))
+    store = S3BlobStore(
+        f"unmask-archive-{uuid.uuid4().hex[:8]}", client=moto_s3_client(moto_endpoint)
+    )
     services = JobServices(
         pg_database,
         store,

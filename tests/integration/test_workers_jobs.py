@@ -55,25 +55,11 @@ from services.storage.migrate import upgrade_database
 from services.storage.models import AGGREGATE_SEED
 from services.storage.types import utc_now
 from support.configs import tiny_protocol_config
+from support.s3 import moto_s3_client
 
 pytestmark = pytest.mark.integration
 
 TINY_CONFIG: dict[str, Any] = tiny_protocol_config(name="tiny")
-
-
-def s3_client(endpoint: str) -> Any:
-    """A boto3 client for the moto server (path-style, dummy credentials)."""
-    import boto3
-    from botocore.config import Config
-
-    return boto3.client(
-        "s3",
-        endpoint_url=endpoint,
-        region_name="us-east-1",
-        aws_access_key_id="testing",
-        aws_secret_access_key="testing",
-        config=Config(signature_version="s3v4", s3={"addressing_style": "path"}),
-    )
 
 
 def tiny_config(seed: int = 0) -> dict[str, Any]:
@@ -158,7 +144,9 @@ def platform(
     url = postgres_database_factory()
     upgrade_database(url)
     database = Database(url)
-    store = S3BlobStore(f"unmask-workers-{uuid.uuid4().hex[:10]}", client=s3_client(moto_endpoint))
+    store = S3BlobStore(
+        f"unmask-workers-{uuid.uuid4().hex[:10]}", client=moto_s3_client(moto_endpoint)
+    )
     out = Platform(database, store, tmp_path_factory.mktemp("hosts"))
     with database.session_scope() as session:
         out.team_id = identity.create_team(session, "workers-lab").id
