@@ -14,7 +14,6 @@ from rich.console import Console
 
 from cli.result_table import rows_table, summary_table
 from services.metrics import catalogue
-from services.metrics.catalogue import Metric
 from services.pipeline.report import summarize_rows
 from services.platform import identity, protocols, submissions
 from services.platform.results import result_rows_from_document
@@ -24,6 +23,7 @@ from services.storage.blobstore import LocalBlobStore
 from services.storage.db import Database
 from services.storage.migrate import upgrade_database
 from services.storage.models import WebhookDelivery
+from support.metrics import dummy_metric
 from support.seeding import record_finished_job
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -45,19 +45,8 @@ def test_metric_keys_are_string_literals_only_in_the_catalogue() -> None:
     assert not offenders, "metric keys spelled outside the catalogue:\n" + "\n".join(offenders)
 
 
-DUMMY = Metric(
-    key="dummy_score",
-    label="Dummy score",
-    description="A metric that exists only in this test.",
-    unit="",
-    higher_is_better=True,
-    digits=2,
-    path=("dummy",),
-    seed_summary=True,
-    summarized=True,
-    leaderboard_scenarios=(catalogue.PROTOCOL_SCENARIO,),
-    in_event=True,
-    in_table=True,
+DUMMY = dummy_metric(
+    label="Dummy score", description="A metric that exists only in this test.", path=("dummy",)
 )
 
 
