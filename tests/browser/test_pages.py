@@ -26,6 +26,8 @@ from services.settings import Settings
 from services.storage.blobstore import LocalBlobStore
 from services.storage.db import Database
 from services.storage.migrate import upgrade_database
+from support.configs import tiny_config
+from support.seeding import record_finished_job
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -42,32 +44,8 @@ CHROMIUM_ARGS = [
     "--disable-sync",
     "--no-first-run",
 ]
-# tests/unit/test_pipeline_evaluation.py's TINY, with one back-end: ~1 minute on 2 cores.
-TINY: dict[str, Any] = {
-    "name": "tiny",
-    "synthetic": {
-        "n_speakers": 12,
-        "utts_per_speaker": 8,
-        "n_attacker_train_speakers": 6,
-        "n_eval_speakers": 4,
-        "n_target_speakers": 2,
-        "enrollments_per_speaker": 3,
-        "trials_per_speaker": 3,
-        "min_duration_s": 2.0,
-        "max_duration_s": 2.5,
-    },
-    "anonymizer": {"name": "pitch"},
-    "scenarios": ["original", "ignorant", "semi-informed"],
-    "training": {
-        "preset": "tiny",
-        "epochs": 2,
-        "batch_size": 8,
-        "crop_seconds": 1.5,
-        "target_classifier": "observe",
-    },
-    "backends": ["cosine"],
-    "metrics": {"bootstrap_resamples": 20},
-}
+# The tiny evaluation with one back-end: ~1 minute on 2 cores.
+TINY: dict[str, Any] = tiny_config(backends=["cosine"])
 
 if not CHROMIUM.exists():
     pytestmark.append(
@@ -156,14 +134,6 @@ def _synthetic(
             container_image="ghcr.io/lab/anon",
             container_digest="sha256:" + "b" * 64,
         )
-        job = job_records.create_job(
-            session,
-            team_id=team_id,
-            submission_id=sub.id,
-            protocol_id=protocol_id,
-            config={"name": name},
-        ).job
-        job_records.transition_job(session, job.id, "running")
         rows = [
             results.ResultRow("semi-informed", "cosine", -1, "eer_percent", eer),
             results.ResultRow("ignorant", "cosine", -1, "eer_percent", eer - 10),
@@ -173,8 +143,14 @@ def _synthetic(
             rows.append(
                 results.ResultRow("semi-informed", "cosine", -1, "srd_mean_disclosure_bits", meand)
             )
-        results.record_results_and_artifacts(session, job.id, results=rows)
-        job_records.transition_job(session, job.id, "succeeded")
+        record_finished_job(
+            session,
+            team_id=team_id,
+            submission_id=sub.id,
+            protocol_id=protocol_id,
+            config={"name": name},
+            rows=rows,
+        )
         return sub.id
 
 

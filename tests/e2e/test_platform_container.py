@@ -28,6 +28,8 @@ from services.anonymizers.container import engine_client, resolve_image_digest
 from services.pipeline.phases import PHASES
 from services.platform import results as result_records
 from services.platform.jobs import records as job_records
+from support.configs import tiny_protocol_config
+from support.s3 import moto_s3_client
 
 pytestmark = [pytest.mark.e2e, pytest.mark.containers, pytest.mark.slow]
 
@@ -44,23 +46,7 @@ JOB_TIMEOUT_S = 900.0
 
 # The tiny protocol of tests/e2e/test_platform_jobs.py: 12 speakers, 6 utterances each, the
 # tiny recognizer for 1 epoch (the corpus and original-speech stages are shared with that module).
-TINY_PROTOCOL: dict[str, Any] = {
-    "synthetic": {
-        "n_speakers": 12,
-        "utts_per_speaker": 6,
-        "n_attacker_train_speakers": 6,
-        "n_eval_speakers": 4,
-        "n_target_speakers": 2,
-        "enrollments_per_speaker": 3,
-        "trials_per_speaker": 3,
-        "min_duration_s": 2.0,
-        "max_duration_s": 2.5,
-    },
-    "scenarios": ["original", "ignorant", "semi-informed"],
-    "training": {"preset": "tiny", "epochs": 1, "batch_size": 8, "crop_seconds": 1.5},
-    "backends": ["cosine"],
-    "metrics": {"bootstrap_resamples": 10},
-}
+TINY_PROTOCOL: dict[str, Any] = tiny_protocol_config()
 
 
 def _podman(*args: str) -> str:
@@ -161,20 +147,6 @@ def _run_container_job(
     return submission, _finished_job(platform, client, job["id"])
 
 
-def _s3(endpoint: str) -> Any:
-    import boto3
-    from botocore.config import Config
-
-    return boto3.client(
-        "s3",
-        endpoint_url=endpoint,
-        region_name="us-east-1",
-        aws_access_key_id="testing",
-        aws_secret_access_key="testing",
-        config=Config(signature_version="s3v4", s3={"addressing_style": "path"}),
-    )
-
-
 def _stage_file(s3: Any, index_key: str, relative: str) -> Any:
     """A JSON file of an uploaded stage folder, found through the folder's INDEX.json."""
     index = json.loads(s3.get_object(Bucket=BUCKET, Key=index_key)["Body"].read())
@@ -214,7 +186,7 @@ def test_container_submission_runs_every_phase_in_the_worker(
     assert all(0.0 <= v <= 100.0 for v in eer.values())
 
     # Artifacts: objects in S3 with the recorded size and sha256.
-    s3 = _s3(e2e_platform.s3_endpoint)
+    s3 = moto_s3_client(e2e_platform.s3_endpoint)
     keys = set()
     for item in _ok(client.get(f"/v1/jobs/{job['id']}/artifacts"), 200)["artifacts"]:
         head = s3.head_object(Bucket=BUCKET, Key=item["key"])

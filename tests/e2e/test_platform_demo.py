@@ -15,26 +15,18 @@ from pathlib import Path
 
 import pytest
 
+from support.configs import micro_protocol_config
+
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[2]
-TINY = {
-    "name": "tiny-demo",
-    "synthetic": {
-        "n_speakers": 8,
-        "utts_per_speaker": 5,
-        "n_attacker_train_speakers": 4,
-        "n_eval_speakers": 2,
-        "n_target_speakers": 2,
-        "enrollments_per_speaker": 2,
-        "trials_per_speaker": 2,
-        "min_duration_s": 2.0,
-        "max_duration_s": 2.5,
-    },
-    "scenarios": ["ignorant", "semi-informed"],
-    "training": {"preset": "tiny", "epochs": 1, "batch_size": 8, "crop_seconds": 1.5},
-    "metrics": {"bootstrap_resamples": 0},
-}
+TINY = micro_protocol_config(
+    name="tiny-demo",
+    synthetic={"utts_per_speaker": 5},
+    scenarios=["ignorant", "semi-informed"],
+    training={"batch_size": 8, "crop_seconds": 1.5},
+    metrics={"bootstrap_resamples": 0},
+)
 SCRIPT = """
 import json, sys
 from pathlib import Path

@@ -17,26 +17,12 @@ import pytest
 
 from services.pipeline.phases import PHASES
 from services.platform import results as result_records
+from support.configs import tiny_protocol_config
+from support.s3 import moto_s3_client
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
-TINY_PROTOCOL: dict[str, Any] = {
-    "synthetic": {
-        "n_speakers": 12,
-        "utts_per_speaker": 6,
-        "n_attacker_train_speakers": 6,
-        "n_eval_speakers": 4,
-        "n_target_speakers": 2,
-        "enrollments_per_speaker": 3,
-        "trials_per_speaker": 3,
-        "min_duration_s": 2.0,
-        "max_duration_s": 2.5,
-    },
-    "scenarios": ["original", "ignorant", "semi-informed"],
-    "training": {"preset": "tiny", "epochs": 1, "batch_size": 8, "crop_seconds": 1.5},
-    "backends": ["cosine"],
-    "metrics": {"bootstrap_resamples": 10},
-}
+TINY_PROTOCOL: dict[str, Any] = tiny_protocol_config()
 JOB_TIMEOUT_S = 900.0
 
 
@@ -143,7 +129,7 @@ def test_builtin_submission_runs_to_the_leaderboard(
     # Artifacts: rows in PostgreSQL, objects in S3 with the recorded sha256 and size.
     artifacts = _ok(a.get(f"/v1/jobs/{job['id']}/artifacts"), 200)
     items = artifacts["artifacts"]
-    s3 = _s3(e2e_platform.s3_endpoint)
+    s3 = moto_s3_client(e2e_platform.s3_endpoint)
     keys = set()
     for item in items:
         head = s3.head_object(Bucket="unmask-e2e", Key=item["key"])
@@ -214,17 +200,3 @@ def test_worker_killed_mid_training_is_replaced_and_the_job_finishes_once(
     assert train["attempts"] == 2 and train["worker_host"] and "worker2" in train["worker_host"]
     rows = _db_results(e2e_platform, job["id"])
     assert len(rows) == len(set(rows)) == len(_db_results(e2e_platform, world["first_job"]))
-
-
-def _s3(endpoint: str) -> Any:
-    import boto3
-    from botocore.config import Config
-
-    return boto3.client(
-        "s3",
-        endpoint_url=endpoint,
-        region_name="us-east-1",
-        aws_access_key_id="testing",
-        aws_secret_access_key="testing",
-        config=Config(signature_version="s3v4", s3={"addressing_style": "path"}),
-    )

@@ -25,6 +25,7 @@ from services.storage.db import Database
 from services.storage.local_http import LocalBlobServer
 from services.storage.migrate import upgrade_database
 from services.storage.models import Base
+from support.s3 import moto_s3_client
 
 POSTGRES_HOST = os.environ.get("UNMASK_TEST_PG_HOST", "127.0.0.1")
 POSTGRES_PORT = int(os.environ.get("UNMASK_TEST_PG_PORT", "5432"))
@@ -125,27 +126,12 @@ def moto_endpoint() -> Iterator[str]:
     server.stop()
 
 
-def make_s3_client(endpoint: str) -> Any:
-    """A boto3 S3 client for the moto endpoint (path-style, SigV4, dummy credentials)."""
-    import boto3
-    from botocore.config import Config
-
-    return boto3.client(
-        "s3",
-        endpoint_url=endpoint,
-        region_name="us-east-1",
-        aws_access_key_id="testing",
-        aws_secret_access_key="testing",
-        config=Config(signature_version="s3v4", s3={"addressing_style": "path"}),
-    )
-
-
 @pytest.fixture()
 def s3_store(moto_endpoint: str) -> S3BlobStore:
     """An :class:`S3BlobStore` on a fresh bucket (created by the store) with small multipart."""
     return S3BlobStore(
         f"unmask-test-{uuid.uuid4().hex[:12]}",
-        client=make_s3_client(moto_endpoint),
+        client=moto_s3_client(moto_endpoint),
         multipart_threshold=TEST_MULTIPART_THRESHOLD,
         multipart_chunksize=TEST_MULTIPART_CHUNKSIZE,
         presign_expiry_s=60,

@@ -35,38 +35,12 @@ from services.platform.jobs import records as job_records
 from services.settings import Settings
 from services.storage.blobstore import S3BlobStore, sha256_file
 from services.storage.db import Database
+from support.configs import micro_protocol_config
+from support.s3 import moto_s3_client
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-CONFIG: dict[str, Any] = {
-    "synthetic": {
-        "n_speakers": 8,
-        "utts_per_speaker": 4,
-        "n_attacker_train_speakers": 4,
-        "n_eval_speakers": 2,
-        "n_target_speakers": 2,
-        "enrollments_per_speaker": 2,
-        "trials_per_speaker": 2,
-        "min_duration_s": 2.0,
-        "max_duration_s": 2.5,
-        "seed": 21,
-    },
-    "training": {"preset": "tiny", "epochs": 1},
-}
-
-
-def _s3(endpoint: str) -> Any:
-    import boto3
-    from botocore.config import Config
-
-    return boto3.client(
-        "s3",
-        endpoint_url=endpoint,
-        region_name="us-east-1",
-        aws_access_key_id="testing",
-        aws_secret_access_key="testing",
-        config=Config(signature_version="s3v4", s3={"addressing_style": "path"}),
-    )
+CONFIG: dict[str, Any] = micro_protocol_config(synthetic={"seed": 21})
 
 
 def _identity_archive(
@@ -96,7 +70,9 @@ def _identity_archive(
 def setup(
     pg_database: Database, moto_endpoint: str, tmp_path: Path
 ) -> tuple[JobServices, Callable[..., tuple[int, int]]]:
-    store = S3BlobStore(f"unmask-archive-{uuid.uuid4().hex[:8]}", client=_s3(moto_endpoint))
+    store = S3BlobStore(
+        f"unmask-archive-{uuid.uuid4().hex[:8]}", client=moto_s3_client(moto_endpoint)
+    )
     services = JobServices(
         pg_database,
         store,

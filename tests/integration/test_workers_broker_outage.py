@@ -22,58 +22,32 @@ from typing import Any
 
 import pytest
 
-from services.platform import identity
 from services.platform import results as result_records
-from services.platform import submissions as submission_records
-from services.platform.jobs import JobServices, job_config, job_stage_names, start_job
+from services.platform.jobs import JobServices, job_stage_names, start_job
 from services.platform.jobs import records as job_records
-from services.platform.outbox import RUN_PHASE, install_senders
+from services.platform.outbox import RUN_PHASE
 from services.platform.results.document import result_rows_from_document
-from services.settings import Settings, get_settings
+from services.settings import Settings
 from services.storage.blobstore import S3BlobStore
 from services.storage.db import Database
 from services.storage.models import OutboxMessage
 from services.storage.types import utc_now
-from workers import runtime
-from workers.app import app, configure_app, install_outbox_senders
+from support.configs import micro_protocol_config
+from support.s3 import moto_s3_client
+from support.seeding import planned_builtin_job
+from support.workers import celery_app_on, worker_thread
 from workers.errors import transient_errors
 from workers.relay import OutboxRelay
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 RESEND_AFTER_S = 1.0
-CONFIG: dict[str, Any] = {
-    "synthetic": {
-        "n_speakers": 8,
-        "utts_per_speaker": 4,
-        "n_attacker_train_speakers": 4,
-        "n_eval_speakers": 2,
-        "n_target_speakers": 2,
-        "enrollments_per_speaker": 2,
-        "trials_per_speaker": 2,
-        "min_duration_s": 2.0,
-        "max_duration_s": 2.5,
-        "seed": 31,
-    },
-    "scenarios": ["original", "semi-informed"],
-    "training": {"preset": "tiny", "epochs": 1},
-    "backends": ["cosine"],
-    "metrics": {"bootstrap_resamples": 0},
-}
-
-
-def _s3(endpoint: str) -> Any:
-    import boto3
-    from botocore.config import Config
-
-    return boto3.client(
-        "s3",
-        endpoint_url=endpoint,
-        region_name="us-east-1",
-        aws_access_key_id="testing",
-        aws_secret_access_key="testing",
-        config=Config(signature_version="s3v4", s3={"addressing_style": "path"}),
-    )
+CONFIG: dict[str, Any] = micro_protocol_config(
+    synthetic={"seed": 31},
+    scenarios=["original", "semi-informed"],
+    backends=["cosine"],
+    metrics={"bootstrap_resamples": 0},
+)
 
 
 class RedisServer:
@@ -134,8 +108,6 @@ def _wait(what: str, condition: Callable[[], Any], timeout_s: float) -> Any:
 def test_broker_outage_at_a_phase_boundary_delays_the_job_by_seconds_exactly_once(
     pg_database: Database, moto_endpoint: str, tmp_path: Path, private_redis: RedisServer
 ) -> None:
-    from celery.contrib.testing.worker import start_worker
-
     settings = Settings(
         _env_file=None,  # type: ignore[call-arg]
         data_dir=tmp_path / "host",
@@ -144,29 +116,16 @@ def test_broker_outage_at_a_phase_boundary_delays_the_job_by_seconds_exactly_onc
         outbox_resend_after_s=RESEND_AFTER_S,
         device="cpu",
     )
-    configure_app(app, settings)
-    install_outbox_senders(app, settings)
-    store = S3BlobStore(f"unmask-outage-{uuid.uuid4().hex[:8]}", client=_s3(moto_endpoint))
-    runtime.set_services(
-        JobServices(
-            pg_database, store, settings, worker_host="w1", transient_errors=transient_errors()
-        )
+    store = S3BlobStore(
+        f"unmask-outage-{uuid.uuid4().hex[:8]}", client=moto_s3_client(moto_endpoint)
+    )
+    services = JobServices(
+        pg_database, store, settings, worker_host="w1", transient_errors=transient_errors()
     )
     relay = OutboxRelay(
         pg_database.engine, interval_s=RESEND_AFTER_S / 2, retry_after_s=RESEND_AFTER_S
     )
-    with pg_database.session_scope() as session:
-        team = identity.create_team(session, "outage")
-        submission = submission_records.create_submission(
-            session, team.id, "pitch", "builtin", builtin_name="pitch", builtin_params={}
-        )
-        job_id = job_records.create_job(
-            session,
-            team_id=team.id,
-            submission_id=submission.id,
-            config=job_config(CONFIG, submission),
-            stage_names=job_stage_names(),
-        ).job.id
+    job_id = planned_builtin_job(pg_database, CONFIG, team_slug="outage")
 
     def stage(name: str) -> Any:
         with pg_database.session_scope() as session:
@@ -180,39 +139,37 @@ def test_broker_outage_at_a_phase_boundary_delays_the_job_by_seconds_exactly_onc
                 if m.payload == {"job_id": job_id, "phase": "embed"}
             ]
 
-    try:
-        relay.start()
-        with start_worker(app, pool="solo", perform_ping_check=False, queues=["gpu", "cpu"]):
-            with pg_database.session_scope() as session:
-                start_job(session, job_id=job_id)
-            _wait("train to run", lambda: stage("train").state == "running", 600)
-            private_redis.kill()  # the broker goes down while train runs
-            _wait("train to finish", lambda: stage("train").state == "succeeded", 600)
-            # The boundary passed with the broker down: embed is queued, its message unsent.
-            (message,) = _wait("the failed send", lambda: embed_messages(), 30)
-            _wait("a send attempt", lambda: embed_messages()[0].attempts >= 1, 30)
-            time.sleep(3.0)  # the relay keeps trying; nothing moves while the broker is down
-            (message,) = embed_messages()
-            assert message.sent_at is None and message.last_error
-            assert stage("embed").state == "queued"
-            private_redis.start()  # same port, empty: the message was never accepted
-            back_at = utc_now()
-            back = time.monotonic()
-            _wait("embed's message sent", lambda: embed_messages()[0].sent_at is not None, 60)
-            sent_after_s = time.monotonic() - back
-            _wait("embed to start", lambda: stage("embed").started_at is not None, 120)
-            embed_started_after_s = (stage("embed").started_at - back_at).total_seconds()
-            job = _wait(
-                "the job to finish",
-                lambda: (j := _job(pg_database, job_id)).state in ("succeeded", "failed") and j,
-                900,
-            )
-            finished_after_s = time.monotonic() - back
-    finally:
-        relay.stop()
-        runtime.set_services(None)
-        install_senders(None)
-        configure_app(app, get_settings())
+    with celery_app_on(settings, services):
+        try:
+            relay.start()
+            with worker_thread("gpu", "cpu"):
+                with pg_database.session_scope() as session:
+                    start_job(session, job_id=job_id)
+                _wait("train to run", lambda: stage("train").state == "running", 600)
+                private_redis.kill()  # the broker goes down while train runs
+                _wait("train to finish", lambda: stage("train").state == "succeeded", 600)
+                # The boundary passed with the broker down: embed is queued, its message unsent.
+                (message,) = _wait("the failed send", lambda: embed_messages(), 30)
+                _wait("a send attempt", lambda: embed_messages()[0].attempts >= 1, 30)
+                time.sleep(3.0)  # the relay keeps trying; nothing moves while the broker is down
+                (message,) = embed_messages()
+                assert message.sent_at is None and message.last_error
+                assert stage("embed").state == "queued"
+                private_redis.start()  # same port, empty: the message was never accepted
+                back_at = utc_now()
+                back = time.monotonic()
+                _wait("embed's message sent", lambda: embed_messages()[0].sent_at is not None, 60)
+                sent_after_s = time.monotonic() - back
+                _wait("embed to start", lambda: stage("embed").started_at is not None, 120)
+                embed_started_after_s = (stage("embed").started_at - back_at).total_seconds()
+                job = _wait(
+                    "the job to finish",
+                    lambda: (j := _job(pg_database, job_id)).state in ("succeeded", "failed") and j,
+                    900,
+                )
+                finished_after_s = time.monotonic() - back
+        finally:
+            relay.stop()
     print(
         f"\nbroker back -> embed message sent {sent_after_s:.1f} s, embed started "
         f"{embed_started_after_s:.1f} s, job finished {finished_after_s:.1f} s "

@@ -17,58 +17,29 @@ from typing import Any
 import pytest
 import redis
 
-from services.platform import identity
-from services.platform import submissions as submission_records
 from services.platform.jobs import (
     JobServices,
     cancel_job,
-    job_config,
-    job_stage_names,
     stage_time_limit_s,
     start_job,
     task_id_for,
 )
 from services.platform.jobs import records as job_records
-from services.platform.outbox import install_senders
-from services.settings import Settings, get_settings
+from services.settings import Settings
 from services.storage.blobstore import S3BlobStore
 from services.storage.db import Database
 from services.storage.models import OutboxMessage
+from support.configs import micro_protocol_config
+from support.s3 import moto_s3_client
+from support.seeding import planned_builtin_job
+from support.workers import celery_app_on, worker_thread
 from workers import runtime
-from workers.app import app, configure_app, install_outbox_senders, reset_connections
 from workers.errors import transient_errors
 
 pytestmark = pytest.mark.integration
 
 REDIS_URL = "redis://127.0.0.1:6379/13"
-CONFIG: dict[str, Any] = {
-    "synthetic": {
-        "n_speakers": 8,
-        "utts_per_speaker": 4,
-        "n_attacker_train_speakers": 4,
-        "n_eval_speakers": 2,
-        "n_target_speakers": 2,
-        "enrollments_per_speaker": 2,
-        "trials_per_speaker": 2,
-        "min_duration_s": 2.0,
-        "max_duration_s": 2.5,
-    },
-    "training": {"preset": "tiny", "epochs": 1},
-}
-
-
-def _s3(endpoint: str, **config: Any) -> Any:
-    import boto3
-    from botocore.config import Config
-
-    return boto3.client(
-        "s3",
-        endpoint_url=endpoint,
-        region_name="us-east-1",
-        aws_access_key_id="testing",
-        aws_secret_access_key="testing",
-        config=Config(signature_version="s3v4", s3={"addressing_style": "path"}, **config),
-    )
+CONFIG: dict[str, Any] = micro_protocol_config()
 
 
 @pytest.fixture()
@@ -85,46 +56,24 @@ def broker(
         task_retry_backoff_s=0.2,
         task_max_retries=2,
     )
-    configure_app(app, settings)
-    app.conf.broker_transport_options = {
-        **app.conf.broker_transport_options,
-        "global_keyprefix": prefix,
-    }
-    reset_connections(app)
-    install_outbox_senders(app, settings)
-    store = S3BlobStore(f"unmask-celery-{uuid.uuid4().hex[:8]}", client=_s3(moto_endpoint))
-    runtime.set_services(
-        JobServices(
-            pg_database,
-            store,
-            settings,
-            worker_host="celery-t",
-            transient_errors=transient_errors(),
-        )
+    store = S3BlobStore(
+        f"unmask-celery-{uuid.uuid4().hex[:8]}", client=moto_s3_client(moto_endpoint)
     )
-    yield settings, prefix
-    runtime.set_services(None)
-    install_senders(None)
-    client = redis.Redis.from_url(REDIS_URL)
-    keys = list(client.scan_iter(f"{prefix}*"))
-    if keys:
-        client.delete(*keys)
-    configure_app(app, get_settings())
+    services = JobServices(
+        pg_database, store, settings, worker_host="celery-t", transient_errors=transient_errors()
+    )
+    with celery_app_on(settings, services, key_prefix=prefix):
+        yield settings, prefix
 
 
 def _job(database: Database, builtin: str = "pitch") -> int:
-    with database.session_scope() as session:
-        team = identity.create_team(session, f"t-{uuid.uuid4().hex[:8]}")
-        submission = submission_records.create_submission(
-            session, team.id, "sub", "builtin", builtin_name=builtin, builtin_params={}
-        )
-        return job_records.create_job(
-            session,
-            team_id=team.id,
-            submission_id=submission.id,
-            config=job_config(CONFIG, submission),
-            stage_names=job_stage_names(),
-        ).job.id
+    return planned_builtin_job(
+        database,
+        CONFIG,
+        team_slug=f"t-{uuid.uuid4().hex[:8]}",
+        submission_name="sub",
+        builtin=builtin,
+    )
 
 
 def _start(database: Database, job_id: int) -> None:
@@ -183,10 +132,8 @@ def test_phase_task_goes_to_its_queue_with_its_time_limits(
 def test_bad_input_fails_the_job_once_without_retry(
     broker: tuple[Settings, str], pg_database: Database
 ) -> None:
-    from celery.contrib.testing.worker import start_worker
-
     job_id = _job(pg_database, builtin="no-such-anonymizer")
-    with start_worker(app, pool="solo", perform_ping_check=False, queues=["gpu", "cpu"]):
+    with worker_thread("gpu", "cpu"):
         _start(pg_database, job_id)
         job = _wait_for(pg_database, job_id, lambda j: j.state == "failed", 120)
     assert "no-such-anonymizer" in (job.error_message or "")
@@ -200,15 +147,13 @@ def test_bad_input_fails_the_job_once_without_retry(
 def test_transient_errors_are_retried_with_backoff_then_fail_the_job(
     broker: tuple[Settings, str], pg_database: Database
 ) -> None:
-    from celery.contrib.testing.worker import start_worker
-
     settings, _ = broker
     services = runtime.get_services()
-    dead = _s3("http://127.0.0.1:9", retries={"max_attempts": 1}, connect_timeout=1)
+    dead = moto_s3_client("http://127.0.0.1:9", retries={"max_attempts": 1}, connect_timeout=1)
     services.store = S3BlobStore("dead", client=dead, create_bucket=False)
     job_id = _job(pg_database)
     started = time.monotonic()
-    with start_worker(app, pool="solo", perform_ping_check=False, queues=["gpu", "cpu"]):
+    with worker_thread("gpu", "cpu"):
         _start(pg_database, job_id)
         job = _wait_for(pg_database, job_id, lambda j: j.state == "failed", 60)
     elapsed = time.monotonic() - started
@@ -227,17 +172,10 @@ def test_eager_mode_runs_the_phases_in_the_calling_process(
     from services.storage.blobstore import LocalBlobStore
 
     settings = Settings(data_dir=tmp_path / "data", celery_eager=True)
-    configure_app(app, settings)
-    install_outbox_senders(app, settings)
     store = LocalBlobStore(tmp_path / "blobs", signing_key="k")
-    runtime.set_services(JobServices(sqlite_migrated_database, store, settings))
-    try:
+    with celery_app_on(settings, JobServices(sqlite_migrated_database, store, settings)):
         job_id = _job(sqlite_migrated_database, builtin="no-such-anonymizer")
         _start(sqlite_migrated_database, job_id)  # returns once the inline tasks are done
-    finally:
-        runtime.set_services(None)
-        install_senders(None)
-        configure_app(app, get_settings())
     with sqlite_migrated_database.session_scope() as session:
         job = job_records.get_job(session, job_id)
         states = [s.state for s in job.stages]

@@ -54,42 +54,12 @@ from services.storage.errors import BlobIntegrityError
 from services.storage.migrate import upgrade_database
 from services.storage.models import AGGREGATE_SEED
 from services.storage.types import utc_now
+from support.configs import tiny_protocol_config
+from support.s3 import moto_s3_client
 
 pytestmark = pytest.mark.integration
 
-TINY_CONFIG: dict[str, Any] = {
-    "name": "tiny",
-    "synthetic": {
-        "n_speakers": 12,
-        "utts_per_speaker": 6,
-        "n_attacker_train_speakers": 6,
-        "n_eval_speakers": 4,
-        "n_target_speakers": 2,
-        "enrollments_per_speaker": 3,
-        "trials_per_speaker": 3,
-        "min_duration_s": 2.0,
-        "max_duration_s": 2.5,
-    },
-    "scenarios": ["original", "ignorant", "semi-informed"],
-    "training": {"preset": "tiny", "epochs": 1, "batch_size": 8, "crop_seconds": 1.5},
-    "backends": ["cosine"],
-    "metrics": {"bootstrap_resamples": 10},
-}
-
-
-def s3_client(endpoint: str) -> Any:
-    """A boto3 client for the moto server (path-style, dummy credentials)."""
-    import boto3
-    from botocore.config import Config
-
-    return boto3.client(
-        "s3",
-        endpoint_url=endpoint,
-        region_name="us-east-1",
-        aws_access_key_id="testing",
-        aws_secret_access_key="testing",
-        config=Config(signature_version="s3v4", s3={"addressing_style": "path"}),
-    )
+TINY_CONFIG: dict[str, Any] = tiny_protocol_config(name="tiny")
 
 
 def tiny_config(seed: int = 0) -> dict[str, Any]:
@@ -174,7 +144,9 @@ def platform(
     url = postgres_database_factory()
     upgrade_database(url)
     database = Database(url)
-    store = S3BlobStore(f"unmask-workers-{uuid.uuid4().hex[:10]}", client=s3_client(moto_endpoint))
+    store = S3BlobStore(
+        f"unmask-workers-{uuid.uuid4().hex[:10]}", client=moto_s3_client(moto_endpoint)
+    )
     out = Platform(database, store, tmp_path_factory.mktemp("hosts"))
     with database.session_scope() as session:
         out.team_id = identity.create_team(session, "workers-lab").id

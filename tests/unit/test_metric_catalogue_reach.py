@@ -14,10 +14,8 @@ from rich.console import Console
 
 from cli.result_table import rows_table, summary_table
 from services.metrics import catalogue
-from services.metrics.catalogue import Metric
 from services.pipeline.report import summarize_rows
-from services.platform import identity, protocols, results, submissions
-from services.platform.jobs import records as job_records
+from services.platform import identity, protocols, submissions
 from services.platform.results import result_rows_from_document
 from services.platform.webhooks import create_webhook_endpoint
 from services.settings import Settings
@@ -25,6 +23,8 @@ from services.storage.blobstore import LocalBlobStore
 from services.storage.db import Database
 from services.storage.migrate import upgrade_database
 from services.storage.models import WebhookDelivery
+from support.metrics import dummy_metric
+from support.seeding import record_finished_job
 
 ROOT = Path(__file__).resolve().parents[2]
 CODE_FOLDERS = ("services", "api", "cli", "workers")
@@ -45,19 +45,8 @@ def test_metric_keys_are_string_literals_only_in_the_catalogue() -> None:
     assert not offenders, "metric keys spelled outside the catalogue:\n" + "\n".join(offenders)
 
 
-DUMMY = Metric(
-    key="dummy_score",
-    label="Dummy score",
-    description="A metric that exists only in this test.",
-    unit="",
-    higher_is_better=True,
-    digits=2,
-    path=("dummy",),
-    seed_summary=True,
-    summarized=True,
-    leaderboard_scenarios=(catalogue.PROTOCOL_SCENARIO,),
-    in_event=True,
-    in_table=True,
+DUMMY = dummy_metric(
+    label="Dummy score", description="A metric that exists only in this test.", path=("dummy",)
 )
 
 
@@ -111,13 +100,9 @@ def test_a_metric_added_to_the_catalogue_reaches_every_surface(
         sub = submissions.create_submission(
             session, team.id, "pitch", "builtin", builtin_name="pitch", visibility="public"
         )
-        job = job_records.create_job(
-            session, team_id=team.id, submission_id=sub.id, protocol_id=protocol_id, config={}
-        ).job
-        job_records.transition_job(session, job.id, "running")
-        results.record_results_and_artifacts(session, job.id, results=rows, artifacts=[])
-        job_records.transition_job(session, job.id, "succeeded")
-        job_id = job.id
+        job_id = record_finished_job(
+            session, team_id=team.id, submission_id=sub.id, protocol_id=protocol_id, rows=rows
+        )
     with database.session_scope() as session:
         (delivery,) = session.query(WebhookDelivery).filter_by(job_id=job_id).all()
         (entry,) = delivery.payload["data"]["summary"]

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from services.metrics import catalogue
-from services.metrics.catalogue import Metric
+from support.metrics import dummy_metric
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -49,20 +49,7 @@ def test_unknown_key_names_the_known_ones() -> None:
 
 
 def test_extending_the_catalogue_reaches_every_selector(monkeypatch: pytest.MonkeyPatch) -> None:
-    dummy = Metric(
-        key="dummy_score",
-        label="Dummy",
-        description="A test metric.",
-        unit="",
-        higher_is_better=True,
-        digits=2,
-        path=("dummy_score",),
-        seed_summary=True,
-        summarized=True,
-        leaderboard_scenarios=(catalogue.PROTOCOL_SCENARIO,),
-        in_event=True,
-        in_table=True,
-    )
+    dummy = dummy_metric()
     monkeypatch.setattr(catalogue, "METRICS", (*catalogue.METRICS, dummy))
     for select in (
         catalogue.seed_summary_metrics,

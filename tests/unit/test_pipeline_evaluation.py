@@ -11,34 +11,11 @@ import pytest
 from services.pipeline.config import EvaluationConfig, parse_config
 from services.pipeline.evaluation import EvaluationRun, run_evaluation
 from services.pipeline.phases import PHASES
+from support.configs import TINY_ANALYSES, tiny_config
 
 pytestmark = pytest.mark.slow
 
-TINY: dict[str, Any] = {
-    "name": "tiny",
-    "synthetic": {
-        "n_speakers": 12,
-        "utts_per_speaker": 8,
-        "n_attacker_train_speakers": 6,
-        "n_eval_speakers": 4,
-        "n_target_speakers": 2,
-        "enrollments_per_speaker": 3,
-        "trials_per_speaker": 3,
-        "min_duration_s": 2.0,
-        "max_duration_s": 2.5,
-    },
-    "anonymizer": {"name": "pitch"},
-    "scenarios": ["original", "ignorant", "semi-informed"],
-    "training": {
-        "preset": "tiny",
-        "epochs": 2,
-        "batch_size": 8,
-        "crop_seconds": 1.5,
-        "target_classifier": "observe",
-    },
-    "backends": ["cosine", "plda"],
-    "metrics": {"bootstrap_resamples": 20},
-}
+TINY: dict[str, Any] = tiny_config()
 
 
 def _metric_rows(result: dict[str, Any]) -> list[tuple[str, str, int, float]]:
@@ -136,26 +113,7 @@ def test_analyses_run_as_stages_and_land_in_the_result(
     tiny_run: tuple[EvaluationConfig, Path, dict[str, Any]], tmp_path: Path
 ) -> None:
     _, out, result = tiny_run
-    with_analyses = parse_config(
-        {
-            **TINY,
-            "analyses": {
-                "srd_representations": {"phone_units": 8, "bootstrap_resamples": 20},
-                "size_study": {
-                    "target_seeds": [0, 1],
-                    "samples": 2,
-                    "speaker_counts": [2, None],
-                    "enrollment_counts": [1, 2],
-                    "trial_counts": [1, 2],
-                    "trial_sweep_enrollment": 2,
-                },
-                "prerestoration": {
-                    "attackers": ["ignorant", "semi-informed"],
-                    "families": ["pitch"],
-                },
-            },
-        }
-    )
+    with_analyses = parse_config(tiny_config(analyses=TINY_ANALYSES))
     # The shared stage store: corpus, anonymization, training and embeddings are reused.
     res = run_evaluation(with_analyses, tmp_path / "a", stages_dir=out / "stages")
     reused = {s["stage"] for s in res["stages"] if s["reused"]}

@@ -21,6 +21,8 @@ from typing import Any
 
 import pytest
 
+from support.configs import TINY_ANALYSES, tiny_config
+
 REPO = Path(__file__).resolve().parents[2]
 REF = os.environ.get("UNMASK_STAGE_KEYS_REF")
 
@@ -29,43 +31,9 @@ pytestmark = [
     pytest.mark.skipif(not REF, reason="set UNMASK_STAGE_KEYS_REF to a git ref to compare with"),
 ]
 
-TINY: dict[str, Any] = {
-    "name": "tiny",
-    "synthetic": {
-        "n_speakers": 12,
-        "utts_per_speaker": 8,
-        "n_attacker_train_speakers": 6,
-        "n_eval_speakers": 4,
-        "n_target_speakers": 2,
-        "enrollments_per_speaker": 3,
-        "trials_per_speaker": 3,
-        "min_duration_s": 2.0,
-        "max_duration_s": 2.5,
-    },
-    "anonymizer": {"name": "pitch"},
-    "scenarios": ["original", "ignorant", "lazy-informed", "semi-informed"],
-    "training": {
-        "preset": "tiny",
-        "epochs": 2,
-        "batch_size": 8,
-        "crop_seconds": 1.5,
-        "target_classifier": "observe",
-    },
-    "backends": ["cosine", "plda"],
-    "metrics": {"bootstrap_resamples": 20},
-    "analyses": {
-        "srd_representations": {"phone_units": 8, "bootstrap_resamples": 20},
-        "size_study": {
-            "target_seeds": [0, 1],
-            "samples": 2,
-            "speaker_counts": [2, None],
-            "enrollment_counts": [1, 2],
-            "trial_counts": [1, 2],
-            "trial_sweep_enrollment": 2,
-        },
-        "prerestoration": {"attackers": ["ignorant", "semi-informed"], "families": ["pitch"]},
-    },
-}
+TINY: dict[str, Any] = tiny_config(
+    scenarios=["original", "ignorant", "lazy-informed", "semi-informed"], analyses=TINY_ANALYSES
+)
 
 # Runs in the tree under test: the stage folders and the result without run-specific fields
 # (creation time, code version, host and every wall-clock time or throughput).

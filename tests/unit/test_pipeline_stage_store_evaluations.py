@@ -16,28 +16,16 @@ import pytest
 import yaml
 
 from services.pipeline.stage_runner import stage_folder_problem
+from support.configs import OMIT, tiny_config
 
 pytestmark = pytest.mark.slow
 
-TINY = {
-    "name": "tiny-shared-store",
-    "synthetic": {
-        "n_speakers": 12,
-        "utts_per_speaker": 8,
-        "n_attacker_train_speakers": 6,
-        "n_eval_speakers": 4,
-        "n_target_speakers": 2,
-        "enrollments_per_speaker": 3,
-        "trials_per_speaker": 3,
-        "min_duration_s": 2.0,
-        "max_duration_s": 2.5,
-    },
-    "anonymizer": {"name": "pitch"},
-    "scenarios": ["original", "ignorant"],
-    "training": {"preset": "tiny", "epochs": 1, "batch_size": 8, "crop_seconds": 1.5},
-    "backends": ["cosine"],
-    "metrics": {"bootstrap_resamples": 20},
-}
+TINY = tiny_config(
+    name="tiny-shared-store",
+    scenarios=["original", "ignorant"],
+    training={"epochs": 1, "target_classifier": OMIT},
+    backends=["cosine"],
+)
 
 
 @pytest.mark.timeout(600)

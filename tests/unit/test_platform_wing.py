@@ -6,7 +6,6 @@ from __future__ import annotations
 import ast
 import datetime as dt
 import importlib
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -25,21 +24,14 @@ from services.platform.jobs import records as job_records
 from services.settings import Settings
 from services.storage.db import Database
 from services.storage.errors import ConflictError, ImmutableSubmissionError, NotFoundError
-from services.storage.models import AGGREGATE_SEED, Base
+from services.storage.models import AGGREGATE_SEED
+from support.seeding import record_finished_job
 
 PLATFORM_DIR = Path(__file__).resolve().parents[2] / "services" / "platform"
 AGGREGATES = ("identity", "access", "protocols", "submissions", "quotas", "results", "leaderboard")
 FORBIDDEN_IMPORTS = ("fastapi", "starlette", "celery", "kombu", "redis")
 SHA = "ab" * 32
 T0 = dt.datetime(2030, 1, 1, tzinfo=dt.UTC)
-
-
-@pytest.fixture()
-def database(tmp_path: Path) -> Iterator[Database]:
-    db = Database(f"sqlite:///{tmp_path / 'unit.db'}")
-    Base.metadata.create_all(db.engine)
-    yield db
-    db.dispose()
 
 
 # --- shape ---------------------------------------------------------------------------------------
@@ -222,15 +214,14 @@ def _succeed(
     rows: list[results.ResultRow],
     finished_minute: int,
 ) -> int:
-    job = job_records.create_job(
-        session, team_id=team_id, submission_id=submission_id, protocol_id=protocol_id, config={}
-    ).job
-    job_records.transition_job(session, job.id, "running")
-    results.record_results_and_artifacts(session, job.id, results=rows)
-    job_records.transition_job(
-        session, job.id, "succeeded", now=T0 + dt.timedelta(minutes=finished_minute)
+    return record_finished_job(
+        session,
+        team_id=team_id,
+        submission_id=submission_id,
+        protocol_id=protocol_id,
+        rows=rows,
+        finished_at=T0 + dt.timedelta(minutes=finished_minute),
     )
-    return job.id
 
 
 def test_both_leaderboard_views_pick_the_same_job_and_value(database: Database) -> None:

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -12,17 +10,9 @@ from services.platform import identity
 from services.platform.identity.tokens import TOKEN_PREFIX, generate_token, hash_token
 from services.storage.db import Database
 from services.storage.errors import AuthenticationError, ConflictError, PermissionDeniedError
-from services.storage.models import ApiToken, Base
+from services.storage.models import ApiToken
 
 KEY = "unit-test-hmac-key"
-
-
-@pytest.fixture()
-def database(tmp_path: Path) -> Iterator[Database]:
-    db = Database(f"sqlite:///{tmp_path / 'unit.db'}")
-    Base.metadata.create_all(db.engine)
-    yield db
-    db.dispose()
 
 
 @pytest.fixture()

@@ -3,26 +3,15 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from sqlalchemy.orm import Session
 
 from services.platform import identity, leaderboard, protocols, results, submissions
-from services.platform.jobs import records as job_records
 from services.storage.db import Database
-from services.storage.models import Base
+from support.seeding import record_finished_job
 
 T0 = dt.datetime(2030, 1, 1, tzinfo=dt.UTC)
-
-
-@pytest.fixture()
-def database(tmp_path: Path) -> Iterator[Database]:
-    db = Database(f"sqlite:///{tmp_path / 'unit.db'}")
-    Base.metadata.create_all(db.engine)
-    yield db
-    db.dispose()
 
 
 def _submit(session: Session, team_id: int, name: str, minute: int) -> int:
@@ -36,15 +25,16 @@ def _submit(session: Session, team_id: int, name: str, minute: int) -> int:
 def _evaluate(
     session: Session, team_id: int, submission_id: int, protocol_id: int, eer: float | None
 ) -> None:
-    job = job_records.create_job(
-        session, team_id=team_id, submission_id=submission_id, protocol_id=protocol_id, config={}
-    ).job
-    job_records.transition_job(session, job.id, "running")
     rows = [results.ResultRow("lazy", "plda", 0, "cllr", 0.5)]
     if eer is not None:
         rows.append(results.ResultRow("lazy", "plda", 0, "eer", eer))
-    results.record_results_and_artifacts(session, job.id, results=rows)
-    job_records.transition_job(session, job.id, "succeeded")
+    record_finished_job(
+        session,
+        team_id=team_id,
+        submission_id=submission_id,
+        protocol_id=protocol_id,
+        rows=rows,
+    )
 
 
 @pytest.mark.parametrize("higher_is_better", [True, False])

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,17 +16,9 @@ from services.storage.errors import (
     IdempotencyConflictError,
     ImmutableSubmissionError,
 )
-from services.storage.models import Artifact, Base, Result, Submission
+from services.storage.models import Artifact, Result, Submission
 
 CONFIG: dict[str, Any] = {"scenarios": ["ignorant", "lazy"], "seeds": [0, 1], "epochs": 3}
-
-
-@pytest.fixture()
-def database(tmp_path: Path) -> Iterator[Database]:
-    db = Database(f"sqlite:///{tmp_path / 'unit.db'}")
-    Base.metadata.create_all(db.engine)
-    yield db
-    db.dispose()
 
 
 @pytest.fixture()

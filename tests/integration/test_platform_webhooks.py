@@ -13,14 +13,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import redis
 
 from services.platform import identity
 from services.platform import results as result_records
 from services.platform import submissions as submission_records
 from services.platform import webhooks as store
 from services.platform.jobs import JobServices
-from services.platform.jobs import records as job_records
 from services.platform.outbox import DELIVER_WEBHOOK, install_senders
 from services.platform.webhooks import (
     WebhookVerificationError,
@@ -29,10 +27,11 @@ from services.platform.webhooks import (
     sign,
     verify,
 )
-from services.settings import Settings, get_settings
+from services.settings import Settings
 from services.storage.blobstore import LocalBlobStore
 from services.storage.db import Database
 from services.storage.models import OutboxMessage, WebhookDelivery
+from support.seeding import record_finished_job
 
 pytestmark = pytest.mark.integration
 
@@ -90,19 +89,15 @@ def _finished_job(database: Database, team_slug: str, state: str = "succeeded") 
         sub = submission_records.create_submission(
             session, team.id, "pitch", "builtin", builtin_name="pitch", visibility="public"
         )
-        job = job_records.create_job(
-            session, team_id=team.id, submission_id=sub.id, config={"x": 1}
-        ).job
-        job_records.transition_job(session, job.id, "running")
-        result_records.record_results_and_artifacts(
+        return record_finished_job(
             session,
-            job.id,
-            results=[result_records.ResultRow("semi-informed", "cosine", -1, "eer_percent", 37.5)],
+            team_id=team.id,
+            submission_id=sub.id,
+            config={"x": 1},
+            rows=[result_records.ResultRow("semi-informed", "cosine", -1, "eer_percent", 37.5)],
+            state=state,
+            error_message="boom" if state == "failed" else None,
         )
-        job_records.transition_job(
-            session, job.id, state, error_message="boom" if state == "failed" else None
-        )
-        return job.id
 
 
 def test_standard_webhooks_signature_matches_the_reference_vector() -> None:
@@ -218,8 +213,7 @@ def test_delivery_is_claimed_once_and_private_hosts_are_refused(
 @pytest.fixture()
 def celery_worker_services(pg_database: Database, tmp_path: Path) -> Iterator[Settings]:
     """The Celery app on Redis (unique key prefix) with a worker's services on PostgreSQL."""
-    from workers import runtime
-    from workers.app import app, configure_app, reset_connections
+    from support.workers import celery_app_on
 
     prefix = f"unmask-test-{uuid.uuid4().hex[:8]}:"
     settings = Settings(
@@ -230,27 +224,12 @@ def celery_worker_services(pg_database: Database, tmp_path: Path) -> Iterator[Se
         webhook_allow_private_hosts=True,
         webhook_timeout_s=5.0,
     )
-    configure_app(app, settings)
-    app.conf.broker_transport_options = {
-        **app.conf.broker_transport_options,
-        "global_keyprefix": prefix,
-    }
-    reset_connections(app)
-    runtime.set_services(
-        JobServices(
-            pg_database,
-            LocalBlobStore(tmp_path / "blobs", signing_key="k"),
-            settings,
-        )
+    services = JobServices(
+        pg_database, LocalBlobStore(tmp_path / "blobs", signing_key="k"), settings
     )
-    yield settings
-    runtime.set_services(None)
-    install_senders(None)
-    client = redis.Redis.from_url(REDIS_URL)
-    keys = list(client.scan_iter(f"{prefix}*"))
-    if keys:
-        client.delete(*keys)
-    configure_app(app, get_settings())
+    # The outbox's senders: the test installs Celery's after the API client's recording ones.
+    with celery_app_on(settings, services, key_prefix=prefix, outbox_senders=False):
+        yield settings
 
 
 def test_celery_worker_delivers_signed_event_and_retries_after_a_failure(
@@ -260,8 +239,7 @@ def test_celery_worker_delivers_signed_event_and_retries_after_a_failure(
     make_api_client: Any,
     api_world: Any,
 ) -> None:
-    from celery.contrib.testing.worker import start_worker
-
+    from support.workers import worker_thread
     from workers.app import app, install_outbox_senders
 
     client = make_api_client()
@@ -272,7 +250,7 @@ def test_celery_worker_delivers_signed_event_and_retries_after_a_failure(
     created = client.post("/v1/webhooks", json={"url": receiver.url}, headers=auth)
     assert created.status_code == 201, created.text
     secret, webhook_id = created.json()["secret"], created.json()["id"]
-    with start_worker(app, pool="solo", perform_ping_check=False, queues=["cpu"]):
+    with worker_thread("cpu"):
         # The job's commit sends the delivery's outbox message: a deliver_webhook task.
         job_id = _finished_job(pg_database, "team-a")
         deadline = time.monotonic() + 60

@@ -1,4 +1,5 @@
-"""Repositories on migrated databases: SQLite and the real PostgreSQL (leaderboard, cascades)."""
+"""The platform's records (services/platform) on migrated databases: SQLite and the real PostgreSQL
+(leaderboard, cascades)."""
 
 from __future__ import annotations
 
