@@ -73,7 +73,10 @@ class Settings(BaseSettings):
     stage_max_attempts: int = Field(
         3,
         ge=1,
-        description="Runs of one stage (first + retries after lost workers) before failing.",
+        description=(
+            "Runs of one stage (first + retries after lost workers) before failing; retries"
+            " after transient errors are not counted here."
+        ),
     )
     task_max_retries: int = Field(
         5, ge=0, description="Celery retries of a phase after transient errors (DB/broker/S3)."

@@ -305,6 +305,12 @@ def _requeue(
             if send:
                 queue_phase(session, job_id=job_id, stage_id=stage.id, phase=phase)
             else:
+                # A transient error is not a lost worker: its retries are counted by the task's
+                # own retry counter (UNMASK_TASK_MAX_RETRIES), so this run gives its attempt back
+                # to the lost-worker budget (UNMASK_STAGE_MAX_ATTEMPTS). Reusing the number as a
+                # fencing token is safe: this worker stopped executing (its monitor is closed)
+                # and holds the row lock, so no write of this claim can follow the next one's.
+                job_records.release_stage_attempt(session, stage.id)
                 # The caller's task retry re-delivers it; "sent at" keeps the reaper away.
                 job_records.mark_stage_enqueued(session, stage.id)
         return True
