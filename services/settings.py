@@ -135,7 +135,15 @@ class Settings(BaseSettings):
     container_tmpfs_mb: int = Field(512, ge=1, description="Size of the tmpfs /tmp, MiB.")
     container_user: str = Field("65534:65534", description="uid:gid the container runs as.")
     container_pull: bool = Field(
-        True, description="Pull an image that is not present locally (submission time)."
+        True, description="Pull an image that is not present locally (at run time)."
+    )
+    container_registries: list[str] = Field(
+        default_factory=lambda: ["docker.io", "ghcr.io", "quay.io"],
+        description=(
+            "Registries container images may come from (host[:port], JSON list; `docker.io` for"
+            " names without one): a submission naming another is refused (422) and workers pull"
+            " from no other. Empty = no container submissions."
+        ),
     )
 
     # Pre-anonymized archives: bounds on what one upload may unpack to.

@@ -43,7 +43,7 @@ from services.platform import results as result_records
 from services.platform.archives.service import prepare_archive
 from services.platform.jobs import records as job_records
 from services.platform.jobs.config import run_config, stored_evaluation_config
-from services.platform.jobs.host import JobServices
+from services.platform.jobs.host import JobServices, transient_summary
 from services.platform.jobs.monitor import JobCancelledError, StageMonitor, StageSupersededError
 from services.platform.jobs.phases import job_stage_names, next_phase, phase_of_stage
 from services.platform.jobs.service import queue_phase
@@ -343,7 +343,8 @@ def run_job_phase(
         claimed = claim_phase(services, job_id, phase)
     except Exception as exc:
         if services.is_transient(exc):  # nothing changed in the DB: the stage is still queued
-            reason = f"transient error claiming phase {phase}: {type(exc).__name__}: {exc}"
+            log.warning("job %s phase %s: transient error claiming: %r", job_id, phase, exc)
+            reason = f"transient error claiming phase {phase}: {transient_summary(exc)}"
             raise TransientPhaseError(reason, requeued=True) from exc
         raise
     if isinstance(claimed, PhaseOutcome):
@@ -387,7 +388,9 @@ def run_job_phase(
             _requeue(services, job_id, phase, claimed, reason, send=True)
             raise
         if services.is_transient(exc):
-            reason = f"transient error in phase {phase}: {type(exc).__name__}: {exc}"
+            # The details (engine socket, endpoint, exception) are for the operator's log only.
+            log.warning("job %s phase %s: transient error: %r", job_id, phase, exc)
+            reason = f"transient error in phase {phase}: {transient_summary(exc)}"
             requeued = _requeue(services, job_id, phase, claimed, reason, send=False)
             raise TransientPhaseError(reason, requeued=requeued) from exc
         if type(exc).__name__ in ("SoftTimeLimitExceeded", "TimeLimitExceeded"):
