@@ -132,7 +132,10 @@ class Settings(BaseSettings):
     container_log_bytes: int = Field(
         65536, ge=1024, description="Container log kept per run (the tail), bytes."
     )
-    container_tmpfs_mb: int = Field(512, ge=1, description="Size of the tmpfs /tmp, MiB.")
+    container_tmpfs_mb: int = Field(
+        512, ge=1, description="Size of the tmpfs /tmp (mounted noexec), MiB."
+    )
+    container_shm_mb: int = Field(64, ge=1, description="Size of /dev/shm per container, MiB.")
     container_user: str = Field("65534:65534", description="uid:gid the container runs as.")
     container_pull: bool = Field(
         True, description="Pull an image that is not present locally (at run time)."

@@ -134,14 +134,15 @@ class ContainerEngineError(RuntimeError):
 @dataclass(frozen=True)
 class SandboxLimits:
     """Per-run limits: memory (MiB, no swap), CPUs (cores), pids, wall clock (seconds), tmpfs
-    ``/tmp`` (MiB), the log tail kept (bytes), the uid:gid the container runs as, and utterances
-    per run (``shard_size``)."""
+    ``/tmp`` (MiB), ``/dev/shm`` (MiB), the log tail kept (bytes), the uid:gid the container runs
+    as, and utterances per run (``shard_size``)."""
 
     memory_mb: int = 4096
     cpus: float = 2.0
     pids_limit: int = 256
     time_limit_s: float = 1800.0
     tmpfs_mb: int = 512
+    shm_mb: int = 64
     log_bytes: int = 65536
     user: str = "65534:65534"
     shard_size: int = 64
@@ -155,6 +156,7 @@ class SandboxLimits:
             pids_limit=settings.container_pids_limit,
             time_limit_s=settings.container_time_limit_s,
             tmpfs_mb=settings.container_tmpfs_mb,
+            shm_mb=settings.container_shm_mb,
             log_bytes=settings.container_log_bytes,
             user=settings.container_user,
             shard_size=settings.container_shard_size,
@@ -628,8 +630,16 @@ class ContainerAnonymizer(Anonymizer):
         return input_dir, output_dir, targets_dir, device
 
     def _create_kwargs(
-        self, input_dir: Path, output_dir: Path, targets_dir: Path | None, device: str, seed: int
+        self,
+        input_dir: Path,
+        output_dir: Path,
+        targets_dir: Path | None,
+        device: str,
+        seed: int,
+        *,
+        max_file_bytes: int,
     ) -> dict[str, Any]:
+        """``docker create`` arguments of one run; ``max_file_bytes``: RLIMIT_FSIZE (bytes)."""
         from docker.types import DeviceRequest, LogConfig, Ulimit
 
         lim = self.limits
@@ -652,7 +662,9 @@ class ContainerAnonymizer(Anonymizer):
             "network_mode": "none",
             "user": lim.user,
             "read_only": True,
-            "tmpfs": {"/tmp": f"rw,nosuid,nodev,size={lim.tmpfs_mb}m,mode=1777"},
+            # noexec: nothing written at run time is executed (the code is the image's).
+            "tmpfs": {"/tmp": f"rw,nosuid,nodev,noexec,size={lim.tmpfs_mb}m,mode=1777"},
+            "shm_size": f"{lim.shm_mb}m",
             "cap_drop": ["ALL"],
             "security_opt": ["no-new-privileges"],
             "mem_limit": f"{lim.memory_mb}m",
@@ -664,6 +676,10 @@ class ContainerAnonymizer(Anonymizer):
             "ulimits": [
                 Ulimit(name="nofile", soft=20000, hard=20000),
                 Ulimit(name="nproc", soft=32768, hard=32768),
+                # No file may grow past the shard's whole output budget: the kernel stops the
+                # write (EFBIG), where polling the folder's size alone lets a fast writer
+                # overshoot by whatever it writes in one poll interval.
+                Ulimit(name="fsize", soft=max_file_bytes, hard=max_file_bytes),
             ],
             "working_dir": "/tmp",
             "labels": {"org.unmask.contract": str(CONTRACT_VERSION)},
@@ -697,7 +713,9 @@ class ContainerAnonymizer(Anonymizer):
             sum(out_lim.max_audio_bytes(d) for d in expected_s.values())
             + out_lim.max_metadata_bytes
         )
-        kwargs = self._create_kwargs(input_dir, output_dir, targets_dir, device, seed)
+        kwargs = self._create_kwargs(
+            input_dir, output_dir, targets_dir, device, seed, max_file_bytes=output_budget
+        )
         client = self.client
         # Lost connections (requests' errors are not OSError-based ConnectionErrors) and engine
         # failures are the engine's fault: ContainerEngineError, which the job runner retries.

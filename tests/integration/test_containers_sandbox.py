@@ -43,8 +43,10 @@ SOCKET = os.environ.get("UNMASK_PODMAN_SOCKET", "/run/unmask-podman.sock")
 ENGINE_URL = f"unix://{SOCKET}"
 BASE_IMAGE = os.environ.get("UNMASK_TEST_BASE_IMAGE", "localhost/unmask-test-base:bookworm")
 EXAMPLE = "localhost/unmask-test-example:latest"
-MODES = ("probe", "network", "memory", "sleep", "escape", "omit", "exit", "wrongrate")
-LIMITS = SandboxLimits(memory_mb=256, cpus=1.0, pids_limit=64, time_limit_s=60, shard_size=8)
+MODES = ("probe", "network", "memory", "sleep", "escape", "omit", "exit", "wrongrate", "flood")
+LIMITS = SandboxLimits(
+    memory_mb=256, cpus=1.0, pids_limit=64, time_limit_s=60, shard_size=8, tmpfs_mb=32, shm_mb=16
+)
 
 
 def _podman(*args: str, input_text: str | None = None) -> str:
@@ -183,6 +185,14 @@ def test_sandbox_properties_seen_from_inside(images: dict[str, str]) -> None:
     assert "errno 30" in meta["write_input"]  # read-only input
     assert meta["write_tmp"] == "ok"  # tmpfs /tmp
     assert meta["memory_max"] == str(LIMITS.memory_mb * 1024 * 1024)
+    assert meta["seccomp"] == "2"  # a seccomp filter is active (the engine's default profile)
+    assert meta["pids_max"] == str(LIMITS.pids_limit)
+    quota, period = meta["cpu_max"].split()
+    assert int(quota) / int(period) == pytest.approx(LIMITS.cpus)
+    tmp, shm = set(meta["tmp_mount"]), set(meta["shm_mount"])
+    assert {"noexec", "nosuid", "nodev", f"size={LIMITS.tmpfs_mb * 1024}k"} <= tmp
+    assert {"noexec", "nosuid", "nodev", f"size={LIMITS.shm_mb * 1024}k"} <= shm
+    assert meta["exec_tmp"] == "PermissionError: errno 13"  # /tmp is noexec
 
 
 def test_network_is_unreachable(images: dict[str, str]) -> None:
@@ -225,6 +235,20 @@ def test_writing_outside_the_output_folder_is_rejected(images: dict[str, str]) -
     # The root file system (/, /unmask) and the input folder are read-only (EROFS).
     for path in ("/evil", "/unmask/input/evil", "/unmask/evil"):
         assert f"{path} OSError: errno 30" in log
+
+
+def test_a_fast_writer_is_stopped_by_the_kernel_at_the_output_budget(
+    images: dict[str, str],
+) -> None:
+    """RLIMIT_FSIZE stops a single file at the shard's output budget; polling alone (every
+    0.2 s) let a fast writer put far more on the worker's disk before the kill."""
+    anon = runner(images["flood"])
+    items = make_items(2)
+    budget = sum(anon.output_limits.max_audio_bytes(1.0) for _ in items)
+    budget += anon.output_limits.max_metadata_bytes
+    with pytest.raises(ExtraOutputError) as err:
+        anon.anonymize(items, seed=0)
+    assert f"flood stopped at {budget} bytes: errno 27" in err.value.log_tail  # EFBIG
 
 
 def test_missing_output_is_rejected(images: dict[str, str]) -> None:
