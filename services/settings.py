@@ -204,6 +204,20 @@ class Settings(BaseSettings):
         description="Allow webhook URLs on loopback/private addresses (tests, single-host setups).",
     )
 
+    # Failed authentication (bad API tokens, bad page logins), per client address (api/).
+    auth_max_failures: int = Field(
+        20,
+        ge=0,
+        description=(
+            "Failed authentications a client address may make within auth_failure_window_s;"
+            " past it every request of that address gets 429 until the window passes"
+            " (0 = no limit)."
+        ),
+    )
+    auth_failure_window_s: float = Field(
+        60.0, gt=0, description="Window of the failed-authentication limit, seconds."
+    )
+
     # Server-rendered pages (api/routes/pages.py).
     page_session_max_age_s: int = Field(
         12 * 3600, ge=60, description="Lifetime of the pages' login cookie, seconds."
