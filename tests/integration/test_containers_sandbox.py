@@ -20,11 +20,14 @@ import pytest
 from services.anonymizers.base import AnonymizationItem, TargetVoice
 from services.anonymizers.container import (
     ContainerAnonymizer,
+    ContainerEngineError,
     ContainerExitError,
     ContainerMemoryError,
+    ContainerStartError,
     ContainerTimeoutError,
     ExtraOutputError,
     ImageNotFoundError,
+    ImageRegistryError,
     MissingOutputError,
     OutputFormatError,
     SandboxLimits,
@@ -84,6 +87,9 @@ def images(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]
         )
         names[mode] = f"localhost/unmask-test-{mode}:latest"
         _podman("build", "-q", "-t", names[mode], str(ctx))
+    (ctx / "Containerfile").write_text(f'FROM {BASE_IMAGE}\nENTRYPOINT ["/opt/no-such-program"]\n')
+    names["noentry"] = "localhost/unmask-test-noentry:latest"
+    _podman("build", "-q", "-t", names["noentry"], str(ctx))
     yield names
 
 
@@ -273,6 +279,29 @@ def test_missing_image(images: dict[str, str]) -> None:
         resolve_image_digest("localhost/unmask-no-such-image:1", client=client, pull=False)
     with pytest.raises(ImageNotFoundError, match="not pullable"):
         resolve_image_digest("localhost/unmask-no-such-image:1", client=client, pull=True)
+
+
+def test_an_image_that_cannot_start_is_the_makers_fault_not_the_engines(
+    images: dict[str, str],
+) -> None:
+    with pytest.raises(ContainerStartError, match="could not be started"):
+        runner(images["noentry"]).anonymize(make_items(1), seed=0)
+
+
+def test_engine_faults_and_registries(images: dict[str, str], tmp_path: Path) -> None:
+    """A dead engine is ContainerEngineError (the job runner retries it); a pull from a registry
+    outside the allowlist is refused before the engine is asked."""
+    client = engine_client(ENGINE_URL)
+    pinned = resolve_image_digest(images["probe"], client=client, pull=False)
+    anon = runner(pinned)
+    anon._client = None
+    anon._engine_url = f"unix://{tmp_path / 'gone.sock'}"
+    with pytest.raises(ContainerEngineError):
+        anon.anonymize(make_items(1), seed=0)
+    with pytest.raises(ImageRegistryError, match="not allowed"):
+        resolve_image_digest(
+            "10.0.0.5:5000/x@sha256:" + "a" * 64, client=client, pull=True, registries=["ghcr.io"]
+        )
 
 
 def test_pinned_digest_survives_a_moving_tag(images: dict[str, str]) -> None:
