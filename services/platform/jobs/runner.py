@@ -17,9 +17,12 @@ suits it (``phases.PHASE_QUEUES``). A task calls :func:`run_job_phase`, which
    (sent after the commit, or by the outbox relay if the broker is down then).
 
 Errors: :class:`InvalidInputError` fails the job with its message (no retry); transient errors
-(lost connection to the database, broker or blob store: ``JobServices.transient_errors``) put the
-stage back to ``queued`` and raise :class:`TransientPhaseError` for the caller to retry with
-backoff; anything else fails the job with an "internal error" message and propagates.
+(lost connection to the database, broker or blob store, a failing container engine:
+``JobServices.transient_errors``) put the stage back to ``queued``, give the run's attempt back
+(the caller's retry counter counts transient retries; ``attempts`` counts lost workers) and raise
+:class:`TransientPhaseError` for the caller to retry with backoff; the user sees which service
+failed (``transient_summary``), the log the details. Anything else fails the job with an
+"internal error" message and propagates.
 The reaper (``reaper.py``) rescues stages whose worker died. No Celery here.
 """
 
