@@ -21,6 +21,7 @@ from api.body_limit import BodyLimitMiddleware
 from api.context import ApiContext
 from api.problems import PROBLEM_MEDIA_TYPE, install_problem_handlers, problem_responses
 from api.routes import admin, blobs, health, jobs, pages, protocols, submissions, webhooks
+from api.security_headers import SecurityHeadersMiddleware
 from services.platform.outbox import MessageSender
 from services.settings import Settings, get_settings
 from services.storage.blobstore import BlobStore
@@ -136,6 +137,10 @@ def create_app(
     app.include_router(pages.router)
     app.mount("/static", StaticFiles(directory=pages.STATIC_DIR), name="static")
     app.openapi = lambda: _openapi_with_problems(app)  # type: ignore[method-assign]
+
+    # --- security headers (CSP with a per-response script nonce, framing, sniffing) ----------
+    app.add_middleware(SecurityHeadersMiddleware)
+    # ------------------------------------------------------------------------------------------
     return app
 
 

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 
 from fastapi import Request
 
+from api.auth_limits import FailedAuthLimiter
 from services.platform.outbox import MessageSender, install_senders
 from services.settings import Settings
 from services.storage.blobstore import BlobStore, blob_store_from_settings
@@ -41,6 +42,9 @@ class ApiContext:
         self._blob_store = blob_store
         self.senders = senders
         self._lock = threading.Lock()
+        self.auth_limiter = FailedAuthLimiter(
+            settings.auth_max_failures, settings.auth_failure_window_s
+        )
 
     @property
     def database(self) -> Database:

@@ -6,12 +6,19 @@ with ``Settings.token_hmac_key``. The cookie does not contain the token itself; 
 re-checks the token row, so revoking or expiring the token ends the page session at once.
 Public pages need no login; a team's private submissions and jobs are shown only to that team
 (and to ``admin`` tokens).
+
+Login CSRF (another site signing a visitor in as the attacker's team): ``GET /login`` sets a
+random secret in the HttpOnly, SameSite=Strict cookie ``unmask_login_csrf`` and puts its HMAC in
+the form; ``POST /login`` is refused (403) unless the form's value matches the cookie. Another
+site can neither read the form nor send (or set) the cookie.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+import re
+import secrets
 import time
 
 from fastapi import Request, Response
@@ -26,7 +33,11 @@ from services.storage.models import ApiToken, TokenScope, User
 from services.storage.types import utc_now
 
 COOKIE_NAME = "unmask_session"
+CSRF_COOKIE_NAME = "unmask_login_csrf"
+CSRF_MAX_AGE_S = 2 * 3600
 _CONTEXT = b"unmask-page-session-v1:"
+_CSRF_CONTEXT = b"unmask-login-csrf-v1:"
+_CSRF_SECRET_RE = re.compile(r"^[A-Za-z0-9_-]{43}$")
 
 
 def _signature(key: str, token_id: int, expires: int) -> str:
@@ -92,6 +103,40 @@ def set_session_cookie(
     )
 
 
+def login_csrf_secret(request: Request) -> str:
+    """The browser's login-form secret (its cookie when well formed, else a new one)."""
+    current = request.cookies.get(CSRF_COOKIE_NAME, "")
+    return current if _CSRF_SECRET_RE.match(current) else secrets.token_urlsafe(32)
+
+
+def login_csrf_token(settings: Settings, secret: str) -> str:
+    """The value the login form carries for ``secret`` (HMAC-SHA256 hex)."""
+    return hmac.new(
+        settings.token_hmac_key.encode(), _CSRF_CONTEXT + secret.encode(), hashlib.sha256
+    ).hexdigest()
+
+
+def login_csrf_ok(request: Request, settings: Settings, form_token: str) -> bool:
+    """Whether a login POST carries the token of its own cookie's secret."""
+    secret = request.cookies.get(CSRF_COOKIE_NAME, "")
+    if not _CSRF_SECRET_RE.match(secret) or not form_token:
+        return False
+    return hmac.compare_digest(login_csrf_token(settings, secret), form_token)
+
+
+def set_login_csrf_cookie(response: Response, request: Request, secret: str) -> None:
+    """Attach the login form's secret (HttpOnly, SameSite=Strict, only sent to /login)."""
+    response.set_cookie(
+        CSRF_COOKIE_NAME,
+        secret,
+        max_age=CSRF_MAX_AGE_S,
+        httponly=True,
+        samesite="strict",
+        secure=request.url.scheme == "https",
+        path="/login",
+    )
+
+
 def clear_session_cookie(response: Response) -> None:
     """Remove the login cookie."""
     response.delete_cookie(COOKIE_NAME, path="/")
@@ -99,11 +144,16 @@ def clear_session_cookie(response: Response) -> None:
 
 __all__ = [
     "COOKIE_NAME",
+    "CSRF_COOKIE_NAME",
     "AuthenticationError",
     "PermissionDeniedError",
     "clear_session_cookie",
     "login",
+    "login_csrf_ok",
+    "login_csrf_secret",
+    "login_csrf_token",
     "session_cookie_value",
+    "set_login_csrf_cookie",
     "set_session_cookie",
     "viewer_of",
 ]

@@ -16,9 +16,10 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 
 from services.errors import InvalidInputError
 from services.platform.access import AccessDeniedError
@@ -226,6 +227,12 @@ def install_problem_handlers(app: FastAPI) -> None:
             headers=getattr(exc, "headers", None),
             extra=getattr(exc, "extra", None),
         )
+
+    @app.exception_handler(ClientDisconnect)
+    async def _client_disconnect(request: Request, exc: ClientDisconnect) -> Response:
+        # Not our fault and nobody is left to answer: one line, no traceback.
+        logger.warning("client disconnected during %s %s", request.method, request.url.path)
+        return Response(status_code=400)
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:

@@ -73,7 +73,10 @@ class Settings(BaseSettings):
     stage_max_attempts: int = Field(
         3,
         ge=1,
-        description="Runs of one stage (first + retries after lost workers) before failing.",
+        description=(
+            "Runs of one stage (first + retries after lost workers) before failing; retries"
+            " after transient errors are not counted here."
+        ),
     )
     task_max_retries: int = Field(
         5, ge=0, description="Celery retries of a phase after transient errors (DB/broker/S3)."
@@ -129,10 +132,21 @@ class Settings(BaseSettings):
     container_log_bytes: int = Field(
         65536, ge=1024, description="Container log kept per run (the tail), bytes."
     )
-    container_tmpfs_mb: int = Field(512, ge=1, description="Size of the tmpfs /tmp, MiB.")
+    container_tmpfs_mb: int = Field(
+        512, ge=1, description="Size of the tmpfs /tmp (mounted noexec), MiB."
+    )
+    container_shm_mb: int = Field(64, ge=1, description="Size of /dev/shm per container, MiB.")
     container_user: str = Field("65534:65534", description="uid:gid the container runs as.")
     container_pull: bool = Field(
-        True, description="Pull an image that is not present locally (submission time)."
+        True, description="Pull an image that is not present locally (at run time)."
+    )
+    container_registries: list[str] = Field(
+        default_factory=lambda: ["docker.io", "ghcr.io", "quay.io"],
+        description=(
+            "Registries container images may come from (host[:port], JSON list; `docker.io` for"
+            " names without one): a submission naming another is refused (422) and workers pull"
+            " from no other. Empty = no container submissions."
+        ),
     )
 
     # Pre-anonymized archives: bounds on what one upload may unpack to.
@@ -252,6 +266,20 @@ class Settings(BaseSettings):
     webhook_allow_private_hosts: bool = Field(
         False,
         description="Allow webhook URLs on loopback/private addresses (tests, single-host setups).",
+    )
+
+    # Failed authentication (bad API tokens, bad page logins), per client address (api/).
+    auth_max_failures: int = Field(
+        20,
+        ge=0,
+        description=(
+            "Failed authentications a client address may make within auth_failure_window_s;"
+            " past it every request of that address gets 429 until the window passes"
+            " (0 = no limit)."
+        ),
+    )
+    auth_failure_window_s: float = Field(
+        60.0, gt=0, description="Window of the failed-authentication limit, seconds."
     )
 
     # Server-rendered pages (api/routes/pages.py).

@@ -9,7 +9,7 @@ from __future__ import annotations
 import kombu.exceptions
 import redis.exceptions
 
-from services.platform.jobs.host import storage_transient_errors
+from services.platform.jobs.host import job_transient_errors
 
 BROKER_ERRORS: tuple[type[BaseException], ...] = (
     kombu.exceptions.OperationalError,
@@ -19,5 +19,5 @@ BROKER_ERRORS: tuple[type[BaseException], ...] = (
 
 
 def transient_errors() -> tuple[type[BaseException], ...]:
-    """Lost connections to the database, the blob store or the broker."""
-    return storage_transient_errors() + BROKER_ERRORS
+    """Lost connections to the database, the blob store, the container engine or the broker."""
+    return job_transient_errors() + BROKER_ERRORS

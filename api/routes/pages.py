@@ -33,8 +33,18 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session, joinedload
 
 from api.auth import Principal
+from api.auth_limits import client_address
 from api.context import ApiContext, get_context
-from api.page_session import clear_session_cookie, login, set_session_cookie, viewer_of
+from api.page_session import (
+    clear_session_cookie,
+    login,
+    login_csrf_ok,
+    login_csrf_secret,
+    login_csrf_token,
+    set_login_csrf_cookie,
+    set_session_cookie,
+    viewer_of,
+)
 from api.schemas import DbId
 from services.errors import InvalidInputError
 from services.metrics import catalogue
@@ -643,7 +653,30 @@ def login_form(
     """The sign-in form: paste an API token with the ``read`` scope."""
     with context.database.session_scope() as session:
         viewer = _viewer(request, context, session)
-    return _render(request, "login.html", viewer, next=_safe_next(next), error=None)
+    return _login_page(request, context, viewer, 200, next, None)
+
+
+def _login_page(
+    request: Request,
+    context: ApiContext,
+    viewer: Principal | None,
+    status_code: int,
+    next: str | None,
+    error: str | None,
+) -> HTMLResponse:
+    """The form with a CSRF token bound to the browser's login cookie (api/page_session.py)."""
+    secret = login_csrf_secret(request)
+    response = _render(
+        request,
+        "login.html",
+        viewer,
+        status_code,
+        next=_safe_next(next),
+        error=error,
+        csrf_token=login_csrf_token(context.settings, secret),
+    )
+    set_login_csrf_cookie(response, request, secret)
+    return response
 
 
 @router.post("/login", response_class=HTMLResponse)
@@ -651,14 +684,30 @@ def login_submit(
     request: Request,
     token: str = Form(..., max_length=200),
     next: str = Form("/"),
+    csrf_token: str = Form("", max_length=200),
     context: ApiContext = Depends(get_context),
 ) -> Response:
-    """Verify the token, set the session cookie, go back to ``next``."""
+    """Verify the token, set the session cookie, go back to ``next``.
+
+    403 without the form's CSRF token; 429 after too many failed sign-ins from this address.
+    """
+    if not login_csrf_ok(request, context.settings, csrf_token):
+        error = "the sign-in form expired or came from another site; sign in again"
+        return _login_page(request, context, None, 403, next, error)
+    client = client_address(request)
+    retry_after = context.auth_limiter.retry_after_s(client)
+    if retry_after is not None:
+        error = f"too many failed sign-ins from this address; retry in {retry_after} s"
+        page = _login_page(request, context, None, 429, next, error)
+        page.headers["Retry-After"] = str(retry_after)
+        return page
     try:
         with context.database.session_scope() as session:
             principal = login(session, context.settings, token)
     except (AuthenticationError, PermissionDeniedError) as exc:
-        return _render(request, "login.html", None, 401, next=_safe_next(next), error=str(exc))
+        if isinstance(exc, AuthenticationError):
+            context.auth_limiter.record_failure(client)
+        return _login_page(request, context, None, 401, next, str(exc))
     response = RedirectResponse(_safe_next(next), status_code=303)
     set_session_cookie(response, request, context.settings, principal.token_id)
     return response

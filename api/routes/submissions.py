@@ -44,6 +44,7 @@ from api.uploads import (
     upload_slots,
     upload_timeout_problem,
 )
+from services.anonymizers.container import check_image_registry
 from services.platform import submissions
 from services.platform.access import visible_submission
 from services.platform.archives import (
@@ -101,6 +102,8 @@ def create_submission(
     else:
         match = PINNED_IMAGE_RE.match(body.container.image)
         assert match is not None  # checked by the schema
+        # The worker pulls from the image's registry: only the operator's allowlist (422).
+        check_image_registry(body.container.image, context.settings.container_registries)
         image = body.container.image.rsplit("@", 1)[0]
         fields = {"container_image": image, "container_digest": match.group("digest")}
     with context.database.session_scope() as session:

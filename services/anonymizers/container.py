@@ -108,8 +108,22 @@ class OutputFormatError(ContainerOutputError):
     """An output is not decodable 16 kHz mono audio of the right duration, or bad metadata."""
 
 
+class ContainerStartError(ContainerError):
+    """The engine refused to start the image (e.g. its entrypoint does not exist)."""
+
+
+class ImageRegistryError(InvalidInputError):
+    """The image reference names a registry outside the operator's allowlist."""
+
+
 class ContainerEngineError(RuntimeError):
-    """The container engine cannot be reached or failed: infrastructure, not the maker's fault."""
+    """The container engine cannot be reached or failed: infrastructure, not the maker's fault.
+
+    Transient for the job runner (retried with backoff). ``str()`` has the details for the
+    operator (engine address, cause); ``public_message`` is what a user may see.
+    """
+
+    public_message = "the container engine is unavailable"
 
 
 # --------------------------------------------------------------------------------------------
@@ -120,14 +134,15 @@ class ContainerEngineError(RuntimeError):
 @dataclass(frozen=True)
 class SandboxLimits:
     """Per-run limits: memory (MiB, no swap), CPUs (cores), pids, wall clock (seconds), tmpfs
-    ``/tmp`` (MiB), the log tail kept (bytes), the uid:gid the container runs as, and utterances
-    per run (``shard_size``)."""
+    ``/tmp`` (MiB), ``/dev/shm`` (MiB), the log tail kept (bytes), the uid:gid the container runs
+    as, and utterances per run (``shard_size``)."""
 
     memory_mb: int = 4096
     cpus: float = 2.0
     pids_limit: int = 256
     time_limit_s: float = 1800.0
     tmpfs_mb: int = 512
+    shm_mb: int = 64
     log_bytes: int = 65536
     user: str = "65534:65534"
     shard_size: int = 64
@@ -141,6 +156,7 @@ class SandboxLimits:
             pids_limit=settings.container_pids_limit,
             time_limit_s=settings.container_time_limit_s,
             tmpfs_mb=settings.container_tmpfs_mb,
+            shm_mb=settings.container_shm_mb,
             log_bytes=settings.container_log_bytes,
             user=settings.container_user,
             shard_size=settings.container_shard_size,
@@ -155,6 +171,7 @@ class ContainerSandbox:
     engine_url: str | None = None
     pull: bool = True
     limits: SandboxLimits = SandboxLimits()
+    registries: tuple[str, ...] | None = None
 
     @classmethod
     def from_settings(cls, settings: Settings) -> ContainerSandbox:
@@ -163,11 +180,17 @@ class ContainerSandbox:
             engine_url=settings.container_engine_url,
             pull=settings.container_pull,
             limits=SandboxLimits.from_settings(settings),
+            registries=tuple(settings.container_registries),
         )
 
     def anonymizer_options(self) -> dict[str, Any]:
         """Keyword arguments of `ContainerAnonymizer` for this sandbox."""
-        return {"engine_url": self.engine_url, "pull": self.pull, "limits": self.limits}
+        return {
+            "engine_url": self.engine_url,
+            "pull": self.pull,
+            "limits": self.limits,
+            "registries": self.registries,
+        }
 
 
 def engine_client(url: str | None = None) -> Any:
@@ -185,6 +208,34 @@ def engine_client(url: str | None = None) -> Any:
             "`bash scripts/ensure_podman.sh` (Podman) and set UNMASK_CONTAINER_ENGINE_URL"
         ) from exc
     return client
+
+
+DEFAULT_REGISTRY = "docker.io"
+
+
+def image_registry(ref: str) -> str:
+    """The registry ``host[:port]`` a reference pulls from (Docker's rule: the first path
+    component when it has a ``.`` or ``:`` or is ``localhost``, else ``docker.io``)."""
+    name = ref.split("@", 1)[0]
+    first, sep, _ = name.partition("/")
+    if sep and ("." in first or ":" in first or first == "localhost"):
+        host = first.lower()
+        return DEFAULT_REGISTRY if host in ("index.docker.io", "registry-1.docker.io") else host
+    return DEFAULT_REGISTRY
+
+
+def check_image_registry(ref: str, allowed: Sequence[str]) -> None:
+    """Raise `ImageRegistryError` unless ``ref``'s registry is one of ``allowed``.
+
+    Pulling makes the worker contact that host: an allowlist keeps it from being pointed at
+    internal addresses (``10.0.0.5:5000/x@sha256:...``).
+    """
+    registry = image_registry(ref)
+    if registry not in {a.strip().lower() for a in allowed}:
+        shown = ", ".join(allowed) if allowed else "none (container submissions are disabled)"
+        raise ImageRegistryError(
+            f"image {ref!r}: registry {registry!r} is not allowed; allowed registries: {shown}"
+        )
 
 
 def is_pinned(ref: str) -> bool:
@@ -215,7 +266,9 @@ def _same_repository(a: str, b: str) -> bool:
     return norm(a) == norm(b) or norm(a).endswith("/" + norm(b)) or norm(b).endswith("/" + norm(a))
 
 
-def resolve_image_digest(ref: str, *, client: Any, pull: bool) -> str:
+def resolve_image_digest(
+    ref: str, *, client: Any, pull: bool, registries: Sequence[str] | None = None
+) -> str:
     """Pin ``ref`` to an immutable reference, ``name@sha256:...`` (done at submission time).
 
     The image is looked up locally through ``client`` (`engine_client`), else pulled when
@@ -227,7 +280,7 @@ def resolve_image_digest(ref: str, *, client: Any, pull: bool) -> str:
     """
     if not ref or any(c.isspace() for c in ref):
         raise ImageNotFoundError(f"invalid image reference {ref!r}")
-    image = _get_or_pull(client, ref, pull)
+    image = _get_or_pull(client, ref, pull, registries)
     if is_pinned(ref):
         if "@" in ref:
             return f"{_repository(ref)}@{ref.rsplit('@', 1)[1]}"
@@ -242,7 +295,8 @@ def resolve_image_digest(ref: str, *, client: Any, pull: bool) -> str:
     return str(image.id)
 
 
-def _get_or_pull(client: Any, ref: str, pull: bool) -> Any:
+def _get_or_pull(client: Any, ref: str, pull: bool, registries: Sequence[str] | None = None) -> Any:
+    """The local image ``ref``, else pulled when ``pull`` (only from ``registries``; None = any)."""
     import docker
 
     try:
@@ -253,6 +307,8 @@ def _get_or_pull(client: Any, ref: str, pull: bool) -> Any:
         raise ImageNotFoundError(f"image {ref!r}: lookup failed ({exception_line(exc)})") from exc
     if not pull:
         raise ImageNotFoundError(f"image {ref!r} not found locally (pulling is disabled)")
+    if registries is not None:
+        check_image_registry(ref, registries)
     try:
         return client.images.pull(ref)
     except docker.errors.APIError as exc:
@@ -393,6 +449,15 @@ def _folder_bytes(folder: Path) -> int:
     return total
 
 
+def _is_image_fault(exc: Any) -> bool:
+    """Whether an engine error starting a container is the image's fault (its entrypoint or
+    working directory does not exist, ...): the runtime says so, the engine answers 500."""
+    text = str(getattr(exc, "explanation", "") or exc).lower()
+    return any(
+        s in text for s in ("executable file", "no such file or directory", "permission denied")
+    )
+
+
 class _LogTail:
     """The last ``limit`` bytes of a stream, plus the total count."""
 
@@ -429,7 +494,7 @@ class ContainerAnonymizer(Anonymizer):
     ``engine_url``, ``pull`` and ``limits``: see `ContainerSandbox` (the defaults are its own;
     the pipeline passes ``ContainerSandbox.from_settings(settings).anonymizer_options()``).
     ``pull``: pull the image when it is not present locally (pinning a tag, or a pinned image
-    that has gone at run time).
+    that has gone at run time); ``registries``: the only registries pulled from (None = any).
     ``runs`` keeps every `ShardRun` (exit code, wall time, bounded log tail, metadata).
     """
 
@@ -448,6 +513,7 @@ class ContainerAnonymizer(Anonymizer):
         on_shard: ShardCallback | None = None,
         work_dir: str | Path | None = None,
         pull: bool = True,
+        registries: Sequence[str] | None = None,
     ) -> None:
         self._client = client
         self._engine_url = engine_url
@@ -458,10 +524,11 @@ class ContainerAnonymizer(Anonymizer):
         self.on_shard = on_shard
         self.work_dir = Path(work_dir) if work_dir is not None else None
         self.runs: list[ShardRun] = []
+        self._registries = registries
         self.image = (
             image
             if is_pinned(image)
-            else resolve_image_digest(image, client=self.client, pull=pull)
+            else resolve_image_digest(image, client=self.client, pull=pull, registries=registries)
         )
         self._pull = pull
 
@@ -563,8 +630,16 @@ class ContainerAnonymizer(Anonymizer):
         return input_dir, output_dir, targets_dir, device
 
     def _create_kwargs(
-        self, input_dir: Path, output_dir: Path, targets_dir: Path | None, device: str, seed: int
+        self,
+        input_dir: Path,
+        output_dir: Path,
+        targets_dir: Path | None,
+        device: str,
+        seed: int,
+        *,
+        max_file_bytes: int,
     ) -> dict[str, Any]:
+        """``docker create`` arguments of one run; ``max_file_bytes``: RLIMIT_FSIZE (bytes)."""
         from docker.types import DeviceRequest, LogConfig, Ulimit
 
         lim = self.limits
@@ -587,7 +662,9 @@ class ContainerAnonymizer(Anonymizer):
             "network_mode": "none",
             "user": lim.user,
             "read_only": True,
-            "tmpfs": {"/tmp": f"rw,nosuid,nodev,size={lim.tmpfs_mb}m,mode=1777"},
+            # noexec: nothing written at run time is executed (the code is the image's).
+            "tmpfs": {"/tmp": f"rw,nosuid,nodev,noexec,size={lim.tmpfs_mb}m,mode=1777"},
+            "shm_size": f"{lim.shm_mb}m",
             "cap_drop": ["ALL"],
             "security_opt": ["no-new-privileges"],
             "mem_limit": f"{lim.memory_mb}m",
@@ -599,6 +676,10 @@ class ContainerAnonymizer(Anonymizer):
             "ulimits": [
                 Ulimit(name="nofile", soft=20000, hard=20000),
                 Ulimit(name="nproc", soft=32768, hard=32768),
+                # No file may grow past the shard's whole output budget: the kernel stops the
+                # write (EFBIG), where polling the folder's size alone lets a fast writer
+                # overshoot by whatever it writes in one poll interval.
+                Ulimit(name="fsize", soft=max_file_bytes, hard=max_file_bytes),
             ],
             "working_dir": "/tmp",
             "labels": {"org.unmask.contract": str(CONTRACT_VERSION)},
@@ -623,6 +704,7 @@ class ContainerAnonymizer(Anonymizer):
         self, tmp: Path, items: Sequence[AnonymizationItem], seed: int, run: ShardRun
     ) -> dict[str, np.ndarray]:
         import docker
+        import requests
 
         input_dir, output_dir, targets_dir, device = self._prepare(tmp, items, seed)
         expected_s = {it.utt_id: len(it.waveform) / SAMPLE_RATE_HZ for it in items}
@@ -631,20 +713,36 @@ class ContainerAnonymizer(Anonymizer):
             sum(out_lim.max_audio_bytes(d) for d in expected_s.values())
             + out_lim.max_metadata_bytes
         )
-        kwargs = self._create_kwargs(input_dir, output_dir, targets_dir, device, seed)
+        kwargs = self._create_kwargs(
+            input_dir, output_dir, targets_dir, device, seed, max_file_bytes=output_budget
+        )
         client = self.client
+        # Lost connections (requests' errors are not OSError-based ConnectionErrors) and engine
+        # failures are the engine's fault: ContainerEngineError, which the job runner retries.
+        engine_faults = (docker.errors.APIError, requests.exceptions.RequestException)
         try:
             container = client.containers.create(self.image, **kwargs)
         except docker.errors.ImageNotFound:
-            _get_or_pull(client, self.image, self._pull)
+            _get_or_pull(client, self.image, self._pull, self._registries)
             container = client.containers.create(self.image, **kwargs)
-        except docker.errors.APIError as exc:
+        except engine_faults as exc:
             raise ContainerEngineError(f"cannot create a container of {self.image}: {exc}") from exc
         logs = _LogTail(self.limits.log_bytes)
         reason: str | None = None
         started = time.monotonic()
         try:
-            container.start()
+            try:
+                container.start()
+            except docker.errors.APIError as exc:
+                if (
+                    exc.status_code is not None
+                    and exc.status_code >= 500
+                    and not _is_image_fault(exc)
+                ):
+                    raise
+                raise ContainerStartError(
+                    f"{self.image}: could not be started ({exc.explanation or exc})"
+                ) from None
             deadline = started + self.limits.time_limit_s
             while True:
                 container.reload()
@@ -670,7 +768,7 @@ class ContainerAnonymizer(Anonymizer):
             run.log_tail, run.log_bytes_total = logs.text(), logs.total
             container.reload()
             oom = bool(container.attrs.get("State", {}).get("OOMKilled"))
-        except docker.errors.APIError as exc:
+        except engine_faults as exc:
             raise ContainerEngineError(
                 f"container engine failed running {self.image}: {exc}"
             ) from exc

@@ -147,6 +147,7 @@ def e2e_platform(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PlatformP
         "UNMASK_CONTAINER_CPUS": "1",
         "UNMASK_CONTAINER_TIME_LIMIT_S": "300",
         "UNMASK_CONTAINER_SHARD_SIZE": "16",
+        "UNMASK_CONTAINER_REGISTRIES": '["localhost"]',  # podman-built local images
     }
     database = Database(url)
     with database.session_scope() as session:

@@ -102,6 +102,18 @@ def test_builtin_and_container_submissions(make_api_client: Any, api_world: Any)
         422,
     )
     assert "body.container.image" in body["detail"] and "pinned by digest" in body["detail"]
+    # Only the operator's registries (UNMASK_CONTAINER_REGISTRIES): the worker would pull from
+    # an internal host otherwise.
+    for internal in (f"10.0.0.5:5000/x@{digest}", f"localhost/x@{digest}", f"a.b/x:1@{digest}"):
+        body = _problem(
+            client.post(
+                "/v1/submissions",
+                json={"kind": "container", "name": "internal", "container": {"image": internal}},
+                headers=a,
+            ),
+            422,
+        )
+        assert "registry" in body["detail"] and "not allowed" in body["detail"], internal
     body = _problem(
         client.post("/v1/submissions", json={"kind": "archive", "name": "x"}, headers=a), 422
     )

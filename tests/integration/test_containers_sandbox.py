@@ -20,11 +20,14 @@ import pytest
 from services.anonymizers.base import AnonymizationItem, TargetVoice
 from services.anonymizers.container import (
     ContainerAnonymizer,
+    ContainerEngineError,
     ContainerExitError,
     ContainerMemoryError,
+    ContainerStartError,
     ContainerTimeoutError,
     ExtraOutputError,
     ImageNotFoundError,
+    ImageRegistryError,
     MissingOutputError,
     OutputFormatError,
     SandboxLimits,
@@ -43,8 +46,10 @@ SOCKET = os.environ.get("UNMASK_PODMAN_SOCKET", "/run/unmask-podman.sock")
 ENGINE_URL = f"unix://{SOCKET}"
 BASE_IMAGE = os.environ.get("UNMASK_TEST_BASE_IMAGE", "localhost/unmask-test-base:bookworm")
 EXAMPLE = "localhost/unmask-test-example:latest"
-MODES = ("probe", "network", "memory", "sleep", "escape", "omit", "exit", "wrongrate")
-LIMITS = SandboxLimits(memory_mb=256, cpus=1.0, pids_limit=64, time_limit_s=60, shard_size=8)
+MODES = ("probe", "network", "memory", "sleep", "escape", "omit", "exit", "wrongrate", "flood")
+LIMITS = SandboxLimits(
+    memory_mb=256, cpus=1.0, pids_limit=64, time_limit_s=60, shard_size=8, tmpfs_mb=32, shm_mb=16
+)
 
 
 def _podman(*args: str, input_text: str | None = None) -> str:
@@ -82,6 +87,9 @@ def images(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]
         )
         names[mode] = f"localhost/unmask-test-{mode}:latest"
         _podman("build", "-q", "-t", names[mode], str(ctx))
+    (ctx / "Containerfile").write_text(f'FROM {BASE_IMAGE}\nENTRYPOINT ["/opt/no-such-program"]\n')
+    names["noentry"] = "localhost/unmask-test-noentry:latest"
+    _podman("build", "-q", "-t", names["noentry"], str(ctx))
     yield names
 
 
@@ -183,6 +191,14 @@ def test_sandbox_properties_seen_from_inside(images: dict[str, str]) -> None:
     assert "errno 30" in meta["write_input"]  # read-only input
     assert meta["write_tmp"] == "ok"  # tmpfs /tmp
     assert meta["memory_max"] == str(LIMITS.memory_mb * 1024 * 1024)
+    assert meta["seccomp"] == "2"  # a seccomp filter is active (the engine's default profile)
+    assert meta["pids_max"] == str(LIMITS.pids_limit)
+    quota, period = meta["cpu_max"].split()
+    assert int(quota) / int(period) == pytest.approx(LIMITS.cpus)
+    tmp, shm = set(meta["tmp_mount"]), set(meta["shm_mount"])
+    assert {"noexec", "nosuid", "nodev", f"size={LIMITS.tmpfs_mb * 1024}k"} <= tmp
+    assert {"noexec", "nosuid", "nodev", f"size={LIMITS.shm_mb * 1024}k"} <= shm
+    assert meta["exec_tmp"] == "PermissionError: errno 13"  # /tmp is noexec
 
 
 def test_network_is_unreachable(images: dict[str, str]) -> None:
@@ -227,6 +243,20 @@ def test_writing_outside_the_output_folder_is_rejected(images: dict[str, str]) -
         assert f"{path} OSError: errno 30" in log
 
 
+def test_a_fast_writer_is_stopped_by_the_kernel_at_the_output_budget(
+    images: dict[str, str],
+) -> None:
+    """RLIMIT_FSIZE stops a single file at the shard's output budget; polling alone (every
+    0.2 s) let a fast writer put far more on the worker's disk before the kill."""
+    anon = runner(images["flood"])
+    items = make_items(2)
+    budget = sum(anon.output_limits.max_audio_bytes(1.0) for _ in items)
+    budget += anon.output_limits.max_metadata_bytes
+    with pytest.raises(ExtraOutputError) as err:
+        anon.anonymize(items, seed=0)
+    assert f"flood stopped at {budget} bytes: errno 27" in err.value.log_tail  # EFBIG
+
+
 def test_missing_output_is_rejected(images: dict[str, str]) -> None:
     with pytest.raises(MissingOutputError, match=r"1 of 3 utterance\(s\).*utt-2\.wav"):
         runner(images["omit"]).anonymize(make_items(3), seed=0)
@@ -249,6 +279,29 @@ def test_missing_image(images: dict[str, str]) -> None:
         resolve_image_digest("localhost/unmask-no-such-image:1", client=client, pull=False)
     with pytest.raises(ImageNotFoundError, match="not pullable"):
         resolve_image_digest("localhost/unmask-no-such-image:1", client=client, pull=True)
+
+
+def test_an_image_that_cannot_start_is_the_makers_fault_not_the_engines(
+    images: dict[str, str],
+) -> None:
+    with pytest.raises(ContainerStartError, match="could not be started"):
+        runner(images["noentry"]).anonymize(make_items(1), seed=0)
+
+
+def test_engine_faults_and_registries(images: dict[str, str], tmp_path: Path) -> None:
+    """A dead engine is ContainerEngineError (the job runner retries it); a pull from a registry
+    outside the allowlist is refused before the engine is asked."""
+    client = engine_client(ENGINE_URL)
+    pinned = resolve_image_digest(images["probe"], client=client, pull=False)
+    anon = runner(pinned)
+    anon._client = None
+    anon._engine_url = f"unix://{tmp_path / 'gone.sock'}"
+    with pytest.raises(ContainerEngineError):
+        anon.anonymize(make_items(1), seed=0)
+    with pytest.raises(ImageRegistryError, match="not allowed"):
+        resolve_image_digest(
+            "10.0.0.5:5000/x@sha256:" + "a" * 64, client=client, pull=True, registries=["ghcr.io"]
+        )
 
 
 def test_pinned_digest_survives_a_moving_tag(images: dict[str, str]) -> None:

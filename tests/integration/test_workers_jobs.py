@@ -398,8 +398,41 @@ def test_unreachable_blob_store_requeues_the_stage_for_a_retry(
     with platform.database.session_scope() as session:
         stage = job_records.get_stage(session, job_id, "corpus")
         job = job_records.get_job(session, job_id)
-        assert stage.state == "queued" and stage.attempts == 1
+        # The transient retry is the task's to count, not the lost-worker budget's.
+        assert stage.state == "queued" and stage.attempts == 0
         assert "transient" in (stage.error or "") and job.state == "running"
+        job_records.mark_job_cancelled(session, job_id)
+
+
+def test_transient_retries_leave_the_lost_worker_budget_intact(platform: Platform) -> None:
+    """An S3 outage (more transient retries than UNMASK_STAGE_MAX_ATTEMPTS), then a lost worker:
+    the reaper still requeues the stage, because transient retries are not lost workers."""
+    import boto3
+    from botocore.config import Config
+
+    dead = boto3.client(
+        "s3",
+        endpoint_url="http://127.0.0.1:9",
+        region_name="us-east-1",
+        aws_access_key_id="x",
+        aws_secret_access_key="x",
+        config=Config(retries={"max_attempts": 1}, connect_timeout=1),
+    )
+    job_id = platform.create_job(tiny_config(seed=14))
+    outage = platform.services("host-a", stage_max_attempts=3, stage_stale_after_s=5)
+    outage.store = S3BlobStore("dead", client=dead, create_bucket=False)
+    for _ in range(outage.settings.stage_max_attempts + 1):
+        with pytest.raises(TransientPhaseError):
+            run_job_phase(outage, job_id, "corpus")
+    lost = platform.services("lost-host", stage_max_attempts=3, stage_stale_after_s=5)
+    claim = claim_phase(lost, job_id, "corpus")
+    assert isinstance(claim, PhaseClaim) and claim.attempt == 1
+    report = reap_stale_stages(lost, now=utc_now() + dt.timedelta(seconds=6))
+    assert report.requeued == [(job_id, "corpus")] and report.failed == []
+    platform.sent.clear()
+    with platform.database.session_scope() as session:
+        stage = job_records.get_stage(session, job_id, "corpus")
+        assert stage.state == "queued" and stage.attempts == 1
         job_records.mark_job_cancelled(session, job_id)
 
 

@@ -116,8 +116,7 @@ class World:
             return page.items[0].id
 
 
-@pytest.fixture()
-def world_client(tmp_path: Path) -> Iterator[tuple[World, Any]]:
+def _world_client(tmp_path: Path, **settings: Any) -> Iterator[tuple[World, Any]]:
     from fastapi.testclient import TestClient
 
     from api.app import create_app
@@ -127,16 +126,33 @@ def world_client(tmp_path: Path) -> Iterator[tuple[World, Any]]:
     database = Database(url)
     store = LocalBlobStore(tmp_path / "blobs", signing_key=HMAC_KEY)
     world = World(database, store)
-    settings = Settings(
+    app_settings = Settings(
         _env_file=None,  # type: ignore[call-arg]
         database_url=url,
         blob_dir=tmp_path / "blobs",
         token_hmac_key=HMAC_KEY,
+        **settings,
     )
-    app = create_app(settings, database=database, blob_store=store)
+    app = create_app(app_settings, database=database, blob_store=store)
     with TestClient(app) as client:
         yield world, client
     database.dispose()
+
+
+@pytest.fixture
+def world_client(tmp_path: Path) -> Iterator[tuple[World, Any]]:
+    yield from _world_client(tmp_path)
+
+
+def _login(client: Any, token: str, next: str | None = None) -> Any:
+    """Sign in like a browser: the form (its CSRF cookie and field), then the POST."""
+    form = client.get("/login")
+    match = re.search(r'name="csrf_token" value="([0-9a-f]+)"', form.text)
+    assert match is not None, form.text
+    data = {"token": token, "csrf_token": match.group(1)}
+    if next is not None:
+        data["next"] = next
+    return client.post("/login", data=data, follow_redirects=False)
 
 
 def _rows(html: str) -> list[int]:
@@ -211,13 +227,9 @@ def test_login_cookie_shows_the_team_its_private_submissions_until_revoked(
     world_client: tuple[World, Any],
 ) -> None:
     world, client = world_client
-    bad = client.post("/login", data={"token": "unm_nope", "next": "/"})
+    bad = _login(client, "unm_nope", "/")
     assert bad.status_code == 401 and "unknown API token" in bad.text
-    response = client.post(
-        "/login",
-        data={"token": world.other_token, "next": f"/protocols/{world.protocol_id}"},
-        follow_redirects=False,
-    )
+    response = _login(client, world.other_token, f"/protocols/{world.protocol_id}")
     assert response.status_code == 303
     assert response.headers["location"] == f"/protocols/{world.protocol_id}"
     cookie = response.headers["set-cookie"]
@@ -230,11 +242,11 @@ def test_login_cookie_shows_the_team_its_private_submissions_until_revoked(
     assert status["state"] == "succeeded" and status["finished"] is True
     # Another team's session does not see it.
     client.cookies.clear()
-    client.post("/login", data={"token": world.lab_token}, follow_redirects=False)
+    _login(client, world.lab_token)
     assert "SECRET-private-anon" not in client.get(f"/protocols/{world.protocol_id}").text
     # Revoking the token ends the page session at once.
     client.cookies.clear()
-    client.post("/login", data={"token": world.other_token}, follow_redirects=False)
+    _login(client, world.other_token)
     with world.database.session_scope() as session:
         identity.revoke_token(session, world.other_token_id)
     assert "SECRET-private-anon" not in client.get(f"/protocols/{world.protocol_id}").text
@@ -246,10 +258,71 @@ def test_login_cookie_shows_the_team_its_private_submissions_until_revoked(
 def test_login_redirects_only_to_local_paths(world_client: tuple[World, Any]) -> None:
     world, client = world_client
     for target in ("https://evil.example", "//evil.example/x", "/\\evil"):
-        response = client.post(
-            "/login", data={"token": world.lab_token, "next": target}, follow_redirects=False
-        )
+        response = _login(client, world.lab_token, target)
         assert response.headers["location"] == "/"
+
+
+def test_login_refuses_a_post_without_its_forms_csrf_token(
+    world_client: tuple[World, Any],
+) -> None:
+    """Login CSRF: another site's form cannot sign a visitor in (as the attacker's team)."""
+    world, client = world_client
+    forged = {"token": world.other_token, "next": "/"}
+    response = client.post("/login", data=forged, follow_redirects=False)
+    assert response.status_code == 403
+    assert "unmask_session" not in response.headers.get("set-cookie", "")
+    # The form's value of another browser (the attacker's own) does not fit this browser.
+    attacker_form = client.get("/login").text
+    token = re.search(r'name="csrf_token" value="([0-9a-f]+)"', attacker_form)
+    assert token is not None
+    client.cookies.clear()
+    client.cookies.set("unmask_login_csrf", "A" * 43, path="/login")
+    response = client.post(
+        "/login", data={**forged, "csrf_token": token.group(1)}, follow_redirects=False
+    )
+    assert response.status_code == 403
+    # The login form's own cookie: SameSite=Strict, HttpOnly, only sent to /login.
+    client.cookies.clear()
+    cookie = client.get("/login").headers["set-cookie"]
+    assert "HttpOnly" in cookie and "SameSite=strict" in cookie and "Path=/login" in cookie
+    assert _login(client, world.other_token).status_code == 303
+
+
+def test_pages_and_api_send_security_headers(world_client: tuple[World, Any]) -> None:
+    world, client = world_client
+    job_path = f"/jobs/{world.job_of(world.baseline)}"
+    for path in ("/", job_path, "/v1/health/live", "/login"):
+        response = client.get(path)
+        assert response.headers["x-frame-options"] == "DENY", path
+        assert response.headers["x-content-type-options"] == "nosniff", path
+        csp = response.headers["content-security-policy"]
+        assert "frame-ancestors 'none'" in csp and "object-src 'none'" in csp, path
+        script_src = csp.split("script-src", 1)[1].split(";", 1)[0]
+        assert "'nonce-" in script_src and "'unsafe-inline'" not in script_src, path
+    # The job page's inline script carries this response's nonce, so the policy allows it.
+    page = client.get(job_path)
+    nonce = re.search(r"'nonce-([^']+)'", page.headers["content-security-policy"])
+    assert nonce is not None and f'<script nonce="{nonce.group(1)}">' in page.text
+    other = client.get(job_path).headers["content-security-policy"]
+    assert other != page.headers["content-security-policy"]  # a fresh nonce per response
+
+
+def test_failed_authentications_are_rate_limited_per_address(tmp_path: Path) -> None:
+    """300 bad tokens in a few seconds were all answered; now the address is blocked (429)."""
+    for world, client in _world_client(tmp_path, auth_max_failures=5, auth_failure_window_s=60):
+        bad = {"Authorization": "Bearer unm_" + "x" * 43}
+        codes = [client.get("/v1/me", headers=bad).status_code for _ in range(8)]
+        assert codes == [401] * 5 + [429] * 3
+        blocked = client.get("/v1/me", headers=bad)
+        assert int(blocked.headers["retry-after"]) > 0
+        assert blocked.headers["content-type"].startswith("application/problem+json")
+        # Blocked means blocked: a right token gets no answer from this address either.
+        good = {"Authorization": f"Bearer {world.lab_token}"}
+        assert client.get("/v1/me", headers=good).status_code == 429
+        assert client.get(f"/v1/protocols/{world.protocol_id}", headers=good).status_code == 429
+        # The page login counts and refuses the same way.
+        page = _login(client, world.lab_token)
+        assert page.status_code == 429 and "too many failed sign-ins" in page.text
 
 
 def test_submission_page_serves_its_plots_with_the_same_access_check(
@@ -269,3 +342,68 @@ def test_submission_page_serves_its_plots_with_the_same_access_check(
     # The same artifact id under the private job's path is not served.
     artifact_id = src.group(1).rsplit("/", 1)[1]
     assert client.get(f"/jobs/{world.secret_job}/artifacts/{artifact_id}").status_code == 404
+
+
+def test_a_client_disconnecting_mid_upload_is_one_log_line(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Not an unhandled error with a traceback: a warning naming the route, nothing stored."""
+    import asyncio
+    import logging
+
+    from api.app import create_app
+
+    url = f"sqlite:///{tmp_path / 'pages.db'}"
+    upgrade_database(url)
+    database = Database(url)
+    store = LocalBlobStore(tmp_path / "blobs", signing_key=HMAC_KEY)
+    world = World(database, store)
+    settings = Settings(
+        _env_file=None,  # type: ignore[call-arg]
+        database_url=url,
+        blob_dir=tmp_path / "blobs",
+        token_hmac_key=HMAC_KEY,
+    )
+    app = create_app(settings, database=database, blob_store=store, senders={})
+    messages = [
+        {"type": "http.request", "body": b"\0" * 65536, "more_body": True},
+        {"type": "http.disconnect"},
+    ]
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return messages.pop(0) if messages else {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": "/v1/submissions/archive",
+        "raw_path": b"/v1/submissions/archive",
+        "query_string": f"name=cut&protocol_id={world.protocol_id}".encode(),
+        "headers": [
+            (b"authorization", f"Bearer {world.other_token}".encode()),
+            (b"content-type", b"application/octet-stream"),
+            (b"host", b"testserver"),
+        ],
+        "client": ("127.0.0.1", 50000),
+        "server": ("testserver", 80),
+    }
+    with caplog.at_level(logging.INFO):
+        asyncio.run(app(scope, receive, send))
+    errors = [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info]
+    assert errors == []
+    lines = [r.getMessage() for r in caplog.records if "disconnect" in r.getMessage()]
+    assert lines == ["client disconnected during POST /v1/submissions/archive"]
+    from sqlalchemy import select
+
+    from services.storage.models import Submission
+
+    with database.session_scope() as session:
+        assert "cut" not in session.scalars(select(Submission.name)).all()
+    database.dispose()

@@ -12,6 +12,7 @@ import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from services.anonymizers.container import ContainerEngineError
 from services.errors import InvalidInputError
 from services.settings import Settings
 from services.storage.blobstore import BlobStore
@@ -43,6 +44,25 @@ def storage_transient_errors() -> tuple[type[BaseException], ...]:
     )
 
 
+def job_transient_errors() -> tuple[type[BaseException], ...]:
+    """What a job phase retries: the storage errors and a container engine that does not answer
+    or fails (a socket hiccup must not fail every container job)."""
+    return (*storage_transient_errors(), ContainerEngineError)
+
+
+def transient_summary(exc: BaseException) -> str:
+    """What a user may read about a transient error: which service, never its address, socket
+    path or exception type (those go to the worker's log)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, ContainerEngineError):
+            return current.public_message
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return "lost connection to a platform service (database, blob store or broker)"
+
+
 def is_transient_error(exc: BaseException, transient: tuple[type[BaseException], ...]) -> bool:
     """Whether ``exc`` (or its cause/context) is one of ``transient`` (bad input never is)."""
     seen: set[int] = set()
@@ -62,16 +82,14 @@ class JobServices:
     """Database, blob store, settings, this host's name and the transient errors.
 
     ``transient_errors``: exception types that mean "connection lost, retry later" (default: the
-    database's and blob store's; the workers add the broker's).
+    database's, the blob store's and the container engine's; the workers add the broker's).
     """
 
     database: Database
     store: BlobStore
     settings: Settings
     worker_host: str = field(default_factory=socket.gethostname)
-    transient_errors: tuple[type[BaseException], ...] = field(
-        default_factory=storage_transient_errors
-    )
+    transient_errors: tuple[type[BaseException], ...] = field(default_factory=job_transient_errors)
 
     def is_transient(self, exc: BaseException) -> bool:
         """Whether ``exc`` is a lost connection (retry later) rather than a failure."""

@@ -404,6 +404,20 @@ def ensure_stages(session: Session, job_id: int, stage_names: Sequence[str]) -> 
     return [existing[name] for name in stage_names]
 
 
+def release_stage_attempt(session: Session, stage_id: int) -> Stage:
+    """Un-count the last attempt of a queued stage: its run ended in a transient error.
+
+    ``attempts`` counts runs lost to dead workers (``UNMASK_STAGE_MAX_ATTEMPTS``); retries after
+    transient errors are counted by the task's own retry counter instead.
+    """
+    stage = get_row(session, Stage, stage_id, lock=True)
+    if stage.state != RunState.QUEUED.value:
+        raise ConflictError(f"stage {stage_id} is {stage.state}, not queued")
+    stage.attempts = max(0, stage.attempts - 1)
+    session.flush()
+    return stage
+
+
 def mark_stage_enqueued(
     session: Session, stage_id: int, *, now: dt.datetime | None = None
 ) -> Stage:

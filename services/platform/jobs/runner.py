@@ -17,9 +17,12 @@ suits it (``phases.PHASE_QUEUES``). A task calls :func:`run_job_phase`, which
    (sent after the commit, or by the outbox relay if the broker is down then).
 
 Errors: :class:`InvalidInputError` fails the job with its message (no retry); transient errors
-(lost connection to the database, broker or blob store: ``JobServices.transient_errors``) put the
-stage back to ``queued`` and raise :class:`TransientPhaseError` for the caller to retry with
-backoff; anything else fails the job with an "internal error" message and propagates.
+(lost connection to the database, broker or blob store, a failing container engine:
+``JobServices.transient_errors``) put the stage back to ``queued``, give the run's attempt back
+(the caller's retry counter counts transient retries; ``attempts`` counts lost workers) and raise
+:class:`TransientPhaseError` for the caller to retry with backoff; the user sees which service
+failed (``transient_summary``), the log the details. Anything else fails the job with an
+"internal error" message and propagates.
 The reaper (``reaper.py``) rescues stages whose worker died. No Celery here.
 """
 
@@ -43,7 +46,7 @@ from services.platform import results as result_records
 from services.platform.archives.service import prepare_archive
 from services.platform.jobs import records as job_records
 from services.platform.jobs.config import run_config, stored_evaluation_config
-from services.platform.jobs.host import JobServices
+from services.platform.jobs.host import JobServices, transient_summary
 from services.platform.jobs.monitor import JobCancelledError, StageMonitor, StageSupersededError
 from services.platform.jobs.phases import job_stage_names, next_phase, phase_of_stage
 from services.platform.jobs.service import queue_phase
@@ -305,6 +308,12 @@ def _requeue(
             if send:
                 queue_phase(session, job_id=job_id, stage_id=stage.id, phase=phase)
             else:
+                # A transient error is not a lost worker: its retries are counted by the task's
+                # own retry counter (UNMASK_TASK_MAX_RETRIES), so this run gives its attempt back
+                # to the lost-worker budget (UNMASK_STAGE_MAX_ATTEMPTS). Reusing the number as a
+                # fencing token is safe: this worker stopped executing (its monitor is closed)
+                # and holds the row lock, so no write of this claim can follow the next one's.
+                job_records.release_stage_attempt(session, stage.id)
                 # The caller's task retry re-delivers it; "sent at" keeps the reaper away.
                 job_records.mark_stage_enqueued(session, stage.id)
         return True
@@ -337,7 +346,8 @@ def run_job_phase(
         claimed = claim_phase(services, job_id, phase)
     except Exception as exc:
         if services.is_transient(exc):  # nothing changed in the DB: the stage is still queued
-            reason = f"transient error claiming phase {phase}: {type(exc).__name__}: {exc}"
+            log.warning("job %s phase %s: transient error claiming: %r", job_id, phase, exc)
+            reason = f"transient error claiming phase {phase}: {transient_summary(exc)}"
             raise TransientPhaseError(reason, requeued=True) from exc
         raise
     if isinstance(claimed, PhaseOutcome):
@@ -381,7 +391,9 @@ def run_job_phase(
             _requeue(services, job_id, phase, claimed, reason, send=True)
             raise
         if services.is_transient(exc):
-            reason = f"transient error in phase {phase}: {type(exc).__name__}: {exc}"
+            # The details (engine socket, endpoint, exception) are for the operator's log only.
+            log.warning("job %s phase %s: transient error: %r", job_id, phase, exc)
+            reason = f"transient error in phase {phase}: {transient_summary(exc)}"
             requeued = _requeue(services, job_id, phase, claimed, reason, send=False)
             raise TransientPhaseError(reason, requeued=requeued) from exc
         if type(exc).__name__ in ("SoftTimeLimitExceeded", "TimeLimitExceeded"):

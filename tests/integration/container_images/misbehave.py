@@ -6,7 +6,8 @@ network: try to reach the outside; copy, and record the error in metadata.json (
   connection succeeded). memory: allocate far beyond the limit. sleep: sleep for an hour.
 escape: try to write outside the output folder, then leave a symlink as an output.
 omit: copy all but the last utterance. exit: print a message and exit 3.
-wrongrate: write 8 kHz WAVs.
+wrongrate: write 8 kHz WAVs. flood: write one file into the output folder as fast as possible
+  until a write fails, and report how far it got.
 """
 
 import json
@@ -38,10 +39,48 @@ def attempt(fn):
         return f"{type(exc).__name__}: errno {exc.errno}"
 
 
+def cgroup(v2_name, *v1_names):
+    """A cgroup file's value: cgroup v2's ``v2_name``, else v1's files joined by a space."""
+    root = Path("/sys/fs/cgroup")
+    if (root / v2_name).exists():
+        return (root / v2_name).read_text().strip()
+    if v1_names and all((root / n).exists() for n in v1_names):
+        return " ".join((root / n).read_text().strip() for n in v1_names)
+    return None
+
+
+def mount_options(target):
+    """The options of the mount at ``target`` (mount options + super options), from mountinfo."""
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        fields = line.split()
+        if fields[4] == target:
+            return sorted(set(fields[5].split(",")) | set(fields[-1].split(",")))
+    return None
+
+
+def run_from_tmp():
+    """Try to execute a file in /tmp (in a child): 'ok' or the error."""
+    script = Path("/tmp/run.sh")
+    script.write_text("#!/bin/sh\nexit 0\n")
+    script.chmod(0o755)
+    try:
+        os.posix_spawn(str(script), [str(script)], {})
+    except OSError as exc:
+        return f"{type(exc).__name__}: errno {exc.errno}"
+    os.wait()
+    return "ok"
+
+
 if mode == "probe":
     status = Path("/proc/self/status").read_text()
     fields = dict(line.split(":\t", 1) for line in status.splitlines() if ":\t" in line)
     meta = {
+        "seccomp": fields.get("Seccomp", "").strip(),
+        "pids_max": cgroup("pids.max", "pids/pids.max"),
+        "cpu_max": cgroup("cpu.max", "cpu/cpu.cfs_quota_us", "cpu/cpu.cfs_period_us"),
+        "tmp_mount": mount_options("/tmp"),
+        "shm_mount": mount_options("/dev/shm"),
+        "exec_tmp": run_from_tmp(),
         "uid": os.getuid(),
         "gid": os.getgid(),
         "cap_eff": fields["CapEff"].strip(),
@@ -102,6 +141,15 @@ elif mode == "omit":
 elif mode == "exit":
     print("model weights not found: /opt/model.bin", file=sys.stderr, flush=True)
     sys.exit(3)
+elif mode == "flood":
+    written, chunk = 0, b"\0" * (1 << 20)
+    try:
+        with open(out / "flood.bin", "wb", buffering=0) as f:
+            while written < (1 << 34):
+                written += f.write(chunk)
+        print(f"flood wrote {written} bytes", flush=True)
+    except OSError as exc:
+        print(f"flood stopped at {written} bytes: errno {exc.errno}", flush=True)
 elif mode == "wrongrate":
     for u in utts:
         with wave.open(str(inp / u["file"])) as r, wave.open(str(out / u["output"]), "wb") as w:
