@@ -251,5 +251,7 @@ def problem_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
     out: dict[int | str, dict[str, Any]] = {}
     for status in statuses:
         _, title = _STANDARD.get(status, ("error", "Error"))
+        if status == 429:  # one status, two causes: a team quota, or the auth-failure limit
+            title = "Too many requests: a quota, or too many failed authentications"
         out[status] = {"model": Problem, "description": f"{title} (problem details)"}
     return out

@@ -16,8 +16,9 @@ PAGE_LIMIT_MAX = MAX_PAGE_SIZE
 
 
 def errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
-    """Problem responses of an authenticated route: 401, 403, 422, 500 plus ``statuses``."""
-    return problem_responses(*sorted({401, 403, 422, 500, *statuses}))
+    """Problem responses of an authenticated route: 401, 403, 422, 429 (too many failed
+    authentications from the caller's address), 500, plus ``statuses``."""
+    return problem_responses(*sorted({401, 403, 422, 429, 500, *statuses}))
 
 
 def scope(name: str) -> dict[str, Any]:
