@@ -418,12 +418,17 @@ class SyncedStageRunner(StageRunner):
         if record is not None:
             return record, None
         try:
-            self._record(workspace.download(stage, key, lock_held=True))
+            transfer = workspace.download(stage, key, lock_held=True)
         except BlobStoreError as exc:  # integrity or a blob gone: not usable, recompute it
             log.warning("stored copy of stage %s/%s not trusted: %s", stage, key, exc)
             return None, workspace.index_sha256(stage, key)
+        self._record(transfer)
+        if transfer.direction == "none":
+            # Nothing published when we looked. (An index that appears right after is another
+            # worker's fresh publication, not a bad copy: never take it for one.)
+            return None, None
         record = self._trusted_record(stage, key)  # sets aside a copy that does not verify
-        if record is None and workspace.is_uploaded(stage, key):
+        if record is None:
             return None, workspace.index_sha256(stage, key)
         return record, None
 
