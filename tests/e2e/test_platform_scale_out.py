@@ -127,7 +127,9 @@ def test_same_job_twice_and_a_rerun_on_two_workers_compute_each_stage_once(
         }
         # Every stage the phases ran has a claim row: published, computed exactly once.
         assert set(claims) == stage_keys[0]
-        assert {(c.state, c.computations) for c in claims.values()} == {("published", 1)}
+        twice = {k: (c.state, c.computations) for k, c in claims.items() if c.computations != 1}
+        assert not twice, f"computed more than once: {twice}"
+        assert {c.state for c in claims.values()} == {"published"}
         results = [_values(result_records.list_results(session, job_id)) for job_id in job_ids]
         stored = job_records.get_job(session, job_ids[0])
         reference_config = run_config(stored_evaluation_config(stored), Settings(device="cpu"))
