@@ -50,6 +50,7 @@ from services.platform.jobs.host import JobServices, transient_summary
 from services.platform.jobs.monitor import JobCancelledError, StageMonitor, StageSupersededError
 from services.platform.jobs.phases import job_stage_names, next_phase, phase_of_stage
 from services.platform.jobs.service import queue_phase
+from services.platform.jobs.stage_claims import DatabaseStageClaims
 from services.platform.results.document import result_rows_from_document, upload_report
 from services.storage.models import TERMINAL_STATES, Job, RunState, Stage
 from services.storage.types import utc_now
@@ -210,7 +211,9 @@ def _execute(
         progress=monitor.report,
         sandbox=ContainerSandbox.from_settings(services.settings),
     )
-    runner = SyncedStageRunner(stages_dir, workspace, before_stage=monitor.check)
+    # Cross-host claims in the shared database: each stage key is computed by one worker.
+    claims = DatabaseStageClaims.from_settings(services.database, services.settings)
+    runner = SyncedStageRunner(stages_dir, workspace, before_stage=monitor.check, claims=claims)
     run.runner = runner
     monitor.report(phase, 0.0, f"phase {phase} started on {services.worker_host}")
     document = run.run(stop_after=phase)  # type: ignore[arg-type]
