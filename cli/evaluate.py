@@ -11,6 +11,7 @@ from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedCo
 
 from cli.result_table import summary_table
 from services.anonymizers.container import ContainerSandbox
+from services.errors import ConfigError, InvalidInputError
 from services.metrics import catalogue
 from services.pipeline.config import demo_config, load_config
 from services.settings import get_settings
@@ -73,6 +74,22 @@ def run_with_progress(config: Any, out: Path, stages: Path | None = None) -> dic
     return result
 
 
+def check_before_work(cfg: Any, source: str, out_dir: Path, stages: Path | None) -> None:
+    """Fail before working: every problem of the config's references at once (exit 2), then
+    the plan (stages, reuse, a rough time estimate) on stderr."""
+    from services.pipeline.config import join_problems
+    from services.pipeline.config_checks import config_problems, plan_lines
+
+    problems = config_problems(cfg, engine_url=get_settings().container_engine_url)
+    for option, path in (("--out", out_dir), ("--stages", stages)):
+        if path is not None and path.exists() and not path.is_dir():
+            problems.append(f"{option} {path}: is a file, not a folder")
+    if problems:
+        raise ConfigError(join_problems(source, problems))
+    for line in plan_lines(cfg, stages if stages is not None else out_dir / "stages"):
+        console.print(line, markup=False, highlight=False)
+
+
 def evaluate_command(
     config: Annotated[Path, typer.Argument(help="Evaluation config (YAML).")],
     out: Annotated[Path | None, typer.Option("--out", help="Output folder.")] = None,
@@ -86,6 +103,7 @@ def evaluate_command(
     """Run an evaluation: anonymize, train the attacker(s), score, report."""
     cfg = load_config(config)
     out_dir = out if out is not None else Path(".unmask") / "evaluations" / cfg.name
+    check_before_work(cfg, str(config), out_dir, stages)
     result = run_with_progress(cfg, out_dir, stages)
     print_summary(result)
     out_console.print(f"results: {out_dir / 'results.json'}  plots: {out_dir / 'plots'}")
@@ -109,6 +127,8 @@ def demo_command(
     """
     cfg = demo_config()
     out_dir = out if out is not None else get_settings().data_dir / "demo"
+    if out_dir.exists() and not out_dir.is_dir():
+        raise InvalidInputError(f"--out {out_dir}: is a file, not a folder")
     if not in_process:
         from cli.demo_platform import run_platform_demo
 

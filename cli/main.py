@@ -47,6 +47,51 @@ app.command("submit", help="Submit to an Unmask server, wait, gate CI on privacy
 )
 
 
+def _bad_input_errors() -> tuple[type[BaseException], ...]:
+    import pickle
+    import zipfile
+
+    import yaml
+
+    from services.anonymizers.container import ContainerEngineError
+
+    return (
+        OSError,
+        UnicodeDecodeError,
+        EOFError,
+        yaml.YAMLError,
+        zipfile.BadZipFile,
+        pickle.UnpicklingError,
+        ContainerEngineError,
+    )
+
+
+BAD_INPUT_ERRORS = _bad_input_errors()
+
+
+def _describe(exc: BaseException) -> str:
+    """A user-facing sentence for an input error that carries no message of ours."""
+    if isinstance(exc, OSError) and exc.filename is not None:
+        reason = exc.strerror or type(exc).__name__
+        return f"{exc.filename}: {reason}"
+    if isinstance(exc, UnicodeDecodeError):
+        return f"an input file is not UTF-8 text ({exc.reason} at byte {exc.start})"
+    if isinstance(exc, (zipfile_error(), EOFError)):
+        return f"an input file is truncated or not the expected format ({exc})"
+    return str(exc) or type(exc).__name__
+
+
+def zipfile_error() -> type[BaseException]:
+    import zipfile
+
+    return zipfile.BadZipFile
+
+
+def _one_line(text: str) -> str:
+    """Newlines in a message would break the one-line rule."""
+    return " ".join(text.split())
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the console script; returns the process exit code."""
     from pydantic import ValidationError
@@ -75,7 +120,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"unmask: {exc.format_message()}", file=sys.stderr)
         return 2
     except InvalidInputError as exc:
-        print(f"unmask: {exc}", file=sys.stderr)
+        print(f"unmask: {_one_line(str(exc))}", file=sys.stderr)
+        return 2
+    except BAD_INPUT_ERRORS as exc:
+        # Unreadable or malformed input files (a directory, random bytes, a truncated archive)
+        # and an unreachable container engine: the input or environment is wrong, not the code.
+        print(f"unmask: {_one_line(_describe(exc))}", file=sys.stderr)
         return 2
     return int(result) if isinstance(result, int) else 0
 
