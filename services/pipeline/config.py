@@ -204,8 +204,8 @@ def parse_config(data: Any, source: str = "config") -> EvaluationConfig:
         raise ConfigError(join_problems(source, _error_lines(exc))) from None
 
 
-def load_config(path: str | Path) -> EvaluationConfig:
-    """Read and validate a YAML evaluation config (every field error reported at once).
+def read_config_data(path: str | Path) -> dict[str, Any]:
+    """The top-level mapping of a YAML config file; ``ConfigError`` names what is wrong.
 
     An empty file (or one holding only comments) is an error: running the defaults is an hour of
     work nobody asked for.
@@ -229,10 +229,23 @@ def load_config(path: str | Path) -> EvaluationConfig:
             f"{p}: the config is empty; write at least `name:` and the fields you mean "
             "(see examples/configs/quick-pitch.yaml)"
         )
-    cfg = parse_config(data, str(p))
+    if not isinstance(data, dict):
+        raise ConfigError(f"{p}: expected a mapping at the top level")
+    return data
+
+
+def resolve_paths(cfg: EvaluationConfig, config_file: str | Path) -> EvaluationConfig:
+    """A relative ``protocol`` is relative to the config file's folder."""
     if cfg.protocol is not None and not cfg.protocol.is_absolute():
-        cfg = cfg.model_copy(update={"protocol": (p.parent / cfg.protocol).resolve()})
+        return cfg.model_copy(
+            update={"protocol": (Path(config_file).parent / cfg.protocol).resolve()}
+        )
     return cfg
+
+
+def load_config(path: str | Path) -> EvaluationConfig:
+    """Read and validate a YAML evaluation config (every field error reported at once)."""
+    return resolve_paths(parse_config(read_config_data(path), str(path)), path)
 
 
 def demo_config() -> EvaluationConfig:

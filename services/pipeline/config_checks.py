@@ -15,9 +15,53 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from services.errors import InvalidInputError
-from services.pipeline.config import EvaluationConfig
+from pydantic import ValidationError
+
+from services.errors import ConfigError, InvalidInputError
+from services.pipeline.config import (
+    EvaluationConfig,
+    _error_lines,
+    join_problems,
+    read_config_data,
+    resolve_paths,
+)
+
+
+def load_checked_config(path: str | Path, *, engine_url: str | None = None) -> EvaluationConfig:
+    """Read ``path``, validate every field AND its references, report every problem at once.
+
+    When some fields are malformed, the sections that are well-formed on their own (anonymizer,
+    synthetic corpus, protocol) still have their references checked, so one run lists all.
+    Raises ``ConfigError`` with one line naming the file and each field.
+    """
+    data = read_config_data(path)
+    source = str(path)
+    try:
+        cfg = resolve_paths(EvaluationConfig.model_validate(data), path)
+    except ValidationError as exc:
+        problems = _error_lines(exc)
+        bad_sections = {str(e["loc"][0]) for e in exc.errors() if e["loc"]}
+        partial = _partial_config(data, bad_sections)
+        if partial is not None:
+            problems += config_problems(resolve_paths(partial, path), engine_url=engine_url)
+        raise ConfigError(join_problems(source, problems)) from None
+    problems = config_problems(cfg, engine_url=engine_url)
+    if problems:
+        raise ConfigError(join_problems(source, problems))
+    return cfg
+
+
+def _partial_config(data: dict[str, Any], bad_sections: set[str]) -> EvaluationConfig | None:
+    """The config with its malformed top-level sections dropped, for the reference checks."""
+    kept = {k: v for k, v in data.items() if k not in bad_sections}
+    if "anonymizer" in bad_sections:
+        kept["anonymizer"] = {"name": "pitch"}  # checked already: do not report it twice
+    try:
+        return EvaluationConfig.model_validate(kept)
+    except ValidationError:
+        return None
 
 
 def config_problems(cfg: EvaluationConfig, *, engine_url: str | None = None) -> list[str]:
@@ -35,12 +79,12 @@ def config_problems(cfg: EvaluationConfig, *, engine_url: str | None = None) -> 
 def _anonymizer_problems(cfg: EvaluationConfig, engine_url: str | None) -> list[str]:
     spec = cfg.anonymizer
     if spec.kind == "builtin":
-        from services.anonymizers.registry import build_anonymizer
+        from services.anonymizers.registry import BUILTIN_NAMES, build_anonymizer
 
         try:
             build_anonymizer(spec.name, spec.params)
         except (InvalidInputError, ValueError) as exc:
-            field = "anonymizer.params" if "parameter" in str(exc) else "anonymizer.name"
+            field = "anonymizer.params" if spec.name in BUILTIN_NAMES else "anonymizer.name"
             return [f"{field}: {exc}"]
         return []
     if spec.kind == "archive":
@@ -116,9 +160,7 @@ class Throughputs:
 MEASURED = Throughputs()
 
 
-def plan_lines(
-    cfg: EvaluationConfig, stages_dir: Path, speed: Throughputs = MEASURED
-) -> list[str]:
+def plan_lines(cfg: EvaluationConfig, stages_dir: Path, speed: Throughputs = MEASURED) -> list[str]:
     """A few lines: the stages, what the stage store already holds, a rough duration."""
     scenarios = list(cfg.scenarios)
     models = int(any(s in ("original", "ignorant") for s in scenarios)) + int(

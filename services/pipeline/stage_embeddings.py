@@ -58,7 +58,9 @@ def read_embed_stage(path: Path) -> StageEmbeddings:
     try:
         emb = np.load(folder / EMBEDDINGS_FILE, allow_pickle=False)
     except (OSError, ValueError) as exc:
-        raise InvalidInputError(f"{folder / EMBEDDINGS_FILE}: not a readable .npy ({exc})") from None
+        raise InvalidInputError(
+            f"{folder / EMBEDDINGS_FILE}: not a readable .npy ({exc})"
+        ) from None
     ids = _json(folder / UTT_IDS_FILE)
     if not isinstance(ids, list) or emb.ndim != 2 or len(ids) != emb.shape[0]:
         raise InvalidInputError(
@@ -72,7 +74,7 @@ def read_embed_stage(path: Path) -> StageEmbeddings:
     manifest_path, role = _manifest_of(folder.parent.parent, data, folder)
     from services.corpus.loaders import read_manifest
 
-    manifest = read_manifest(manifest_path)
+    manifest = read_manifest(manifest_path, check_audio=False)
     by_id = {u.utt_id: u for u in manifest}
     missing = [u for u in ids if u not in by_id]
     if missing:

@@ -51,8 +51,50 @@ def _required(path: tuple[str, ...]) -> list[tuple[str, list[str]]]:
     return out
 
 
+@pytest.fixture(scope="module")
+def tiny_protocol(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """A real 6-speaker protocol and its anonymized trials (for a wrong ``--model``)."""
+    root = tmp_path_factory.mktemp("tiny")
+    assert (
+        main(
+            ["corpus", "synth", "--out", str(root / "c"), "--speakers", "6"] + ["--utterances", "4"]
+        )
+        == 0
+    )
+    args = ["--attacker-speakers", "2", "--eval-speakers", "2", "--target-speakers", "2"]
+    proto = root / "c" / "protocol.json"
+    assert (
+        main(
+            ["corpus", "protocol", str(root / "c" / "manifest.jsonl"), "--out", str(proto)]
+            + args
+            + ["--enrollments", "2", "--trials", "2"]
+        )
+        == 0
+    )
+    anon = root / "anon"
+    assert (
+        main(
+            [
+                "anonymize",
+                "--anonymizer",
+                "pitch",
+                "--protocol",
+                str(proto),
+                "--out",
+                str(anon),
+                "--set",
+                "trial",
+            ]
+        )
+        == 0
+    )
+    return {"protocol": str(proto), "anon": str(anon)}
+
+
 @pytest.fixture()
-def bad(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
+def bad(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tiny_protocol: dict[str, str]
+) -> Iterator[dict[str, str]]:
     """Bad inputs on disk, and an environment that reaches no real service."""
     rng = np.random.default_rng(0)
     files = {
@@ -69,6 +111,10 @@ def bad(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, s
     files["comments"].write_text("# nothing but a comment\n")
     files["dir"].mkdir()
     np.save(files["npy"], rng.normal(size=(4, 3)))
+    files["container"] = tmp_path / "container.yaml"
+    files["container"].write_text("anonymizer:\n  kind: container\n  image: example@sha256:00\n")
+    files["sizes"] = tmp_path / "sizes.yaml"
+    files["sizes"].write_text("synthetic:\n  n_speakers: 12\n  utts_per_speaker: 6\n")
     files["badcfg"].write_text(
         "anonymizer:\n  name: no-such-anonymizer\nseeds: []\nscenarios: [bogus]\n"
     )
@@ -78,7 +124,7 @@ def bad(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, s
     monkeypatch.setenv("UNMASK_URL", "http://127.0.0.1:9")  # nothing listens on port 9
     monkeypatch.setenv("UNMASK_TOKEN", "unmask_bad")
     get_settings.cache_clear()
-    yield {k: str(v) for k, v in files.items()}
+    yield {**{k: str(v) for k, v in files.items()}, **tiny_protocol}
     get_settings.cache_clear()
 
 
@@ -96,6 +142,8 @@ CASES: dict[tuple[str, ...], list[list[str]]] = {
         ["evaluate", "{dir}"],
         ["evaluate", "{missing}"],
         ["evaluate", "{badcfg}"],
+        ["evaluate", "{container}"],
+        ["evaluate", "{sizes}"],
     ],
     ("demo",): [["demo", "--out", "{garbage}"]],
     # (submit's exit 3 = the server failed or is unreachable: not bad input, not walked here)
@@ -131,10 +179,19 @@ CASES: dict[tuple[str, ...], list[list[str]]] = {
     ("analyses", "srd"): [
         ["analyses", "srd", "--manifest", "{garbage}", "--out", "{dir}/o"],
         ["analyses", "srd", "--manifest", "{dir}", "--out", "{dir}/o"],
+        ["analyses", "srd", "--manifest", "{anon}/trial/manifest.jsonl", "--out", "{dir}/o"]
+        + ["--embeddings", "x={npy}", "--representation", "embeddings"],
+        ["analyses", "srd", "--manifest", "{anon}/trial/manifest.jsonl", "--out", "{dir}/o"]
+        + ["--embeddings", "x={garbage}", "--representation", "embeddings"],
     ],
     ("analyses", "prerestore"): [
         ["analyses", "prerestore", "--model", "{garbage}", "--protocol", "{garbage}"]
         + ["--out", "{dir}/o"],
+        # a wrong file as --model: random bytes, then a JSON file
+        ["analyses", "prerestore", "--model", "{garbage}", "--protocol", "{protocol}"]
+        + ["--anonymized-dir", "{anon}", "--out", "{dir}/o"],
+        ["analyses", "prerestore", "--model", "{protocol}", "--protocol", "{protocol}"]
+        + ["--anonymized-dir", "{anon}", "--out", "{dir}/o"],
     ],
 }
 
@@ -143,7 +200,7 @@ def _check_one_line(code: int, err: str, argv: list[str]) -> None:
     lines = err.strip().splitlines()
     assert code == 2, f"{argv}: exit {code}, stderr {err!r}"
     assert len(lines) == 1, f"{argv}: stderr has {len(lines)} lines:\n{err}"
-    assert lines[0].startswith(f"unmask: ") or lines[0].startswith(f"unmask {argv[0]}: "), (
+    assert lines[0].startswith("unmask: ") or lines[0].startswith(f"unmask {argv[0]}: "), (
         f"{argv}: {lines[0]!r}"
     )
     assert "Traceback" not in err
