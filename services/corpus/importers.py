@@ -245,9 +245,8 @@ def _scan_plain_folder(src: Path, speakers: set[str]) -> tuple[list[_Found], lis
     )
     for path in files:
         rel = path.relative_to(src)
-        if len(rel.parts) > 1:
-            spk: str | None = rel.parts[0]
-        else:
+        spk: str | None = rel.parts[0]
+        if len(rel.parts) == 1:
             spk = next((s for s in by_length if path.stem.startswith((f"{s}_", f"{s}-"))), None)
             if spk is None:
                 problems.append(
@@ -366,9 +365,10 @@ def import_corpus(
     """Import ``src`` in the given layout, check it, and apply the duration filter.
 
     ``layout``: ``librispeech``, ``libritts`` (``librispeech-tts`` is an alias), ``folder`` (audio
-    files plus a speakers table), ``csv`` or ``jsonl``. Problems (unreadable/empty audio, unknown speaker gender, bad rows, speakers left
-    with no utterance by the filter) raise one ``CorpusError`` listing them, or with
-    ``skip_invalid=True`` are skipped and returned in the report.
+    files plus a speakers table), ``csv`` or ``jsonl``. Problems (unreadable/empty audio,
+    unknown speaker gender, bad rows, speakers left with no utterance by the filter) raise one
+    ``CorpusError`` listing them, or with ``skip_invalid=True`` are skipped and returned in the
+    report.
     """
     if layout not in LAYOUTS:
         raise CorpusError(f"unknown layout {layout!r} (expected one of {', '.join(LAYOUTS)})")

@@ -210,7 +210,7 @@ def plan_lines(cfg: EvaluationConfig, stages_dir: Path, speed: Throughputs = MEA
 def _minutes(seconds: float) -> str:
     if seconds < 90:
         return f"{max(10, int(math.ceil(seconds / 10) * 10))} s"
-    return f"{int(round(seconds / 60))} min"
+    return f"{round(seconds / 60)} min"
 
 
 def _finished_stages(stages_dir: Path) -> dict[str, int]:

@@ -56,18 +56,25 @@ def tiny_protocol(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """A real 6-speaker protocol and its anonymized trials (for a wrong ``--model``)."""
     root = tmp_path_factory.mktemp("tiny")
     assert (
-        main(
-            ["corpus", "synth", "--out", str(root / "c"), "--speakers", "6"] + ["--utterances", "4"]
-        )
+        main(["corpus", "synth", "--out", str(root / "c"), "--speakers", "6", "--utterances", "4"])
         == 0
     )
     args = ["--attacker-speakers", "2", "--eval-speakers", "2", "--target-speakers", "2"]
     proto = root / "c" / "protocol.json"
     assert (
         main(
-            ["corpus", "protocol", str(root / "c" / "manifest.jsonl"), "--out", str(proto)]
-            + args
-            + ["--enrollments", "2", "--trials", "2"]
+            [
+                "corpus",
+                "protocol",
+                str(root / "c" / "manifest.jsonl"),
+                "--out",
+                str(proto),
+                *args,
+                "--enrollments",
+                "2",
+                "--trials",
+                "2",
+            ]
         )
         == 0
     )
@@ -179,19 +186,67 @@ CASES: dict[tuple[str, ...], list[list[str]]] = {
     ("analyses", "srd"): [
         ["analyses", "srd", "--manifest", "{garbage}", "--out", "{dir}/o"],
         ["analyses", "srd", "--manifest", "{dir}", "--out", "{dir}/o"],
-        ["analyses", "srd", "--manifest", "{anon}/trial/manifest.jsonl", "--out", "{dir}/o"]
-        + ["--embeddings", "x={npy}", "--representation", "embeddings"],
-        ["analyses", "srd", "--manifest", "{anon}/trial/manifest.jsonl", "--out", "{dir}/o"]
-        + ["--embeddings", "x={garbage}", "--representation", "embeddings"],
+        [
+            "analyses",
+            "srd",
+            "--manifest",
+            "{anon}/trial/manifest.jsonl",
+            "--out",
+            "{dir}/o",
+            "--embeddings",
+            "x={npy}",
+            "--representation",
+            "embeddings",
+        ],
+        [
+            "analyses",
+            "srd",
+            "--manifest",
+            "{anon}/trial/manifest.jsonl",
+            "--out",
+            "{dir}/o",
+            "--embeddings",
+            "x={garbage}",
+            "--representation",
+            "embeddings",
+        ],
     ],
     ("analyses", "prerestore"): [
-        ["analyses", "prerestore", "--model", "{garbage}", "--protocol", "{garbage}"]
-        + ["--out", "{dir}/o"],
+        [
+            "analyses",
+            "prerestore",
+            "--model",
+            "{garbage}",
+            "--protocol",
+            "{garbage}",
+            "--out",
+            "{dir}/o",
+        ],
         # a wrong file as --model: random bytes, then a JSON file
-        ["analyses", "prerestore", "--model", "{garbage}", "--protocol", "{protocol}"]
-        + ["--anonymized-dir", "{anon}", "--out", "{dir}/o"],
-        ["analyses", "prerestore", "--model", "{protocol}", "--protocol", "{protocol}"]
-        + ["--anonymized-dir", "{anon}", "--out", "{dir}/o"],
+        [
+            "analyses",
+            "prerestore",
+            "--model",
+            "{garbage}",
+            "--protocol",
+            "{protocol}",
+            "--anonymized-dir",
+            "{anon}",
+            "--out",
+            "{dir}/o",
+        ],
+        [
+            "analyses",
+            "prerestore",
+            "--model",
+            "{protocol}",
+            "--protocol",
+            "{protocol}",
+            "--anonymized-dir",
+            "{anon}",
+            "--out",
+            "{dir}/o",
+        ],
     ],
 }
 

@@ -82,7 +82,7 @@ def test_missing_table_or_columns(tmp_path: Path) -> None:
 def test_cli_import_then_protocol(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     root = tmp_path / "mine"
     speakers = [f"spk{i}" for i in range(6)]
-    for i, spk in enumerate(speakers):
+    for _i, spk in enumerate(speakers):
         for k in range(4):
             _wav(root / spk / f"take{k}.wav", 2.0 + 0.1 * k, sr=16_000)
     table = "speaker,gender\n" + "".join(f"{s},{'fm'[i % 2]}\n" for i, s in enumerate(speakers))
