@@ -14,6 +14,7 @@ import typer
 from services.errors import InvalidInputError
 
 admin_app = typer.Typer(
+    rich_markup_mode=None,  # plain help: rich tables cut long option names at 80 columns
     help="Teams and API tokens (writes to UNMASK_DATABASE_URL).",
     no_args_is_help=True,
     add_completion=False,

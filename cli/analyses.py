@@ -25,7 +25,7 @@ from rich.table import Table
 from services.attacks.prerestore_config import PrerestorationConfig
 from services.errors import InvalidInputError
 
-analyses_app = typer.Typer(no_args_is_help=True)
+analyses_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None)
 
 
 def _console() -> Console:

@@ -23,7 +23,7 @@ from services.corpus.protocol import (
 from services.corpus.validation import DurationFilter, Problem
 from services.errors import ConfigError
 
-corpus_app = typer.Typer(no_args_is_help=True)
+corpus_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None)
 
 _MAX_SHOWN_PROBLEMS = 20
 

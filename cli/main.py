@@ -21,6 +21,7 @@ from cli.evaluate import demo_command, evaluate_command
 from cli.submit import submit_command
 
 app = typer.Typer(
+    rich_markup_mode=None,  # plain help: rich tables cut long option names at 80 columns
     name="unmask",
     help="Unmask: how much privacy does a voice anonymizer really give?",
     no_args_is_help=True,

@@ -245,10 +245,11 @@ def _scan_plain_folder(src: Path, speakers: set[str]) -> tuple[list[_Found], lis
     )
     for path in files:
         rel = path.relative_to(src)
-        spk: str | None = rel.parts[0]
+        spk = rel.parts[0]
         if len(rel.parts) == 1:
-            spk = next((s for s in by_length if path.stem.startswith((f"{s}_", f"{s}-"))), None)
-            if spk is None:
+            prefixed = (s for s in by_length if path.stem.startswith((f"{s}_", f"{s}-")))
+            spk = next(prefixed, "")
+            if not spk:
                 problems.append(
                     Problem(
                         str(path),
