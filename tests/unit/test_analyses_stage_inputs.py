@@ -78,7 +78,7 @@ def test_size_study_on_evaluate_stages(tmp_path: Path, capsys: pytest.CaptureFix
     argv = ["analyses", "size-study", "--embeddings", str(folders["enrollment"])]
     argv += ["--embeddings", str(folders["trial"]), "--out", str(out), "--samples", "2"]
     argv += ["--speakers", "4,all", "--enrollment", "1,4", "--trials", "1,4"]
-    assert main(argv + ["--trial-enrollment", "4"]) == 0, capsys.readouterr().err
+    assert main([*argv, "--trial-enrollment", "4"]) == 0, capsys.readouterr().err
     result = json.loads((out / "size_study.json").read_text())
     rows = result["sweeps"]["speakers"]
     assert [r["n_speakers"] for r in rows] == [4, N_SPEAKERS]
@@ -91,7 +91,7 @@ def test_srd_on_an_evaluate_stage(tmp_path: Path, capsys: pytest.CaptureFixture[
     out = tmp_path / "srd"
     argv = ["analyses", "srd", "--manifest", str(folders["trial-manifest"]), "--out", str(out)]
     argv += ["--embeddings", f"semi={folders['trial']}", "--representation", "embeddings"]
-    assert main(argv + ["--resamples", "0"]) == 0, capsys.readouterr().err
+    assert main([*argv, "--resamples", "0"]) == 0, capsys.readouterr().err
     result = json.loads((out / "srd_representations.json").read_text())
     assert result["representations"]["semi"]["empirical"]["identification_rate_percent"] > 50
 
@@ -102,6 +102,6 @@ def test_a_stage_without_its_set_is_one_line(
     folders = _store(tmp_path)
     (tmp_path / "stages" / "anonymize" / "tri" / "DONE.json").unlink()
     argv = ["analyses", "size-study", "--embeddings", str(folders["trial"])]
-    assert main(argv + ["--out", str(tmp_path / "o")]) == 2
+    assert main([*argv, "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "is not in the store" in err[0]
