@@ -6,10 +6,13 @@ line on stderr and exit code 2, never a stack trace.
 
 from __future__ import annotations
 
+import pickle
 import sys
+import zipfile
 
 import click
 import typer
+import yaml
 from typer._click import exceptions as typer_click_exceptions
 
 from cli.admin import admin_app
@@ -19,6 +22,7 @@ from cli.container import container_app
 from cli.corpus import corpus_app
 from cli.evaluate import demo_command, evaluate_command
 from cli.submit import submit_command
+from services.anonymizers.container import ContainerEngineError
 
 app = typer.Typer(
     rich_markup_mode=None,  # plain help: rich tables cut long option names at 80 columns
@@ -48,26 +52,17 @@ app.command("submit", help="Submit to an Unmask server, wait, gate CI on privacy
 )
 
 
-def _bad_input_errors() -> tuple[type[BaseException], ...]:
-    import pickle
-    import zipfile
-
-    import yaml
-
-    from services.anonymizers.container import ContainerEngineError
-
-    return (
-        OSError,
-        UnicodeDecodeError,
-        EOFError,
-        yaml.YAMLError,
-        zipfile.BadZipFile,
-        pickle.UnpicklingError,
-        ContainerEngineError,
-    )
-
-
-BAD_INPUT_ERRORS = _bad_input_errors()
+# Unreadable or malformed input files (a directory, random bytes, a truncated archive) and an
+# unreachable container engine: the input or the environment is wrong, not the code.
+BAD_INPUT_ERRORS: tuple[type[BaseException], ...] = (
+    OSError,
+    UnicodeDecodeError,
+    EOFError,
+    yaml.YAMLError,
+    zipfile.BadZipFile,
+    pickle.UnpicklingError,
+    ContainerEngineError,
+)
 
 
 def _describe(exc: BaseException) -> str:
@@ -77,15 +72,9 @@ def _describe(exc: BaseException) -> str:
         return f"{exc.filename}: {reason}"
     if isinstance(exc, UnicodeDecodeError):
         return f"an input file is not UTF-8 text ({exc.reason} at byte {exc.start})"
-    if isinstance(exc, (zipfile_error(), EOFError)):
+    if isinstance(exc, (zipfile.BadZipFile, EOFError)):
         return f"an input file is truncated or not the expected format ({exc})"
     return str(exc) or type(exc).__name__
-
-
-def zipfile_error() -> type[BaseException]:
-    import zipfile
-
-    return zipfile.BadZipFile
 
 
 def _one_line(text: str) -> str:
@@ -124,8 +113,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"unmask: {_one_line(str(exc))}", file=sys.stderr)
         return 2
     except BAD_INPUT_ERRORS as exc:
-        # Unreadable or malformed input files (a directory, random bytes, a truncated archive)
-        # and an unreachable container engine: the input or environment is wrong, not the code.
         print(f"unmask: {_one_line(_describe(exc))}", file=sys.stderr)
         return 2
     return int(result) if isinstance(result, int) else 0
