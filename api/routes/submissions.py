@@ -117,6 +117,7 @@ def create_submission(
             visibility=body.visibility,
             created_by_user_id=principal.user_id,
             **fields,
+            **body.info_fields(),
         )
         return SubmissionOut.of(submission)
 
