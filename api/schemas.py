@@ -414,14 +414,6 @@ class SubmissionInfo(StrictModel):
     paper_url: LinkUrl = None
     code_url: LinkUrl = None
 
-    def info_fields(self) -> dict[str, str | None]:
-        """The keyword arguments of ``submissions.create_submission``."""
-        return {
-            "description": self.description,
-            "paper_url": self.paper_url,
-            "code_url": self.code_url,
-        }
-
 
 class BuiltinSubmissionCreate(SubmissionInfo):
     """Submit a built-in anonymizer with parameters."""

@@ -511,7 +511,7 @@ class JobSummary(Base):
     trust_reasons: Mapped[list[dict[str, Any]] | None] = mapped_column(json_type())
     """The report's ``trust.reasons`` (code, message, value, threshold), as read."""
     det_curves: Mapped[dict[str, Any] | None] = mapped_column(json_type())
-    """``{"<scenario>|<backend>": {"seed", "pfa", "pmiss", "eer_percent"}}``: the DET points of
+    """``{"<scenario>|<backend>": {"seed", "pfa", "pmiss", "eer"}}``: the DET points of
     each (scenario, back-end)'s first seed in the report (probabilities in [0, 1])."""
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utc_now)
 

@@ -1,6 +1,7 @@
 """Leaderboards: the latest succeeded job of each submission under a protocol, its values."""
 
 from services.platform.leaderboard.service import (
+    N_SEEDS_KEY,
     LeaderboardEntry,
     LeaderboardTableRow,
     MetricKey,
@@ -19,6 +20,7 @@ from services.platform.leaderboard.service import (
 )
 
 __all__ = [
+    "N_SEEDS_KEY",
     "LeaderboardEntry",
     "LeaderboardTableRow",
     "MetricKey",

@@ -45,10 +45,17 @@ from services.storage.models import (
 MetricKey = tuple[str, str]  # (scenario, metric)
 
 
+N_SEEDS_KEY = "n_seeds"
+"""The result row (seed ``AGGREGATE_SEED``) holding the number of training seeds averaged."""
+
+
 def summary_metric_keys() -> tuple[str, ...]:
     """The metrics kept in a job's summary (every scenario and back-end of the job): the
-    catalogue's summarized metrics, read at call time."""
-    return tuple(m.key for m in catalogue.summarized_metrics())
+    catalogue's summarized metrics, the standard deviation over seeds of those that have one, and
+    the number of seeds, read at call time."""
+    summarized = catalogue.summarized_metrics()
+    stds = tuple(m.std_key for m in summarized if m.seed_summary)
+    return (*(m.key for m in summarized), *stds, N_SEEDS_KEY)
 
 
 # Job ids per IN list when aggregating results (bounded statement size).

@@ -2,7 +2,8 @@
 
 :func:`result_rows_from_document` flattens the document into long-format result rows;
 :func:`report_summary_from_document` reads what the leaderboard shows besides metrics (the trust
-mark, DET points); :func:`upload_report` stores ``results.json`` and the plots under ``jobs/<id>/`` in the blob store.
+mark, DET points); :func:`upload_report` stores ``results.json`` and the plots under
+``jobs/<id>/`` in the blob store.
 The ``report`` phase records both in the transaction that marks the job succeeded.
 """
 
