@@ -193,7 +193,7 @@ def test_backend_switch_and_csv_export_follow_the_same_filters(
     world, client = world_client
     page = client.get(f"/protocols/{world.protocol_id}?backend=plda").text
     assert 'data-backend="cosine"' in page and "38.0<span" in _row(page, world.described)
-    assert 'href="/protocols/%d/leaderboard.csv?backend=plda"' % world.protocol_id in page
+    assert f'href="/protocols/{world.protocol_id}/leaderboard.csv?backend=plda"' in page
     unknown = client.get(f"/protocols/{world.protocol_id}?backend=nonsense")
     assert unknown.status_code == 422 and "nonsense" in unknown.text
 
