@@ -338,7 +338,11 @@ def _sort_link(request: Request, column: Column, active: str | None, descending:
 def _std_of(
     row_values: dict[MetricKey, float | None], column: Column, key: MetricKey
 ) -> float | None:
+    """The standard deviation over seeds; None with a single seed (it is 0 by definition)."""
     if not column.std:
+        return None
+    seeds = row_values.get((key[0], N_SEEDS_KEY))
+    if seeds is not None and seeds <= 1:
         return None
     return row_values.get((key[0], f"{column.metric}_std"))
 
@@ -525,7 +529,7 @@ def _leaderboard_view(
         keys.append((REFERENCE_SCENARIO, key[1]))
         for scen in (key[0], REFERENCE_SCENARIO):
             if column.std:
-                keys.append((scen, f"{key[1]}_std"))
+                keys += [(scen, f"{key[1]}_std"), (scen, N_SEEDS_KEY)]
             if column.interval:
                 keys += [(scen, bound) for bound in column.interval]
     rows = leaderboard_table(
@@ -556,6 +560,15 @@ def _leaderboard_view(
             descending=descending,
         )
         active = current.key
+    # A fixed-scenario column (e.g. lazy-informed) that no row has is left out: the protocol
+    # does not run that scenario.
+    shown = tuple(
+        c
+        for c in all_columns
+        if c.scenario is None
+        or c.metric is None
+        or any(r.values.get((c.scenario, c.metric)) is not None for r in rows)
+    )
     # The reference: the latest evaluated job (submission order) that scored original speech.
     reference: dict[MetricKey, float | None] = {}
     for row in reversed(rows):
@@ -569,7 +582,7 @@ def _leaderboard_view(
         backend=backend,
         backends=backends,
         higher=higher,
-        columns=all_columns,
+        columns=shown,
         display=display,
         ranks=ranks,
         ranked=ranked,
