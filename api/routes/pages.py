@@ -634,7 +634,7 @@ def leaderboard_page(
         return view
     with context.database.session_scope() as session:
         top = [row.job_id for row in view.ranked[:DET_TOP]]
-        has_det = bool(det_curves_of(session, top, det_key(view.scenario, view.backend)))
+        n_curves = len(det_curves_of(session, top, det_key(view.scenario, view.backend)))
     columns = [
         {
             "column": column,
@@ -683,10 +683,10 @@ def leaderboard_page(
         csv_link=f"/protocols/{view.protocol.id}/leaderboard.csv{suffix}",
         det_link=(
             f"/protocols/{view.protocol.id}/det.png?{urlencode({'backend': view.backend})}"
-            if has_det
+            if n_curves
             else None
         ),
-        det_top=min(DET_TOP, len(view.ranked)),
+        det_top=n_curves,
     )
 
 
