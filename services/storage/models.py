@@ -220,6 +220,10 @@ class Submission(Base):
     archive_size_bytes: Mapped[int | None] = mapped_column(BigInteger)
     # Why a submission was rejected (e.g. the archive's validation problems), shown to the team.
     rejection_reason: Mapped[str | None] = mapped_column(Text)
+    # Shown on the leaderboard and the submission page (services/platform/submissions/info.py).
+    description: Mapped[str | None] = mapped_column(Text)
+    paper_url: Mapped[str | None] = mapped_column(String(2048))
+    code_url: Mapped[str | None] = mapped_column(String(2048))
     # Archives only: the protocol whose audio the archive anonymizes (its jobs run under it).
     protocol_id: Mapped[int | None] = mapped_column(
         ForeignKey("protocols.id", ondelete="RESTRICT"), index=True
@@ -502,6 +506,13 @@ class JobSummary(Base):
         ForeignKey("protocols.id", ondelete="RESTRICT"), index=True
     )
     metric_values: Mapped[dict[str, float | None]] = mapped_column(json_type())
+    trustworthy: Mapped[bool | None] = mapped_column(Boolean)
+    """The report's ``trust.trustworthy``; None = the report has no trust block (unknown)."""
+    trust_reasons: Mapped[list[dict[str, Any]] | None] = mapped_column(json_type())
+    """The report's ``trust.reasons`` (code, message, value, threshold), as read."""
+    det_curves: Mapped[dict[str, Any] | None] = mapped_column(json_type())
+    """``{"<scenario>|<backend>": {"seed", "pfa", "pmiss", "eer"}}``: the DET points of
+    each (scenario, back-end)'s first seed in the report (probabilities in [0, 1])."""
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utc_now)
 
 
