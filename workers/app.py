@@ -206,6 +206,10 @@ celery = app  # `celery -A workers.app` finds either name
 
 def _on_worker_setup(sender: str, **_: Any) -> None:
     set_node_name(sender)
+    # A solo-pool worker runs its tasks in this process (no worker_process_init): without this
+    # it trained with torch's default threads, not UNMASK_NUM_THREADS (and CPU results depend
+    # on the thread count).
+    apply_thread_settings(get_settings())
     install_outbox_senders(app)
 
 

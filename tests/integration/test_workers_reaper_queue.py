@@ -9,9 +9,6 @@ blocks until the test releases it.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -28,13 +25,18 @@ from services.storage.blobstore import LocalBlobStore
 from services.storage.db import Database
 from support.configs import micro_protocol_config
 from support.seeding import planned_builtin_job
-from support.workers import celery_app_on, worker_thread
+from support.workers import (
+    celery_app_on,
+    spawn_celery,
+    stop_process,
+    wait_until_ready,
+    worker_thread,
+)
 from workers.app import app
 from workers.names import QUEUE_REAPER
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-ROOT = Path(__file__).resolve().parents[2]
 REDIS_URL = "redis://127.0.0.1:6379/13"
 REAPER_INTERVAL_S = 1.0
 STALE_AFTER_S = 2.0
@@ -48,27 +50,6 @@ def _block_phase_worker() -> None:
     """A long phase: holds its worker until the test releases it (at most 120 s)."""
     _started.set()
     _release.wait(timeout=120)
-
-
-def _spawn(command: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
-    with open(log, "ab") as handle:
-        return subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "workers.app", *command],
-            env={**os.environ, **env},
-            stdout=handle,
-            stderr=subprocess.STDOUT,
-            cwd=ROOT,
-        )
-
-
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=20)
 
 
 @pytest.fixture()
@@ -88,27 +69,23 @@ def reaper_processes(
         "UNMASK_NUM_THREADS": "1",
     }
     reaper_log = tmp_path / "reaper.log"
-    reaper = _spawn(
+    reaper = spawn_celery(
         ["worker", "-Q", QUEUE_REAPER, "--pool", "solo", "-n", "reaper@%h", "-l", "INFO"],
         env,
         reaper_log,
     )
-    beat = _spawn(
+    beat = spawn_celery(
         ["beat", "-s", str(tmp_path / "beat-schedule"), "-l", "INFO"], env, tmp_path / "beat.log"
     )
     settings = Settings(data_dir=tmp_path / "phase-host", broker_url=REDIS_URL)
     try:
-        deadline = time.monotonic() + 120
-        while "ready" not in reaper_log.read_text(errors="replace"):
-            assert reaper.poll() is None and beat.poll() is None, reaper_log.read_text()[-3000:]
-            assert time.monotonic() < deadline, "the reaper worker did not start"
-            time.sleep(0.2)
+        wait_until_ready(reaper, reaper_log)
         with celery_app_on(settings, key_prefix=prefix):
             yield settings, prefix, reaper_log
     finally:
         _release.set()
-        _stop(beat)
-        _stop(reaper)
+        stop_process(beat)
+        stop_process(reaper)
 
 
 def _stage_state(database: Database, job_id: int, name: str) -> tuple[str, int]:
