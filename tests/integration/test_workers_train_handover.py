@@ -37,7 +37,7 @@ from workers.errors import transient_errors
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 REDIS_URL = "redis://127.0.0.1:6379/13"
-EPOCHS = 40  # 2 steps each: long enough to be caught after an uploaded epoch, short to redo
+EPOCHS = 24  # 2 steps each: long enough to be caught after an uploaded epoch, short to redo
 STALE_AFTER_S = 3.0
 CONFIG = micro_protocol_config(
     scenarios=["original", "ignorant"],  # one recognizer (original speech): one train stage
