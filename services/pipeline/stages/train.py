@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,9 @@ from services.pipeline.sets import ConditionSets
 from services.pipeline.stage_runner import StageOutcome, stage_key
 from services.pipeline.stages.context import StageContext
 from services.pipeline.workspace import SyncedStageRunner
+from services.storage.errors import BlobStoreError
+
+log = logging.getLogger(__name__)
 
 TrainedModels = Mapping[tuple[str, int], tuple[TrainedAttacker, StageOutcome]]
 """The trained recognizers by (data condition trained on, seed), with their train stages."""
@@ -94,7 +98,13 @@ def train_recognizer(
 
     outcome = ctx.runner.run("train", inputs, make, resumable=True)
     if sync is not None:
-        sync.clear(training.epochs)  # the stage is published: its checkpoints are not needed
+        # The stage is published: its checkpoints are not needed. A reused stage has nothing to
+        # clear unless a pointer was left (one HEAD), the computing host clears every epoch.
+        try:
+            if not outcome.reused or sync.store.exists(sync.pointer_key):
+                sync.clear(training.epochs)
+        except BlobStoreError as exc:  # leftovers cost storage, never a result
+            log.warning("checkpoints of train/%s not deleted: %s", outcome.key, exc)
     trained = TrainedAttacker.model_validate_json((outcome.folder / "trained.json").read_text())
     # Paths recorded while training point into the temporary folder that became ``folder``.
     trained = trained.model_copy(
