@@ -46,6 +46,8 @@ POINTER_FORMAT = "unmask-checkpoints-v1"
 SYNCED_FILES = ("history.json", "best.pt", "last.pt")
 SNAPSHOT_DIR = ".checkpoint-sync"
 """Where the snapshots wait for their upload, inside the model folder; removed by ``close``."""
+RESTORE_DIR = ".checkpoint-restore"
+"""Where a restore downloads before moving the files into place (inside the model folder)."""
 
 log = logging.getLogger(__name__)
 
@@ -112,6 +114,8 @@ class CheckpointSync:
         folder as it was. Store errors are logged and give 0 (training starts from the folder).
         """
         model_dir = Path(model_dir)
+        staging = model_dir / RESTORE_DIR
+        shutil.rmtree(staging, ignore_errors=True)  # left by a restore killed mid-way
         try:
             pointer = self.read_pointer()
         except (BlobStoreError, ValueError) as exc:
@@ -123,8 +127,6 @@ class CheckpointSync:
         if epoch <= _local_epoch(model_dir):
             return 0
         entries = {str(e["name"]): e for e in pointer["files"]}
-        staging = model_dir / (SNAPSHOT_DIR + "-restore")
-        shutil.rmtree(staging, ignore_errors=True)
         try:
             for name in SYNCED_FILES:
                 entry = entries.get(name)
@@ -253,6 +255,7 @@ class CheckpointSync:
             self._thread.join()
         if model_dir is not None:
             shutil.rmtree(Path(model_dir) / SNAPSHOT_DIR, ignore_errors=True)
+            shutil.rmtree(Path(model_dir) / RESTORE_DIR, ignore_errors=True)
 
     def clear(self, epochs: int = 0) -> None:
         """Delete the stored checkpoints of this stage key (it is published: nobody resumes).

@@ -15,6 +15,7 @@ from services.attacker.embeddings import extract_embeddings
 from services.attacker.training import TrainingConfig, TrainingItem, train_attacker
 from services.pipeline.checkpoint_sync import (
     POINTER_FILE,
+    RESTORE_DIR,
     SNAPSHOT_DIR,
     CheckpointSync,
     checkpoint_prefix,
@@ -100,6 +101,7 @@ def test_a_run_killed_on_host_a_resumes_on_host_b_from_the_uploaded_epoch(
     sync_b = CheckpointSync(store, "train", "k1")
     assert sync_b.restore(host_b) == 2
     assert load_checkpoint(host_b / "last.pt")["epoch"] == 2
+    assert not (host_b / RESTORE_DIR).exists()  # nothing extra joins the stage's files
     resumed = train_attacker(TRAIN, VAL, CONFIG, host_b, on_checkpoint=sync_b.epoch_saved)
     sync_b.close(host_b)
     assert resumed.resumed_after_epoch == 2
