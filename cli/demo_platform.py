@@ -193,7 +193,13 @@ def embedded_platform(state_dir: Path) -> Iterator[tuple[str, subprocess.Popen[b
     """API thread + worker subprocess on the embedded state folder; yields (API URL, worker)."""
     from services.settings import get_settings
     from services.storage.migrate import upgrade_database
-    from workers.app import app, configure_app, install_outbox_senders, start_outbox_relay
+    from workers.app import (
+        app,
+        configure_app,
+        install_outbox_senders,
+        start_outbox_relay,
+        start_reaper_thread,
+    )
 
     port = free_port()
     env = embedded_environment(state_dir, api_port=port)
@@ -206,6 +212,9 @@ def embedded_platform(state_dir: Path) -> Iterator[tuple[str, subprocess.Popen[b
     configure_app(app, settings)
     install_outbox_senders(app, settings)
     relay = start_outbox_relay(settings)
+    # No beat and no reaper worker here: the reaper runs in a thread of this process, so it is
+    # not queued behind the phases of the one worker.
+    reaper = start_reaper_thread(settings)
     worker = start_worker(env, state_dir / "worker.log")
     api = ApiServer(port).start()
     try:
@@ -213,6 +222,7 @@ def embedded_platform(state_dir: Path) -> Iterator[tuple[str, subprocess.Popen[b
     finally:
         stop_process(worker)
         api.stop()
+        reaper.stop()
         relay.stop()
 
 

@@ -2,6 +2,7 @@
 
     celery -A workers.app worker -Q gpu --concurrency 1 -n gpu@%h   # anonymize, train, embed
     celery -A workers.app worker -Q cpu --concurrency 2 -n cpu@%h   # score, report, archives
+    celery -A workers.app worker -Q reaper --pool solo -n reaper@%h  # the reaper only
     celery -A workers.app beat                                      # reaper, sweep, outbox relay
 
 Broker: ``UNMASK_BROKER_URL`` (Redis in the platform); empty = a filesystem broker under
@@ -34,13 +35,14 @@ from services.settings import Settings, apply_thread_settings, get_settings
 from services.storage.db import Database
 from workers import tasks, webhooks
 from workers.names import (
+    QUEUE_REAPER,
     TASK_DELIVER_WEBHOOK,
     TASK_REAP,
     TASK_RUN_PHASE,
     TASK_SWEEP_WEBHOOKS,
     TASK_VALIDATE_ARCHIVE,
 )
-from workers.relay import OutboxRelay
+from workers.relay import OutboxRelay, PeriodicThread
 from workers.runtime import set_node_name
 from workers.senders import celery_senders
 
@@ -68,11 +70,13 @@ def celery_config(settings: Settings) -> dict[str, Any]:
     longest_s = max(stage_hard_time_limit_s(settings, p) for p in DEFAULT_STAGE_TIME_LIMITS_S)
     conf: dict[str, Any] = {
         "task_queues": [
-            Queue(name, Exchange(name, type="direct"), routing_key=name) for name in QUEUES
+            Queue(name, Exchange(name, type="direct"), routing_key=name)
+            for name in (*QUEUES, QUEUE_REAPER)
         ],
         "task_default_queue": "cpu",
         "task_routes": {
-            TASK_REAP: {"queue": "cpu"},
+            # Its own queue and worker: never starved by long phases on the phase workers.
+            TASK_REAP: {"queue": QUEUE_REAPER},
             TASK_VALIDATE_ARCHIVE: {"queue": "cpu"},
             TASK_DELIVER_WEBHOOK: {"queue": "cpu"},
             TASK_SWEEP_WEBHOOKS: {"queue": "cpu"},
@@ -102,7 +106,7 @@ def celery_config(settings: Settings) -> dict[str, Any]:
             "reap-stale-stages": {
                 "task": TASK_REAP,
                 "schedule": settings.reaper_interval_s,
-                "options": {"queue": "cpu", "expires": settings.reaper_interval_s},
+                "options": {"queue": QUEUE_REAPER, "expires": settings.reaper_interval_s},
             },
         },
         "timezone": "UTC",
@@ -177,6 +181,14 @@ def start_outbox_relay(settings: Settings | None = None) -> OutboxRelay:
     return relay.start()
 
 
+def start_reaper_thread(settings: Settings | None = None) -> PeriodicThread:
+    """Run the reaper's pass (``tasks.reap``) every ``reaper_interval_s`` in a thread of this
+    process: embedded mode (``unmask demo``), which has no beat and no reaper worker."""
+    settings = settings or get_settings()
+    log.info("reaper: every %.1f s (thread)", settings.reaper_interval_s)
+    return PeriodicThread("reaper", tasks.reap, interval_s=settings.reaper_interval_s).start()
+
+
 def create_app(settings: Settings | None = None) -> Celery:
     """A configured Celery app with the Unmask tasks registered (by name)."""
     celery_app = Celery("unmask")
@@ -194,6 +206,10 @@ celery = app  # `celery -A workers.app` finds either name
 
 def _on_worker_setup(sender: str, **_: Any) -> None:
     set_node_name(sender)
+    # A solo-pool worker runs its tasks in this process (no worker_process_init): without this
+    # it trained with torch's default threads, not UNMASK_NUM_THREADS (and CPU results depend
+    # on the thread count).
+    apply_thread_settings(get_settings())
     install_outbox_senders(app)
 
 

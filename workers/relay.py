@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
+from typing import Any
 
 from sqlalchemy import Engine
 
@@ -47,6 +49,39 @@ class OutboxRelay:
     def start(self) -> OutboxRelay:
         """Start the thread (daemon: it ends with the process)."""
         self._thread = threading.Thread(target=self._loop, name="outbox-relay", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop the thread after its current pass."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+
+
+class PeriodicThread:
+    """Calls ``fn()`` every ``interval_s`` seconds in a daemon thread (errors are logged, and the
+    next period tries again); ``passes`` counts the calls that returned."""
+
+    def __init__(self, name: str, fn: Callable[[], Any], *, interval_s: float) -> None:
+        self.name = name
+        self.fn = fn
+        self.interval_s = interval_s
+        self.passes = 0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            try:
+                self.fn()
+                self.passes += 1
+            except Exception as exc:  # the database is down: the next period retries
+                log.warning("%s pass failed: %s", self.name, exc)
+
+    def start(self) -> PeriodicThread:
+        """Start the thread (daemon: it ends with the process)."""
+        self._thread = threading.Thread(target=self._loop, name=self.name, daemon=True)
         self._thread.start()
         return self
 

@@ -114,6 +114,11 @@ class TrainedAttacker(BaseModel):
     target_labels: list[str] = Field(description="Target class index -> target label.")
     preset: ModelPreset
     config: TrainingConfig
+    resumed_after_epoch: int = Field(
+        0,
+        description="Epochs this run found done in a checkpoint and continued after (0: trained "
+        "from scratch); a record of how the run went, like the history's timings.",
+    )
 
     @property
     def best_w_target(self) -> float:
@@ -133,6 +138,10 @@ ProgressCallback = Callable[[int, int, int, float, dict[str, float]], None]
 """``(epoch, step, steps_per_epoch, eta_seconds, metrics)``: called after every training step
 (metrics: running ``loss_source`` / ``loss_target`` means, ``lr``, ``w_target``) and once more
 after validation with ``step == steps_per_epoch`` (metrics add ``ver_source`` / ``ver_target``)."""
+
+CheckpointCallback = Callable[[int, Path], None]
+"""``(epoch, output_dir)``: called after epoch ``epoch``'s checkpoint files (``last.pt``,
+``best.pt``, ``history.json``) were written to ``output_dir`` (e.g. to copy them off the host)."""
 
 
 def target_weight(epoch: int, epochs: int, start_epoch: int) -> float:
@@ -419,6 +428,7 @@ class _Trainer:
 
         self.global_step = 0
         self.epoch = 0
+        self.resumed_after_epoch = 0
         self.history: list[EpochRecord] = []
         self.best_epoch = 0
         self.best_ver: float | None = None
@@ -472,6 +482,7 @@ class _Trainer:
         self.optimizer.load_state_dict(payload["optimizer"])
         self.global_step = int(payload["scheduler"]["step"])
         self.epoch = int(payload["epoch"])
+        self.resumed_after_epoch = self.epoch
         self.history = [EpochRecord.model_validate(r) for r in payload["history"]]
         _set_rng_state(payload["rng"])
         # The rule is re-applied to the history, not taken from the checkpoint: a checkpoint
@@ -582,7 +593,9 @@ class _Trainer:
                     ver_t = _error_rate(self.target_head(emb_t[known]), tgt)
         return ver_s, ver_t
 
-    def run(self, progress: ProgressCallback | None) -> None:
+    def run(
+        self, progress: ProgressCallback | None, on_checkpoint: CheckpointCallback | None = None
+    ) -> None:
         cfg = self.config
         run_steps = 0
         run_train_seconds = 0.0
@@ -650,6 +663,8 @@ class _Trainer:
             self.epoch = epoch
             self.history.append(record)
             self.save()
+            if on_checkpoint is not None:
+                on_checkpoint(epoch, self.output_dir)
             if progress is not None:
                 final = {
                     k: float(v)
@@ -671,6 +686,7 @@ class _Trainer:
             target_labels=self.target_labels,
             preset=self.preset,
             config=self.config,
+            resumed_after_epoch=self.resumed_after_epoch,
         )
 
 
@@ -682,6 +698,7 @@ def train_attacker(
     *,
     resume: bool = True,
     progress: ProgressCallback | None = None,
+    on_checkpoint: CheckpointCallback | None = None,
 ) -> TrainedAttacker:
     """Train the attacker's recognizer from scratch; checkpoints go to ``output_dir``.
 
@@ -691,8 +708,8 @@ def train_attacker(
     With ``resume`` (default), a ``last.pt`` left in ``output_dir`` by an interrupted run of the
     same config and data is continued after its last completed epoch, with results identical to
     an uninterrupted run, under the same checkpoint rule; ``resume=False`` starts over.
-    ``progress``: see ``ProgressCallback``. Raises ``InvalidInputError`` / ``ConfigError`` naming
-    a bad item, label or field.
+    ``progress``: see ``ProgressCallback``; ``on_checkpoint``: see ``CheckpointCallback``.
+    Raises ``InvalidInputError`` / ``ConfigError`` naming a bad item, label or field.
     """
     cfg = config if config is not None else TrainingConfig()
     train = _normalize_items(train_items, "train_items")
@@ -710,5 +727,5 @@ def train_attacker(
     with _deterministic(cfg.deterministic, trainer.device):
         if resume and last.is_file():
             trainer.resume_from(last)
-        trainer.run(progress)
+        trainer.run(progress, on_checkpoint)
     return trainer.result()

@@ -29,6 +29,7 @@ from psycopg import sql
 from services.platform import identity
 from services.storage.db import Database
 from services.storage.migrate import upgrade_database
+from workers.names import QUEUE_REAPER
 
 ROOT = Path(__file__).resolve().parents[2]
 PG_HOST = os.environ.get("UNMASK_TEST_PG_HOST", "127.0.0.1")
@@ -180,6 +181,13 @@ def e2e_platform(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PlatformP
     )
     beat = [sys.executable, "-m", "celery", "-A", "workers.app", "beat", "--loglevel", "INFO"]
     platform.spawn("beat", [*beat, "--schedule", str(root / "beat-schedule")])
+    # The reaper's own worker (queue QUEUE_REAPER), as in docker-compose.yml.
+    reaper = [sys.executable, "-m", "celery", "-A", "workers.app", "worker", "--pool", "solo"]
+    platform.spawn(
+        "reaper",
+        [*reaper, "-Q", QUEUE_REAPER, "-n", "reaper@%h", "--loglevel", "INFO"],
+        data_dir=root / "reaper",
+    )
     platform.start_worker("worker1")
     deadline = time.monotonic() + 120
     while True:

@@ -125,21 +125,26 @@ def _queues_of(command: list[str]) -> set[str]:
 
 def test_worker_commands_name_the_queues_the_app_defines(compose: dict[str, Any]) -> None:
     from workers.app import app
+    from workers.names import QUEUE_REAPER
 
     defined = {queue.name for queue in app.conf.task_queues}
-    assert defined == set(QUEUES) == set(PHASE_QUEUES.values())
+    assert defined == set(QUEUES) | {QUEUE_REAPER}
+    assert set(QUEUES) == set(PHASE_QUEUES.values()) and QUEUE_REAPER not in QUEUES
     services = _services(compose)
     gpu_default = _dockerfile_cmd(ROOT / "deploy" / "Dockerfile.worker-gpu")
     gpu = _command(services["worker-gpu"], gpu_default)
     cpu = _command(services["worker-cpu"])
+    reaper = _command(services["worker-reaper"])
     assert _queues_of(gpu) == {"gpu"} and _queues_of(cpu) == {"cpu"}
-    assert _queues_of(gpu) | _queues_of(cpu) == defined
+    # The reaper's worker runs nothing else, so long phases never hold up a sweep.
+    assert _queues_of(reaper) == {QUEUE_REAPER}
+    assert _queues_of(gpu) | _queues_of(cpu) | _queues_of(reaper) == defined
     # One GPU task at a time per worker, and no prefetched second task.
     assert gpu[gpu.index("--concurrency") + 1] == "1"
     assert gpu[gpu.index("--prefetch-multiplier") + 1] == "1"
     assert _queues_of(gpu_default) == {"gpu"}  # the image alone starts a GPU worker too
     # The healthchecks ping the node names the commands give.
-    for name, command in (("worker-gpu", gpu), ("worker-cpu", cpu)):
+    for name, command in (("worker-gpu", gpu), ("worker-cpu", cpu), ("worker-reaper", reaper)):
         node = command[command.index("-n") + 1].split("@")[0]
         check = " ".join(services[name]["healthcheck"]["test"])
         assert re.search(rf"-d {node}@", check), name
@@ -150,8 +155,12 @@ def test_a_beat_service_schedules_the_reaper(compose: dict[str, Any]) -> None:
 
     beats = [s for s in _services(compose).values() if s.get("command", [])[3:4] == ["beat"]]
     assert len(beats) == 1, "exactly one celery beat"
+    from workers.names import QUEUE_REAPER
+
     schedule = app.conf.beat_schedule
-    assert any(entry["task"] == TASK_REAP for entry in schedule.values())
+    reaps = [entry for entry in schedule.values() if entry["task"] == TASK_REAP]
+    assert len(reaps) == 1 and reaps[0]["options"]["queue"] == QUEUE_REAPER
+    assert app.amqp.router.route({}, TASK_REAP)["queue"].name == QUEUE_REAPER
 
 
 def test_deploy_doc_lists_every_setting() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -13,12 +14,25 @@ from services.attacker.training import (
     train_attacker,
 )
 from services.corpus.manifest import Manifest
+from services.pipeline.checkpoint_sync import CheckpointSync
 from services.pipeline.sets import ConditionSets
-from services.pipeline.stage_runner import StageOutcome
+from services.pipeline.stage_runner import StageOutcome, stage_key
 from services.pipeline.stages.context import StageContext
+from services.pipeline.workspace import SyncedStageRunner
+from services.storage.errors import BlobStoreError
+
+log = logging.getLogger(__name__)
 
 TrainedModels = Mapping[tuple[str, int], tuple[TrainedAttacker, StageOutcome]]
 """The trained recognizers by (data condition trained on, seed), with their train stages."""
+
+
+def checkpoint_sync_of(ctx: StageContext, stage: str, key: str) -> CheckpointSync | None:
+    """The checkpoint copy of a stage key when the runner shares stages through a blob store."""
+    runner = ctx.runner
+    if isinstance(runner, SyncedStageRunner) and runner.workspace is not None:
+        return CheckpointSync(runner.workspace.store, stage, key)
+    return None
 
 
 def train_recognizer(
@@ -39,6 +53,10 @@ def train_recognizer(
         # Adversarial models cached under the older rule may hold a w_T = 0 epoch.
         inputs["checkpoint_rule"] = ADVERSARIAL_CHECKPOINT_RULE
 
+    # Each epoch's checkpoints go to the blob store, so a host taking over a killed run (an
+    # empty work folder) continues from the last uploaded epoch (services/pipeline/checkpoint_sync).
+    sync = checkpoint_sync_of(ctx, "train", stage_key("train", inputs))
+
     def make(folder: Path) -> dict[str, Any]:
         def items(m: Manifest) -> list[TrainingItem]:
             waves = ctx.audio.load(m)
@@ -57,11 +75,36 @@ def train_recognizer(
             msg = f"{label}: epoch {epoch}/{training.epochs} step {step}/{steps} ETA {eta:.0f}s"
             ctx.progress("train", min(frac, 1.0), msg)
 
-        result = train_attacker(train_items, val_items, training, folder / "model", progress=report)
+        model_dir = folder / "model"
+        if sync is None:
+            result = train_attacker(train_items, val_items, training, model_dir, progress=report)
+        else:
+            restored = sync.restore(model_dir)
+            if restored:
+                ctx.progress("train", 0.0, f"{label}: resuming after epoch {restored} (uploaded)")
+            try:
+                result = train_attacker(
+                    train_items,
+                    val_items,
+                    training,
+                    model_dir,
+                    progress=report,
+                    on_checkpoint=sync.epoch_saved,
+                )
+            finally:
+                sync.close(model_dir)  # uploads done, snapshots gone before the manifest
         (folder / "trained.json").write_text(result.model_dump_json(indent=2))
         return {"trained": "trained.json"}
 
     outcome = ctx.runner.run("train", inputs, make, resumable=True)
+    if sync is not None:
+        # The stage is published: its checkpoints are not needed. A reused stage has nothing to
+        # clear unless a pointer was left (one HEAD), the computing host clears every epoch.
+        try:
+            if not outcome.reused or sync.store.exists(sync.pointer_key):
+                sync.clear(training.epochs)
+        except BlobStoreError as exc:  # leftovers cost storage, never a result
+            log.warning("checkpoints of train/%s not deleted: %s", outcome.key, exc)
     trained = TrainedAttacker.model_validate_json((outcome.folder / "trained.json").read_text())
     # Paths recorded while training point into the temporary folder that became ``folder``.
     trained = trained.model_copy(

@@ -1,0 +1,40 @@
+"""Embedded mode's reaper: a thread of the demo process runs the reaper's pass every
+``reaper_interval_s`` (there is no beat and no reaper worker there), and a failed pass does not
+stop it."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from services.settings import Settings
+from workers import app as worker_app
+from workers import tasks
+
+
+def test_the_reaper_thread_runs_the_pass_every_interval_and_survives_errors(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls: list[float] = []
+    third = threading.Event()
+
+    def reap() -> dict[str, int]:
+        calls.append(time.monotonic())
+        if len(calls) == 1:
+            raise ConnectionError("database down")  # the next period tries again
+        if len(calls) >= 3:
+            third.set()
+        return {}
+
+    monkeypatch.setattr(tasks, "reap", reap)
+    thread = worker_app.start_reaper_thread(Settings(reaper_interval_s=0.05))
+    try:
+        assert third.wait(timeout=10), calls
+    finally:
+        thread.stop()
+    assert thread.passes >= 2  # the failed first pass is not counted, the others are
+    count = len(calls)
+    time.sleep(0.2)
+    assert len(calls) == count  # stopped
