@@ -110,7 +110,7 @@ def per_speaker_eer(
 
 def summarize_per_speaker(speaker_ids: ArrayLike, eer_percent: ArrayLike) -> PerSpeakerEER:
     """Clip per-speaker EERs (%) at 50 and summarize them (mean, worst decile)."""
-    eers = np.minimum(as_finite_1d(eer_percent, "eer_percent"), EER_CLIP_PERCENT)
+    eers = np.minimum(as_finite_1d(eer_percent, "per-speaker EERs"), EER_CLIP_PERCENT)
     speakers = np.asarray(speaker_ids).astype(str)
     if speakers.shape != eers.shape:
         raise ValueError(f"speaker_ids has shape {speakers.shape}, expected {eers.shape}")
