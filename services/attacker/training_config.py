@@ -42,7 +42,7 @@ class AugmentationConfig(BaseModel):
     noise_types: tuple[NoiseType, ...] = Field(
         ("white", "pink", "brown", "babble"),
         min_length=1,
-        description="Noise kinds, one drawn per crop; babble = the sum of other crops of the batch.",
+        description="Noise kinds, one drawn per crop; babble = the sum of other crops of a batch.",
     )
     snr_db: tuple[float, float] = Field(
         (0.0, 15.0), description="SNR range (dB) of the additive noise, drawn uniformly per crop."
