@@ -11,12 +11,22 @@ import re
 from typing import Annotated, Any, Literal
 
 from annotated_types import Ge, Le
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    ValidationInfo,
+    field_validator,
+)
 
 from services.anonymizers.registry import BUILTIN_NAMES
+from services.errors import InvalidInputError
 from services.metrics import catalogue
 from services.pipeline.config import EvaluationConfig
 from services.platform.jobs.config import COST_KNOB_NAMES, PROTOCOL_FIXED_FIELDS
+from services.platform.submissions import info as submission_info
 from services.storage.models import (
     ApiToken,
     Artifact,
@@ -363,7 +373,49 @@ class ContainerSpec(StrictModel):
         return value
 
 
-class BuiltinSubmissionCreate(StrictModel):
+def _checked_description(value: str | None) -> str | None:
+    try:
+        return submission_info.check_description(value)
+    except InvalidInputError as exc:
+        raise ValueError(str(exc)) from None
+
+
+def _checked_link(value: str | None, info: ValidationInfo) -> str | None:
+    try:
+        return submission_info.check_link(value, str(info.field_name))
+    except InvalidInputError as exc:
+        raise ValueError(str(exc)) from None
+
+
+DescriptionText = Annotated[
+    str | None,
+    Field(
+        max_length=submission_info.MAX_DESCRIPTION_CHARS,
+        description="Optional: what the anonymizer does (plain text, shown on the leaderboard).",
+        json_schema_extra={"pattern": NO_NUL_PATTERN},
+    ),
+    AfterValidator(_checked_description),
+]
+LinkUrl = Annotated[
+    str | None,
+    Field(
+        max_length=submission_info.MAX_URL_CHARS,
+        description="Optional absolute `http://` or `https://` URL.",
+        examples=["https://arxiv.org/abs/2401.00001"],
+    ),
+    AfterValidator(_checked_link),
+]
+
+
+class SubmissionInfo(StrictModel):
+    """The optional public description and links of a submission."""
+
+    description: DescriptionText = None
+    paper_url: LinkUrl = None
+    code_url: LinkUrl = None
+
+
+class BuiltinSubmissionCreate(SubmissionInfo):
     """Submit a built-in anonymizer with parameters."""
 
     kind: Literal["builtin"]
@@ -372,7 +424,7 @@ class BuiltinSubmissionCreate(StrictModel):
     builtin: BuiltinSpec
 
 
-class ContainerSubmissionCreate(StrictModel):
+class ContainerSubmissionCreate(SubmissionInfo):
     """Submit an anonymizer as a pinned container image."""
 
     kind: Literal["container"]
@@ -405,6 +457,9 @@ class SubmissionOut(BaseModel):
     rejection_reason: str | None = Field(
         None, description="`rejected` only: why (e.g. the archive's validation problems)."
     )
+    description: str | None = None
+    paper_url: str | None = None
+    code_url: str | None = None
     created_at: dt.datetime
     accepted_at: dt.datetime | None
 
@@ -438,6 +493,9 @@ class SubmissionOut(BaseModel):
             archive_sha256=submission.archive_sha256,
             archive_protocol_id=submission.protocol_id,
             rejection_reason=submission.rejection_reason,
+            description=submission.description,
+            paper_url=submission.paper_url,
+            code_url=submission.code_url,
             created_at=submission.created_at,
             accepted_at=submission.accepted_at,
         )

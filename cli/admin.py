@@ -6,11 +6,15 @@ cannot come from the API) and for operators on the database host.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
 import typer
 
 from services.errors import InvalidInputError
 
 admin_app = typer.Typer(
+    rich_markup_mode=None,  # plain help: rich tables cut long option names at 80 columns
     help="Teams and API tokens (writes to UNMASK_DATABASE_URL).",
     no_args_is_help=True,
     add_completion=False,
@@ -18,6 +22,22 @@ admin_app = typer.Typer(
 )
 
 SECONDS_PER_DAY = 86_400
+
+
+@contextlib.contextmanager
+def _database_errors(url: str) -> Iterator[None]:
+    """A database that is unreachable or not migrated is an environment problem: one line."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import OperationalError, ProgrammingError
+
+    shown = make_url(url).render_as_string(hide_password=True)
+    try:
+        yield
+    except (OperationalError, ProgrammingError) as exc:
+        cause = str(exc.orig).splitlines()[0] if exc.orig is not None else type(exc).__name__
+        raise InvalidInputError(
+            f"database {shown}: {cause} (is it reachable and migrated? `alembic upgrade head`)"
+        ) from None
 
 
 @admin_app.command("create-team")
@@ -31,7 +51,7 @@ def create_team_command(
 
     database = Database.from_settings()
     try:
-        with database.session_scope() as session:
+        with _database_errors(database.url), database.session_scope() as session:
             team = identity.create_team(session, name, display_name)
             typer.echo(f"team {team.slug} (id {team.id}) created")
     finally:
@@ -57,7 +77,7 @@ def create_token_command(
     settings = get_settings()
     database = Database.from_settings(settings)
     try:
-        with database.session_scope() as session:
+        with _database_errors(database.url), database.session_scope() as session:
             issued = identity.issue_team_token(
                 session,
                 team,
@@ -87,7 +107,7 @@ def revoke_token_command(token_id: int = typer.Argument(help="Token id.")) -> No
 
     database = Database.from_settings()
     try:
-        with database.session_scope() as session:
+        with _database_errors(database.url), database.session_scope() as session:
             token = identity.revoke_token(session, token_id)
             typer.echo(f"token {token.id} ({token.prefix}...) revoked at {token.revoked_at}")
     finally:

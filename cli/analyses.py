@@ -25,7 +25,7 @@ from rich.table import Table
 from services.attacks.prerestore_config import PrerestorationConfig
 from services.errors import InvalidInputError
 
-analyses_app = typer.Typer(no_args_is_help=True)
+analyses_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None)
 
 
 def _console() -> Console:
@@ -61,7 +61,13 @@ def _write_json(path: Path, data: dict[str, Any]) -> None:
 @analyses_app.command("size-study")
 def size_study_command(
     embeddings: Annotated[
-        list[Path], typer.Option("--embeddings", help="Study .npz file(s); see docs/analyses.md.")
+        list[Path],
+        typer.Option(
+            "--embeddings",
+            help="Embed stage folder(s) written by `unmask evaluate` (OUT/stages/embed/KEY: give "
+            "the enrollment and the trial set of one recognizer) or study .npz file(s); see "
+            "docs/analyses.md.",
+        ),
     ],
     out: Annotated[Path, typer.Option("--out", help="Output folder (JSON + plots).")],
     sweep: Annotated[
@@ -89,14 +95,14 @@ def size_study_command(
     from services.scoring import CosineBackend, PLDABackend, train_plda
     from services.scoring.scorer import ScoringBackend
     from services.studies.dataset_size import SWEEPS, SizeStudyConfig, run_size_study
-    from services.studies.io import load_embedding_tables, load_training_embeddings
+    from services.studies.io import load_training_embeddings
 
     if samples < 1:
         raise InvalidInputError(f"--samples must be >= 1, got {samples}")
     bad = sorted(set(sweep or []) - set(SWEEPS))
     if bad:
         raise InvalidInputError(f"--sweep: unknown sweep(s) {bad}; choose from {list(SWEEPS)}")
-    tables = load_embedding_tables(embeddings)
+    tables = _size_study_tables(embeddings)
     scorer: ScoringBackend
     if backend == "cosine":
         scorer = CosineBackend()
@@ -148,17 +154,71 @@ def size_study_command(
     console.print(f"wrote {out / 'size_study.json'}", markup=False)
 
 
+def _size_study_tables(paths: list[Path]) -> dict[int, Any]:
+    """Study tables: embed stage folders of `unmask evaluate` together make one table (target
+    seed 0, rows' roles from their sets); each ``.npz`` adds its own target seed(s)."""
+    from services.pipeline.stage_embeddings import is_embed_stage, read_embed_stage
+    from services.studies.dataset_size import EmbeddingTable
+    from services.studies.io import load_embedding_tables
+
+    stage_paths = [p for p in paths if is_embed_stage(p)]
+    npz_paths = [p for p in paths if p not in stage_paths]
+    for p in npz_paths:
+        if p.is_dir():
+            raise InvalidInputError(
+                f"--embeddings {p}: a folder but not an embed stage folder (expected "
+                "OUT/stages/embed/KEY with embeddings.npy and utt_ids.json)"
+            )
+        if p.suffix == ".npy":
+            raise InvalidInputError(
+                f"--embeddings {p}: a bare .npy; give its embed stage folder (with utt_ids.json "
+                "and DONE.json) or a study .npz"
+            )
+    tables: dict[int, Any] = load_embedding_tables(npz_paths) if npz_paths else {}
+    if stage_paths:
+        if 0 in tables:
+            raise InvalidInputError("--embeddings: target seed 0 given by an .npz and by stages")
+        parts = [read_embed_stage(p) for p in stage_paths]
+        try:
+            tables[0] = EmbeddingTable(
+                np.concatenate([s.embeddings for s in parts]),
+                np.array([x for s in parts for x in s.speaker_ids]),
+                np.array([x for s in parts for x in s.genders]),
+                np.array([s.role for s in parts for _ in s.utt_ids]),
+                np.array([x for s in parts for x in s.utt_ids]),
+            )
+        except ValueError as exc:
+            raise InvalidInputError(f"--embeddings: {exc}") from None
+    return tables
+
+
 def _embedding_arrays(spec: str, utt_ids: list[str]) -> tuple[str, np.ndarray]:
+    """NAME=PATH: an embed stage folder of `unmask evaluate` or an .npz (embeddings, utt_ids)."""
+    from services.pipeline.stage_embeddings import is_embed_stage, read_embed_stage
+
     name, sep, file = spec.partition("=")
     if not sep or not name.strip() or not file.strip():
-        raise InvalidInputError(f"--embeddings must look like NAME=FILE.npz, got {spec!r}")
+        raise InvalidInputError(f"--embeddings must look like NAME=PATH, got {spec!r}")
     path = Path(file.strip())
-    if not path.is_file():
-        raise InvalidInputError(f"{path}: embedding file not found")
-    with np.load(path, allow_pickle=False) as data:
-        if "embeddings" not in data.files or "utt_ids" not in data.files:
-            raise InvalidInputError(f"{path}: needs arrays 'embeddings' and 'utt_ids'")
-        emb, ids = data["embeddings"], data["utt_ids"].astype(str)
+    if is_embed_stage(path):
+        stage = read_embed_stage(path)
+        emb, ids = stage.embeddings, np.array(stage.utt_ids)
+    elif not path.is_file():
+        raise InvalidInputError(f"{path}: embedding file or embed stage folder not found")
+    else:
+        try:
+            data = np.load(path, allow_pickle=False)
+        except (OSError, ValueError) as exc:
+            raise InvalidInputError(f"{path}: not a readable .npz ({exc})") from None
+        if not hasattr(data, "files"):
+            raise InvalidInputError(
+                f"{path}: a bare array; give an embed stage folder or an .npz with arrays "
+                "'embeddings' and 'utt_ids'"
+            )
+        with data:
+            if "embeddings" not in data.files or "utt_ids" not in data.files:
+                raise InvalidInputError(f"{path}: needs arrays 'embeddings' and 'utt_ids'")
+            emb, ids = data["embeddings"], data["utt_ids"].astype(str)
     row_of = {u: i for i, u in enumerate(ids.tolist())}
     missing = [u for u in utt_ids if u not in row_of]
     if missing:
@@ -179,7 +239,11 @@ def srd_command(
     ] = None,
     embeddings: Annotated[
         list[str] | None,
-        typer.Option("--embeddings", help="NAME=FILE.npz with arrays embeddings, utt_ids."),
+        typer.Option(
+            "--embeddings",
+            help="NAME=PATH: an embed stage folder written by `unmask evaluate` "
+            "(OUT/stages/embed/KEY) or an .npz with arrays embeddings, utt_ids.",
+        ),
     ] = None,
     representation: Annotated[
         list[str] | None,

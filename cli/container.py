@@ -22,6 +22,7 @@ from services.errors import InvalidInputError
 from services.settings import get_settings
 
 container_app = typer.Typer(
+    rich_markup_mode=None,  # plain help: rich tables cut long option names at 80 columns
     help="Anonymizer container images: conformance checks, digest pinning.",
     no_args_is_help=True,
 )

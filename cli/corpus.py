@@ -23,7 +23,7 @@ from services.corpus.protocol import (
 from services.corpus.validation import DurationFilter, Problem
 from services.errors import ConfigError
 
-corpus_app = typer.Typer(no_args_is_help=True)
+corpus_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None)
 
 _MAX_SHOWN_PROBLEMS = 20
 
@@ -65,7 +65,12 @@ def import_command(
     src: Annotated[Path, typer.Argument(help="Corpus folder (or .csv/.jsonl manifest).")],
     out: Annotated[Path, typer.Option("--out", help="Manifest to write (.jsonl or .csv).")],
     layout: Annotated[
-        str, typer.Option("--layout", help="librispeech | libritts | librispeech-tts | csv | jsonl")
+        str,
+        typer.Option(
+            "--layout",
+            help="librispeech | libritts | librispeech-tts | folder (audio files + "
+            "speakers.csv) | csv | jsonl",
+        ),
     ],
     skip_invalid: Annotated[
         bool, typer.Option("--skip-invalid", help="Skip and report bad rows/files.")

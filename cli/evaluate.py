@@ -11,8 +11,9 @@ from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedCo
 
 from cli.result_table import summary_table
 from services.anonymizers.container import ContainerSandbox
+from services.errors import InvalidInputError
 from services.metrics import catalogue
-from services.pipeline.config import demo_config, load_config
+from services.pipeline.config import EvaluationConfig, demo_config
 from services.settings import get_settings
 
 console = Console(stderr=True)
@@ -73,6 +74,22 @@ def run_with_progress(config: Any, out: Path, stages: Path | None = None) -> dic
     return result
 
 
+def check_before_work(config: Path, out: Path | None, stages: Path | None) -> EvaluationConfig:
+    """Fail before working: every problem of the config, its references and the output
+    folders at once (one line, exit 2); then print the plan (stages, reuse, a rough time
+    estimate) on stderr. Returns the checked config."""
+    from services.pipeline.config_checks import load_checked_config, plan_lines
+
+    for option, path in (("--out", out), ("--stages", stages)):
+        if path is not None and path.exists() and not path.is_dir():
+            raise InvalidInputError(f"{option} {path}: is a file, not a folder")
+    cfg = load_checked_config(config, engine_url=get_settings().container_engine_url)
+    out_dir = out if out is not None else Path(".unmask") / "evaluations" / cfg.name
+    for line in plan_lines(cfg, stages if stages is not None else out_dir / "stages"):
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
+    return cfg
+
+
 def evaluate_command(
     config: Annotated[Path, typer.Argument(help="Evaluation config (YAML).")],
     out: Annotated[Path | None, typer.Option("--out", help="Output folder.")] = None,
@@ -84,7 +101,7 @@ def evaluate_command(
     ] = None,
 ) -> None:
     """Run an evaluation: anonymize, train the attacker(s), score, report."""
-    cfg = load_config(config)
+    cfg = check_before_work(config, out, stages)
     out_dir = out if out is not None else Path(".unmask") / "evaluations" / cfg.name
     result = run_with_progress(cfg, out_dir, stages)
     print_summary(result)
@@ -109,6 +126,8 @@ def demo_command(
     """
     cfg = demo_config()
     out_dir = out if out is not None else get_settings().data_dir / "demo"
+    if out_dir.exists() and not out_dir.is_dir():
+        raise InvalidInputError(f"--out {out_dir}: is a file, not a folder")
     if not in_process:
         from cli.demo_platform import run_platform_demo
 

@@ -6,10 +6,13 @@ line on stderr and exit code 2, never a stack trace.
 
 from __future__ import annotations
 
+import pickle
 import sys
+import zipfile
 
 import click
 import typer
+import yaml
 from typer._click import exceptions as typer_click_exceptions
 
 from cli.admin import admin_app
@@ -19,8 +22,10 @@ from cli.container import container_app
 from cli.corpus import corpus_app
 from cli.evaluate import demo_command, evaluate_command
 from cli.submit import submit_command
+from services.anonymizers.container import ContainerEngineError
 
 app = typer.Typer(
+    rich_markup_mode=None,  # plain help: rich tables cut long option names at 80 columns
     name="unmask",
     help="Unmask: how much privacy does a voice anonymizer really give?",
     no_args_is_help=True,
@@ -45,6 +50,36 @@ app.command("demo", help="Run the demo evaluation (synthetic corpus, built-in pi
 app.command("submit", help="Submit to an Unmask server, wait, gate CI on privacy thresholds.")(
     submit_command
 )
+
+
+# Unreadable or malformed input files (a directory, random bytes, a truncated archive) and an
+# unreachable container engine: the input or the environment is wrong, not the code.
+BAD_INPUT_ERRORS: tuple[type[BaseException], ...] = (
+    OSError,
+    UnicodeDecodeError,
+    EOFError,
+    yaml.YAMLError,
+    zipfile.BadZipFile,
+    pickle.UnpicklingError,
+    ContainerEngineError,
+)
+
+
+def _describe(exc: BaseException) -> str:
+    """A user-facing sentence for an input error that carries no message of ours."""
+    if isinstance(exc, OSError) and exc.filename is not None:
+        reason = exc.strerror or type(exc).__name__
+        return f"{exc.filename}: {reason}"
+    if isinstance(exc, UnicodeDecodeError):
+        return f"an input file is not UTF-8 text ({exc.reason} at byte {exc.start})"
+    if isinstance(exc, (zipfile.BadZipFile, EOFError)):
+        return f"an input file is truncated or not the expected format ({exc})"
+    return str(exc) or type(exc).__name__
+
+
+def _one_line(text: str) -> str:
+    """Newlines in a message would break the one-line rule."""
+    return " ".join(text.split())
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -75,7 +110,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"unmask: {exc.format_message()}", file=sys.stderr)
         return 2
     except InvalidInputError as exc:
-        print(f"unmask: {exc}", file=sys.stderr)
+        print(f"unmask: {_one_line(str(exc))}", file=sys.stderr)
+        return 2
+    except BAD_INPUT_ERRORS as exc:
+        print(f"unmask: {_one_line(_describe(exc))}", file=sys.stderr)
         return 2
     return int(result) if isinstance(result, int) else 0
 

@@ -8,6 +8,7 @@ display.
 
 from __future__ import annotations
 
+import io
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -16,7 +17,9 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 from scipy.stats import norm
 
 FORMATS = ("png", "svg")
@@ -34,6 +37,33 @@ def save_figure(fig: Figure, path_stem: Path) -> list[str]:
     return names
 
 
+def _legend_outside(ax: Axes) -> None:
+    """The legend right of the axes, never over the data (``bbox_inches="tight"`` keeps it)."""
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
+
+
+HISTOGRAM_PERCENTILES = (0.5, 99.5)
+"""The score histograms' x range: these percentiles of all scores (%), so outliers do not squeeze
+the bulk of the distribution into a few bins."""
+
+
+def robust_range(
+    values: np.ndarray, percentiles: tuple[float, float] = HISTOGRAM_PERCENTILES
+) -> tuple[float, float, int]:
+    """(low, high, n_outside): the ``percentiles`` of ``values`` and how many values lie outside.
+
+    Falls back to the full range when the percentiles coincide (e.g. constant scores)."""
+    finite = values[np.isfinite(values)]
+    lo, hi = (float(v) for v in np.percentile(finite, percentiles))
+    if not hi > lo:
+        lo, hi = float(finite.min()), float(finite.max())
+        if not hi > lo:
+            lo, hi = lo - 0.5, hi + 0.5
+    outside = int(np.count_nonzero((finite < lo) | (finite > hi)))
+    return lo, hi, outside
+
+
 # Privacy evaluations live near chance (EER 30-50 %), so the axes reach far above 50 %.
 _DET_TICKS = [0.1, 0.5, 1, 2, 5, 10, 20, 40, 60, 80, 95]
 
@@ -43,11 +73,26 @@ def plot_det_curves(
 ) -> list[str]:
     """DET curves on probit axes. ``curves``: label -> (false-alarm rate, miss rate), fractions."""
     fig, ax = plt.subplots(figsize=(5, 5))
+    _draw_det(ax, {label: (pfa, pmiss, None) for label, (pfa, pmiss) in curves.items()}, title)
+    return save_figure(fig, path_stem)
+
+
+def _draw_det(
+    ax: Axes,
+    curves: Mapping[str, tuple[np.ndarray, np.ndarray, float | None]],
+    title: str,
+) -> None:
+    """DET curves (label -> pfa, pmiss, EER % or None) on probit axes; an EER marker (a dot on
+    the diagonal) per curve that has an EER."""
     eps = 1e-4
-    for label, (pfa, pmiss) in curves.items():
+    for label, (pfa, pmiss, eer) in curves.items():
         x = norm.ppf(np.clip(pfa, eps, 1 - eps))
         y = norm.ppf(np.clip(pmiss, eps, 1 - eps))
-        ax.plot(x, y, label=label)
+        (line,) = ax.plot(x, y, label=label)
+        if eer is not None:
+            at = norm.ppf(np.clip(eer / 100.0, eps, 1 - eps))
+            ax.plot([at], [at], marker="o", color=line.get_color(), markersize=6,
+                    markeredgecolor="black", linestyle="none")  # fmt: skip
     ticks = norm.ppf(np.array(_DET_TICKS) / 100)
     ax.set_xticks(ticks, [str(t) for t in _DET_TICKS])
     ax.set_yticks(ticks, [str(t) for t in _DET_TICKS])
@@ -59,24 +104,54 @@ def plot_det_curves(
     ax.set_ylabel("False rejection rate (%)")
     ax.set_title(title)
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8)
-    return save_figure(fig, path_stem)
+    _legend_outside(ax)
+
+
+def render_det_overlay(
+    curves: Mapping[str, tuple[Sequence[float], Sequence[float], float | None]],
+    title: str,
+    fmt: str = "png",
+) -> bytes:
+    """One DET plot comparing several systems (label -> pfa, pmiss fractions, EER %), each with
+    its EER marked; returns the ``fmt`` (png or svg) bytes."""
+    fig, ax = plt.subplots(figsize=(7.5, 5))
+    _draw_det(
+        ax,
+        {k: (np.asarray(a, float), np.asarray(b, float), e) for k, (a, b, e) in curves.items()},
+        title,
+    )
+    ax.plot([], [], marker="o", color="0.5", markeredgecolor="black", linestyle="none",
+            label="EER (dot on the diagonal)")  # fmt: skip
+    _legend_outside(ax)
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format=fmt, dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return buffer.getvalue()
 
 
 def plot_score_histograms(
     target_scores: np.ndarray, nontarget_scores: np.ndarray, path_stem: Path, title: str
 ) -> list[str]:
-    """Overlaid density histograms of target and non-target scores."""
+    """Overlaid density histograms of target and non-target scores.
+
+    The x range is :data:`HISTOGRAM_PERCENTILES` of all scores (:func:`robust_range`); the axis
+    label says so and how many scores fall outside.
+    """
     fig, ax = plt.subplots(figsize=(6, 3.5))
-    lo = float(min(target_scores.min(), nontarget_scores.min()))
-    hi = float(max(target_scores.max(), nontarget_scores.max()))
+    pooled = np.concatenate([np.ravel(target_scores), np.ravel(nontarget_scores)])
+    lo, hi, outside = robust_range(pooled)
     bins = np.linspace(lo, hi, 60).tolist()
     ax.hist(nontarget_scores, bins=bins, density=True, alpha=0.55, label="non-target")
     ax.hist(target_scores, bins=bins, density=True, alpha=0.55, label="target")
-    ax.set_xlabel("score")
+    p_lo, p_hi = HISTOGRAM_PERCENTILES
+    ax.set_xlabel(
+        f"score (range clipped to the {p_lo:g}-{p_hi:g} percentiles; {outside} of {pooled.size}"
+        " scores outside)"
+    )
+    ax.set_xlim(lo, hi)
     ax.set_ylabel("density")
     ax.set_title(title)
-    ax.legend(fontsize=8)
+    _legend_outside(ax)
     return save_figure(fig, path_stem)
 
 
@@ -97,7 +172,7 @@ def plot_rank_histogram(
     ax.set_xlabel("rank of the matching reference")
     ax.set_ylabel("probability")
     ax.set_title(title)
-    ax.legend(fontsize=8)
+    _legend_outside(ax)
     return save_figure(fig, path_stem)
 
 
@@ -122,9 +197,10 @@ def plot_training_history(
     for i, (label, value) in enumerate((levels or {}).items()):
         ax.axhline(value, linestyle=("--", ":")[i % 2], color="0.4", linewidth=1, label=label)
     ax.set_xlabel("epoch")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # epochs are whole numbers
     ax.set_ylabel("validation error rate (%)")
     ax.set_ylim(0, 100)
     ax.set_title(title)
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8)
+    _legend_outside(ax)
     return save_figure(fig, path_stem)

@@ -90,6 +90,19 @@ class Settings(BaseSettings):
     stage_stale_after_s: float = Field(
         180.0, gt=0, description="A running stage without heartbeat this long is lost."
     )
+    stage_claim_lease_s: float = Field(
+        120.0,
+        gt=0,
+        description="A stage key's cross-host claim lasts this long without a heartbeat (s).",
+    )
+    stage_claim_heartbeat_s: float = Field(
+        20.0, gt=0, description="How often a worker computing a stage renews its claim (s)."
+    )
+    stage_claim_poll_max_s: float = Field(
+        5.0,
+        gt=0,
+        description="Longest wait between two looks at a stage another worker computes (s).",
+    )
     stage_requeue_after_s: float = Field(
         3600.0, gt=0, description="A queued stage whose task was sent this long ago is re-sent."
     )

@@ -9,7 +9,9 @@ docs/pages.md describes every page.
 
 from __future__ import annotations
 
+import csv
 import datetime as dt
+import io
 import json
 import logging
 import math
@@ -48,11 +50,15 @@ from api.page_session import (
 from api.schemas import DbId
 from services.errors import InvalidInputError
 from services.metrics import catalogue
+from services.pipeline.config import parse_config
 from services.platform import access, protocols, results
 from services.platform.jobs.config import leaderboard_defaults
 from services.platform.leaderboard import (
+    N_SEEDS_KEY,
     LeaderboardTableRow,
     MetricKey,
+    det_curves_of,
+    det_key,
     leaderboard_table,
     sort_rows,
 )
@@ -142,6 +148,8 @@ class Column:
     attribute: str | None = None
     digits: int = 2
     interval: tuple[str, str] | None = None  # metrics of the 95 % interval's bounds
+    std: bool = False  # the aggregate row has ``<metric>_std`` (standard deviation over seeds)
+    definition: str | None = None  # anchor on the /metrics page
 
     def metric_key(self, default_scenario: str) -> MetricKey | None:
         if self.metric is None:
@@ -154,12 +162,30 @@ _TEAM_COLUMN = Column("team", "Team", "The submitting team.", False, attribute="
 _DATE_COLUMN = Column(
     "date", "Submitted", "Submission date (UTC).", False, attribute="submitted_at"
 )
+_SEEDS_COLUMN = Column(
+    "seeds",
+    "Seeds",
+    "Training seeds the values are averaged over.",
+    True,
+    metric=N_SEEDS_KEY,
+    digits=0,
+    definition="seeds",
+)
+_TRUST_COLUMN = Column(
+    "trust",
+    "Trust",
+    "Whether the report's trust checks passed (✓), failed (⚠, with the reason) or were not"
+    " run (?).",
+    True,
+    attribute="trustworthy",
+    definition="trust",
+)
 
 
 def leaderboard_columns() -> tuple[Column, ...]:
     """The page's columns: submission, team, one per (catalogue leaderboard metric, scenario),
-    date. A metric column's key is the metric's key, suffixed ``.<scenario>`` when it shows a
-    fixed scenario rather than the protocol's."""
+    seeds, trust mark, date. A metric column's key is the metric's key, suffixed ``.<scenario>``
+    when it shows a fixed scenario rather than the protocol's."""
     metric_columns = []
     for m in catalogue.leaderboard_metrics():
         for scenario in m.leaderboard_scenarios:
@@ -176,10 +202,19 @@ def leaderboard_columns() -> tuple[Column, ...]:
                     metric=m.key,
                     scenario=scenario,
                     digits=m.digits,
-                    interval=None if fixed else m.interval,
+                    interval=m.interval,
+                    std=m.seed_summary,
+                    definition=m.key,
                 )
             )
-    return (_NAME_COLUMN, _TEAM_COLUMN, *metric_columns, _DATE_COLUMN)
+    return (
+        _NAME_COLUMN,
+        _TEAM_COLUMN,
+        *metric_columns,
+        _SEEDS_COLUMN,
+        _TRUST_COLUMN,
+        _DATE_COLUMN,
+    )
 
 
 PLOT_GROUPS: tuple[tuple[str, str, str], ...] = (
@@ -276,10 +311,19 @@ def protocols_page(request: Request, context: ApiContext = Depends(get_context))
 
 # --- leaderboard ---------------------------------------------------------------------------------
 
+REFERENCE_SCENARIO = "original"
+"""The unprotected reference: the attacker scored on original (not anonymized) speech."""
+
+DET_TOP = 5
+"""Submissions (by rank) the leaderboard's overlaid DET plot compares."""
+
+DESCRIPTION_PREVIEW_CHARS = 160
+
 
 def _best_first_desc(column: Column) -> bool:
-    """The first-click direction of a column: best privacy first; newest first for dates."""
-    return column.higher_is_better if column.metric else column.key == "date"
+    """The first-click direction of a column: best privacy first; newest first for dates,
+    trustworthy first for the trust mark."""
+    return column.higher_is_better if column.metric else column.key in ("date", "trust")
 
 
 def _sort_link(request: Request, column: Column, active: str | None, descending: bool) -> str:
@@ -289,6 +333,83 @@ def _sort_link(request: Request, column: Column, active: str | None, descending:
         order = "desc" if _best_first_desc(column) else "asc"
     params = {**request.query_params, "sort": column.key, "order": order}
     return f"{request.url.path}?{urlencode(params)}"
+
+
+def _std_of(
+    row_values: dict[MetricKey, float | None], column: Column, key: MetricKey
+) -> float | None:
+    """The standard deviation over seeds; None with a single seed (it is 0 by definition)."""
+    if not column.std:
+        return None
+    seeds = row_values.get((key[0], N_SEEDS_KEY))
+    if seeds is not None and seeds <= 1:
+        return None
+    return row_values.get((key[0], f"{column.metric}_std"))
+
+
+def _interval_of(
+    row_values: dict[MetricKey, float | None], column: Column, key: MetricKey
+) -> tuple[float, float] | None:
+    if not column.interval:
+        return None
+    low = row_values.get((key[0], column.interval[0]))
+    high = row_values.get((key[0], column.interval[1]))
+    return None if low is None or high is None else (low, high)
+
+
+def _metric_cell(values: dict[MetricKey, float | None], column: Column, key: MetricKey) -> str:
+    value = values.get(key)
+    text = fmt_number(value, column.digits)
+    d = column.digits
+    if value is not None:
+        std = _std_of(values, column, key)
+        if std is not None:
+            text += f'<span class="std"> ± {std:.{d}f}</span>'
+        interval = _interval_of(values, column, key)
+        if interval is not None:
+            text += f'<span class="ci"> [{interval[0]:.{d}f}, {interval[1]:.{d}f}]</span>'
+    missing = " missing" if value is None else ""
+    return f'<td class="num{missing}">{text}</td>'
+
+
+def _trust_cell(row: LeaderboardTableRow) -> str:
+    if row.trustworthy is None:
+        mark = '<span class="trust unknown" title="the report has no trust check">?</span>'
+        return f'<td class="trust">{mark}</td>'
+    if row.trustworthy:
+        mark = '<span class="trust ok" title="every trust check passed">✓</span>'
+        return f'<td class="trust">{mark}</td>'
+    messages = "; ".join(str(r.get("message") or r.get("code")) for r in row.trust_reasons)
+    return (
+        f'<td class="trust"><span class="trust warn" title="{escape(messages)}">⚠ '
+        f"{escape(messages or 'not trustworthy')}</span></td>"
+    )
+
+
+def _name_cell(row: LeaderboardTableRow) -> str:
+    badges = ' <span class="badge baseline">baseline</span>' if row.is_baseline else ""
+    if row.visibility == Visibility.PRIVATE.value:
+        badges += ' <span class="badge private">private</span>'
+    links = []
+    for label, url in (("paper", row.paper_url), ("code", row.code_url)):
+        if url:
+            links.append(
+                f'<a class="ext {label}" href="{escape(url)}" rel="noopener noreferrer nofollow">'
+                f"{label}</a>"
+            )
+    extra = f' <span class="links">{" · ".join(links)}</span>' if links else ""
+    description = ""
+    if row.description:
+        preview = row.description
+        if len(preview) > DESCRIPTION_PREVIEW_CHARS:
+            preview = preview[: DESCRIPTION_PREVIEW_CHARS - 1] + "…"
+        description = (
+            f'<div class="description" title="{escape(row.description)}">{escape(preview)}</div>'
+        )
+    return (
+        f'<td class="name"><a href="/submissions/{row.submission_id}?job={row.job_id}">'
+        f"{escape(row.submission_name)}</a>{badges}{extra}{description}</td>"
+    )
 
 
 def _row_html(
@@ -306,72 +427,119 @@ def _row_html(
     for column in columns:
         key = column.metric_key(scenario)
         if key is not None:
-            value = row.values.get(key)
-            text = fmt_number(value, column.digits)
-            if column.interval and value is not None:
-                low = row.values.get((key[0], column.interval[0]))
-                high = row.values.get((key[0], column.interval[1]))
-                if low is not None and high is not None:
-                    d = column.digits
-                    text += f'<span class="ci"> [{low:.{d}f}, {high:.{d}f}]</span>'
-            missing = " missing" if value is None else ""
-            cells.append(f'<td class="num{missing}">{text}</td>')
+            cells.append(_metric_cell(row.values, column, key))
         elif column.key == "date":
             cells.append(f'<td class="date">{fmt_datetime(row.submitted_at, False)}</td>')
         elif column.key == "team":
             cells.append(f"<td>{escape(row.team_slug)}</td>")
+        elif column.key == "trust":
+            cells.append(_trust_cell(row))
         else:
-            badges = ' <span class="badge baseline">baseline</span>' if row.is_baseline else ""
-            if row.visibility == Visibility.PRIVATE.value:
-                badges += ' <span class="badge private">private</span>'
-            cells.append(
-                f'<td class="name"><a href="/submissions/{row.submission_id}?job={row.job_id}">'
-                f"{escape(row.submission_name)}</a>{badges}</td>"
-            )
+            cells.append(_name_cell(row))
     private = ' class="private"' if row.visibility == Visibility.PRIVATE.value else ""
     return Markup(f'<tr data-submission="{row.submission_id}"{private}>{"".join(cells)}</tr>')
 
 
-@router.get("/protocols/{protocol_id}", response_class=HTMLResponse)
-def leaderboard_page(
-    request: Request,
-    protocol_id: DbId,
-    sort: str | None = Query(None, max_length=80),
-    order: str | None = Query(None, pattern="^(asc|desc)$"),
-    context: ApiContext = Depends(get_context),
-) -> Response:
-    """One row per visible submission (its latest succeeded job), sortable by every column."""
-    with context.database.session_scope() as session:
-        viewer = _viewer(request, context, session)
-        try:
-            protocol = protocols.get_protocol_by_id(session, protocol_id)
-        except NotFoundError:
-            return _not_found(request, viewer, f"protocol {protocol_id} not found")
-        try:
-            metric, scenario, backend, higher = leaderboard_defaults(protocol)
-        except InvalidInputError:
-            metric = catalogue.HEADLINE.key
-            scenario, backend, higher = (
-                "semi-informed",
-                "cosine",
-                catalogue.HEADLINE.higher_is_better,
+def _reference_html(
+    reference: dict[MetricKey, float | None], columns: Sequence[Column]
+) -> Markup | None:
+    """The original-speech row (same columns; the reference scenario's values of each metric),
+    or None when no visible job scored original speech."""
+    if not any(v is not None for v in reference.values()):
+        return None
+    cells = ['<td class="num rank"></td>']
+    for column in columns:
+        if column.metric is not None and column.key != "seeds":
+            cells.append(_metric_cell(reference, column, (REFERENCE_SCENARIO, column.metric)))
+        elif column.key == "name":
+            cells.append(
+                '<td class="name"><strong>Original speech</strong> <span class="badge">reference'
+                '</span><div class="description">No anonymization: what the attacker achieves on '
+                "unprotected speech.</div></td>"
             )
-        all_columns = leaderboard_columns()
-        keys: list[MetricKey] = [(scenario, metric)]
-        for column in all_columns:
-            key = column.metric_key(scenario)
-            if key is not None:
-                keys.append(key)
-            if column.interval:
-                keys += [(scenario, bound) for bound in column.interval]
-        rows = leaderboard_table(
-            session,
-            protocol.id,
-            backend=backend,
-            metrics=list(dict.fromkeys(keys)),
-            viewer_team_id=viewer.team_id if viewer else None,
-            include_all_private=bool(viewer and viewer.is_admin),
+        else:
+            cells.append("<td></td>")
+    return Markup(f'<tr class="reference" id="reference-row">{"".join(cells)}</tr>')
+
+
+@dataclass
+class LeaderboardView:
+    """Everything the leaderboard page, its CSV and its DET plot show, for one viewer."""
+
+    protocol: Protocol
+    metric: str
+    scenario: str
+    backend: str
+    backends: list[str]
+    higher: bool
+    columns: tuple[Column, ...]
+    display: list[LeaderboardTableRow]
+    ranks: dict[int, int]
+    ranked: list[LeaderboardTableRow]
+    reference: dict[MetricKey, float | None]
+    active: str | None
+    descending: bool
+    primary: Column | None
+
+
+def _protocol_backends(protocol: Protocol, default: str) -> list[str]:
+    """The back-ends the protocol's evaluations score with (its config), default first."""
+    try:
+        config = parse_config(
+            dict((protocol.body or {}).get("config", {})), source=f"protocol {protocol.id}"
         )
+        backends = [str(b) for b in config.backends]
+    except InvalidInputError:
+        backends = []
+    return list(dict.fromkeys([default, *backends]))
+
+
+def _leaderboard_view(
+    session: Session,
+    viewer: Principal | None,
+    protocol: Protocol,
+    *,
+    backend: str | None,
+    sort: str | None,
+    order: str | None,
+) -> LeaderboardView:
+    try:
+        metric, scenario, default_backend, higher = leaderboard_defaults(protocol)
+    except InvalidInputError:
+        metric = catalogue.HEADLINE.key
+        scenario, default_backend, higher = (
+            "semi-informed",
+            "cosine",
+            catalogue.HEADLINE.higher_is_better,
+        )
+    backends = _protocol_backends(protocol, default_backend)
+    if backend is None:
+        backend = default_backend
+    elif backend not in backends:
+        raise InvalidInputError(
+            f"backend {backend!r} is not scored on this protocol; known: {', '.join(backends)}"
+        )
+    all_columns = leaderboard_columns()
+    keys: list[MetricKey] = [(scenario, metric)]
+    for column in all_columns:
+        key = column.metric_key(scenario)
+        if key is None:
+            continue
+        keys.append(key)
+        keys.append((REFERENCE_SCENARIO, key[1]))
+        for scen in (key[0], REFERENCE_SCENARIO):
+            if column.std:
+                keys += [(scen, f"{key[1]}_std"), (scen, N_SEEDS_KEY)]
+            if column.interval:
+                keys += [(scen, bound) for bound in column.interval]
+    rows = leaderboard_table(
+        session,
+        protocol.id,
+        backend=backend,
+        metrics=list(dict.fromkeys(keys)),
+        viewer_team_id=viewer.team_id if viewer else None,
+        include_all_private=bool(viewer and viewer.is_admin),
+    )
     # The rank is the protocol's ranking (primary metric, then submission time), whatever the
     # display order.
     ranked = sort_rows(rows, key=(scenario, metric), descending=higher)
@@ -392,32 +560,276 @@ def leaderboard_page(
             descending=descending,
         )
         active = current.key
+    # A fixed-scenario column (e.g. lazy-informed) that no row has is left out: the protocol
+    # does not run that scenario.
+    shown = tuple(
+        c
+        for c in all_columns
+        if c.scenario is None
+        or c.metric is None
+        or any(r.values.get((c.scenario, c.metric)) is not None for r in rows)
+    )
+    # The reference: the latest evaluated job (submission order) that scored original speech.
+    reference: dict[MetricKey, float | None] = {}
+    for row in reversed(rows):
+        if any(v is not None for k, v in row.values.items() if k[0] == REFERENCE_SCENARIO):
+            reference = {k: v for k, v in row.values.items() if k[0] == REFERENCE_SCENARIO}
+            break
+    return LeaderboardView(
+        protocol=protocol,
+        metric=metric,
+        scenario=scenario,
+        backend=backend,
+        backends=backends,
+        higher=higher,
+        columns=shown,
+        display=display,
+        ranks=ranks,
+        ranked=ranked,
+        reference=reference,
+        active=active,
+        descending=descending,
+        primary=primary,
+    )
+
+
+def _lookup_view(
+    request: Request,
+    context: ApiContext,
+    protocol_id: int,
+    backend: str | None,
+    sort: str | None,
+    order: str | None,
+) -> tuple[Principal | None, LeaderboardView | HTMLResponse]:
+    with context.database.session_scope() as session:
+        viewer = _viewer(request, context, session)
+        try:
+            protocol = protocols.get_protocol_by_id(session, protocol_id)
+        except NotFoundError:
+            return viewer, _not_found(request, viewer, f"protocol {protocol_id} not found")
+        try:
+            view = _leaderboard_view(
+                session, viewer, protocol, backend=backend, sort=sort, order=order
+            )
+        except InvalidInputError as exc:
+            page = _render(request, "error.html", viewer, 422, title="Bad request",
+                           message=str(exc))  # fmt: skip
+            return viewer, page
+        session.expunge(protocol)
+        return viewer, view
+
+
+@router.get("/protocols/{protocol_id}", response_class=HTMLResponse)
+def leaderboard_page(
+    request: Request,
+    protocol_id: DbId,
+    backend: str | None = Query(None, max_length=32),
+    sort: str | None = Query(None, max_length=80),
+    order: str | None = Query(None, pattern="^(asc|desc)$"),
+    context: ApiContext = Depends(get_context),
+) -> Response:
+    """One row per visible submission (its latest succeeded job), sortable by every column."""
+    viewer, view = _lookup_view(request, context, protocol_id, backend, sort, order)
+    if not isinstance(view, LeaderboardView):
+        return view
+    with context.database.session_scope() as session:
+        top = [row.job_id for row in view.ranked[:DET_TOP]]
+        n_curves = len(det_curves_of(session, top, det_key(view.scenario, view.backend)))
     columns = [
         {
             "column": column,
-            "key": column.metric_key(scenario),
-            "link": _sort_link(request, column, active, descending),
-            "active": column.key == active,
-            "label": f"{column.label} ({scenario})" if column is primary else column.label,
+            "key": column.metric_key(view.scenario),
+            "link": _sort_link(request, column, view.active, view.descending),
+            "active": column.key == view.active,
+            "label": f"{column.label} ({view.scenario})"
+            if column is view.primary
+            else column.label,
+            "definition": column.definition,
         }
-        for column in all_columns
+        for column in view.columns
     ]
+    query = {k: v for k, v in request.query_params.items() if k in ("backend", "sort", "order")}
+    backend_links = [
+        {
+            "name": name,
+            "active": name == view.backend,
+            "link": f"{request.url.path}?{urlencode({**query, 'backend': name})}",
+        }
+        for name in view.backends
+    ]
+    suffix = f"?{urlencode(query)}" if query else ""
     return _render(
         request,
         "leaderboard.html",
         viewer,
         row_html=[
-            _row_html(row, ranks[row.submission_id], all_columns, scenario) for row in display
+            _row_html(row, view.ranks[row.submission_id], view.columns, view.scenario)
+            for row in view.display
         ],
-        protocol=protocol,
-        scenario=scenario,
-        backend=backend,
-        primary_metric=metric,
-        higher_is_better=higher,
+        reference_html=_reference_html(view.reference, view.columns),
+        protocol=view.protocol,
+        scenario=view.scenario,
+        backend=view.backend,
+        backend_links=backend_links,
+        primary_metric=catalogue.metric(view.metric).label
+        if catalogue.is_catalogued(view.metric)
+        else view.metric,
+        primary_key=view.metric,
+        higher_is_better=view.higher,
         columns=columns,
-        descending=descending,
-        rows=display,
-        ranks=ranks,
+        descending=view.descending,
+        rows=view.display,
+        ranks=view.ranks,
+        csv_link=f"/protocols/{view.protocol.id}/leaderboard.csv{suffix}",
+        det_link=(
+            f"/protocols/{view.protocol.id}/det.png?{urlencode({'backend': view.backend})}"
+            if n_curves
+            else None
+        ),
+        det_top=n_curves,
+    )
+
+
+def _csv_text(value: str) -> str:
+    """Free text in a CSV cell: a leading ``= + - @`` would be a formula in a spreadsheet."""
+    return "'" + value if value[:1] in ("=", "+", "-", "@", "\t", "\r") else value
+
+
+def leaderboard_csv(view: LeaderboardView) -> str:
+    """The rows the page shows (same back-end, same order) as CSV: every column, with each
+    metric's standard deviation over seeds and 95 % interval bounds where it has them."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    header = ["rank", "submission_id", "submission", "team", "baseline", "backend"]
+    metric_columns = [c for c in view.columns if c.metric is not None]
+    for column in metric_columns:
+        header.append(column.label)
+        if column.std:
+            header.append(f"{column.label} std")
+        if column.interval:
+            header += [f"{column.label} ci95 low", f"{column.label} ci95 high"]
+    header += ["trustworthy", "trust reasons", "description", "paper_url", "code_url", "submitted"]
+    writer.writerow(header)
+    for row in view.display:
+        cells: list[str] = [
+            str(view.ranks[row.submission_id]),
+            str(row.submission_id),
+            _csv_text(row.submission_name),
+            row.team_slug,
+            "yes" if row.is_baseline else "no",
+            view.backend,
+        ]
+        for column in metric_columns:
+            key = column.metric_key(view.scenario)
+            assert key is not None
+            value = row.values.get(key)
+            cells.append("" if value is None else repr(float(value)))
+            if column.std:
+                std = _std_of(row.values, column, key)
+                cells.append("" if std is None or value is None else repr(float(std)))
+            if column.interval:
+                interval = _interval_of(row.values, column, key)
+                cells += ["", ""] if interval is None else [repr(interval[0]), repr(interval[1])]
+        trust = {None: "unknown", True: "yes", False: "no"}[row.trustworthy]
+        cells += [
+            trust,
+            "; ".join(str(r.get("code")) for r in row.trust_reasons),
+            _csv_text(row.description or ""),
+            row.paper_url or "",
+            row.code_url or "",
+            row.submitted_at.isoformat(),
+        ]
+        writer.writerow(cells)
+    return out.getvalue()
+
+
+@router.get("/protocols/{protocol_id}/leaderboard.csv")
+def leaderboard_csv_file(
+    request: Request,
+    protocol_id: DbId,
+    backend: str | None = Query(None, max_length=32),
+    sort: str | None = Query(None, max_length=80),
+    order: str | None = Query(None, pattern="^(asc|desc)$"),
+    context: ApiContext = Depends(get_context),
+) -> Response:
+    """The leaderboard page's rows as CSV (same query parameters, same visibility)."""
+    _, view = _lookup_view(request, context, protocol_id, backend, sort, order)
+    if not isinstance(view, LeaderboardView):
+        return view
+    name = f"leaderboard-{view.protocol.name}-v{view.protocol.version}-{view.backend}.csv"
+    safe = "".join(c if c.isalnum() or c in "-._" else "_" for c in name)
+    return Response(
+        leaderboard_csv(view),
+        media_type="text/csv; charset=utf-8",
+        headers={
+            "Content-Disposition": f'attachment; filename="{safe}"',
+            "Cache-Control": "private, no-store",
+        },
+    )
+
+
+@router.get("/protocols/{protocol_id}/det.{fmt}")
+def leaderboard_det_plot(
+    request: Request,
+    protocol_id: DbId,
+    fmt: str,
+    backend: str | None = Query(None, max_length=32),
+    context: ApiContext = Depends(get_context),
+) -> Response:
+    """One DET plot of the top-ranked submissions (protocol scenario, ``backend``), each curve's
+    EER marked; drawn from the DET points kept in the job summaries. PNG or SVG."""
+    if fmt not in ("png", "svg"):
+        return Response("format must be png or svg", status_code=404, media_type="text/plain")
+    viewer, view = _lookup_view(request, context, protocol_id, backend, None, None)
+    if not isinstance(view, LeaderboardView):
+        return view
+    top = view.ranked[:DET_TOP]
+    with context.database.session_scope() as session:
+        curves = det_curves_of(
+            session, [r.job_id for r in top], det_key(view.scenario, view.backend)
+        )
+    drawn = {}
+    for row in top:
+        curve = curves.get(row.job_id)
+        if curve is None:
+            continue
+        eer = curve.get("eer")
+        label = f"#{view.ranks[row.submission_id]} {row.submission_name}"
+        if isinstance(eer, int | float):
+            label += f" (EER {eer:.1f} %, seed {curve.get('seed')})"
+        drawn[label[:80]] = (
+            curve["pfa"],
+            curve["pmiss"],
+            eer if isinstance(eer, int | float) else None,
+        )
+    if not drawn:
+        return _not_found(request, viewer, "no DET points stored for these submissions")
+    from services.plotting import render_det_overlay
+
+    title = f"DET: top {len(drawn)}, {view.scenario}, {view.backend}"
+    body = render_det_overlay(drawn, title, fmt=fmt)
+    return Response(
+        body,
+        media_type="image/png" if fmt == "png" else "image/svg+xml",
+        headers={"Cache-Control": "private, no-store"},
+    )
+
+
+# --- metric definitions --------------------------------------------------------------------------
+
+
+@router.get("/metrics", response_class=HTMLResponse)
+def metrics_page(request: Request, context: ApiContext = Depends(get_context)) -> Response:
+    """Every catalogued metric (anchors by key) and the leaderboard's other marks."""
+    with context.database.session_scope() as session:
+        viewer = _viewer(request, context, session)
+    return _render(
+        request,
+        "metrics.html",
+        viewer,
+        metrics=catalogue.all_metrics(),
+        reference_scenario=REFERENCE_SCENARIO,
+        det_top=DET_TOP,
     )
 
 
@@ -434,6 +846,12 @@ def _load_results_document(context: ApiContext, artifacts: list[Artifact]) -> di
             except Exception as exc:  # a page must render without it
                 logger.warning("cannot read %s: %s", artifact.key, exc)
     return {}
+
+
+def _trust_of(document: dict[str, Any]) -> dict[str, Any]:
+    """The report's trust block read defensively: trustworthy True / False / None (unknown)."""
+    trustworthy, reasons = results.read_trust(document)
+    return {"trustworthy": trustworthy, "reasons": reasons}
 
 
 def _result_tables(result_rows: list[Result]) -> dict[str, Any]:
@@ -528,6 +946,7 @@ def submission_page(
             document=document,
             provenance=document.get("provenance") or {},
             training=document.get("training") or {},
+            trust=_trust_of(document),
             stages=document.get("stages") or [],
             config_json=json.dumps(selected.config, indent=2, sort_keys=True) if selected else "",
         )

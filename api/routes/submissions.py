@@ -116,6 +116,9 @@ def create_submission(
             body.kind,
             visibility=body.visibility,
             created_by_user_id=principal.user_id,
+            description=body.description,
+            paper_url=body.paper_url,
+            code_url=body.code_url,
             **fields,
         )
         return SubmissionOut.of(submission)

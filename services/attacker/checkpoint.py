@@ -42,7 +42,12 @@ def load_checkpoint(path: str | Path) -> dict[str, Any]:
     try:
         payload = torch.load(p, map_location="cpu", weights_only=True)
     except Exception as exc:  # torch raises several types for corrupt/unsafe files
-        raise InvalidInputError(f"{p}: unreadable checkpoint ({exc})") from exc
+        # torch's own message is a paragraph about weights_only; the first clause is enough.
+        cause = str(exc).split(". ")[0].splitlines()[0] if str(exc) else type(exc).__name__
+        raise InvalidInputError(
+            f"{p}: not a readable attacker checkpoint, expected a best.pt of `unmask evaluate`'s "
+            f"train stage ({cause[:120]})"
+        ) from exc
     if not isinstance(payload, dict) or payload.get("format") != CHECKPOINT_FORMAT:
         raise InvalidInputError(f"{p}: not an Unmask attacker checkpoint ({CHECKPOINT_FORMAT})")
     return payload

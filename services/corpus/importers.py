@@ -5,6 +5,15 @@ LibriSpeech: ``<subset>/<spk>/<chapter>/<spk>-<chapter>-<utt>.flac`` (or ``.wav`
 LibriTTS: ``<subset>/<spk>/<chapter>/<spk>_<chapter>_<...>.wav``, one ``<stem>.normalized.txt``
 transcript per file, gender from ``speakers.tsv`` or ``SPEAKERS.txt``.
 
+Folder (``--layout folder``, a maker's own recordings): audio files (``.wav``, ``.flac``,
+``.ogg``) under ``src``, either ``<src>/<speaker>/<...>/<file>`` (the first folder below ``src``
+names the speaker) or flat ``<src>/<speaker>_<name>.wav`` / ``<speaker>-<name>.wav`` (the longest
+speaker id of the table that prefixes the name); a speakers table ``speakers.csv`` (or ``.tsv``)
+in ``src`` with a header naming the ``speaker`` (or ``speaker_id``) and ``gender`` (or ``sex``)
+columns; transcripts optional, from a ``<stem>.txt`` next to the audio or a ``transcripts.csv``
+(columns ``file``, ``text``; ``file`` is the path below ``src``, with or without suffix).
+Utterance ids are the paths below ``src`` without suffix, ``/`` replaced by ``-``.
+
 ``src`` may be the corpus folder (holding the speaker file and subset folders) or one subset folder
 (speaker file in its parent). Durations and original sample rates come from the audio headers;
 audio is resampled to 16 kHz when read (``services.audio.read_audio``), not at import.
@@ -32,8 +41,13 @@ from services.corpus.validation import (
 )
 from services.errors import CorpusError
 
-Layout = Literal["librispeech", "libritts", "librispeech-tts", "csv", "jsonl"]
-LAYOUTS: tuple[str, ...] = ("librispeech", "libritts", "librispeech-tts", "csv", "jsonl")
+Layout = Literal["librispeech", "libritts", "librispeech-tts", "folder", "csv", "jsonl"]
+LAYOUTS: tuple[str, ...] = ("librispeech", "libritts", "librispeech-tts", "folder", "csv", "jsonl")
+
+_FOLDER_AUDIO_SUFFIXES = (".wav", ".flac", ".ogg")
+_FOLDER_SPEAKER_TABLES = ("speakers.csv", "speakers.tsv")
+_SPEAKER_COLUMNS = ("speaker", "speaker_id")
+_GENDER_COLUMNS = ("gender", "sex")
 
 _SPEAKER_FILE_NAMES = ("speakers.tsv", "speakers.txt")
 _HEADER_THREADS = 8  # reading headers is I/O bound; threads overlap the file system latency
@@ -168,12 +182,100 @@ def _header(path: Path) -> tuple[float, int] | str:
         return one_line(exc).removeprefix(f"{path}: ")
 
 
+def read_speaker_table(path: Path) -> tuple[dict[str, Gender], list[Problem]]:
+    """Speaker id -> gender from a ``speakers.csv``/``.tsv`` with a header row naming the
+    ``speaker`` (or ``speaker_id``) and ``gender`` (or ``sex``) columns; other columns ignored."""
+    import csv
+
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CorpusError(f"{path}: unreadable speakers table ({one_line(exc)})") from None
+    rows = list(csv.reader(text.splitlines(), delimiter="\t" if path.suffix == ".tsv" else ","))
+    header = [c.strip().lower() for c in rows[0]] if rows else []
+    spk_col = next((header.index(c) for c in _SPEAKER_COLUMNS if c in header), None)
+    gen_col = next((header.index(c) for c in _GENDER_COLUMNS if c in header), None)
+    if spk_col is None or gen_col is None:
+        raise CorpusError(
+            f"{path}:1: the header must name a speaker column ({' or '.join(_SPEAKER_COLUMNS)}) "
+            f"and a gender column ({' or '.join(_GENDER_COLUMNS)}), got {header[:6]}"
+        )
+    genders: dict[str, Gender] = {}
+    problems: list[Problem] = []
+    for n, row in enumerate(rows[1:], start=2):
+        if not any(c.strip() for c in row):
+            continue
+        if len(row) <= max(spk_col, gen_col) or not row[spk_col].strip():
+            problems.append(Problem(str(path), n, f"malformed speaker row {','.join(row)!r:.60}"))
+            continue
+        spk = row[spk_col].strip()
+        try:
+            genders[spk] = normalize_gender(row[gen_col])
+        except ValueError as exc:
+            problems.append(Problem(str(path), n, f"speaker {spk!r}: {exc}"))
+    return genders, problems
+
+
+def _read_transcript_table(path: Path) -> dict[str, str]:
+    """``file`` (below ``src``, suffix optional) -> ``text`` of a ``transcripts.csv``."""
+    import csv
+
+    if not path.is_file():
+        return {}
+    try:
+        rows = list(csv.DictReader(path.read_text(encoding="utf-8-sig").splitlines()))
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise CorpusError(f"{path}: unreadable transcripts table ({one_line(exc)})") from None
+    out: dict[str, str] = {}
+    for row in rows:
+        file, text = (row.get("file") or "").strip(), (row.get("text") or "").strip()
+        if file:
+            out[file] = text
+            out[Path(file).with_suffix("").as_posix()] = text
+    return out
+
+
+def _scan_plain_folder(src: Path, speakers: set[str]) -> tuple[list[_Found], list[Problem]]:
+    found: list[_Found] = []
+    problems: list[Problem] = []
+    transcripts = _read_transcript_table(src / "transcripts.csv")
+    by_length = sorted(speakers, key=len, reverse=True)
+    files = sorted(
+        p for p in src.rglob("*") if p.is_file() and p.suffix.lower() in _FOLDER_AUDIO_SUFFIXES
+    )
+    for path in files:
+        rel = path.relative_to(src)
+        spk = rel.parts[0]
+        if len(rel.parts) == 1:
+            prefixed = (s for s in by_length if path.stem.startswith((f"{s}_", f"{s}-")))
+            spk = next(prefixed, "")
+            if not spk:
+                problems.append(
+                    Problem(
+                        str(path),
+                        None,
+                        "a file directly in the corpus folder must be named <speaker>_<name> "
+                        "or <speaker>-<name> with a speaker of the speakers table",
+                    )
+                )
+                continue
+        stem = rel.with_suffix("").as_posix()
+        text = transcripts.get(rel.as_posix(), transcripts.get(stem))
+        sidecar = path.with_suffix(".txt")
+        if text is None and sidecar.is_file():
+            text = " ".join(sidecar.read_text(encoding="utf-8", errors="replace").split())
+        found.append(_Found(path, stem.replace("/", "-"), spk, "", text or None))
+    return found, problems
+
+
 def _import_folder(
-    src: Path, scan: Callable[[Path], tuple[list[_Found], list[Problem]]]
+    src: Path,
+    scan: Callable[[Path], tuple[list[_Found], list[Problem]]],
+    speakers: tuple[dict[str, Gender], list[Problem]] | None = None,
 ) -> tuple[Manifest, list[Problem]]:
     if not src.is_dir():
         raise CorpusError(f"{src}: corpus folder not found")
-    genders, problems = parse_speaker_file(find_speaker_file(src))
+    genders, problems = speakers or parse_speaker_file(find_speaker_file(src))
     found, scan_problems = scan(src)
     problems += scan_problems
     if not found and not scan_problems:
@@ -199,7 +301,7 @@ def _import_folder(
                 path=f.path.resolve().relative_to(root).as_posix(),
                 duration_s=header[0],
                 text=f.text,
-                chapter_id=f.chapter_id,
+                chapter_id=f.chapter_id or None,
                 original_sample_rate=header[1],
             )
         )
@@ -238,6 +340,22 @@ def import_libritts(src: str | Path) -> tuple[Manifest, list[Problem]]:
     return _import_folder(Path(src), _scan_libritts)
 
 
+def import_plain_folder(src: str | Path) -> tuple[Manifest, list[Problem]]:
+    """Every readable, gendered audio file of a plain folder with a speakers table (module
+    docstring: ``folder`` layout), plus the problems found."""
+    root = Path(src)
+    if not root.is_dir():
+        raise CorpusError(f"{root}: corpus folder not found")
+    table = next((root / n for n in _FOLDER_SPEAKER_TABLES if (root / n).is_file()), None)
+    if table is None:
+        raise CorpusError(
+            f"{root}: no speakers table ({' or '.join(_FOLDER_SPEAKER_TABLES)} with columns "
+            "speaker,gender) in this folder"
+        )
+    genders, problems = read_speaker_table(table)
+    return _import_folder(root, lambda s: _scan_plain_folder(s, set(genders)), (genders, problems))
+
+
 def import_corpus(
     layout: str,
     src: str | Path,
@@ -247,10 +365,11 @@ def import_corpus(
 ) -> LoadReport:
     """Import ``src`` in the given layout, check it, and apply the duration filter.
 
-    ``layout``: ``librispeech``, ``libritts`` (``librispeech-tts`` is an alias), ``csv`` or
-    ``jsonl``. Problems (unreadable/empty audio, unknown speaker gender, bad rows, speakers left
-    with no utterance by the filter) raise one ``CorpusError`` listing them, or with
-    ``skip_invalid=True`` are skipped and returned in the report.
+    ``layout``: ``librispeech``, ``libritts`` (``librispeech-tts`` is an alias), ``folder`` (audio
+    files plus a speakers table), ``csv`` or ``jsonl``. Problems (unreadable/empty audio,
+    unknown speaker gender, bad rows, speakers left with no utterance by the filter) raise one
+    ``CorpusError`` listing them, or with ``skip_invalid=True`` are skipped and returned in the
+    report.
     """
     if layout not in LAYOUTS:
         raise CorpusError(f"unknown layout {layout!r} (expected one of {', '.join(LAYOUTS)})")
@@ -263,6 +382,8 @@ def import_corpus(
         manifest, problems = report.manifest, list(report.problems)
     elif layout == "librispeech":
         manifest, problems = import_librispeech(src)
+    elif layout == "folder":
+        manifest, problems = import_plain_folder(src)
     else:
         manifest, problems = import_libritts(src)
     if duration_filter is not None:

@@ -79,6 +79,11 @@ class Metric:
         return f"{value:.{self.digits}f}"
 
     @property
+    def std_key(self) -> str:
+        """The key of the standard deviation over seeds (stored with the seed-``-1`` mean)."""
+        return f"{self.key}_std"
+
+    @property
     def direction(self) -> str:
         """``higher`` or ``lower``: which way means more privacy (or utility)."""
         return "higher" if self.higher_is_better else "lower"
@@ -97,10 +102,34 @@ EER = Metric(
     path=("eer_percent",),
     seed_summary=True,
     summarized=True,
-    leaderboard_scenarios=(PROTOCOL_SCENARIO, "ignorant"),
+    leaderboard_scenarios=(PROTOCOL_SCENARIO, "ignorant", "lazy-informed"),
     in_event=True,
     in_table=True,
     interval=("eer_ci95_percent_low", "eer_ci95_percent_high"),
+)
+EER_FEMALE = Metric(
+    key="eer_per_gender_percent_f",
+    label="EER % (female)",
+    description="EER of the attacker on female speakers' trials, mean over seeds.",
+    unit="%",
+    higher_is_better=True,
+    digits=1,
+    path=("eer_per_gender_percent", "f"),
+    seed_summary=True,
+    summarized=True,
+    leaderboard_scenarios=(PROTOCOL_SCENARIO,),
+)
+EER_MALE = Metric(
+    key="eer_per_gender_percent_m",
+    label="EER % (male)",
+    description="EER of the attacker on male speakers' trials, mean over seeds.",
+    unit="%",
+    higher_is_better=True,
+    digits=1,
+    path=("eer_per_gender_percent", "m"),
+    seed_summary=True,
+    summarized=True,
+    leaderboard_scenarios=(PROTOCOL_SCENARIO,),
 )
 EER_CI95_LOW = Metric(
     key="eer_ci95_percent_low",
@@ -275,6 +304,8 @@ METRICS: tuple[Metric, ...] = (
     EER,
     EER_CI95_LOW,
     EER_CI95_HIGH,
+    EER_FEMALE,
+    EER_MALE,
     PER_SPEAKER_EER_MEAN,
     PER_SPEAKER_EER_WORST_DECILE,
     DETECTION_RATE_FAR_1,

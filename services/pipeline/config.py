@@ -206,14 +206,24 @@ class EvaluationConfig(BaseModel):
         return hashlib.sha256(blob.encode()).hexdigest()
 
 
-def _first_error(exc: ValidationError) -> str:
-    err = exc.errors()[0]
-    loc = ".".join(str(p) for p in err["loc"]) or "(config)"
-    return f"{loc}: {err['msg']}"
+def _error_lines(exc: ValidationError) -> list[str]:
+    """Every validation error as ``field.path: message``."""
+    out = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err["loc"]) or "(config)"
+        out.append(f"{loc}: {err['msg']}")
+    return out
+
+
+def join_problems(source: str, problems: list[str]) -> str:
+    """One line naming ``source`` and every problem (``source: 2 problems: a; b``)."""
+    if len(problems) == 1:
+        return f"{source}: {problems[0]}"
+    return f"{source}: {len(problems)} problems: " + "; ".join(problems)
 
 
 def parse_config(data: Any, source: str = "config") -> EvaluationConfig:
-    """Validate a config mapping; a ``ConfigError`` names the first bad field."""
+    """Validate a config mapping; a ``ConfigError`` names every bad field at once."""
     if data is None:
         data = {}
     if not isinstance(data, dict):
@@ -221,22 +231,51 @@ def parse_config(data: Any, source: str = "config") -> EvaluationConfig:
     try:
         return EvaluationConfig.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(f"{source}: {_first_error(exc)}") from exc
+        raise ConfigError(join_problems(source, _error_lines(exc))) from None
 
 
-def load_config(path: str | Path) -> EvaluationConfig:
-    """Read and validate a YAML evaluation config."""
+def read_config_data(path: str | Path) -> dict[str, Any]:
+    """The top-level mapping of a YAML config file; ``ConfigError`` names what is wrong.
+
+    An empty file (or one holding only comments) is an error: running the defaults is an hour of
+    work nobody asked for.
+    """
     p = Path(path)
+    if p.is_dir():
+        raise ConfigError(f"{p}: is a directory; give a config file (e.g. examples/configs/*.yaml)")
     if not p.is_file():
         raise ConfigError(f"{p}: config file not found")
     try:
-        data = yaml.safe_load(p.read_text())
+        data = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise ConfigError(f"{p}: not a text file (expected a YAML config)") from None
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{p}: not valid YAML ({exc})") from exc
-    cfg = parse_config(data, str(p))
+        where = getattr(exc, "problem_mark", None)
+        at = f" at line {where.line + 1}" if where is not None else ""
+        problem = getattr(exc, "problem", None) or type(exc).__name__
+        raise ConfigError(f"{p}: not valid YAML{at} ({problem})") from None
+    if data is None:
+        raise ConfigError(
+            f"{p}: the config is empty; write at least `name:` and the fields you mean "
+            "(see examples/configs/quick-pitch.yaml)"
+        )
+    if not isinstance(data, dict):
+        raise ConfigError(f"{p}: expected a mapping at the top level")
+    return data
+
+
+def resolve_paths(cfg: EvaluationConfig, config_file: str | Path) -> EvaluationConfig:
+    """A relative ``protocol`` is relative to the config file's folder."""
     if cfg.protocol is not None and not cfg.protocol.is_absolute():
-        cfg = cfg.model_copy(update={"protocol": (p.parent / cfg.protocol).resolve()})
+        return cfg.model_copy(
+            update={"protocol": (Path(config_file).parent / cfg.protocol).resolve()}
+        )
     return cfg
+
+
+def load_config(path: str | Path) -> EvaluationConfig:
+    """Read and validate a YAML evaluation config (every field error reported at once)."""
+    return resolve_paths(parse_config(read_config_data(path), str(path)), path)
 
 
 def demo_config() -> EvaluationConfig:

@@ -119,7 +119,8 @@ def write_report(
         "created_at": datetime.now(UTC).isoformat(),
         "protocol": {"name": protocol.name, "hash": protocol_key},
         "anonymizer": cfg.anonymizer.model_dump(mode="json"),
-        "rows": [{k: v for k, v in r.items() if k not in ("det", "stage_key")} for r in rows],
+        # DET points stay (200 per row): the leaderboard overlays the top submissions' curves.
+        "rows": [{k: v for k, v in r.items() if k != "stage_key"} for r in rows],
         "summary": _with_prerestoration(summarize_rows(rows), analyses),
         "training": training,
         "analyses": analyses,

@@ -20,6 +20,8 @@ host), so every run of a stage key follows one protocol:
    it, and one whose ``DONE.json`` had already been written is published as it is.
 4. It writes the manifest into ``DONE.json`` (atomically, last) and publishes the folder by
    renaming ``.tmp`` to the key folder, so the folder appears complete or not at all.
+   ``DONE.json`` holds the stage, key, inputs, outputs and manifest, nothing that depends on the
+   run (no timings, host or date), so equal work gives an equal record on every host.
 
 Why sizes and not hashes on reuse: reuse happens on every run and audio stages hold thousands of
 files (gigabytes at full scale); checking a 1,080-file, 173 MB folder's names and sizes took
@@ -316,8 +318,7 @@ class StageRunner:
                 record = read_done_record(tmp)
                 assert record is not None
                 tmp.rename(final)
-                seconds = float(record.get("seconds", 0.0))
-                return StageOutcome(stage, key, final, record["outputs"], False, seconds)
+                return StageOutcome(stage, key, final, record["outputs"], False, 0.0)
             if resumable:  # continue from its checkpoints; the record is rewritten at the end
                 for name in (DONE_FILE, DONE_FILE + ".part"):
                     (tmp / name).unlink(missing_ok=True)
@@ -332,7 +333,8 @@ class StageRunner:
             "key": key,
             "inputs": inputs,
             "outputs": outputs,
-            "seconds": seconds,
+            # No timings here: the record is part of the published folder, whose bytes must not
+            # depend on which host computed it or how fast (the run's seconds go to the log).
             "files": folder_manifest(tmp),
         }
         _write_atomic(tmp / DONE_FILE, json.dumps(record, indent=1, sort_keys=True, default=str))

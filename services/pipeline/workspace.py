@@ -4,38 +4,56 @@ Workers on different hosts share nothing but the database and the blob store. A 
 folder is named by the content hash of its inputs (``stage_runner``), so the same folder can live
 under the same blob prefix on every host:
 
-    stages/<stage>/<key>/<relative path>      one blob per file
-    stages/<stage>/<key>/INDEX.json           the file list (path, blob key, size, sha256)
+    stages/<stage>/<key>/attempts/<attempt>/<relative path>   one blob per file, per upload
+    stages/<stage>/<key>/INDEX.json                           the published file list
 
-``INDEX.json`` is written last: a prefix without it is an unfinished upload and is ignored (and
-completed by the next upload). Because keys are content hashes, a folder whose index exists is
-never uploaded again.
+Publishing is race-safe across hosts without any lock:
+
+1. An upload puts every file under a prefix of its own (``attempts/<uuid>``), which no other
+   host writes or deletes, and checks each blob's size and sha256 against the folder's manifest.
+2. It publishes by writing ``INDEX.json`` (path, blob key, size and sha256 of every file)
+   *conditionally*: only if no index exists (S3 ``If-None-Match: *``; a hard link on the local
+   store). Exactly one upload of a key wins; the index is never overwritten.
+3. A loser deletes only its own attempt's blobs. If its folder differs from the published one
+   (a stage whose bytes are not deterministic) it replaces its local copy with the published
+   one, so every host goes on with the same bytes.
+4. A reader downloads into a temporary folder and checks every blob against the index and the
+   index against the manifest in the folder's ``DONE.json`` before the folder is renamed into
+   place: the whole folder is verified before use.
+
+A published index whose folder fails these checks (tampering, a lost blob, an index of the
+earlier unconditional layout) is replaced only by a worker that holds the key's claim and has
+recomputed the stage, and only if the index is still the one it found wrong.
 
 :class:`SyncedStageRunner` is a :class:`StageRunner` that, for each stage it is asked to run,
-first downloads a finished remote copy when the local one is missing, then runs (or reuses) the
-stage, then uploads the folder when the store lacks it. Downloading on demand fetches exactly the
-stages a phase touches; uploading after each stage (not only at the end of a phase) means a
-worker killed mid-phase loses at most the stage it was in. It holds the same per-key lock as
-every :class:`StageRunner` (``stage_runner.stage_lock``) for all three steps, so the processes
-of one host that need one stage (workers, ``unmask evaluate``) compute it once.
-
-Integrity: a download is checked against the index (sha256 and size of every blob) and the
-index against the manifest in the folder's ``DONE.json``; an upload hashes every file and
-refuses one that differs from the manifest. A remote copy that fails these checks is recomputed
-by :class:`SyncedStageRunner` and replaced in the store.
+reuses a verified local copy, else downloads a published one, else takes the key's claim
+(``stage_claims``: one worker computes, the others wait for the published copy or take over an
+expired lease), computes the stage and publishes it. It holds the same per-key lock as every
+:class:`StageRunner` (``stage_runner.stage_lock``) for all of it, so the processes of one host
+that need one stage (workers, ``unmask evaluate``) compute it once.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import shutil
+import time
+import uuid
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from services.pipeline.stage_claims import (
+    FIRST_POLL_S,
+    ClaimStatus,
+    HostClaims,
+    StageClaims,
+    held_claim,
+)
 from services.pipeline.stage_runner import (
     DONE_FILE,
     StageOutcome,
@@ -46,10 +64,12 @@ from services.pipeline.stage_runner import (
     stage_lock,
 )
 from services.storage.blobstore import BlobStore, sha256_file, validate_key
-from services.storage.errors import BlobIntegrityError, BlobStoreError
+from services.storage.errors import BlobIntegrityError, BlobNotFoundError, BlobStoreError
 
 STAGES_PREFIX = "stages"
 INDEX_FILE = "INDEX.json"
+# Each upload's own blobs: stages/<stage>/<key>/attempts/<uuid hex>/...
+ATTEMPTS_DIR = "attempts"
 INDEX_MEDIA_TYPE = "application/json"
 # Parallel transfers per stage folder (many small audio files; boto3 clients are thread-safe).
 TRANSFER_THREADS = 8
@@ -117,9 +137,18 @@ class StageTransfer:
 
     stage: str
     key: str
-    direction: str  # "upload" | "download" | "none"
+    # "upload" (published), "download", "none", "lost" (another upload was published first)
+    direction: str
     files: int = 0
     bytes: int = 0
+
+
+class StagePublishRaceError(ConnectionError):
+    """Another host published or replaced a stage folder while this one used it: retry.
+
+    A ``ConnectionError`` so the job code treats it as transient (a retry finds the published
+    copy), never as a failed job.
+    """
 
 
 class StageWorkspace:
@@ -141,29 +170,39 @@ class StageWorkspace:
         return (self.local_folder(stage, key) / DONE_FILE).is_file()
 
     def is_uploaded(self, stage: str, key: str) -> bool:
-        """Whether the blob store holds a complete copy of the stage folder."""
+        """Whether the blob store holds a published copy of the stage folder (its index)."""
         return self.store.exists(stage_index_key(stage, key))
 
-    def upload(self, stage: str, key: str, *, replace: bool = False) -> StageTransfer:
-        """Upload a finished local stage folder unless the store already has it.
+    def index_sha256(self, stage: str, key: str) -> str | None:
+        """The sha256 of the published index's bytes, or None when there is none."""
+        try:
+            return hashlib.sha256(self.store.get_bytes(stage_index_key(stage, key))).hexdigest()
+        except BlobNotFoundError:
+            return None
 
-        ``replace`` uploads it even then (the stored copy failed verification). A folder that
-        differs from the manifest in its ``DONE.json`` is refused (``BlobIntegrityError``).
+    def upload(
+        self, stage: str, key: str, *, replace_index_sha256: str | None = None
+    ) -> StageTransfer:
+        """Publish a finished local stage folder unless the store already has it.
+
+        Returns direction ``upload`` (this call published it), ``none`` (already published) or
+        ``lost`` (another upload published it first; see the module docstring).
+        ``replace_index_sha256``: the published index with these bytes failed verification and
+        may be replaced (the caller holds the key's claim). A folder that differs from the
+        manifest in its ``DONE.json`` is refused (``BlobIntegrityError``).
         """
         folder = self.local_folder(stage, key)
         if not (folder / DONE_FILE).is_file():
             raise BlobStoreError(f"stage folder {folder} is not finished (no {DONE_FILE})")
-        if not replace and self.is_uploaded(stage, key):
+        index_key = stage_index_key(stage, key)
+        if replace_index_sha256 is None and self.store.exists(index_key):
             return StageTransfer(stage, key, "none")
         manifest = _manifest_of(folder)
         if manifest is not None:
             problem = stage_folder_problem(folder)  # the file list; the hashes are checked below
             if problem is not None:
                 raise BlobIntegrityError(f"{folder} differs from its manifest: {problem}")
-        prefix = stage_prefix(stage, key)
-        index_key = stage_index_key(stage, key)
-        if replace:  # readers must not pair the old index with the new blobs
-            self.store.delete(index_key)
+        prefix = f"{stage_prefix(stage, key)}/{ATTEMPTS_DIR}/{uuid.uuid4().hex}"
         files = sorted(p for p in folder.rglob("*") if p.is_file() and not p.is_symlink())
 
         def put(path: Path) -> dict[str, Any]:
@@ -184,24 +223,72 @@ class StageWorkspace:
             )
             return {"path": relative, "key": blob_key, "size_bytes": size, "sha256": sha256}
 
-        with ThreadPoolExecutor(max_workers=TRANSFER_THREADS) as pool:
-            entries = list(pool.map(put, files))
-        index = {"stage": stage, "key": key, "files": entries}
-        self.store.put_bytes(
-            index_key,
-            json.dumps(index, indent=1, sort_keys=True).encode(),
-            media_type=INDEX_MEDIA_TYPE,
-        )
-        return StageTransfer(
-            stage, key, "upload", len(entries), sum(e["size_bytes"] for e in entries)
-        )
+        entries: list[dict[str, Any]] = []
+        try:
+            with ThreadPoolExecutor(max_workers=TRANSFER_THREADS) as pool:
+                entries = list(pool.map(put, files))
+            index = {"stage": stage, "key": key, "files": entries}
+            data = json.dumps(index, indent=1, sort_keys=True).encode()
+            if replace_index_sha256 is not None:
+                self._remove_index_if(stage, key, replace_index_sha256)
+            won = self.store.put_bytes_if_absent(index_key, data, media_type=INDEX_MEDIA_TYPE)
+        except BaseException:
+            self._delete_attempt(prefix, files, folder, entries)
+            raise
+        if won:
+            return StageTransfer(
+                stage, key, "upload", len(entries), sum(e["size_bytes"] for e in entries)
+            )
+        # Lost the race: our blobs are nobody's (only our index could have named them).
+        self._delete_attempt(prefix, files, folder, entries)
+        return StageTransfer(stage, key, "lost")
+
+    def _remove_index_if(self, stage: str, key: str, sha256: str) -> None:
+        """Delete the published index if its bytes still hash to ``sha256`` (found wrong)."""
+        current = self.index_sha256(stage, key)
+        if current == sha256:
+            log.warning("replacing the unverifiable published index of %s/%s", stage, key)
+            self.store.delete(stage_index_key(stage, key))
+        elif current is not None:
+            # Someone replaced it meanwhile; their copy is verified by the next reader.
+            log.info("published index of %s/%s changed meanwhile; keeping it", stage, key)
+
+    def _delete_attempt(
+        self, prefix: str, files: list[Path], folder: Path, entries: list[dict[str, Any]]
+    ) -> None:
+        """Delete what this upload put under its own ``prefix`` (best effort)."""
+        keys = {e["key"] for e in entries}
+        for path in files:
+            relative = path.relative_to(folder).as_posix()
+            try:
+                keys.add(validate_key(f"{prefix}/{relative}"))
+            except BlobStoreError:
+                continue  # stored by content under _by-sha256: named in ``entries`` if stored
+        for blob_key in sorted(keys):
+            if blob_key.startswith(prefix + "/"):
+                try:
+                    self.store.delete(blob_key)
+                except Exception as exc:  # garbage left behind is harmless (never indexed)
+                    log.warning("could not delete %s: %r", blob_key, exc)
+
+    def published_entries(self, stage: str, key: str) -> dict[str, tuple[int, str]] | None:
+        """path -> (size, sha256) of the published index, or None when there is none."""
+        try:
+            index = json.loads(self.store.get_bytes(stage_index_key(stage, key)))
+            files = index["files"]
+            return {str(e["path"]): (int(e["size_bytes"]), str(e["sha256"])) for e in files}
+        except BlobNotFoundError:
+            return None
+        except (ValueError, KeyError, TypeError):
+            return {}  # not a stage index: matches no folder, so the reader's checks decide
 
     def download(self, stage: str, key: str, *, lock_held: bool = False) -> StageTransfer:
-        """Fetch a finished remote stage folder that is missing locally (no-op otherwise).
+        """Fetch a published stage folder that is missing locally (no-op otherwise).
 
         Files go to a temporary sibling folder that is renamed into place once every file has
         been downloaded and checked against the index's sha256 and the index against the
         folder's manifest, so a crash never leaves a half-downloaded folder that looks finished.
+        A blob the index names but the store lacks is an integrity error too.
         Takes the stage key's lock unless the caller says it holds it (``lock_held``).
         """
         if lock_held:
@@ -214,11 +301,16 @@ class StageWorkspace:
         if (final / DONE_FILE).is_file():
             return StageTransfer(stage, key, "none")
         index_key = stage_index_key(stage, key)
-        if not self.store.exists(index_key):
+        try:
+            raw = self.store.get_bytes(index_key)
+        except BlobNotFoundError:
             return StageTransfer(stage, key, "none")
-        index = json.loads(self.store.get_bytes(index_key))
-        entries: list[dict[str, Any]] = index["files"]
-        if not any(e["path"] == DONE_FILE for e in entries):
+        try:
+            index = json.loads(raw)
+            entries: list[dict[str, Any]] = list(index["files"])
+        except (ValueError, KeyError, TypeError) as exc:
+            raise BlobIntegrityError(f"{index_key}: not a stage index") from exc
+        if not any(e.get("path") == DONE_FILE for e in entries):
             raise BlobIntegrityError(f"{index_key}: the index lists no {DONE_FILE}")
         tmp = final.with_name(final.name + ".download")
         if tmp.exists():
@@ -229,7 +321,10 @@ class StageWorkspace:
             target = (tmp / entry["path"]).resolve()
             if not target.is_relative_to(tmp.resolve()):
                 raise BlobIntegrityError(f"{index_key}: path {entry['path']!r} leaves the folder")
-            info = self.store.get_to_path(entry["key"], target)
+            try:
+                info = self.store.get_to_path(entry["key"], target)
+            except BlobNotFoundError as exc:
+                raise BlobIntegrityError(f"{index_key}: blob {entry['key']} is missing") from exc
             if info.sha256 != entry["sha256"] or info.size_bytes != entry["size_bytes"]:
                 raise BlobIntegrityError(
                     f"{entry['key']}: sha256/size differ from {index_key} (stale or tampered blob)"
@@ -255,7 +350,7 @@ class StageWorkspace:
         return StageTransfer(stage, key, "download", len(entries), sum(sizes))
 
     def upload_finished(self) -> list[StageTransfer]:
-        """Upload every finished local stage folder the store lacks (returns the uploads)."""
+        """Publish every finished local stage folder the store lacks (returns the uploads)."""
         out = []
         for done in sorted(self.stages_dir.glob(f"*/*/{DONE_FILE}")):
             folder = done.parent
@@ -267,11 +362,21 @@ class StageWorkspace:
         return out
 
 
+def local_entries(folder: Path) -> dict[str, tuple[int, str]]:
+    """path -> (size, sha256) of a local stage folder: its manifest plus ``DONE.json``."""
+    manifest = dict(_manifest_of(folder) or {})
+    sha256, size = sha256_file(folder / DONE_FILE)
+    manifest[DONE_FILE] = (size, sha256)
+    return manifest
+
+
 class SyncedStageRunner(StageRunner):
     """A :class:`StageRunner` whose finished stages are shared through a blob store.
 
-    ``before_stage(stage)`` runs before each stage (the job's cancellation check); ``workspace``
-    None gives a plain runner with the same locking (single host, no blob store).
+    ``before_stage(stage)`` runs before each stage and while waiting for another worker's
+    (the job's cancellation check); ``workspace`` None gives a plain runner with the same
+    locking (single host, no blob store). ``claims`` decides who computes a stage key across
+    hosts (default :class:`HostClaims`: the host's lock only).
     """
 
     def __init__(
@@ -280,10 +385,12 @@ class SyncedStageRunner(StageRunner):
         workspace: StageWorkspace | None,
         *,
         before_stage: Callable[[str], None] | None = None,
+        claims: StageClaims | None = None,
     ) -> None:
         super().__init__(work_dir)
         self.workspace = workspace
         self.before_stage = before_stage
+        self.claims = claims or HostClaims()
         self.transfers: list[StageTransfer] = []
 
     def run(
@@ -298,26 +405,107 @@ class SyncedStageRunner(StageRunner):
             self.before_stage(stage)
         key = stage_key(stage, inputs)
         with self.lock(stage, key):
-            record = self._trusted_record(stage, key)
-            replace_remote = False
-            if record is None and self.workspace is not None:
-                try:
-                    self._record(self.workspace.download(stage, key, lock_held=True))
-                except BlobIntegrityError as exc:
-                    log.warning("stored copy of stage %s/%s not trusted: %s", stage, key, exc)
-                    replace_remote = True
-                else:
-                    record = self._trusted_record(stage, key)  # sets aside a bad copy
-                    replace_remote = record is None and self.workspace.is_uploaded(stage, key)
+            if self.workspace is None:
+                return self._run_locked(stage, key, inputs, fn, resumable=resumable)
+            return self._run_synced(self.workspace, stage, key, inputs, fn, resumable=resumable)
+
+    def _fetch(
+        self, workspace: StageWorkspace, stage: str, key: str
+    ) -> tuple[dict[str, Any] | None, str | None]:
+        """(the verified local record, after downloading a published copy if need be; the
+        sha256 of a published index that failed verification, else None)."""
+        record = self._trusted_record(stage, key)
+        if record is not None:
+            return record, None
+        try:
+            transfer = workspace.download(stage, key, lock_held=True)
+        except BlobStoreError as exc:  # integrity or a blob gone: not usable, recompute it
+            log.warning("stored copy of stage %s/%s not trusted: %s", stage, key, exc)
+            return None, workspace.index_sha256(stage, key)
+        self._record(transfer)
+        if transfer.direction == "none":
+            # Nothing published when we looked. (An index that appears right after is another
+            # worker's fresh publication, not a bad copy: never take it for one.)
+            return None, None
+        record = self._trusted_record(stage, key)  # sets aside a copy that does not verify
+        if record is None:
+            return None, workspace.index_sha256(stage, key)
+        return record, None
+
+    def _run_synced(
+        self,
+        workspace: StageWorkspace,
+        stage: str,
+        key: str,
+        inputs: Mapping[str, Any],
+        fn: Callable[[Path], dict[str, Any]],
+        *,
+        resumable: bool,
+    ) -> StageOutcome:
+        record, bad_index = self._fetch(workspace, stage, key)
+        if record is not None:  # publish it if the store lacks it (computed before syncing)
             outcome = self._reuse_or_compute(stage, key, inputs, fn, record, resumable=resumable)
-            if self.workspace is not None:
-                try:
-                    self._record(self.workspace.upload(stage, key, replace=replace_remote))
-                except BlobIntegrityError as exc:  # changed since verified: a retry recomputes
-                    self._set_aside(stage, key, outcome.folder, str(exc))
-                    raise
+            return self._publish(workspace, outcome, None)
+        wait_s = FIRST_POLL_S
+        while True:
+            status = self.claims.try_acquire(stage, key, retake_published=bad_index is not None)
+            if status == ClaimStatus.ACQUIRED:
+                break
+            if status == ClaimStatus.PUBLISHED:
+                record, bad_index = self._fetch(workspace, stage, key)
+                if record is not None:
+                    return self._reuse_or_compute(
+                        stage, key, inputs, fn, record, resumable=resumable
+                    )
+                if bad_index is None:  # recorded as published, but no index: compute again
+                    bad_index = ""
+                continue
+            # HELD: another worker computes it; look again later (cancellation is checked).
+            if self.before_stage is not None:
+                self.before_stage(stage)
+            time.sleep(wait_s)
+            wait_s = min(2 * wait_s, self.claims.poll_max_s)
+        with held_claim(self.claims, stage, key):
+            if bad_index is None:  # published between our look and our claim?
+                record, bad_index = self._fetch(workspace, stage, key)
+            outcome = self._reuse_or_compute(stage, key, inputs, fn, record, resumable=resumable)
+            outcome = self._publish(workspace, outcome, bad_index or None)
+            self.claims.mark_published(stage, key)
         return outcome
 
+    def _publish(
+        self, workspace: StageWorkspace, outcome: StageOutcome, bad_index: str | None
+    ) -> StageOutcome:
+        """Upload a finished folder unless published; when another copy is published, go on
+        with it (its outcome is returned and replaces ours in :attr:`log`)."""
+        stage, key = outcome.stage, outcome.key
+        try:
+            transfer = workspace.upload(stage, key, replace_index_sha256=bad_index)
+        except BlobIntegrityError as exc:  # changed since verified: a retry recomputes
+            self._set_aside(stage, key, outcome.folder, str(exc))
+            raise
+        self._record(transfer)
+        if transfer.direction == "upload":
+            return outcome
+        published = workspace.published_entries(stage, key)
+        if published is None:  # replaced meanwhile (a claim holder found it wrong)
+            raise StagePublishRaceError(f"stage {stage}/{key}: the published copy went away")
+        if published == local_entries(outcome.folder):
+            return outcome  # the same bytes: nothing to change here
+        # Different bytes (not a deterministic stage): every host must use the published ones.
+        self._set_aside(stage, key, outcome.folder, "another host published different bytes")
+        try:
+            self._record(workspace.download(stage, key, lock_held=True))
+        except BlobStoreError as exc:
+            raise StagePublishRaceError(f"stage {stage}/{key}: {exc}") from exc
+        record = self._trusted_record(stage, key)
+        if record is None:
+            raise StagePublishRaceError(f"stage {stage}/{key}: the published copy does not verify")
+        # Later stages of this run read the folder's files; its outputs are the published ones.
+        adopted = StageOutcome(stage, key, outcome.folder, record["outputs"], False, 0.0)
+        self.log[-1] = adopted
+        return adopted
+
     def _record(self, transfer: StageTransfer) -> None:
-        if transfer.direction != "none":
+        if transfer.direction not in ("none", "lost"):
             self.transfers.append(transfer)

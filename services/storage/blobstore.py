@@ -79,6 +79,67 @@ def _check_sha256(value: str | None, what: str) -> None:
         raise BlobStoreError(f"{what} must be 64 lowercase hex digits, got {value!r}")
 
 
+class BlobStoreUnavailableError(ConnectionError):
+    """The blob store did not serve a request: a server error (5xx), throttling or a timeout.
+
+    A ``ConnectionError``, not bad input: the job code retries it (``storage_transient_errors``).
+    """
+
+
+# S3 error codes that mean "try again later" (besides any HTTP status >= 500).
+_TRANSIENT_S3_CODES = frozenset(
+    {
+        "SlowDown",
+        "Throttling",
+        "ThrottlingException",
+        "RequestLimitExceeded",
+        "RequestTimeout",
+        "InternalError",
+        "ServiceUnavailable",
+        "OperationAborted",
+        # A concurrent conditional write to the same key (S3 answers 409): retry decides.
+        "ConditionalRequestConflict",
+    }
+)
+
+
+def _client_error_in(exc: BaseException) -> Any | None:
+    """The botocore ``ClientError`` that ``exc`` is or wraps (S3UploadFailedError), or None."""
+    from botocore.exceptions import ClientError
+
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, ClientError):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def _s3_error_code(error: Any) -> tuple[str, int]:
+    """(error code, HTTP status) of a botocore ``ClientError``."""
+    response = getattr(error, "response", {}) or {}
+    code = str(response.get("Error", {}).get("Code", ""))
+    status = int(response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0)
+    return code, status
+
+
+@contextlib.contextmanager
+def _s3_errors(what: str) -> Iterator[None]:
+    """Turn S3 server errors and throttling into :class:`BlobStoreUnavailableError`."""
+    try:
+        yield
+    except Exception as exc:
+        error = _client_error_in(exc)
+        if error is None:
+            raise
+        code, status = _s3_error_code(error)
+        if status >= 500 or code in _TRANSIENT_S3_CODES or (code.isdigit() and int(code) >= 500):
+            raise BlobStoreUnavailableError(f"blob store unavailable ({what}): {code}") from exc
+        raise
+
+
 @dataclass(frozen=True)
 class BlobInfo:
     """A stored blob: size in bytes and hex sha256 (None: not recorded yet, see ``verify``)."""
@@ -208,6 +269,17 @@ class BlobStore(ABC):
         return self.put_stream(
             key, io.BytesIO(data), media_type=media_type, expected_sha256=expected_sha256
         )
+
+    @abstractmethod
+    def put_bytes_if_absent(
+        self, key: str, data: bytes, *, media_type: str = DEFAULT_MEDIA_TYPE
+    ) -> bool:
+        """Store ``data`` under ``key`` only if no blob is there; True if this call wrote it.
+
+        Atomic against concurrent writers of the same key (S3: a conditional ``PUT`` with
+        ``If-None-Match: *``; local: a hard link, which fails when the name exists): exactly
+        one of them gets True. This is how a stage folder is published (``workspace``).
+        """
 
     @abstractmethod
     def open_read(self, key: str) -> contextlib.AbstractContextManager[IO[bytes]]:
@@ -396,6 +468,29 @@ class LocalBlobStore(BlobStore):
             raise
         self._write_meta(key, size, sha256, media_type)
         return BlobInfo(key, size, sha256, media_type)
+
+    def put_bytes_if_absent(
+        self, key: str, data: bytes, *, media_type: str = DEFAULT_MEDIA_TYPE
+    ) -> bool:
+        target = self.path_of(key)
+        fd, tmp_name = tempfile.mkstemp(dir=self._tmp)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+            target.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                os.link(tmp_name, target)  # atomic; fails if the name exists (unlike rename)
+            except FileExistsError:
+                return False
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp_name)
+        # Metadata after the blob: a reader in between sees no recorded sha256 (not a wrong one),
+        # and a loser never touches the winner's metadata.
+        self._write_meta(key, len(data), hashlib.sha256(data).hexdigest(), media_type)
+        return True
 
     @contextlib.contextmanager
     def _open(self, key: str) -> Iterator[IO[bytes]]:
@@ -593,9 +688,10 @@ class S3BlobStore(BlobStore):
         from botocore.exceptions import ClientError
 
         try:
-            head: dict[str, Any] = self.client.head_object(
-                Bucket=self.bucket, Key=validate_key(key), ChecksumMode="ENABLED"
-            )
+            with _s3_errors("head"):
+                head: dict[str, Any] = self.client.head_object(
+                    Bucket=self.bucket, Key=validate_key(key), ChecksumMode="ENABLED"
+                )
         except ClientError as exc:
             if exc.response.get("Error", {}).get("Code") in {"404", "NoSuchKey", "NotFound"}:
                 raise BlobNotFoundError(f"no blob {key!r} in bucket {self.bucket}") from None
@@ -610,9 +706,10 @@ class S3BlobStore(BlobStore):
             "ContentType": media_type,
             "ChecksumAlgorithm": "SHA256",
         }
-        self.client.upload_fileobj(
-            fileobj, self.bucket, key, ExtraArgs=extra, Config=self.transfer_config
-        )
+        with _s3_errors("upload"):
+            self.client.upload_fileobj(
+                fileobj, self.bucket, key, ExtraArgs=extra, Config=self.transfer_config
+            )
         head = self._head(key)
         stored_sha = head.get("Metadata", {}).get(SHA256_METADATA_KEY)
         problems = []
@@ -670,7 +767,8 @@ class S3BlobStore(BlobStore):
         from botocore.exceptions import ClientError
 
         try:
-            response = self.client.get_object(Bucket=self.bucket, Key=validate_key(key))
+            with _s3_errors("get"):
+                response = self.client.get_object(Bucket=self.bucket, Key=validate_key(key))
         except ClientError as exc:
             if exc.response.get("Error", {}).get("Code") in {"404", "NoSuchKey"}:
                 raise BlobNotFoundError(f"no blob {key!r} in bucket {self.bucket}") from None
@@ -688,7 +786,8 @@ class S3BlobStore(BlobStore):
         # A non-seekable sink makes the managed (ranged, parallel) download write in order, so
         # the sha256 is computed on the fly without reading the file again.
         sink = _HashingWriter(handle)
-        self.client.download_fileobj(self.bucket, key, sink, Config=self.transfer_config)
+        with _s3_errors("download"):
+            self.client.download_fileobj(self.bucket, key, sink, Config=self.transfer_config)
         return sink.hasher.hexdigest(), sink.size
 
     def stat(self, key: str) -> BlobInfo:
@@ -708,10 +807,39 @@ class S3BlobStore(BlobStore):
         return True
 
     def delete(self, key: str) -> None:
-        self.client.delete_object(Bucket=self.bucket, Key=validate_key(key))
+        with _s3_errors("delete"):
+            self.client.delete_object(Bucket=self.bucket, Key=validate_key(key))
+
+    def put_bytes_if_absent(
+        self, key: str, data: bytes, *, media_type: str = DEFAULT_MEDIA_TYPE
+    ) -> bool:
+        from botocore.exceptions import ClientError
+
+        sha256 = hashlib.sha256(data).hexdigest()
+        try:
+            with _s3_errors("conditional put"):
+                self.client.put_object(
+                    Bucket=self.bucket,
+                    Key=validate_key(key),
+                    Body=data,
+                    ContentType=media_type,
+                    Metadata={SHA256_METADATA_KEY: sha256},
+                    ChecksumSHA256=base64.b64encode(bytes.fromhex(sha256)).decode(),
+                    IfNoneMatch="*",
+                )
+        except ClientError as exc:
+            code, status = _s3_error_code(exc)
+            if status == 412 or code == "PreconditionFailed":
+                return False
+            raise
+        return True
 
     def _record_sha256(self, key: str, info: BlobInfo, sha256: str) -> None:
         # A managed copy onto itself replaces the metadata (multipart copy above 5 GB).
+        with _s3_errors("copy"):
+            self._copy_onto_itself(key, info, sha256)
+
+    def _copy_onto_itself(self, key: str, info: BlobInfo, sha256: str) -> None:
         self.client.copy(
             {"Bucket": self.bucket, "Key": key},
             self.bucket,

@@ -220,6 +220,10 @@ class Submission(Base):
     archive_size_bytes: Mapped[int | None] = mapped_column(BigInteger)
     # Why a submission was rejected (e.g. the archive's validation problems), shown to the team.
     rejection_reason: Mapped[str | None] = mapped_column(Text)
+    # Shown on the leaderboard and the submission page (services/platform/submissions/info.py).
+    description: Mapped[str | None] = mapped_column(Text)
+    paper_url: Mapped[str | None] = mapped_column(String(2048))
+    code_url: Mapped[str | None] = mapped_column(String(2048))
     # Archives only: the protocol whose audio the archive anonymizes (its jobs run under it).
     protocol_id: Mapped[int | None] = mapped_column(
         ForeignKey("protocols.id", ondelete="RESTRICT"), index=True
@@ -502,6 +506,13 @@ class JobSummary(Base):
         ForeignKey("protocols.id", ondelete="RESTRICT"), index=True
     )
     metric_values: Mapped[dict[str, float | None]] = mapped_column(json_type())
+    trustworthy: Mapped[bool | None] = mapped_column(Boolean)
+    """The report's ``trust.trustworthy``; None = the report has no trust block (unknown)."""
+    trust_reasons: Mapped[list[dict[str, Any]] | None] = mapped_column(json_type())
+    """The report's ``trust.reasons`` (code, message, value, threshold), as read."""
+    det_curves: Mapped[dict[str, Any] | None] = mapped_column(json_type())
+    """``{"<scenario>|<backend>": {"seed", "pfa", "pmiss", "eer"}}``: the DET points of
+    each (scenario, back-end)'s first seed in the report (probabilities in [0, 1])."""
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utc_now)
 
 
@@ -571,3 +582,38 @@ class ArchiveUpload(Base):
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utc_now)
     expires_at: Mapped[dt.datetime] = mapped_column(UTCDateTime())
     finished_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
+
+
+class StageClaimState(StrEnum):
+    """Where the computation of one stage key stands (``services/pipeline/stage_claims.py``)."""
+
+    COMPUTING = "computing"  # ``owner`` computes it while ``lease_expires_at`` is in the future
+    PUBLISHED = "published"  # its folder is in the blob store (``stages/<stage>/<key>``)
+    RELEASED = "released"  # its computation failed: the next worker that asks takes it
+
+
+class StageClaim(Base):
+    """The cross-host claim of one content-addressed stage key, kept after publication.
+
+    Not tied to a job: the same key serves every job whose inputs hash to it. ``computations``
+    counts how often a worker acquired the key to compute it (1 when nothing was redone).
+    """
+
+    __tablename__ = "stage_claims"
+    __table_args__ = (
+        CheckConstraint(_in_check("state", StageClaimState), name="state"),
+        CheckConstraint("computations >= 0", name="computations_nonnegative"),
+        UniqueConstraint("stage", "key"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    stage: Mapped[str] = mapped_column(String(64))
+    key: Mapped[str] = mapped_column(String(64))
+    state: Mapped[str] = mapped_column(String(16), default=StageClaimState.COMPUTING.value)
+    # host:pid:tag of the process that computes (or last computed) the key.
+    owner: Mapped[str] = mapped_column(String(255))
+    lease_expires_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
+    heartbeat_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
+    computations: Mapped[int] = mapped_column(Integer, default=1)
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utc_now)
+    published_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())

@@ -3,8 +3,8 @@ running app (uvicorn on a loopback port) with REAL results: the in-process pipel
 tiny synthetic config and its report (results.json + plots) is recorded through the storage layer
 exactly as the workers' report phase does (``upload_report``, ``result_rows_from_document``).
 
-Screenshots go to ``test-artifacts/`` (gitignored). Chromium is installed by
-``scripts/ensure_browser.sh``; without it these tests are skipped.
+Screenshots go to ``test-artifacts/screenshots/`` (gitignored); a test checks they were written.
+Chromium is installed by ``scripts/ensure_browser.sh``; without it these tests are skipped.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import pytest
 
 from services.platform import identity, protocols, results, submissions
 from services.platform.jobs import records as job_records
+from services.platform.leaderboard import record_report_summary
 from services.settings import Settings
 from services.storage.blobstore import LocalBlobStore
 from services.storage.db import Database
@@ -33,7 +34,17 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 CHROMIUM = Path("/usr/bin/chromium")
 ROOT = Path(__file__).resolve().parents[2]
-ARTIFACTS = ROOT / "test-artifacts"
+ARTIFACTS = ROOT / "test-artifacts" / "screenshots"
+SCREENSHOTS = (
+    "pages-protocols.png",
+    "pages-leaderboard.png",
+    "pages-leaderboard-plda.png",
+    "pages-metrics.png",
+    "pages-submission.png",
+    "pages-job-running.png",
+    "pages-leaderboard-signed-in.png",
+)
+UNDER_TRAINED = "attacker under-trained: VER_S 71.0 % above 50.0 %"
 HMAC_KEY = "browser-test-key"
 CHROMIUM_ARGS = [
     "--headless",
@@ -81,7 +92,11 @@ def _record_report(
     """A public built-in submission whose job's report is the pipeline's real output."""
     import json
 
-    from services.platform.results.document import result_rows_from_document, upload_report
+    from services.platform.results.document import (
+        report_summary_from_document,
+        result_rows_from_document,
+        upload_report,
+    )
 
     with database.session_scope() as session:
         sub = submissions.create_submission(
@@ -92,6 +107,9 @@ def _record_report(
             builtin_name="pitch",
             builtin_params={},
             visibility="public",
+            description="Shifts the pitch by a fixed number of semitones (the built-in baseline).",
+            paper_url="https://arxiv.org/abs/2401.00001",
+            code_url="https://github.com/unmask/unmask",
         )
         job = job_records.create_job(
             session,
@@ -109,7 +127,11 @@ def _record_report(
     artifacts = upload_report(store, job_id, out_dir)
     with database.session_scope() as session:
         results.replace_job_results(
-            session, job_id, results=result_rows_from_document(document), artifacts=artifacts
+            session,
+            job_id,
+            results=result_rows_from_document(document),
+            artifacts=artifacts,
+            report=report_summary_from_document(document),
         )
         job_records.transition_job(session, job_id, "succeeded")
     return sub_id, job_id
@@ -138,18 +160,34 @@ def _synthetic(
             results.ResultRow("semi-informed", "cosine", -1, "eer_percent", eer),
             results.ResultRow("ignorant", "cosine", -1, "eer_percent", eer - 10),
             results.ResultRow("semi-informed", "cosine", -1, "min_cllr_bits", 0.9),
+            results.ResultRow("semi-informed", "plda", -1, "eer_percent", eer - 5),
         ]
         if meand is not None:
             rows.append(
                 results.ResultRow("semi-informed", "cosine", -1, "srd_mean_disclosure_bits", meand)
             )
-        record_finished_job(
+        job_id = record_finished_job(
             session,
             team_id=team_id,
             submission_id=sub.id,
             protocol_id=protocol_id,
             config={"name": name},
             rows=rows,
+        )
+        # Its report said the attacker was under-trained (the trust block's shape).
+        record_report_summary(
+            session,
+            job_id,
+            trustworthy=False,
+            trust_reasons=[
+                {
+                    "code": "attacker_under_trained",
+                    "message": UNDER_TRAINED,
+                    "value": 71.0,
+                    "threshold": 50.0,
+                }
+            ],
+            det_curves={},
         )
         return sub.id
 
@@ -170,6 +208,9 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     database = Database(url)
     store = LocalBlobStore(folder / "blobs", signing_key=HMAC_KEY)
     protocol_config = {k: v for k, v in TINY.items() if k not in ("anonymizer", "name")}
+    # The real run scored cosine only; the protocol also lists PLDA, which only the synthetic
+    # submission has, so the back-end switch has somewhere to go.
+    protocol_config["backends"] = ["cosine", "plda"]
     with database.session_scope() as session:
         lab = identity.create_team(session, "speech-lab")
         rival = identity.create_team(session, "rival-lab")
@@ -237,7 +278,9 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
 def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     from playwright.sync_api import sync_playwright
 
-    ARTIFACTS.mkdir(exist_ok=True)
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    for name in SCREENSHOTS:  # a stale file must not pass the screenshot check
+        (ARTIFACTS / name).unlink(missing_ok=True)
     profile = tmp_path_factory.mktemp("chromium-profile")
     with sync_playwright() as playwright:
         context = playwright.chromium.launch_persistent_context(
@@ -255,7 +298,7 @@ def _row_ids(page: Any) -> list[int]:
     return [
         int(x)
         for x in page.eval_on_selector_all(
-            "#leaderboard tbody tr", "rows => rows.map(r => r.dataset.submission)"
+            "#leaderboard tbody tr[data-submission]", "rows => rows.map(r => r.dataset.submission)"
         )
     ]
 
@@ -360,3 +403,88 @@ def test_private_submission_only_for_its_team_after_login(site: Site, browser: A
     page.goto(leaderboard)
     assert site.private_name not in page.content()
     page.close()
+
+
+def _decoded_widths(page: Any, selector: str) -> list[int]:
+    return list(
+        page.evaluate(
+            """async (selector) => {
+                const imgs = [...document.querySelectorAll(selector)];
+                for (const img of imgs) { img.loading = 'eager'; img.scrollIntoView(); }
+                await Promise.all(imgs.map(img => img.decode().catch(() => null)));
+                return imgs.map(img => img.naturalWidth);
+            }""",
+            selector,
+        )
+    )
+
+
+def test_leaderboard_verdict_elements(site: Site, browser: Any) -> None:
+    page = browser.new_page()
+    leaderboard = f"{site.url}/protocols/{site.protocol_id}"
+    page.goto(leaderboard)
+    page.wait_for_selector("#leaderboard")
+    # The original-speech reference row, above the ranked rows.
+    reference = page.locator("#reference-row")
+    assert "Original speech" in reference.inner_text()
+    eer_cell = reference.locator("td.num").nth(1).inner_text()  # after the empty rank cell
+    assert float(eer_cell.split()[0]) >= 0.0, eer_cell
+    # Lazy-informed and per-gender EER columns, seeds, trust.
+    for column in ("eer_percent.ignorant", "eer_per_gender_percent_f", "seeds", "trust"):
+        assert page.locator(f'th[data-column="{column}"]').count() == 1, column
+    # The tiny protocol does not run the lazy-informed attacker: its column is left out
+    # (tests/unit/test_pages_verdict.py shows it where the results have it).
+    assert page.locator('th[data-column="eer_percent.lazy-informed"]').count() == 0
+    real = page.locator(f'tr[data-submission="{site.real_submission}"]')
+    other = page.locator(f'tr[data-submission="{site.other_submission}"]')
+    assert real.locator(".std").count() == 0  # one training seed: no spread to show
+    assert real.locator(".ci").count() >= 1  # the EER's interval
+    assert real.locator(".trust.unknown").count() == 1  # this report has no trust block
+    assert UNDER_TRAINED in other.locator(".trust.warn").inner_text()
+    # Description and links (anchors, not text).
+    assert "semitones" in real.locator(".description").inner_text()
+    assert real.locator("a.ext.paper").get_attribute("href") == "https://arxiv.org/abs/2401.00001"
+    # The overlaid DET plot decodes.
+    widths = _decoded_widths(page, "#det-overlay")
+    assert len(widths) == 1 and widths[0] > 300, widths
+    page.evaluate("window.scrollTo(0, 0)")
+    page.screenshot(path=str(ARTIFACTS / "pages-leaderboard.png"), full_page=True)
+    # CSV export of what the page shows.
+    href = page.locator("#csv-export").get_attribute("href")
+    response = page.request.get(f"{site.url}{href}")
+    assert response.status == 200 and response.headers["content-type"].startswith("text/csv")
+    assert "pitch (built-in)" in response.text() and site.private_name not in response.text()
+    # The back-end switch: PLDA shows the synthetic submission's PLDA value.
+    page.click('#backend-switch a[data-backend="plda"]')
+    page.wait_for_url("**backend=plda**")
+    assert page.locator('#backend-switch strong[data-backend="plda"]').count() == 1
+    assert "39.0" in page.locator(f'tr[data-submission="{site.other_submission}"]').inner_text()
+    page.screenshot(path=str(ARTIFACTS / "pages-leaderboard-plda.png"), full_page=True)
+    # Metric definitions are links to anchors the app serves.
+    page.goto(leaderboard)
+    page.click('th[data-column="eer_percent"] a.def')
+    page.wait_for_url("**/metrics#eer_percent")
+    assert page.locator("dt#eer_percent").is_visible()
+    assert page.locator("dt#trust").count() == 1
+    page.screenshot(path=str(ARTIFACTS / "pages-metrics.png"), full_page=True)
+    page.close()
+
+
+def test_submission_page_explains_sections_and_marks_trust(site: Site, browser: Any) -> None:
+    page = browser.new_page()
+    page.goto(f"{site.url}/submissions/{site.real_submission}")
+    page.wait_for_selector("#results-summary")
+    assert page.locator(".section-note").count() >= 5  # each section says what it means
+    assert "Not checked" in page.inner_text("#trust")  # no trust block in this report
+    links = page.locator("#submission-links a")
+    assert links.count() == 2
+    page.close()
+
+
+def test_screenshots_are_written() -> None:
+    """Runs after the page tests (file order): every screenshot exists and is a PNG."""
+    for name in SCREENSHOTS:
+        path = ARTIFACTS / name
+        assert path.is_file(), path
+        data = path.read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000, name

@@ -138,6 +138,11 @@ def e2e_platform(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PlatformP
         "UNMASK_HEARTBEAT_INTERVAL_S": "1",
         "UNMASK_STAGE_STALE_AFTER_S": "8",
         "UNMASK_REAPER_INTERVAL_S": "2",
+        # Stage claims (services/pipeline/stage_claims.py): a killed worker's claim expires
+        # before the reaper hands its stage to another worker (stale after 8 s).
+        "UNMASK_STAGE_CLAIM_LEASE_S": "6",
+        "UNMASK_STAGE_CLAIM_HEARTBEAT_S": "1",
+        "UNMASK_STAGE_CLAIM_POLL_MAX_S": "0.5",
         "UNMASK_NUM_THREADS": "1",
         "UNMASK_DEVICE": "cpu",
         # Container submissions (tests/e2e/test_platform_container.py): the engine the workers

@@ -38,6 +38,7 @@ def _modules_after_import(module: str) -> list[str]:
     [
         "services.pipeline.config",
         "services.pipeline.config_reference",
+        "services.pipeline.config_checks",
         "services.pipeline.phases",
         "services.attacker.training_config",
         "services.platform.jobs",

@@ -123,3 +123,48 @@ def test_validated_archive_folders_without_a_manifest_still_round_trip(tmp_path:
     b = StageWorkspace(store, tmp_path / "b")
     assert b.download("archive", folder.name).direction == "download"
     assert b.is_local("archive", folder.name)
+
+
+def _made_by(name: str) -> Callable[[Path], dict[str, Any]]:
+    def fn(folder: Path) -> dict[str, Any]:
+        (folder / "made_by.txt").write_text(name)  # bytes differ between hosts
+        return {"made_by": name}
+
+    return fn
+
+
+def test_a_host_whose_copy_differs_from_the_published_one_adopts_the_published_one(
+    tmp_path: Path,
+) -> None:
+    store = _store(tmp_path)
+    published = _host(tmp_path, store, "a").run("s", {"v": 1}, _made_by("a"))
+    # Host b computed the same key on its own (no store), then syncs: it loses the race.
+    b_stages = tmp_path / "b" / "stages"
+    SyncedStageRunner(b_stages, None).run("s", {"v": 1}, _made_by("b"))
+    host_b = SyncedStageRunner(b_stages, StageWorkspace(store, b_stages))
+    outcome = host_b.run("s", {"v": 1}, _made_by("b"))
+    assert outcome.outputs == {"made_by": "a"} and host_b.log[-1] == outcome
+    assert (outcome.folder / "made_by.txt").read_text() == "a"
+    assert [t.direction for t in host_b.transfers] == ["download"]
+    assert list((b_stages / REJECTED_DIR / "s").iterdir())  # its own copy kept for inspection
+    assert stage_folder_problem(outcome.folder, check_sha256=True) is None
+    # The published index still names host a's blobs only.
+    index = json.loads(store.get_bytes(stage_index_key("s", published.key)))
+    assert len({e["key"].split("/")[4] for e in index["files"]}) == 1
+
+
+def test_the_loser_of_a_publishing_race_deletes_only_its_own_blobs(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    key = stage_key("s", {"v": 1})
+    folders = []
+    for name in ("a", "b"):
+        stages = tmp_path / name / "stages"
+        SyncedStageRunner(stages, None).run("s", {"v": 1}, _made_by(name))
+        folders.append(StageWorkspace(store, stages))
+    assert folders[0].upload("s", key).direction == "upload"
+    assert folders[1].upload("s", key, replace_index_sha256="0" * 64).direction == "lost"
+    blobs = (store.root / "stages" / "s" / key / "attempts").rglob("*")
+    attempts = {p.relative_to(store.root).parts[4] for p in blobs if p.is_file()}
+    index = json.loads(store.get_bytes(stage_index_key("s", key)))
+    assert attempts == {e["key"].split("/")[4] for e in index["files"]}  # the winner's only
+    assert StageWorkspace(store, tmp_path / "c").download("s", key).direction == "download"

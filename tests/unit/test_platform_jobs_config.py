@@ -10,7 +10,9 @@ import pytest
 
 from services.errors import ConfigError, InvalidInputError
 from services.platform.jobs.config import (
+    CostLimitError,
     build_job_config,
+    check_stored_config_cost,
     run_config,
     stored_evaluation_config,
 )
@@ -60,3 +62,19 @@ def test_run_time_binds_device_and_the_archive_folder_only(tmp_path: Path) -> No
     without = Job(id=12, config={k: v for k, v in stored.items() if k != "anonymizer"})
     with pytest.raises(InvalidInputError, match="names no anonymizer"):
         stored_evaluation_config(without)
+
+
+def test_a_stored_config_meets_the_protocols_current_limits() -> None:
+    """A re-run copies the stored config; limits lowered since the first job still apply."""
+    builtin = _submission("builtin", builtin_name="pitch", builtin_params={})
+    stored = build_job_config(_protocol(), builtin, {"training": {"epochs": 4}})
+    check_stored_config_cost(stored, _protocol(), settings=Settings())  # within the defaults
+    lowered = Protocol(id=3, name="p", version=2, body={"config": BASE, "limits": {"epochs": 3}})
+    with pytest.raises(
+        CostLimitError, match=r"re-run.*training\.epochs: 4 is above the limit of 3"
+    ):
+        check_stored_config_cost(stored, lowered, settings=Settings(), source="re-run")
+    with pytest.raises(CostLimitError, match="max_job_seeds".upper()):
+        check_stored_config_cost(
+            {**stored, "seeds": [0, 1, 2]}, _protocol(), settings=Settings(max_job_seeds=2)
+        )

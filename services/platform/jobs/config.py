@@ -207,6 +207,23 @@ def build_job_config(
     return built
 
 
+def check_stored_config_cost(
+    config: Mapping[str, Any],
+    protocol: Protocol,
+    *,
+    settings: Settings | None = None,
+    source: str = "config",
+) -> None:
+    """Check a stored job config (a re-run copies one) against the protocol's CURRENT cost
+    limits: limits lowered since the original job apply to its re-runs too."""
+    check_job_cost(
+        parse_config(dict(config), source=source),
+        protocol,
+        settings or get_settings(),
+        source=source,
+    )
+
+
 def stored_evaluation_config(job: Job) -> EvaluationConfig:
     """The job's stored config parsed; a config without an anonymizer is refused."""
     data = dict(job.config or {})

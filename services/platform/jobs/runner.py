@@ -50,7 +50,12 @@ from services.platform.jobs.host import JobServices, transient_summary
 from services.platform.jobs.monitor import JobCancelledError, StageMonitor, StageSupersededError
 from services.platform.jobs.phases import job_stage_names, next_phase, phase_of_stage
 from services.platform.jobs.service import queue_phase
-from services.platform.results.document import result_rows_from_document, upload_report
+from services.platform.jobs.stage_claims import DatabaseStageClaims
+from services.platform.results.document import (
+    report_summary_from_document,
+    result_rows_from_document,
+    upload_report,
+)
 from services.storage.models import TERMINAL_STATES, Job, RunState, Stage
 from services.storage.types import utc_now
 
@@ -187,6 +192,7 @@ class _Finished:
     input_hash: str
     results: list[result_records.ResultRow] | None = None
     artifacts: list[result_records.ArtifactRecord] | None = None
+    report: result_records.ReportSummary | None = None
 
 
 def _execute(
@@ -210,7 +216,9 @@ def _execute(
         progress=monitor.report,
         sandbox=ContainerSandbox.from_settings(services.settings),
     )
-    runner = SyncedStageRunner(stages_dir, workspace, before_stage=monitor.check)
+    # Cross-host claims in the shared database: each stage key is computed by one worker.
+    claims = DatabaseStageClaims.from_settings(services.database, services.settings)
+    runner = SyncedStageRunner(stages_dir, workspace, before_stage=monitor.check, claims=claims)
     run.runner = runner
     monitor.report(phase, 0.0, f"phase {phase} started on {services.worker_host}")
     document = run.run(stop_after=phase)  # type: ignore[arg-type]
@@ -218,13 +226,15 @@ def _execute(
     mine = [o for o in runner.log if phase_of_stage(o.stage) == phase]
     artifact_keys = {f"{o.stage}/{o.key}": stage_index_key(o.stage, o.key) for o in mine}
     input_hash = _input_hash(f"{o.stage}/{o.key}" for o in mine)
-    results = artifacts = None
+    results = artifacts = report = None
     if phase == PHASES[-1]:
         assert document is not None
-        results = result_rows_from_document(json.loads((job_dir / "results.json").read_text()))
+        stored = json.loads((job_dir / "results.json").read_text())
+        results = result_rows_from_document(stored)
+        report = report_summary_from_document(stored)  # trust mark, DET points
         artifacts = upload_report(services.store, job_id, job_dir)
         artifact_keys = {**artifact_keys, "results": f"jobs/{job_id}/results.json"}
-    return _Finished(artifact_keys, input_hash, results, artifacts)
+    return _Finished(artifact_keys, input_hash, results, artifacts, report)
 
 
 def complete_phase(
@@ -237,6 +247,7 @@ def complete_phase(
     input_hash: str,
     results: list[result_records.ResultRow] | None = None,
     artifacts: list[result_records.ArtifactRecord] | None = None,
+    report: result_records.ReportSummary | None = None,
 ) -> PhaseOutcome:
     """Record a finished phase (one transaction) and queue the next one (outbox)."""
     following = next_phase(phase)
@@ -265,6 +276,7 @@ def complete_phase(
                 results=results or [],
                 artifacts=artifacts or [],
                 stage_id=stage.id,
+                report=report,
             )
             job_records.transition_job(session, job_id, RunState.SUCCEEDED.value)
             following = None
@@ -374,6 +386,7 @@ def run_job_phase(
             input_hash=finished.input_hash,
             results=finished.results,
             artifacts=finished.artifacts,
+            report=finished.report,
         )
     except JobCancelledError:
         _finish_with(services, job_id, claimed, RunState.CANCELLED, "")

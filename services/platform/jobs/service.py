@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session
 
 from services.platform import protocols as protocol_records
 from services.platform.jobs import records as job_records
-from services.platform.jobs.config import build_job_config
+from services.platform.jobs.config import build_job_config, check_stored_config_cost
 from services.platform.jobs.phases import job_stage_names
 from services.platform.outbox import REVOKE_JOB, RUN_PHASE, add_message, withdraw_unsent
 from services.settings import Settings
@@ -110,13 +110,17 @@ def create_job(
     default bounds from ``settings``). The caller locked the team. An
     idempotent replay (same ``idempotency_key``) returns the first job (``created`` False) without
     the acceptance and quota checks; a new job needs an accepted submission
-    (:class:`SubmissionNotAcceptedError`) and passes ``check_quota``.
+    (:class:`SubmissionNotAcceptedError`) and passes ``check_quota``. A copied ``config`` is
+    checked against the protocol's current cost limits (:class:`CostLimitError` when they were
+    lowered below it since).
     """
-    job_config = (
-        dict(config)
-        if config is not None
-        else build_job_config(protocol, submission, overrides or {}, settings=settings)
-    )
+    if config is not None:
+        job_config = dict(config)
+        check_stored_config_cost(
+            job_config, protocol, settings=settings, source="the re-run job's stored config"
+        )
+    else:
+        job_config = build_job_config(protocol, submission, overrides or {}, settings=settings)
     replay = idempotency_key is not None and (
         job_records.find_job_by_idempotency_key(session, team_id, idempotency_key) is not None
     )

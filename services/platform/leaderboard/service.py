@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +29,7 @@ from sqlalchemy.orm import Session
 
 from services.metrics import catalogue
 from services.platform.access import visible_submissions_clause
+from services.platform.rows import get_row
 from services.storage.errors import NotFoundError
 from services.storage.models import (
     AGGREGATE_SEED,
@@ -44,10 +45,17 @@ from services.storage.models import (
 MetricKey = tuple[str, str]  # (scenario, metric)
 
 
+N_SEEDS_KEY = "n_seeds"
+"""The result row (seed ``AGGREGATE_SEED``) holding the number of training seeds averaged."""
+
+
 def summary_metric_keys() -> tuple[str, ...]:
     """The metrics kept in a job's summary (every scenario and back-end of the job): the
-    catalogue's summarized metrics, read at call time."""
-    return tuple(m.key for m in catalogue.summarized_metrics())
+    catalogue's summarized metrics, the standard deviation over seeds of those that have one, and
+    the number of seeds, read at call time."""
+    summarized = catalogue.summarized_metrics()
+    stds = tuple(m.std_key for m in summarized if m.seed_summary)
+    return (*(m.key for m in summarized), *stds, N_SEEDS_KEY)
 
 
 # Job ids per IN list when aggregating results (bounded statement size).
@@ -90,6 +98,11 @@ def aggregated_value() -> Any:
 def summary_key(scenario: str, backend: str, metric: str) -> str:
     """The key of one value in ``JobSummary.metric_values``."""
     return f"{scenario}|{backend}|{metric}"
+
+
+def det_key(scenario: str, backend: str) -> str:
+    """The key of one DET curve in ``JobSummary.det_curves``."""
+    return f"{scenario}|{backend}"
 
 
 def _aggregated_values(
@@ -237,11 +250,58 @@ class LeaderboardTableRow:
     submitted_at: dt.datetime
     evaluated_at: dt.datetime | None
     values: dict[MetricKey, float | None] = field(default_factory=dict)
+    description: str | None = None
+    paper_url: str | None = None
+    code_url: str | None = None
+    trustworthy: bool | None = None
+    """The report's trust mark; None = unknown (no trust block in the report)."""
+    trust_reasons: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def is_baseline(self) -> bool:
         """Built-in anonymizers are the platform's baselines."""
         return self.kind == SubmissionKind.BUILTIN.value
+
+
+def _summary_row(session: Session, job_id: int) -> JobSummary:
+    summary = session.get(JobSummary, job_id)
+    if summary is None:
+        job = get_row(session, Job, job_id)
+        summary = JobSummary(job_id=job_id, protocol_id=job.protocol_id, metric_values={})
+        session.add(summary)
+    return summary
+
+
+def record_report_summary(
+    session: Session,
+    job_id: int,
+    *,
+    trustworthy: bool | None,
+    trust_reasons: Sequence[Mapping[str, Any]],
+    det_curves: Mapping[str, Any],
+) -> JobSummary:
+    """Keep the report's trust mark and DET points in the job's summary (created when missing;
+    its metric values are filled by :func:`refresh_job_summary` when the job succeeds)."""
+    summary = _summary_row(session, job_id)
+    summary.trustworthy = trustworthy
+    summary.trust_reasons = [dict(r) for r in trust_reasons] if trustworthy is not None else None
+    summary.det_curves = dict(det_curves) or None
+    session.flush()
+    return summary
+
+
+def det_curves_of(session: Session, job_ids: Sequence[int], key: str) -> dict[int, dict[str, Any]]:
+    """``{job_id: curve}`` of the DET curve ``key`` (:func:`det_key`) of the jobs that have it."""
+    out: dict[int, dict[str, Any]] = {}
+    if not job_ids:
+        return out
+    query = select(JobSummary.job_id, JobSummary.det_curves).where(
+        JobSummary.job_id.in_(list(job_ids))
+    )
+    for job_id, curves in session.execute(query):
+        if isinstance(curves, dict) and isinstance(curves.get(key), dict):
+            out[job_id] = curves[key]
+    return out
 
 
 def refresh_job_summary(session: Session, job_id: int) -> JobSummary:
@@ -295,10 +355,15 @@ def leaderboard_table(
             Submission.kind,
             Submission.visibility,
             Submission.created_at,
+            Submission.description,
+            Submission.paper_url,
+            Submission.code_url,
             Team.slug,
             latest.c.job_id,
             latest.c.finished_at,
             JobSummary.metric_values,
+            JobSummary.trustworthy,
+            JobSummary.trust_reasons,
         )
         .join(latest, and_(latest.c.submission_id == Submission.id, latest.c.recency == 1))
         .join(Team, Team.id == Submission.team_id)
@@ -335,6 +400,11 @@ def leaderboard_table(
                 submitted_at=r.created_at,
                 evaluated_at=r.finished_at,
                 values={key: values.get(stored) for key, stored in keys},
+                description=r.description,
+                paper_url=r.paper_url,
+                code_url=r.code_url,
+                trustworthy=r.trustworthy,
+                trust_reasons=list(r.trust_reasons or []),
             )
         )
     return rows

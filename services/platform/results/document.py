@@ -1,17 +1,22 @@
 """A report's ``results.json`` as database rows, and the report's files as job artifacts.
 
 :func:`result_rows_from_document` flattens the document into long-format result rows;
-:func:`upload_report` stores ``results.json`` and the plots under ``jobs/<id>/`` in the blob store.
+:func:`report_summary_from_document` reads what the leaderboard shows besides metrics (the trust
+mark, DET points); :func:`upload_report` stores ``results.json`` and the plots under
+``jobs/<id>/`` in the blob store.
 The ``report`` phase records both in the transaction that marks the job succeeded.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from services.metrics import catalogue
 from services.pipeline.workspace import media_type_of
+from services.platform.leaderboard import det_key
 from services.platform.results import service as result_records
 from services.storage.blobstore import BlobStore
 from services.storage.models import AGGREGATE_SEED
@@ -68,6 +73,71 @@ def result_rows_from_document(document: Mapping[str, Any]) -> list[result_record
         result_records.ResultRow(scenario, backend, seed, metric, value)
         for (scenario, backend, seed, metric), value in rows.items()
     ]
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def read_trust(document: Mapping[str, Any]) -> tuple[bool | None, list[dict[str, Any]]]:
+    """The report's ``trust`` block, read defensively: (trustworthy or None, reasons).
+
+    A missing or malformed block is unknown (None, []); reasons that are not objects are
+    skipped, and each kept one has a string ``code`` and ``message`` and numeric-or-None
+    ``value`` / ``threshold``.
+    """
+    block = document.get("trust")
+    if not isinstance(block, Mapping) or not isinstance(block.get("trustworthy"), bool):
+        return None, []
+    reasons = []
+    for reason in block.get("reasons") or []:
+        if not isinstance(reason, Mapping):
+            continue
+        code = str(reason.get("code") or "")[:64]
+        reasons.append(
+            {
+                "code": code,
+                "message": str(reason.get("message") or code)[:500],
+                "value": _number(reason.get("value")),
+                "threshold": _number(reason.get("threshold")),
+            }
+        )
+    return bool(block["trustworthy"]), reasons
+
+
+def _det_points(row: Mapping[str, Any]) -> tuple[list[float], list[float]] | None:
+    det = row.get("det")
+    if not isinstance(det, Mapping):
+        return None
+    pfa, pmiss = det.get("pfa"), det.get("pmiss")
+    if not isinstance(pfa, list) or not isinstance(pmiss, list) or len(pfa) != len(pmiss):
+        return None
+    points = [(_number(a), _number(b)) for a, b in zip(pfa, pmiss, strict=True)]
+    kept = [(a, b) for a, b in points if a is not None and b is not None]
+    if len(kept) < 2:
+        return None
+    return [round(a, 6) for a, _ in kept], [round(b, 6) for _, b in kept]
+
+
+def report_summary_from_document(document: Mapping[str, Any]) -> result_records.ReportSummary:
+    """The trust mark and the DET points a job summary keeps (see :class:`ReportSummary`)."""
+    trustworthy, reasons = read_trust(document)
+    curves: dict[str, Any] = {}
+    rows = [r for r in document.get("rows") or [] if isinstance(r, Mapping)]
+    for row in sorted(rows, key=lambda r: _number(r.get("seed")) or 0.0):
+        key = det_key(str(row.get("scenario")), str(row.get("backend")))
+        points = _det_points(row)
+        if key in curves or points is None:
+            continue
+        curves[key] = {
+            "seed": row.get("seed"),
+            "pfa": points[0],
+            "pmiss": points[1],
+            "eer": catalogue.EER.value_in(row),
+        }
+    return result_records.ReportSummary(trustworthy, reasons, curves)
 
 
 def upload_report(

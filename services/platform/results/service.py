@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from services.platform.hashing import SHA256_HEX_RE
-from services.platform.leaderboard import refresh_job_summary
+from services.platform.leaderboard import record_report_summary, refresh_job_summary
 from services.platform.rows import get_row
 from services.storage.blobstore import validate_key
 from services.storage.errors import ConflictError, NotFoundError
@@ -27,6 +28,21 @@ class ResultRow:
     seed: int
     metric: str
     value: float | None
+
+
+@dataclass(frozen=True)
+class ReportSummary:
+    """What a job summary keeps from the report besides metric values.
+
+    ``trustworthy`` None = the report carries no (readable) ``trust`` block: unknown.
+    ``reasons``: the block's reasons, each ``{"code", "message", "value", "threshold"}``.
+    ``det_curves``: ``{"<scenario>|<backend>": {"seed", "pfa", "pmiss", "eer"}}`` from
+    the first seed's row of each (scenario, back-end) that carries DET points.
+    """
+
+    trustworthy: bool | None = None
+    reasons: list[dict[str, Any]] = field(default_factory=list)
+    det_curves: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -110,11 +126,14 @@ def replace_job_results(
     results: Sequence[ResultRow] = (),
     artifacts: Sequence[ArtifactRecord] = (),
     stage_id: int | None = None,
+    report: ReportSummary | None = None,
 ) -> None:
     """Replace every result and artifact row of a job with these (one SAVEPOINT).
 
     A report recorded twice (a task delivered twice, a re-run after a lost worker) leaves exactly
-    the last set; call it in the transaction that marks the job succeeded.
+    the last set; call it in the transaction that marks the job succeeded. ``report``: the trust
+    mark and DET points of the report (``document.report_summary_from_document``), kept in the
+    job's summary for the leaderboard.
     """
     get_row(session, Job, job_id)
     with session.begin_nested():
@@ -124,6 +143,14 @@ def replace_job_results(
         record_results_and_artifacts(
             session, job_id, results=results, artifacts=artifacts, stage_id=stage_id
         )
+        if report is not None:
+            record_report_summary(
+                session,
+                job_id,
+                trustworthy=report.trustworthy,
+                trust_reasons=report.reasons,
+                det_curves=report.det_curves,
+            )
 
 
 def list_results(session: Session, job_id: int) -> list[Result]:

@@ -19,6 +19,7 @@ from services.platform.hashing import SHA256_HEX_RE, canonical_json_hash
 from services.platform.pagination import DEFAULT_PAGE_SIZE, keyset_page
 from services.platform.protocols import get_protocol_by_id
 from services.platform.rows import WindowUsage, get_row
+from services.platform.submissions.info import check_description, check_link
 from services.storage.blobstore import validate_key
 from services.storage.errors import ConflictError
 from services.storage.models import (
@@ -49,13 +50,21 @@ def create_submission(
     container_image: str | None = None,
     container_digest: str | None = None,
     accept: bool = True,
+    description: str | None = None,
+    paper_url: str | None = None,
+    code_url: str | None = None,
 ) -> Submission:
     """A new submission; accepted (and frozen) at once unless ``accept=False``.
 
     Each kind needs its own fields: ``builtin`` a name (+ params), ``archive`` a blob key and its
     sha256 (and ``protocol_id``, the protocol whose audio the archive anonymizes; only archives
     name one), ``container`` an image reference and a pinned ``sha256:`` digest.
+    ``description``, ``paper_url`` and ``code_url`` are optional (checked by
+    :mod:`services.platform.submissions.info`; :class:`InvalidInputError` naming the field).
     """
+    description = check_description(description)
+    paper_url = check_link(paper_url, "paper_url")
+    code_url = check_link(code_url, "code_url")
     try:
         kind_value = SubmissionKind(kind).value
         visibility_value = Visibility(visibility).value
@@ -104,6 +113,9 @@ def create_submission(
         protocol_id=protocol_id,
         container_image=container_image if kind_value == SubmissionKind.CONTAINER else None,
         container_digest=container_digest if kind_value == SubmissionKind.CONTAINER else None,
+        description=description,
+        paper_url=paper_url,
+        code_url=code_url,
     )
     session.add(submission)
     session.flush()

@@ -1,0 +1,225 @@
+"""Checks of an evaluation config's references before any work starts, and the run's plan.
+
+`parse_config` checks each field's form; `config_problems` checks what the fields point at
+(the anonymizer's name and parameters, the archive folder, the container engine and image
+reference, the protocol file, sizes against the corpus) and returns EVERY problem, each naming
+its field, so that ``unmask evaluate`` fails in a second instead of after a minute of work.
+
+`plan_lines` describes the work: stages, how many finished stage folders the store already holds
+(stages with equal inputs are reused), and a rough time estimate from measured throughputs.
+Torch-free, like the config itself.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from services.errors import ConfigError, InvalidInputError
+from services.pipeline.config import (
+    EvaluationConfig,
+    _error_lines,
+    join_problems,
+    read_config_data,
+    resolve_paths,
+)
+
+
+def load_checked_config(path: str | Path, *, engine_url: str | None = None) -> EvaluationConfig:
+    """Read ``path``, validate every field AND its references, report every problem at once.
+
+    When some fields are malformed, the sections that are well-formed on their own (anonymizer,
+    synthetic corpus, protocol) still have their references checked, so one run lists all.
+    Raises ``ConfigError`` with one line naming the file and each field.
+    """
+    data = read_config_data(path)
+    source = str(path)
+    try:
+        cfg = resolve_paths(EvaluationConfig.model_validate(data), path)
+    except ValidationError as exc:
+        problems = _error_lines(exc)
+        bad_sections = {str(e["loc"][0]) for e in exc.errors() if e["loc"]}
+        partial = _partial_config(data, bad_sections)
+        if partial is not None:
+            problems += config_problems(resolve_paths(partial, path), engine_url=engine_url)
+        raise ConfigError(join_problems(source, problems)) from None
+    problems = config_problems(cfg, engine_url=engine_url)
+    if problems:
+        raise ConfigError(join_problems(source, problems))
+    return cfg
+
+
+def _partial_config(data: dict[str, Any], bad_sections: set[str]) -> EvaluationConfig | None:
+    """The config with its malformed top-level sections dropped, for the reference checks."""
+    kept = {k: v for k, v in data.items() if k not in bad_sections}
+    if "anonymizer" in bad_sections:
+        kept["anonymizer"] = {"name": "pitch"}  # checked already: do not report it twice
+    try:
+        return EvaluationConfig.model_validate(kept)
+    except ValidationError:
+        return None
+
+
+def config_problems(cfg: EvaluationConfig, *, engine_url: str | None = None) -> list[str]:
+    """Every problem of ``cfg``'s references, as ``field: message`` (empty = none).
+
+    ``engine_url``: the container engine to ping for ``anonymizer.kind: container``
+    (None or empty: ``DOCKER_HOST``, then Docker's default socket).
+    """
+    problems: list[str] = []
+    problems += _anonymizer_problems(cfg, engine_url)
+    problems += _corpus_problems(cfg)
+    return problems
+
+
+def _anonymizer_problems(cfg: EvaluationConfig, engine_url: str | None) -> list[str]:
+    spec = cfg.anonymizer
+    if spec.kind == "builtin":
+        from services.anonymizers.registry import BUILTIN_NAMES, build_anonymizer
+
+        try:
+            build_anonymizer(spec.name, spec.params)
+        except (InvalidInputError, ValueError) as exc:
+            field = "anonymizer.params" if spec.name in BUILTIN_NAMES else "anonymizer.name"
+            return [f"{field}: {exc}"]
+        return []
+    if spec.kind == "archive":
+        archive = spec.archive
+        if archive is None or not archive.is_dir():
+            return [f"anonymizer.archive: folder {archive} not found (the extracted archive)"]
+        return []
+    problems: list[str] = []
+    image = spec.image or ""
+    if any(c.isspace() for c in image) or image.startswith(("-", "@", ":")):
+        problems.append(f"anonymizer.image: invalid image reference {image!r}")
+    from services.anonymizers.container import ContainerEngineError, engine_client
+
+    try:
+        engine_client(engine_url or None).close()
+    except ContainerEngineError as exc:
+        problems.append(f"anonymizer.kind container: {exc}")
+    return problems
+
+
+def _corpus_problems(cfg: EvaluationConfig) -> list[str]:
+    if cfg.protocol is not None:
+        from services.corpus.protocol import load_protocol_and_manifest
+
+        if cfg.protocol.is_dir():
+            return [f"protocol: {cfg.protocol} is a directory, not a protocol JSON"]
+        try:
+            load_protocol_and_manifest(cfg.protocol)
+        except (InvalidInputError, OSError, ValueError) as exc:
+            return [f"protocol: {exc}"]
+        return []
+    s = cfg.synthetic
+    problems: list[str] = []
+    roles = s.n_attacker_train_speakers + s.n_eval_speakers + s.n_target_speakers
+    if roles > s.n_speakers:
+        problems.append(
+            f"synthetic: n_attacker_train_speakers + n_eval_speakers + n_target_speakers = "
+            f"{roles} exceeds n_speakers = {s.n_speakers}"
+        )
+    per_speaker = s.enrollments_per_speaker + s.trials_per_speaker
+    if per_speaker > s.utts_per_speaker:
+        problems.append(
+            f"synthetic: enrollments_per_speaker + trials_per_speaker = {per_speaker} exceeds "
+            f"utts_per_speaker = {s.utts_per_speaker}"
+        )
+    if s.min_duration_s > s.max_duration_s:
+        problems.append(
+            f"synthetic: min_duration_s {s.min_duration_s} > max_duration_s {s.max_duration_s}"
+        )
+    return problems
+
+
+# --- the plan -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Throughputs:
+    """Seconds per unit of work on one CPU core pair (2-core development machine, CPU only).
+
+    Measured once with ``nice -n 10 unmask evaluate examples/configs/quick-pitch.yaml`` (48
+    synthetic speakers x 24 utterances of 2-6 s, ``tiny`` preset, 6 epochs; load average about 2
+    from other work): the stages' ``DONE.json`` seconds divided by their utterance counts.
+    Other presets and GPUs differ; the estimate is a rough guide, not a promise.
+    """
+
+    corpus_s_per_utt: float = 0.0205  # 23.6 s / 1,152 generated utterances
+    anonymize_s_per_utt: float = 0.055  # pitch: 43.3 s / ~790 utterances
+    train_s_per_utt_epoch: float = 0.0175  # tiny preset: 49-61 s / (6 epochs x ~520 utterances)
+    embed_s_per_utt: float = 0.015  # 2.1 s / 128 utterances
+    startup_s: float = 11.0  # imports, plots, report
+
+
+MEASURED = Throughputs()
+
+
+def plan_lines(cfg: EvaluationConfig, stages_dir: Path, speed: Throughputs = MEASURED) -> list[str]:
+    """A few lines: the stages, what the stage store already holds, a rough duration."""
+    scenarios = list(cfg.scenarios)
+    models = int(any(s in ("original", "ignorant") for s in scenarios)) + int(
+        any(s in ("lazy-informed", "semi-informed") for s in scenarios)
+    )
+    n_train_models = max(models, 1) * len(cfg.seeds)
+    lines = [
+        f"plan: {cfg.name}: {cfg.anonymizer.kind} anonymizer "
+        f"{cfg.anonymizer.name if cfg.anonymizer.kind == 'builtin' else ''}".rstrip()
+        + f"; scenarios {', '.join(scenarios)}; seeds {cfg.seeds}; back-ends "
+        f"{', '.join(cfg.backends)}",
+        f"plan: stages corpus -> anonymize -> train ({n_train_models} recognizer(s), "
+        f"{cfg.training.preset} preset, {cfg.training.epochs} epochs) -> embed -> score -> report"
+        + (" -> analyses" if any(cfg.analyses.model_dump().values()) else ""),
+    ]
+    done = _finished_stages(stages_dir)
+    if done:
+        held = ", ".join(f"{n} {stage}" for stage, n in sorted(done.items()))
+        lines.append(f"plan: stage store {stages_dir} holds {held}; equal inputs are reused")
+    else:
+        lines.append(f"plan: stage store {stages_dir} is empty; every stage is computed")
+    if cfg.protocol is None and cfg.training.preset == "tiny":
+        s = cfg.synthetic
+        n_utts = s.n_speakers * s.utts_per_speaker
+        n_train = s.n_attacker_train_speakers * s.utts_per_speaker
+        n_eval = s.n_eval_speakers * (s.enrollments_per_speaker + s.trials_per_speaker)
+        anonymized = (n_train if models > 1 or "lazy-informed" in scenarios else 0) + n_eval
+        seconds = (
+            speed.startup_s
+            + n_utts * speed.corpus_s_per_utt
+            + anonymized * speed.anonymize_s_per_utt
+            + n_train_models * cfg.training.epochs * n_train * speed.train_s_per_utt_epoch
+            + n_train_models * 2 * n_eval * speed.embed_s_per_utt
+        )
+        lines.append(
+            f"plan: about {_minutes(seconds)} on a 2-core CPU without reuse (throughputs measured "
+            "on the quick example, services/pipeline/config_checks.py)"
+        )
+    else:
+        lines.append(
+            "plan: no time estimate for this corpus or preset (measured throughputs cover the "
+            "synthetic corpus with the tiny preset); see docs/performance.md"
+        )
+    return lines
+
+
+def _minutes(seconds: float) -> str:
+    if seconds < 90:
+        return f"{max(10, int(math.ceil(seconds / 10) * 10))} s"
+    return f"{round(seconds / 60)} min"
+
+
+def _finished_stages(stages_dir: Path) -> dict[str, int]:
+    """Finished stage folders (those with ``DONE.json``) per stage name."""
+    if not stages_dir.is_dir():
+        return {}
+    counts: dict[str, int] = {}
+    for stage in sorted(p for p in stages_dir.iterdir() if p.is_dir() and p.name[0] != "."):
+        n = sum(1 for key in stage.iterdir() if (key / "DONE.json").is_file())
+        if n:
+            counts[stage.name] = n
+    return counts
