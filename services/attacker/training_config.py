@@ -149,6 +149,13 @@ class TrainingConfig(BaseModel):
     deterministic: bool = Field(
         True, description="torch.use_deterministic_algorithms (warn only) during training."
     )
+    augmentation: AugmentationConfig | None = Field(
+        None,
+        # Left out of dumps while unset: train stage keys and checkpoints stay as they were.
+        exclude_if=lambda value: value is None,
+        description="Augmentation of the training crops (speed, noise, reverberation, DropFreq, "
+        "DropChunk; services.attacker.augmentation); null = none.",
+    )
 
     @model_validator(mode="after")
     def _check_schedule(self) -> TrainingConfig:

@@ -4,6 +4,7 @@ fidelity to SpeechBrain's DropFreq, DropChunk, generated noises and room respons
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -165,3 +166,41 @@ def test_config_rejects_inverted_ranges_and_bad_input() -> None:
         AugmentationConfig(speeds=(0.0, 1.0))
     with pytest.raises(ValueError, match="batch, samples"):
         BatchAugmenter(AugmentationConfig()).augment(torch.zeros(16000), 0)
+
+
+# -- the hook in the training loop ---------------------------------------------------------------
+
+
+def test_unset_augmentation_leaves_training_configs_and_stage_keys_as_they_were() -> None:
+    from services.attacker.training_config import TrainingConfig
+
+    assert "augmentation" not in TrainingConfig().model_dump(mode="json")
+    with_aug = TrainingConfig(augmentation=AugmentationConfig())
+    dumped = with_aug.model_dump(mode="json")
+    assert dumped["augmentation"]["speeds"] == [0.9, 1.0, 1.1]
+    assert TrainingConfig.model_validate(dumped) == with_aug  # a checkpoint's config round-trips
+
+
+@pytest.mark.slow
+def test_training_with_augmentation_is_deterministic_and_differs_from_without(
+    tmp_path: Path,
+) -> None:
+    from services.attacker.embeddings import extract_embeddings
+    from services.attacker.training import TrainingConfig, TrainingItem, train_attacker
+
+    rng = np.random.default_rng(0)
+    items = [
+        TrainingItem(_batch(1, 1.2, seed=k)[0].numpy() * (1 + 0.1 * k), f"s{k % 3}", None)
+        for k in range(9)
+    ]
+    base = TrainingConfig(preset="tiny", epochs=1, batch_size=4, crop_seconds=1.0, device="cpu")
+    aug = base.model_copy(update={"augmentation": AugmentationConfig(noise_prob=1.0)})
+    for name, cfg in (("a", aug), ("b", aug), ("plain", base)):
+        train_attacker(items, [], cfg, tmp_path / name)
+    probes = [rng.standard_normal(RATE).astype(np.float32) * 0.1]
+    emb = {
+        n: extract_embeddings(tmp_path / n / "last.pt", probes, device="cpu")
+        for n in ("a", "b", "plain")
+    }
+    assert np.array_equal(emb["a"], emb["b"])
+    assert not np.array_equal(emb["a"], emb["plain"])
