@@ -43,6 +43,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from speechbrain.nnet.losses import AdditiveAngularMargin, LogSoftmaxWrapper
 from torch.utils.data import DataLoader, Dataset
 
+from services.attacker.augmentation import BatchAugmenter
 from services.attacker.checkpoint import (
     CHECKPOINT_FORMAT,
     encoder_from_checkpoint,
@@ -434,6 +435,8 @@ class _Trainer:
         self.best_ver: float | None = None
         self.fingerprint = _data_fingerprint(train, val)
         self.autocast_enabled = config.mixed_precision and self.device.type == "cuda"
+        # Issue 15: augmentation of the crops, drawn per (seed, epoch, step) (augmentation.py).
+        self.augmenter = BatchAugmenter(config.augmentation) if config.augmentation else None
 
     # ----------------------------------------------------------------- checkpoints
     def _payload(self, *, resumable: bool) -> dict[str, Any]:
@@ -624,6 +627,8 @@ class _Trainer:
             lr = 0.0
             for step, (wavs, idx) in enumerate(zip(loader, batches, strict=True), start=1):
                 lr = cyclic_learning_rate(self.global_step, cfg.base_lr, cfg.lr, self.step_size)
+                if self.augmenter is not None:
+                    wavs = self.augmenter(wavs, (cfg.seed, epoch, step))
                 loss_s, loss_t = self._step(wavs, idx, w_t)
                 sum_s += loss_s
                 if not math.isnan(loss_t):

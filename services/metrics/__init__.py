@@ -1,4 +1,5 @@
-"""Privacy metrics: ROCCH EER, Cllr / min Cllr, linkability, ZEBRA, SRD and bootstrap intervals.
+"""Privacy metrics: ROCCH EER (pooled, per speaker), detection rate at low FAR, Cllr / min Cllr,
+linkability, ZEBRA, SRD and bootstrap intervals.
 
 Pure NumPy / SciPy; inputs are score arrays, ranks or similarity matrices. Definitions, units,
 tie rules and edge cases: docs/metrics.md.
@@ -18,6 +19,7 @@ from services.metrics.calibration import (
     pav_calibration,
     pav_llrs,
 )
+from services.metrics.detection import DetectionRate, detection_rate_at_far
 from services.metrics.eer import (
     DETCurve,
     EERResult,
@@ -28,6 +30,7 @@ from services.metrics.eer import (
     det_curve,
 )
 from services.metrics.linkability import LinkabilityResult, compute_linkability
+from services.metrics.per_speaker import PerSpeakerEER, per_speaker_eer, summarize_per_speaker
 from services.metrics.srd import (
     BetaBinomialFit,
     MatchingRanks,
@@ -48,10 +51,12 @@ __all__ = [
     "BetaBinomialFit",
     "BootstrapInterval",
     "DETCurve",
+    "DetectionRate",
     "EERResult",
     "LinkabilityResult",
     "MatchingRanks",
     "PavCalibration",
+    "PerSpeakerEER",
     "ROCConvexHull",
     "SRDBootstrap",
     "SRDResult",
@@ -69,14 +74,17 @@ __all__ = [
     "compute_srd",
     "compute_zebra",
     "det_curve",
+    "detection_rate_at_far",
     "fit_beta_binomial",
     "fit_beta_binomial_constrained",
     "matching_ranks",
     "pav",
     "pav_calibration",
     "pav_llrs",
+    "per_speaker_eer",
     "rank_histogram",
     "srd_from_similarity",
     "srd_summary",
+    "summarize_per_speaker",
     "zebra_category",
 ]

@@ -149,6 +149,66 @@ EER_CI95_HIGH = Metric(
     digits=1,
     summarized=True,
 )
+PER_SPEAKER_EER_MEAN = Metric(
+    key="per_speaker_eer_mean_percent",
+    label="per-speaker EER %",
+    description=(
+        "Mean over trial speakers of each speaker's EER (its target trials vs all non-target "
+        "trials of its list), each clipped at 50 %; higher = more privacy."
+    ),
+    unit="%",
+    higher_is_better=True,
+    digits=1,
+    path=("per_speaker_eer", "mean_percent"),
+    seed_summary=True,
+    summarized=True,
+    in_event=True,
+)
+PER_SPEAKER_EER_WORST_DECILE = Metric(
+    key="per_speaker_eer_worst_decile_percent",
+    label="worst-decile EER %",
+    description=(
+        "Mean per-speaker EER of the tenth of trial speakers (rounded up) with the lowest EER: the "
+        "speakers easiest to recognize. Higher = more privacy."
+    ),
+    unit="%",
+    higher_is_better=True,
+    digits=1,
+    path=("per_speaker_eer", "worst_decile_percent"),
+    seed_summary=True,
+    summarized=True,
+    in_event=True,
+)
+DETECTION_RATE_FAR_1 = Metric(
+    key="detection_rate_far1_percent",
+    label="DR @ FAR 1 %",
+    description=(
+        "Share of target trials the attacker accepts at a threshold with at most 1 % false "
+        "alarms (none below 100 non-targets); lower = more privacy."
+    ),
+    unit="%",
+    higher_is_better=False,
+    digits=1,
+    path=("detection_rate", "far_1_percent"),
+    seed_summary=True,
+    summarized=True,
+    in_event=True,
+)
+DETECTION_RATE_FAR_0_1 = Metric(
+    key="detection_rate_far0p1_percent",
+    label="DR @ FAR 0.1 %",
+    description=(
+        "Share of target trials accepted at a threshold with at most 0.1 % false alarms (none "
+        "below 1000 non-targets); lower = more privacy."
+    ),
+    unit="%",
+    higher_is_better=False,
+    digits=1,
+    path=("detection_rate", "far_0_1_percent"),
+    seed_summary=True,
+    summarized=True,
+    in_event=True,
+)
 CLLR = Metric(
     key="cllr_bits",
     label="Cllr",
@@ -246,6 +306,10 @@ METRICS: tuple[Metric, ...] = (
     EER_CI95_HIGH,
     EER_FEMALE,
     EER_MALE,
+    PER_SPEAKER_EER_MEAN,
+    PER_SPEAKER_EER_WORST_DECILE,
+    DETECTION_RATE_FAR_1,
+    DETECTION_RATE_FAR_0_1,
     CLLR,
     MIN_CLLR,
     LINKABILITY,

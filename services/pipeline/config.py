@@ -83,6 +83,30 @@ class MetricsSpec(BaseModel):
     linkability: bool = Field(True, description="Linkability D_sys.")
     zebra: bool = Field(True, description="ZEBRA expected / worst-case disclosure.")
     cllr: bool = Field(True, description="Cllr and min Cllr (bits).")
+    per_speaker_eer: bool = Field(
+        True, description="Per-speaker EER (%, clipped at 50): mean and worst decile."
+    )
+    detection_rate: bool = Field(
+        True, description="Detection rate (%) at false-alarm rates 1 % and 0.1 %."
+    )
+
+
+class ScoringSpec(BaseModel):
+    """Score normalization of every back-end's scores (docs/scoring.md)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    normalization: Literal["none", "as-norm"] = Field(
+        "none",
+        description="`as-norm`: adaptive symmetric normalization with a cohort of the "
+        "attacker-train speakers (per-speaker mean embeddings of the scenario's recognizer).",
+    )
+    cohort_top_k: int = Field(
+        200,
+        ge=2,
+        description="AS-norm: K, the highest cohort scores per side; clamped to the cohort size "
+        "(the speakers of the partition's gender in per-gender and mixed modes).",
+    )
 
 
 class SizeStudySpec(SizeStudyConfig):
@@ -152,8 +176,14 @@ class EvaluationConfig(BaseModel):
         min_length=1,
         description="Scoring back-ends.",
     )
-    gender_handling: Literal["pooled", "per-gender"] = Field(
-        "pooled", description="pooled (seed 000) or per-gender (VPC 2024: no cross-gender trials)."
+    gender_handling: Literal["pooled", "per-gender", "mixed"] = Field(
+        "pooled",
+        description="pooled (seed 000), per-gender (VPC 2024: no cross-gender trials, one EER per "
+        "gender, their mean) or mixed (the same-gender trials of both genders in one list, one "
+        "EER).",
+    )
+    scoring: ScoringSpec = Field(
+        default_factory=ScoringSpec, description="Score normalization (AS-norm)."
     )
     metrics: MetricsSpec = Field(
         default_factory=MetricsSpec, description="Metrics computed on every score set."

@@ -197,7 +197,9 @@ class EvaluationRun:
             model_cond, enr_cond, trial_cond = SCENARIO_PLAN[scenario]
             for seed in cfg.seeds:
                 for backend in cfg.backends:
-                    plda_cond = model_cond if backend == "plda" else None
+                    # PLDA trains on, and AS-norm takes its cohort from, attacker-train data.
+                    uses_train = backend == "plda" or cfg.scoring.normalization != "none"
+                    plda_cond = model_cond if uses_train else None
                     plan.append((scenario, backend, seed, enr_cond, trial_cond, plda_cond))
                     wanted += [
                         (model_cond, seed, enr_cond, "enrollment"),

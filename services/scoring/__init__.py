@@ -1,10 +1,18 @@
-"""Scoring back-ends: cosine and LDA + PLDA, trial sets, gender handling, streaming EER.
+"""Scoring back-ends: cosine and LDA + PLDA, AS-norm, trial sets, gender handling, streaming EER.
 
 See docs/scoring.md for the formulas, enrollment modes, the speaker-level averaging shortcut and
 the memory bounds.
 """
 
 from services.scoring.cosine import CosineBackend, cosine_score_matrix, l2_normalize
+from services.scoring.normalization import (
+    ASNorm,
+    CohortStats,
+    as_norm_matrix,
+    as_norm_terms,
+    cohort_stats,
+    effective_top_k,
+)
 from services.scoring.pairs import (
     DEFAULT_MEMORY_BUDGET_BYTES,
     PairScoreTerms,
@@ -35,6 +43,7 @@ from services.scoring.scorer import (
     TargetNontargetScores,
     eer_report,
     iter_score_blocks_for_trials,
+    per_speaker_eer_report,
     score_trials,
     streaming_eer_report,
 )
@@ -54,7 +63,9 @@ from services.scoring.trials import (
 
 __all__ = [
     "DEFAULT_MEMORY_BUDGET_BYTES",
+    "ASNorm",
     "Aggregation",
+    "CohortStats",
     "CosineBackend",
     "EERReport",
     "EmbeddingSet",
@@ -71,9 +82,13 @@ __all__ = [
     "StreamingEER",
     "TargetNontargetScores",
     "TrialSet",
+    "as_norm_matrix",
+    "as_norm_terms",
+    "cohort_stats",
     "cosine_score_matrix",
     "eer_from_counts",
     "eer_report",
+    "effective_top_k",
     "fit_two_covariance",
     "float32_order_keys",
     "group_means",
@@ -83,6 +98,7 @@ __all__ = [
     "l2_normalize",
     "length_normalize",
     "marginal_likelihood_llr",
+    "per_speaker_eer_report",
     "rows_per_block",
     "score_all_pairs",
     "score_trials",

@@ -15,8 +15,11 @@ import numpy as np
 EnrollmentMode = Literal["speaker_mean", "per_utterance"]
 """``speaker_mean``: one model per enrollment speaker (default); ``per_utterance``: one each."""
 
-GenderMode = Literal["pooled", "per_gender"]
-"""``pooled``: every trial against every model (default); ``per_gender``: same gender only."""
+GenderMode = Literal["pooled", "per_gender", "mixed"]
+"""``pooled``: every trial against every model (default), cross-gender pairs included;
+``per_gender``: same-gender pairs only, one trial list (and EER) per gender, headline = their mean
+(VPC 2024); ``mixed``: the same same-gender pairs as ``per_gender`` in ONE trial list of both
+genders, scored with one EER (one threshold for both genders)."""
 
 Aggregation = Literal["none", "speaker_pair_mean"]
 """``none``: one score per trial utterance and model; ``speaker_pair_mean``: the mean score

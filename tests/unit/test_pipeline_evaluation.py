@@ -175,3 +175,36 @@ def test_analyses_run_as_stages_and_land_in_the_result(
     ignorant = res["analyses"]["prerestoration"]["ignorant"]
     assert ignorant["enrollment_condition"] == "anonymized"
     assert [e["label"] for e in ignorant["entries"]] == ["lazy-informed"]
+
+
+def test_as_norm_and_mixed_gender_rows_reuse_the_trained_attackers(
+    tiny_run: tuple[EvaluationConfig, Path, dict[str, Any]], tmp_path: Path
+) -> None:
+    _, out, result = tiny_run
+    cfg = parse_config(
+        tiny_config(
+            scenarios=["semi-informed"],
+            gender_handling="mixed",
+            scoring={"normalization": "as-norm", "cohort_top_k": 200},
+        )
+    )
+    res = run_evaluation(cfg, tmp_path / "norm", stages_dir=out / "stages")
+    reused = {s["stage"] for s in res["stages"] if s["reused"]}
+    assert {"corpus", "train"} <= reused  # only embeddings of new sets and scores are new
+    for row in res["rows"]:
+        norm = row["score_normalization"]
+        assert norm["method"] == "as-norm" and norm["cohort_top_k"] == 200
+        # 6 attacker-train speakers, 3 per gender: K is clamped per gender partition
+        assert norm["cohort_speakers"] == {"f": 3, "m": 3}
+        assert norm["cohort_top_k_used"] == {"f": 3, "m": 3}
+        assert "cllr_bits" not in row  # normalized PLDA scores are not LLRs
+        assert 0.0 <= row["eer_percent"] <= 100.0
+        per_speaker = row["per_speaker_eer"]
+        assert per_speaker["n_speakers"] == 4 and per_speaker["n_worst_decile"] == 1
+        assert per_speaker["worst_decile_percent"] <= per_speaker["mean_percent"]
+        # mixed: same-gender pairs only (2 speakers of each gender): 4 x 3 x 1 non-targets
+        assert row["n_nontarget"] == 4 * 3 * 1
+        assert row["detection_rate"]["far_1_percent"] is None
+        assert "100" in row["detection_rate"]["reasons"]["far_1_percent"]
+    raw = [r for r in result["rows"] if r["scenario"] == "semi-informed"]
+    assert all(r["score_normalization"] == {"method": "none"} for r in raw)

@@ -18,21 +18,32 @@ from services.metrics import (
     compute_min_cllr,
     compute_zebra,
     det_curve,
+    detection_rate_at_far,
 )
 from services.pipeline.config import MetricsSpec
 from services.pipeline.stages.context import StageContext
 from services.scoring import (
+    ASNorm,
     CosineBackend,
+    EmbeddingSet,
     PLDABackend,
     ScoredTrials,
     TrialSet,
     eer_report,
+    effective_top_k,
+    per_speaker_eer_report,
     score_trials,
     train_plda,
 )
 
 EmbeddedSet = tuple[Manifest, np.ndarray, str]
 """A set, its embeddings (n, dim) in manifest order and the key naming (recognizer, set)."""
+
+GENDER_MODES = {"pooled": "pooled", "per-gender": "per_gender", "mixed": "mixed"}
+"""Config spelling of ``gender_handling`` -> the scoring layer's ``GenderMode``."""
+
+DETECTION_FARS = {"far_1_percent": 0.01, "far_0_1_percent": 0.001}
+"""Row fields of the detection rates and their false-alarm rates (fractions)."""
 
 SCORE_SAMPLE_NAME = "score_sample.npz"
 """The score stage's bounded sample of target / non-target scores (for the histogram plot)."""
@@ -47,9 +58,16 @@ def score_row(
     trial: EmbeddedSet,
     plda_train: EmbeddedSet | None,
 ) -> dict[str, Any]:
-    """Scores and every metric of one (scenario, back-end, seed) row."""
+    """Scores and every metric of one (scenario, back-end, seed) row.
+
+    ``plda_train``: the attacker-train embeddings of the scenario's recognizer; the PLDA back-end
+    trains on them and AS-norm (``scoring.normalization``) takes its cohort from them.
+    """
     cfg = ctx.config
-    gender_mode = "per_gender" if cfg.gender_handling == "per-gender" else "pooled"
+    gender_mode = GENDER_MODES[cfg.gender_handling]
+    as_norm = cfg.scoring.normalization == "as-norm"
+    if as_norm and plda_train is None:
+        raise ValueError("AS-norm needs the attacker-train embeddings for its cohort")
     inputs = {
         "scenario": scenario,
         "backend": backend_name,
@@ -59,6 +77,7 @@ def score_row(
         "plda_train": plda_train[2] if plda_train else None,
         "gender_mode": gender_mode,
         "metrics": cfg.metrics.model_dump(mode="json"),
+        "scoring": cfg.scoring.model_dump(mode="json"),
     }
 
     def make(folder: Path) -> dict[str, Any]:
@@ -81,8 +100,29 @@ def score_row(
             backend = PLDABackend(
                 train_plda(p_emb, np.array([u.speaker_id for u in p_man.utterances]))
             )
-        scored = score_trials(backend, trial_set, gender_mode=gender_mode)  # type: ignore[arg-type]
-        row = metrics_row(scored, cfg.metrics, seed, llr_scores=backend_name == "plda")
+        normalization = None
+        if as_norm:
+            assert plda_train is not None
+            p_man, p_emb, _ = plda_train
+            normalization = ASNorm(
+                EmbeddingSet(
+                    p_emb,
+                    np.array([u.speaker_id for u in p_man.utterances]),
+                    np.array([u.gender for u in p_man.utterances]),
+                    "AS-norm cohort",
+                ),
+                top_k=cfg.scoring.cohort_top_k,
+            )
+        scored = score_trials(
+            backend,
+            trial_set,
+            gender_mode=gender_mode,  # type: ignore[arg-type]
+            normalization=normalization,
+        )
+        # AS-normalized PLDA scores are no longer log-likelihood ratios: no raw Cllr then.
+        llr = backend_name == "plda" and normalization is None
+        row = metrics_row(scored, cfg.metrics, seed, llr_scores=llr)
+        row["score_normalization"] = _normalization_record(normalization, scored)
         # SRD on the embeddings: inputs = trial utterances, references = enrollment speakers.
         if cfg.metrics.srd:
             row["srd"] = _srd_of(scored, cfg.metrics.bootstrap_resamples, seed)
@@ -102,6 +142,22 @@ def score_row(
     return row
 
 
+def _normalization_record(normalization: ASNorm | None, scored: ScoredTrials) -> dict[str, Any]:
+    """Provenance of the score normalization: method, K asked for and K used per partition."""
+    if normalization is None:
+        return {"method": "none"}
+    sizes = {
+        key: normalization.n_speakers(None if key == "all" else key) for key in scored.partitions
+    }
+    return {
+        "method": "as-norm",
+        "cohort": "attacker-train speakers, per-speaker mean embeddings",
+        "cohort_top_k": normalization.top_k,
+        "cohort_speakers": sizes,
+        "cohort_top_k_used": {k: effective_top_k(normalization.top_k, n) for k, n in sizes.items()},
+    }
+
+
 def _target_nontarget(scored: ScoredTrials) -> tuple[np.ndarray, np.ndarray]:
     parts = [m.target_nontarget() for m in scored.partitions.values()]
     tar = np.concatenate([p.target for p in parts]).astype(np.float64)
@@ -119,7 +175,8 @@ def _score_sample(scored: ScoredTrials, seed: int) -> dict[str, np.ndarray]:
 def metrics_row(
     scored: ScoredTrials, spec: MetricsSpec, seed: int, *, llr_scores: bool
 ) -> dict[str, Any]:
-    """EER (+ per gender, + bootstrap interval), Cllr, min Cllr, linkability, ZEBRA, DET points.
+    """EER (+ per gender, + bootstrap interval), per-speaker EER, detection rates at FAR 1 % and
+    0.1 %, Cllr, min Cllr, linkability, ZEBRA, DET points.
 
     Cllr (bits) is reported only when the scores are log-likelihood ratios (``llr_scores``, the
     PLDA back-end): on cosine scores it measures the score scale, not the evidence. min Cllr,
@@ -145,6 +202,20 @@ def metrics_row(
             scores, is_target, speakers, n_resamples=spec.bootstrap_resamples, seed=seed
         )
         row["eer_ci95_percent"] = [ci.low, ci.high]
+    if spec.per_speaker_eer:
+        per_speaker = per_speaker_eer_report(scored)
+        row["per_speaker_eer"] = {
+            "mean_percent": per_speaker.mean_percent,
+            "worst_decile_percent": per_speaker.worst_decile_percent,
+            "n_speakers": int(per_speaker.eer_percent.size),
+            "n_worst_decile": per_speaker.n_worst_decile,
+        }
+    if spec.detection_rate:
+        rates = {name: detection_rate_at_far(tar, non, far) for name, far in DETECTION_FARS.items()}
+        row["detection_rate"] = {name: r.detection_percent for name, r in rates.items()}
+        reasons = {name: r.reason for name, r in rates.items() if r.reason is not None}
+        if reasons:  # a rate left out for too few non-targets says why
+            row["detection_rate"]["reasons"] = reasons
     if spec.cllr:
         if llr_scores:
             row[catalogue.CLLR.key] = compute_cllr(tar, non)
