@@ -181,9 +181,14 @@ def test_a_worker_killed_mid_training_is_resumed_on_another_host_from_its_upload
         reference.run(stop_after="train")
     finally:
         torch.set_num_threads(threads)
-    folder = trained_key.rsplit("/", 1)[0]
+    # stages/train/<key>/attempts/<uuid>/...: the published index names each file's blob.
+    stage_key = trained_key.split("/")[2]
+    index = json.loads(
+        client.get_object(Bucket=bucket, Key=f"stages/train/{stage_key}/INDEX.json")["Body"].read()
+    )
+    blob_of = {entry["path"]: entry["key"] for entry in index["files"]}
     for name in ("last.pt", "best.pt"):
-        local = reference.runner.folder("train", folder.rsplit("/", 1)[1]) / "model" / name
-        stored = client.get_object(Bucket=bucket, Key=f"{folder}/model/{name}")["Body"].read()
+        local = reference.runner.folder("train", stage_key) / "model" / name
+        stored = client.get_object(Bucket=bucket, Key=blob_of[f"model/{name}"])["Body"].read()
         a, b = _encoder(local.read_bytes()), _encoder(stored)
         assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a), name
