@@ -23,6 +23,7 @@ from services.corpus.protocol import Protocol
 from services.metrics import catalogue
 from services.pipeline.analyses import copy_analysis_plots
 from services.pipeline.config import EvaluationConfig
+from services.pipeline.stage_runner import StageOutcome
 from services.pipeline.stages.context import StageContext, json_default
 from services.pipeline.stages.score import SCORE_SAMPLE_NAME
 from services.pipeline.stages.train import TrainedModels
@@ -126,10 +127,21 @@ def write_report(
         "analyses": analyses,
         "plots": {k: [f"plots/{n}" for n in v] for k, v in plot_files.items()},
         "stages": [
-            {"stage": o.stage, "key": o.key, "reused": o.reused, "seconds": round(o.seconds, 3)}
+            {
+                "stage": o.stage,
+                "key": o.key,
+                "reused": o.reused,
+                "seconds": round(o.seconds, 3),
+                "compute_seconds": (
+                    None if o.compute_seconds is None else round(o.compute_seconds, 3)
+                ),
+            }
             for o in ctx.runner.log
         ],
-        "provenance": provenance(cfg, protocol_key, seconds),
+        "provenance": {
+            **provenance(cfg, protocol_key, seconds),
+            **compute_time(ctx.runner.log),
+        },
     }
     (out_dir / RESULTS_NAME).write_text(json.dumps(result, indent=2, default=json_default))
     return result
@@ -202,6 +214,19 @@ def _git_revision() -> str | None:
     except (OSError, subprocess.SubprocessError):
         return None
     return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+def compute_time(log: Sequence[StageOutcome]) -> dict[str, Any]:
+    """What the result cost to compute, reused stages included: ``compute_seconds`` (s) sums
+    each distinct stage key's recorded compute time (by whichever process or host computed it);
+    ``stages_without_compute_record`` counts the keys whose time is unknown (a folder from
+    before compute records, or whose record was lost). ``wall_seconds`` is this run's alone."""
+    by_key = {(o.stage, o.key): o.compute_seconds for o in log}
+    known = [s for s in by_key.values() if s is not None]
+    return {
+        "compute_seconds": round(sum(known), 3),
+        "stages_without_compute_record": len(by_key) - len(known),
+    }
 
 
 def provenance(cfg: EvaluationConfig, protocol_key: str, seconds: float) -> dict[str, Any]:

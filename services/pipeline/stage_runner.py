@@ -48,6 +48,9 @@ from pathlib import Path
 from typing import Any
 
 DONE_FILE = "DONE.json"
+COMPUTE_SUFFIX = ".compute.json"
+"""Beside a key's folder, ``.<key>.compute.json`` records how long the stage took to compute,
+where and when. It lives outside the folder, so the published bytes stay host-independent."""
 # The key folder's siblings: ``<key>.tmp`` (the lock holder's work) and ``.<key>.lock``.
 TMP_SUFFIX = ".tmp"
 # Folders that failed verification, kept for inspection: ``<work>/.rejected/<stage>/<key>-...``.
@@ -73,9 +76,31 @@ class StageOutcome:
     outputs: dict[str, Any]
     reused: bool
     seconds: float
+    compute_seconds: float | None = None
+    """Seconds the stage took when it was computed (this run or an earlier process or host);
+    None when no compute record came with a reused folder."""
 
 
 # --- locks --------------------------------------------------------------------------------------
+
+
+def compute_record_path(folder: Path) -> Path:
+    """The compute record of the stage key folder ``folder`` (``<stage>/.<key>.compute.json``)."""
+    return folder.parent / f".{folder.name}{COMPUTE_SUFFIX}"
+
+
+def write_compute_record(folder: Path, seconds: float) -> None:
+    """Record that the stage in ``folder`` took ``seconds`` (s) to compute, on this host, now."""
+    record = {"seconds": round(seconds, 3), "host": socket.gethostname(), "at": time.time()}
+    _write_atomic(compute_record_path(folder), json.dumps(record, sort_keys=True))
+
+
+def read_compute_seconds(folder: Path) -> float | None:
+    """Seconds (s) of the compute record of ``folder``; None when absent or unreadable."""
+    try:
+        return float(json.loads(compute_record_path(folder).read_text())["seconds"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def stage_lock_path(work_dir: Path, stage: str, key: str) -> Path:
@@ -278,7 +303,9 @@ class StageRunner:
         """Reuse the verified folder whose ``DONE.json`` is ``record``, or compute the stage."""
         if record is not None:
             final = self.folder(stage, key)
-            outcome = StageOutcome(stage, key, final, record["outputs"], True, 0.0)
+            outcome = StageOutcome(
+                stage, key, final, record["outputs"], True, 0.0, read_compute_seconds(final)
+            )
         else:
             outcome = self._compute(stage, key, inputs, fn, resumable=resumable)
         self.log.append(outcome)
@@ -341,4 +368,5 @@ class StageRunner:
         if final.exists():  # not ours (we set aside what was there): a lock-less writer
             self._set_aside(stage, key, final, "appeared while the stage ran")
         tmp.rename(final)
-        return StageOutcome(stage, key, final, outputs, False, seconds)
+        write_compute_record(final, seconds)
+        return StageOutcome(stage, key, final, outputs, False, seconds, seconds)

@@ -58,6 +58,8 @@ from services.pipeline.stage_runner import (
     DONE_FILE,
     StageOutcome,
     StageRunner,
+    compute_record_path,
+    read_compute_seconds,
     read_done_record,
     stage_folder_problem,
     stage_key,
@@ -99,6 +101,12 @@ def media_type_of(path: str | Path) -> str:
 def stage_prefix(stage: str, key: str) -> str:
     """The blob prefix of one stage folder: ``stages/<stage>/<key>``."""
     return validate_key(f"{STAGES_PREFIX}/{stage}/{key}")
+
+
+def stage_compute_key(stage: str, key: str) -> str:
+    """Blob key of a published stage's compute record (seconds, host): outside the index, so
+    the published folder's bytes do not depend on who computed it or how fast."""
+    return f"{stage_prefix(stage, key)}/COMPUTE.json"
 
 
 def stage_index_key(stage: str, key: str) -> str:
@@ -236,12 +244,35 @@ class StageWorkspace:
             self._delete_attempt(prefix, files, folder, entries)
             raise
         if won:
+            self._put_compute_record(stage, key, folder)
             return StageTransfer(
                 stage, key, "upload", len(entries), sum(e["size_bytes"] for e in entries)
             )
         # Lost the race: our blobs are nobody's (only our index could have named them).
         self._delete_attempt(prefix, files, folder, entries)
         return StageTransfer(stage, key, "lost")
+
+    def _put_compute_record(self, stage: str, key: str, folder: Path) -> None:
+        """Publish the folder's compute record beside the index; best effort (it only informs
+        the provenance's compute seconds, never which bytes a host uses)."""
+        record = compute_record_path(folder)
+        if not record.is_file():
+            return
+        try:
+            self.store.put_bytes(
+                stage_compute_key(stage, key), record.read_bytes(), media_type="application/json"
+            )
+        except (BlobStoreError, OSError) as exc:
+            log.warning("compute record of stage %s/%s not published: %s", stage, key, exc)
+
+    def _get_compute_record(self, stage: str, key: str, folder: Path) -> None:
+        """Fetch the published compute record of a downloaded folder; best effort."""
+        try:
+            data = self.store.get_bytes(stage_compute_key(stage, key))
+            json.loads(data)["seconds"]  # only a readable record replaces none
+        except (BlobStoreError, ValueError, KeyError, TypeError):
+            return
+        compute_record_path(folder).write_bytes(data)
 
     def _remove_index_if(self, stage: str, key: str, sha256: str) -> None:
         """Delete the published index if its bytes still hash to ``sha256`` (found wrong)."""
@@ -347,6 +378,7 @@ class StageWorkspace:
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
+        self._get_compute_record(stage, key, final)
         return StageTransfer(stage, key, "download", len(entries), sum(sizes))
 
     def upload_finished(self) -> list[StageTransfer]:
@@ -502,7 +534,15 @@ class SyncedStageRunner(StageRunner):
         if record is None:
             raise StagePublishRaceError(f"stage {stage}/{key}: the published copy does not verify")
         # Later stages of this run read the folder's files; its outputs are the published ones.
-        adopted = StageOutcome(stage, key, outcome.folder, record["outputs"], False, 0.0)
+        adopted = StageOutcome(
+            stage,
+            key,
+            outcome.folder,
+            record["outputs"],
+            False,
+            0.0,
+            read_compute_seconds(outcome.folder),
+        )
         self.log[-1] = adopted
         return adopted
 

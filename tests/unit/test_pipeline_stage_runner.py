@@ -16,6 +16,7 @@ from services.pipeline.stage_runner import (
     DONE_FILE,
     REJECTED_DIR,
     StageRunner,
+    compute_record_path,
     stage_folder_problem,
     stage_key,
 )
@@ -226,3 +227,23 @@ def test_the_lock_is_exclusive_between_threads_of_one_process(tmp_path: Path) ->
         t.join()
     assert calls == [f"{stage_key('s', {'v': 1})}.tmp"] and overlap == [False]
     assert sorted(o.reused for o in runner.log) == [False, True]
+
+
+def test_a_reused_stage_reports_the_seconds_it_took_when_computed(tmp_path: Path) -> None:
+    """Provenance counts what reused stages cost: the compute record outlives the process, and
+    it sits beside the folder, outside the manifest (the folder's bytes stay host-independent)."""
+
+    def slow(folder: Path) -> dict[str, str]:
+        time.sleep(0.2)
+        (folder / "out.txt").write_text("x")
+        return {}
+
+    first = StageRunner(tmp_path).run("s", {"v": 1}, slow)
+    assert first.compute_seconds is not None and first.compute_seconds >= 0.2
+    again = StageRunner(tmp_path).run("s", {"v": 1}, slow)  # a later process
+    assert again.reused and again.seconds == 0.0
+    assert again.compute_seconds == pytest.approx(first.compute_seconds, abs=1e-3)
+    assert stage_folder_problem(again.folder, check_sha256=True) is None
+    assert not any(p.name.endswith(".compute.json") for p in again.folder.rglob("*"))
+    compute_record_path(again.folder).unlink()  # a folder from before compute records
+    assert StageRunner(tmp_path).run("s", {"v": 1}, slow).compute_seconds is None

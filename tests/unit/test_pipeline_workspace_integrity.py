@@ -168,3 +168,14 @@ def test_the_loser_of_a_publishing_race_deletes_only_its_own_blobs(tmp_path: Pat
     index = json.loads(store.get_bytes(stage_index_key("s", key)))
     assert attempts == {e["key"].split("/")[4] for e in index["files"]}  # the winner's only
     assert StageWorkspace(store, tmp_path / "c").download("s", key).direction == "download"
+
+
+def test_the_compute_time_travels_with_a_published_stage(tmp_path: Path) -> None:
+    """A host that downloads a stage learns how long it took on the host that computed it."""
+    store = _store(tmp_path)
+    a = _host(tmp_path, store, "a").run("s", {"v": 1}, _stage([], "a"))
+    b = _host(tmp_path, store, "b").run("s", {"v": 1}, _stage([], "b"))
+    assert b.reused and b.seconds == 0.0
+    assert a.compute_seconds is not None and b.compute_seconds == pytest.approx(
+        a.compute_seconds, abs=1e-3
+    )
