@@ -42,9 +42,11 @@ def _eer_text(values: Mapping[str, float | None], n_seeds: int) -> str:
         if low is not None and high is not None:
             kind = "95 % CI" if n_seeds <= 1 else "mean of the seeds' 95 % CIs"
             text += f" ({kind} {eer.format(low)}-{eer.format(high)})"
-    if n_seeds == 1:
-        text += ", 1 seed"
     return text
+
+
+def _seed_note(n_seeds: int) -> str:
+    return ", 1 seed" if n_seeds == 1 else ""
 
 
 def _strongest(
@@ -88,7 +90,8 @@ def verdict_lines(
         scenario, backend, row = headline
         seeds = _seeds(results, scenario, backend)
         lines.append(
-            f"  privacy:   {_eer_text(row, seeds)} for the {scenario} attacker ({backend})"
+            f"  privacy:   {_eer_text(row, seeds)} for the {scenario} attacker "
+            f"({backend}{_seed_note(seeds)})"
         )
         lines.append("             50 % = chance, higher = more private")
     original = _strongest(values, ORIGINAL_SCENARIO)
@@ -96,8 +99,8 @@ def verdict_lines(
         backend, row = original
         seeds = _seeds(results, ORIGINAL_SCENARIO, backend)
         lines.append(
-            f"  reference: {_eer_text(row, seeds)} on original speech ({backend}): what the "
-            "same attacker does without anonymization"
+            f"  reference: {_eer_text(row, seeds)} on original speech "
+            f"({backend}{_seed_note(seeds)}): the same attacker without anonymization"
         )
     trustworthy = None if trust is None else trust.get("trustworthy")
     if trustworthy is True:
