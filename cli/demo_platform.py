@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
+from cli.progress import PlainProgress
 from cli.result_table import rows_table
 from cli.verdict import print_verdict
 
@@ -228,7 +229,37 @@ def embedded_platform(state_dir: Path) -> Iterator[tuple[str, subprocess.Popen[b
         relay.stop()
 
 
+def _poll_job(client: Any, job_id: int, worker: subprocess.Popen[bytes], deadline: float) -> Any:
+    """The job, or an error when the worker died or the job overran ``deadline``."""
+    if worker.poll() is not None:
+        raise RuntimeError(f"the worker exited with code {worker.returncode}")
+    if time.monotonic() > deadline:
+        raise RuntimeError(f"job {job_id} did not finish within {JOB_TIMEOUT_S:.0f} s")
+    return _check(client.get(f"/v1/jobs/{job_id}", params={"log_chars": 200}), 200)
+
+
+def _plain_progress_loop(
+    client: Any, job_id: int, worker: subprocess.Popen[bytes]
+) -> dict[str, Any]:
+    """Without a terminal (CI logs, redirected output): timestamped lines and a heartbeat."""
+    deadline = time.monotonic() + JOB_TIMEOUT_S
+    with PlainProgress(sys.stderr) as plain:
+        while True:
+            job = _poll_job(client, job_id, worker, deadline)
+            for stage in job["stages"]:
+                if stage["state"] in ("running", "succeeded"):
+                    lines = [line for line in (stage.get("log_tail") or "").splitlines() if line]
+                    note = f"{stage['state']}: {lines[-1][:70] if lines else ''}"
+                    if stage["state"] == "running" or plain.phase == stage["name"]:
+                        plain(stage["name"], float(stage["progress"] or 0.0), note)
+            if job["state"] in ("succeeded", "failed", "cancelled"):
+                return dict(job)
+            time.sleep(POLL_INTERVAL_S)
+
+
 def _progress_loop(client: Any, job_id: int, worker: subprocess.Popen[bytes]) -> dict[str, Any]:
+    if not console.is_terminal:
+        return _plain_progress_loop(client, job_id, worker)
     columns = (
         TextColumn("{task.description:>10}"),
         BarColumn(),

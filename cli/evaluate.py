@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -9,6 +11,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
+from cli.progress import PlainProgress
 from cli.result_table import summary_table
 from cli.verdict import document_rows, print_verdict
 from services.anonymizers.container import ContainerSandbox
@@ -74,16 +77,22 @@ def run_with_progress(config: Any, out: Path, stages: Path | None = None) -> dic
         TimeElapsedColumn(),
         TextColumn("{task.fields[note]}"),
     )
-    with Progress(*columns, console=console, transient=False) as progress:
-        result = run_evaluation(
+
+    def run(reporter: Callable[[str, float, str], None]) -> dict[str, Any]:
+        return run_evaluation(
             config,
             out,
             cache_dir=settings.resolved_cache_dir(),
-            progress=_ProgressBars(progress),
+            progress=reporter,
             stages_dir=stages,
             sandbox=ContainerSandbox.from_settings(settings),
         )
-    return result
+
+    if not console.is_terminal:  # CI logs, redirected output: plain lines, a heartbeat
+        with PlainProgress(sys.stderr) as plain:
+            return run(plain)
+    with Progress(*columns, console=console, transient=False) as progress:
+        return run(_ProgressBars(progress))
 
 
 def check_before_work(config: Path, out: Path | None, stages: Path | None) -> EvaluationConfig:
