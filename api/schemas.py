@@ -702,12 +702,31 @@ class ResultOut(BaseModel):
         )
 
 
+class TrustReasonOut(BaseModel):
+    """One thing that undermines a verdict (services/pipeline/trust.py)."""
+
+    code: str
+    message: str
+    value: float | None = None
+    threshold: float | None = None
+
+
+class TrustOut(BaseModel):
+    """The report's trust check: can its verdict be trusted?"""
+
+    trustworthy: bool | None = Field(
+        description="false: see reasons; null: unknown (no report yet, or one without the check)."
+    )
+    reasons: list[TrustReasonOut]
+
+
 class ResultsOut(BaseModel):
-    """A job's metric rows (long format)."""
+    """A job's metric rows (long format) and its report's trust check."""
 
     job_id: int
     state: JobState
     results: list[ResultOut]
+    trust: TrustOut
 
 
 class ArtifactOut(BaseModel):

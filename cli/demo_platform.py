@@ -34,7 +34,9 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
+from cli.progress import PlainProgress
 from cli.result_table import rows_table
+from cli.verdict import print_verdict
 
 if TYPE_CHECKING:
     from services.pipeline.config import EvaluationConfig
@@ -45,6 +47,7 @@ out_console = Console() if sys.stdout.isatty() else Console(width=100)
 
 DEMO_TEAM = "demo-lab"
 DEMO_PROTOCOL = "demo-synthetic"
+DEMO_SUBMISSION_NAME = "pitch (built-in)"
 JOB_TIMEOUT_S = 30 * 60.0
 POLL_INTERVAL_S = 1.0
 
@@ -226,7 +229,37 @@ def embedded_platform(state_dir: Path) -> Iterator[tuple[str, subprocess.Popen[b
         relay.stop()
 
 
+def _poll_job(client: Any, job_id: int, worker: subprocess.Popen[bytes], deadline: float) -> Any:
+    """The job, or an error when the worker died or the job overran ``deadline``."""
+    if worker.poll() is not None:
+        raise RuntimeError(f"the worker exited with code {worker.returncode}")
+    if time.monotonic() > deadline:
+        raise RuntimeError(f"job {job_id} did not finish within {JOB_TIMEOUT_S:.0f} s")
+    return _check(client.get(f"/v1/jobs/{job_id}", params={"log_chars": 200}), 200)
+
+
+def _plain_progress_loop(
+    client: Any, job_id: int, worker: subprocess.Popen[bytes]
+) -> dict[str, Any]:
+    """Without a terminal (CI logs, redirected output): timestamped lines and a heartbeat."""
+    deadline = time.monotonic() + JOB_TIMEOUT_S
+    with PlainProgress(sys.stderr) as plain:
+        while True:
+            job = _poll_job(client, job_id, worker, deadline)
+            for stage in job["stages"]:
+                if stage["state"] in ("running", "succeeded"):
+                    lines = [line for line in (stage.get("log_tail") or "").splitlines() if line]
+                    note = f"{stage['state']}: {lines[-1][:70] if lines else ''}"
+                    if stage["state"] == "running" or plain.phase == stage["name"]:
+                        plain(stage["name"], float(stage["progress"] or 0.0), note)
+            if job["state"] in ("succeeded", "failed", "cancelled"):
+                return dict(job)
+            time.sleep(POLL_INTERVAL_S)
+
+
 def _progress_loop(client: Any, job_id: int, worker: subprocess.Popen[bytes]) -> dict[str, Any]:
+    if not console.is_terminal:
+        return _plain_progress_loop(client, job_id, worker)
     columns = (
         TextColumn("{task.description:>10}"),
         BarColumn(),
@@ -266,8 +299,42 @@ def print_result_table(results: list[dict[str, Any]], title: str) -> None:
     out_console.print(rows_table(results, title))
 
 
+def find_or_create_demo_submission(client: Any) -> dict[str, Any]:
+    """The team's built-in pitch submission of an earlier demo run, else a new one: a second run
+    (e.g. ``--serve`` after a plain run) must not put the same submission twice on the board."""
+    cursor = None
+    while True:
+        params: dict[str, Any] = {"kind": "builtin", "limit": 100}
+        if cursor is not None:
+            params["cursor"] = cursor
+        page = _check(client.get("/v1/submissions", params=params), 200)
+        for item in page["items"]:
+            if item["name"] == DEMO_SUBMISSION_NAME and item["status"] == "accepted":
+                return dict(item)
+        cursor = page.get("next_cursor")
+        if cursor is None:
+            break
+    return _check(
+        client.post(
+            "/v1/submissions",
+            json={
+                "kind": "builtin",
+                "name": DEMO_SUBMISSION_NAME,
+                "visibility": "public",
+                "builtin": {"name": "pitch", "params": {}},
+            },
+        ),
+        200,
+        201,
+    )
+
+
 def run_platform_demo(
-    out: Path, config: EvaluationConfig | None = None, *, serve: bool = False
+    out: Path,
+    config: EvaluationConfig | None = None,
+    *,
+    serve: bool = False,
+    as_json: bool = False,
 ) -> int:
     """Run the platform demo with its state under ``out/platform``; returns the exit code.
 
@@ -318,19 +385,7 @@ def run_platform_demo(
         client = httpx.Client(
             base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=60
         )
-        submission = _check(
-            client.post(
-                "/v1/submissions",
-                json={
-                    "kind": "builtin",
-                    "name": "pitch (built-in)",
-                    "visibility": "public",
-                    "builtin": {"name": "pitch", "params": {}},
-                },
-            ),
-            200,
-            201,
-        )
+        submission = find_or_create_demo_submission(client)
         job = _check(
             client.post(
                 "/v1/jobs",
@@ -348,10 +403,20 @@ def run_platform_demo(
         if job["state"] != "succeeded":
             console.print(f"[red]job {job['id']} {job['state']}: {job.get('error_message')}")
             return 1
-        results = _check(client.get(f"/v1/jobs/{job['id']}/results"), 200)["results"]
+        answer = _check(client.get(f"/v1/jobs/{job['id']}/results"), 200)
+        results = answer["results"]
         print_result_table(results, f"job {job['id']}: pitch on {protocol['name']}")
-        board = _check(client.get(f"/v1/protocols/{protocol['id']}/leaderboard"), 200)
-        out_console.print_json(json.dumps(board))
+        if as_json:
+            board = _check(client.get(f"/v1/protocols/{protocol['id']}/leaderboard"), 200)
+            out_console.print_json(json.dumps(board))
+        out_console.print()
+        print_verdict(
+            out_console,
+            results,
+            answer.get("trust"),
+            where=f"{url}/v1/jobs/{job['id']}/results (API), artifacts at "
+            f"{url}/v1/jobs/{job['id']}/artifacts",
+        )
         pages = (
             f"leaderboard page: {url}/protocols/{protocol['id']}  submission page: "
             f"{url}/submissions/{submission['id']}"

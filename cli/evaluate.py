@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -9,7 +11,9 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
+from cli.progress import PlainProgress
 from cli.result_table import summary_table
+from cli.verdict import document_rows, print_verdict
 from services.anonymizers.container import ContainerSandbox
 from services.errors import InvalidInputError
 from services.metrics import catalogue
@@ -34,6 +38,17 @@ def print_summary(result: dict[str, Any]) -> None:
             f"EER {eer.format(eer.value_in(r))} % (95 % CI {eer.format(low)}-{eer.format(high)}, "
             "speaker bootstrap)"
         )
+
+
+def print_outcome(result: dict[str, Any], out_dir: Path) -> None:
+    """The verdict block of a finished evaluation, with where its files are."""
+    out_console.print()
+    print_verdict(
+        out_console,
+        document_rows(result),
+        result.get("trust"),
+        where=f"{out_dir / 'results.json'}, plots in {out_dir / 'plots'}",
+    )
 
 
 class _ProgressBars:
@@ -62,16 +77,22 @@ def run_with_progress(config: Any, out: Path, stages: Path | None = None) -> dic
         TimeElapsedColumn(),
         TextColumn("{task.fields[note]}"),
     )
-    with Progress(*columns, console=console, transient=False) as progress:
-        result = run_evaluation(
+
+    def run(reporter: Callable[[str, float, str], None]) -> dict[str, Any]:
+        return run_evaluation(
             config,
             out,
             cache_dir=settings.resolved_cache_dir(),
-            progress=_ProgressBars(progress),
+            progress=reporter,
             stages_dir=stages,
             sandbox=ContainerSandbox.from_settings(settings),
         )
-    return result
+
+    if not console.is_terminal:  # CI logs, redirected output: plain lines, a heartbeat
+        with PlainProgress(sys.stderr) as plain:
+            return run(plain)
+    with Progress(*columns, console=console, transient=False) as progress:
+        return run(_ProgressBars(progress))
 
 
 def check_before_work(config: Path, out: Path | None, stages: Path | None) -> EvaluationConfig:
@@ -105,7 +126,7 @@ def evaluate_command(
     out_dir = out if out is not None else Path(".unmask") / "evaluations" / cfg.name
     result = run_with_progress(cfg, out_dir, stages)
     print_summary(result)
-    out_console.print(f"results: {out_dir / 'results.json'}  plots: {out_dir / 'plots'}")
+    print_outcome(result, out_dir)
 
 
 def demo_command(
@@ -117,12 +138,17 @@ def demo_command(
     serve: Annotated[
         bool, typer.Option("--serve", help="Keep the API and its pages up until Ctrl-C.")
     ] = False,
+    as_json: Annotated[
+        bool,
+        typer.Option("--json", help="Also print the protocol's leaderboard as JSON (platform)."),
+    ] = False,
 ) -> None:
     """Demo: the built-in pitch anonymizer on the synthetic corpus, submitted over HTTP.
 
     Starts the API and a Celery worker on the embedded defaults (SQLite, local blob folder,
     filesystem broker), creates a team and a token, submits, follows the job and prints the
-    result table and the leaderboard JSON. ``--in-process`` runs the same evaluation directly.
+    result table and the verdict (``--json``: the leaderboard JSON too). A second run reuses the
+    submission, the job and its stages. ``--in-process`` runs the same evaluation directly.
     """
     cfg = demo_config()
     out_dir = out if out is not None else get_settings().data_dir / "demo"
@@ -131,7 +157,7 @@ def demo_command(
     if not in_process:
         from cli.demo_platform import run_platform_demo
 
-        raise typer.Exit(run_platform_demo(out_dir, cfg, serve=serve))
+        raise typer.Exit(run_platform_demo(out_dir, cfg, serve=serve, as_json=as_json))
     console.print(
         f"Unmask demo: {cfg.anonymizer.name} anonymizer, synthetic corpus of "
         f"{cfg.synthetic.n_speakers} speakers, scenarios {', '.join(cfg.scenarios)}; "
@@ -139,4 +165,4 @@ def demo_command(
     )
     result = run_with_progress(cfg, out_dir)
     print_summary(result)
-    out_console.print(f"results: {out_dir / 'results.json'}  plots: {out_dir / 'plots'}")
+    print_outcome(result, out_dir)

@@ -32,6 +32,7 @@ from cli.client import (
     check_thresholds,
 )
 from cli.result_table import rows_table
+from cli.verdict import print_verdict
 
 EXIT_PASSED = 0
 EXIT_THRESHOLDS_FAILED = 1
@@ -155,6 +156,11 @@ def submit_command(
     json_out: Path | None = typer.Option(
         None, "--json", help="Write job, results and verdict as JSON here."
     ),
+    require_trustworthy: bool = typer.Option(
+        False,
+        "--require-trustworthy",
+        help="Fail unless the report's trust check passed (see docs/evaluation.md).",
+    ),
 ) -> int:
     """Submit an anonymizer, wait for its evaluation and check privacy thresholds."""
     thresholds = Thresholds(min_eer, max_srd_meand, max_srd_idr, min_cllr, max_linkability)
@@ -213,7 +219,8 @@ def submit_command(
                 )
                 _write_json(json_out, job, [], None)
                 return EXIT_JOB_OR_API_FAILED
-            results = client.results(job["id"])["results"]
+            answer = client.results(job["id"])
+            results, trust = answer["results"], answer.get("trust")
     except UnmaskConfigError as exc:
         err.print(f"unmask submit: {exc}", highlight=False, markup=False, soft_wrap=True)
         return EXIT_BAD_INPUT
@@ -221,13 +228,23 @@ def submit_command(
         err.print(f"unmask submit: {exc}", highlight=False, markup=False, soft_wrap=True)
         return _exit_for_api_error(exc)
     print_results_table(results, f"job {job['id']}: {submission['name']} on {found['name']}")
+    out.print()
+    print_verdict(out, results, trust, where=f"{client.url}/jobs/{job['id']}")
     verdict = check_thresholds(results, thresholds, scenario=scenario, backend=backend)
+    if require_trustworthy:
+        trustworthy = trust.get("trustworthy") if isinstance(trust, dict) else None
+        if trustworthy is True:
+            verdict.checked.append("report trust check: passed")
+        else:
+            state = "failed" if trustworthy is False else "unknown (the report has no check)"
+            verdict.failures.append(f"report trust check: {state} (--require-trustworthy)")
+        verdict.passed = not verdict.failures
     for line in verdict.checked:
         out.print(f"  pass  {line}", highlight=False, markup=False, soft_wrap=True)
     for line in verdict.failures:
         out.print(f"  FAIL  {line}", highlight=False, markup=False, soft_wrap=True)
     _write_json(json_out, job, results, verdict)
-    if not thresholds.checks():
+    if not thresholds.checks() and not require_trustworthy:
         out.print("no thresholds given: nothing to gate on")
     elif verdict.passed:
         out.print("verdict: PASS")

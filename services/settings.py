@@ -106,6 +106,27 @@ class Settings(BaseSettings):
     stage_requeue_after_s: float = Field(
         3600.0, gt=0, description="A queued stage whose task was sent this long ago is re-sent."
     )
+    # When a verdict cannot be trusted (services/pipeline/trust.py; docs/evaluation.md).
+    trust_max_original_eer_percent: float = Field(
+        10.0,
+        gt=0,
+        le=50,
+        description="Above this EER (%) on ORIGINAL speech the attacker cannot recognize clear "
+        "speech, so its EER on anonymized speech says little (untrustworthy).",
+    )
+    trust_max_ver_s_percent: float = Field(
+        40.0,
+        gt=0,
+        le=100,
+        description="Above this speaker-classification error on validation (VER_S, %) at the "
+        "epoch a recognizer uses, it is flagged as under-trained.",
+    )
+    trust_still_falling_ver_s_points: float = Field(
+        5.0,
+        gt=0,
+        description="A recognizer whose VER_S fell by more than this many points (%) in its last "
+        "epoch, which is also the epoch it uses, stopped while still improving.",
+    )
     reaper_interval_s: float = Field(60.0, gt=0, description="Period of the reaper (Celery beat).")
     outbox_resend_after_s: float = Field(
         5.0,

@@ -33,6 +33,8 @@ from api.schemas import (
     JobSummary,
     ResultOut,
     ResultsOut,
+    TrustOut,
+    TrustReasonOut,
 )
 from services.platform import identity, quotas
 from services.platform import jobs as job_service
@@ -303,7 +305,13 @@ def get_results(
     with reader.open() as (principal, session):
         job = visible_job(session, principal, job_id)
         rows = result_records.list_results(session, job.id)
-        return ResultsOut(job_id=job.id, state=job.state, results=[ResultOut.of(r) for r in rows])
+        trustworthy, reasons = result_records.job_trust(session, job.id)
+        return ResultsOut(
+            job_id=job.id,
+            state=job.state,
+            results=[ResultOut.of(r) for r in rows],
+            trust=TrustOut(trustworthy=trustworthy, reasons=[TrustReasonOut(**r) for r in reasons]),
+        )
 
 
 def _artifact_out(context: ApiContext, artifact: Any, stage_names: dict[int, str]) -> ArtifactOut:

@@ -27,6 +27,7 @@ from services.pipeline.stage_runner import StageOutcome
 from services.pipeline.stages.context import StageContext, json_default
 from services.pipeline.stages.score import SCORE_SAMPLE_NAME
 from services.pipeline.stages.train import TrainedModels
+from services.pipeline.trust import assess_trust
 
 RESULT_SCHEMA_VERSION = 1
 """Version of the ``results.json`` document."""
@@ -143,6 +144,7 @@ def write_report(
             **compute_time(ctx.runner.log),
         },
     }
+    result["trust"] = assess_trust(result).to_json()
     (out_dir / RESULTS_NAME).write_text(json.dumps(result, indent=2, default=json_default))
     return result
 

@@ -32,29 +32,50 @@ import json, sys
 from pathlib import Path
 from cli.demo_platform import run_platform_demo
 from services.pipeline.config import parse_config
-sys.exit(run_platform_demo(Path(sys.argv[1]), parse_config(json.loads(sys.argv[2]))))
+config = parse_config(json.loads(sys.argv[2]))
+sys.exit(run_platform_demo(Path(sys.argv[1]), config, as_json=sys.argv[3] == "json"))
 """
 
 
-def test_platform_demo_runs_a_job_over_http_and_prints_the_leaderboard(tmp_path: Path) -> None:
+def _demo(tmp_path: Path, output: str) -> subprocess.CompletedProcess[str]:
     done = subprocess.run(
-        [sys.executable, "-c", SCRIPT, str(tmp_path), json.dumps(TINY)],
+        [sys.executable, "-c", SCRIPT, str(tmp_path), json.dumps(TINY), output],
         cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=900,
     )
     assert done.returncode == 0, done.stderr[-3000:] + done.stdout[-2000:]
+    return done
+
+
+def test_platform_demo_runs_a_job_over_http_and_prints_the_verdict(tmp_path: Path) -> None:
+    done = _demo(tmp_path, "table")
     out = done.stdout
     assert "semi-informed" in out and "EER %" in out
-    board = json.loads(out[out.index("{") :])  # the leaderboard JSON closes the output
-    assert board["metric"] == "eer_percent" and board["entries"][0]["rank"] == 1
-    assert board["entries"][0]["submission_name"] == "pitch (built-in)"
+    # The verdict block closes the output; no leaderboard JSON without --json.
+    verdict = out[out.index("Verdict") :]
+    assert "{" not in out
+    assert re.search(r"privacy: +EER \d+\.\d % .*semi-informed attacker", verdict), verdict
+    assert "50 % = chance, higher = more private" in verdict
+    assert re.search(r"attacker: +(trustworthy|NOT TRUSTWORTHY)", verdict), verdict
     state = tmp_path / "platform"
     with sqlite3.connect(state / "unmask.db") as db:
         states = db.execute("SELECT state FROM stages").fetchall()
         (jobs,) = db.execute("SELECT count(*) FROM jobs WHERE state = 'succeeded'").fetchone()
     assert jobs == 1 and {s for (s,) in states} == {"succeeded"}
-    # The page URLs go to stderr with the progress display (stdout ends with the JSON).
+    # The page URLs go to stderr with the progress display.
     assert re.search(r"leaderboard page: http://127\.0\.0\.1:\d+/protocols/\d+", done.stderr)
     assert list((state / "blobs" / "stages" / "train").glob("*/INDEX.json"))
+
+    # A second run (what `unmask demo --serve` does after `unmask demo`) reuses the submission
+    # and its job: the leaderboard keeps one entry. --json prints the leaderboard too.
+    again = _demo(tmp_path, "json").stdout
+    board, _ = json.JSONDecoder().raw_decode(again[again.index("{") :])
+    assert board["metric"] == "eer_percent" and len(board["entries"]) == 1
+    assert board["entries"][0]["submission_name"] == "pitch (built-in)"
+    assert "Verdict" in again[again.index("{") :]
+    with sqlite3.connect(state / "unmask.db") as db:
+        (submissions,) = db.execute("SELECT count(*) FROM submissions").fetchone()
+        (jobs,) = db.execute("SELECT count(*) FROM jobs").fetchone()
+    assert (submissions, jobs) == (1, 1)

@@ -168,6 +168,10 @@ def test_submit_passes_and_fails_on_thresholds(
     assert "verdict: PASS" in captured.out and "semi-informed" in captured.out
     assert "EER % [semi-informed, cosine] = 40" in captured.out
     assert "job " in captured.err and "succeeded" in captured.err  # progress lines
+    # The verdict block: the strongest attacker's EER, what it means, the trust check.
+    assert "privacy:   EER 40.0 %" in captured.out and "semi-informed attacker" in captured.out
+    assert "50 % = chance, higher = more private" in captured.out
+    assert "attacker:  not checked" in captured.out  # the played job's report has no check
     document = json.loads(report.read_text())
     assert document["verdict"]["passed"] is True and document["job"]["state"] == "succeeded"
     # EER 20 % < 30 %: the privacy gate fails with exit code 1.
@@ -198,6 +202,20 @@ def test_submit_passes_and_fails_on_thresholds(
         "0.5",
     )
     assert code == 1 and "Linkability [semi-informed, cosine]: missing" in capsys.readouterr().out
+    # A CI gate may require a trustworthy verdict: an unknown trust check fails it.
+    code = _submit(
+        monkeypatch,
+        url,
+        token,
+        "--builtin",
+        "pitch",
+        "--param",
+        "semitones=4",
+        "--require-trustworthy",
+    )
+    captured = capsys.readouterr()
+    assert code == 1, captured.out
+    assert "FAIL  report trust check: unknown" in captured.out
 
 
 def test_submit_exit_codes_for_bad_input_failed_jobs_and_api_errors(

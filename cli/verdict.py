@@ -1,0 +1,146 @@
+"""The verdict block that ends every evaluation in the terminal (``evaluate``, ``demo``,
+``submit --wait``): what the numbers mean, in a few plain lines.
+
+One renderer, fed by long-format result rows (the API's ``/results``, or a ``results.json``
+flattened the same way by ``result_rows_from_document``) and the report's trust check, so every
+surface says the same thing. Metric keys come from the catalogue.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from cli.result_table import AGGREGATE_SEED, aggregate_rows
+from services.metrics import catalogue
+
+HEADLINE_SCENARIOS: tuple[str, ...] = ("semi-informed", "lazy-informed", "ignorant")
+"""The headline is the strongest attacker the evaluation ran, in this order of strength."""
+ORIGINAL_SCENARIO = "original"
+
+
+def _seeds(results: Sequence[Mapping[str, Any]], scenario: str, backend: str) -> int:
+    seeds = {
+        int(r["seed"])
+        for r in results
+        if r["scenario"] == scenario and r["backend"] == backend and r["seed"] != AGGREGATE_SEED
+    }
+    return len(seeds)
+
+
+def _eer_text(values: Mapping[str, float | None], n_seeds: int) -> str:
+    eer = catalogue.EER
+    mean = values.get(eer.key)
+    if mean is None:
+        return "EER not computed"
+    text = f"EER {eer.format(mean)} %"
+    std = values.get(eer.std_key)
+    if n_seeds > 1 and std is not None:
+        text += f" ± {eer.format(std)} over {n_seeds} seeds"
+    if eer.interval is not None:
+        low, high = (values.get(k) for k in eer.interval)
+        if low is not None and high is not None:
+            kind = "95 % CI" if n_seeds <= 1 else "mean of the seeds' 95 % CIs"
+            text += f" ({kind} {eer.format(low)}-{eer.format(high)})"
+    return text
+
+
+def _seed_note(n_seeds: int) -> str:
+    return ", 1 seed" if n_seeds == 1 else ""
+
+
+def _strongest(
+    values: Mapping[tuple[str, str], Mapping[str, float | None]], scenario: str
+) -> tuple[str, Mapping[str, float | None]] | None:
+    """The back-end with the lowest EER for ``scenario`` (the worst case for the maker)."""
+    eer = catalogue.EER.key
+    candidates = [
+        (backend, row)
+        for (s, backend), row in values.items()
+        if s == scenario and row.get(eer) is not None
+    ]
+    if not candidates:
+        return None
+    return min(candidates, key=lambda c: (float(c[1][eer] or 0.0), c[0]))
+
+
+def verdict_lines(
+    results: Sequence[Mapping[str, Any]],
+    trust: Mapping[str, Any] | None,
+    *,
+    where: str | None = None,
+) -> list[str]:
+    """The verdict block's lines (plain text, no markup).
+
+    ``results``: long-format rows (scenario, backend, seed, metric, value); ``trust``: the
+    report's ``{"trustworthy": bool | None, "reasons": [...]}`` (None: unknown); ``where``: where
+    the result document and plots are.
+    """
+    values = aggregate_rows(results)
+    lines = ["Verdict"]
+    headline = None
+    for scenario in HEADLINE_SCENARIOS:
+        strongest = _strongest(values, scenario)
+        if strongest is not None:
+            headline = (scenario, *strongest)
+            break
+    if headline is None:
+        lines.append("  privacy:   no attack scenario was scored")
+    else:
+        scenario, backend, row = headline
+        seeds = _seeds(results, scenario, backend)
+        lines.append(
+            f"  privacy:   {_eer_text(row, seeds)} for the {scenario} attacker "
+            f"({backend}{_seed_note(seeds)})"
+        )
+        lines.append("             50 % = chance, higher = more private")
+    original = _strongest(values, ORIGINAL_SCENARIO)
+    if original is not None:
+        backend, row = original
+        seeds = _seeds(results, ORIGINAL_SCENARIO, backend)
+        lines.append(
+            f"  reference: {_eer_text(row, seeds)} on original speech "
+            f"({backend}{_seed_note(seeds)}): the same attacker without anonymization"
+        )
+    trustworthy = None if trust is None else trust.get("trustworthy")
+    if trustworthy is True:
+        lines.append(
+            "  attacker:  trustworthy (passed the checks: original-speech EER, VER_S, training)"
+        )
+    elif trustworthy is False:
+        lines.append("  attacker:  NOT TRUSTWORTHY, the EER may overestimate privacy:")
+        for reason in (trust or {}).get("reasons") or []:
+            lines.append(f"             - {reason.get('message') or reason.get('code')}")
+    else:
+        lines.append("  attacker:  not checked (the report has no trust check)")
+    if where:
+        lines.append(f"  results:   {where}")
+    return lines
+
+
+def print_verdict(
+    console: Any,
+    results: Sequence[Mapping[str, Any]],
+    trust: Mapping[str, Any] | None,
+    *,
+    where: str | None = None,
+) -> None:
+    """Print :func:`verdict_lines` on a rich ``console`` (no markup, no highlighting)."""
+    for line in verdict_lines(results, trust, where=where):
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
+
+
+def document_rows(document: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """A ``results.json`` document's long-format rows (as the API serves them)."""
+    from services.platform.results.document import result_rows_from_document
+
+    return [
+        {
+            "scenario": r.scenario,
+            "backend": r.backend,
+            "seed": r.seed,
+            "metric": r.metric,
+            "value": r.value,
+        }
+        for r in result_rows_from_document(document)
+    ]

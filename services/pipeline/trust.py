@@ -1,0 +1,169 @@
+"""Can this verdict be trusted? The overestimation alarm of an evaluation's result.
+
+A privacy verdict is only as strong as its attacker: an attacker that did not learn to recognize
+speakers reports a high EER whatever the anonymizer does, and that EER overestimates privacy
+(Panariello et al. 2025; seed 003's T10-2 case). :func:`assess_trust` reads a result document
+(``results.json`` before its ``trust`` block is added) and lists what undermines it:
+
+- ``original_eer_high``: the attacker's EER on ORIGINAL speech (the ``original`` scenario, the
+  best back-end, mean over seeds) is above ``UNMASK_TRUST_MAX_ORIGINAL_EER_PERCENT``: it cannot
+  even recognize clear speech;
+- ``ver_s_high``: a recognizer's speaker-classification error on held-out validation speech
+  (VER_S, %) at the epoch it uses is above ``UNMASK_TRUST_MAX_VER_S_PERCENT``: under-trained
+  (more epochs or data would likely lower the EER);
+- ``ver_s_still_falling``: the epoch a recognizer uses is its last one and VER_S fell by more
+  than ``UNMASK_TRUST_STILL_FALLING_VER_S_POINTS`` in it: training stopped while improving;
+- ``loss_not_falling``: a recognizer's training loss in its last epoch is not below its first.
+
+The block written into ``results.json``::
+
+    "trust": {"trustworthy": bool,
+              "reasons": [{"code": str, "message": str, "value": float|null,
+                           "threshold": float|null}]}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from services.metrics import catalogue
+from services.settings import Settings, get_settings
+
+ORIGINAL_SCENARIO = "original"
+
+
+@dataclass(frozen=True)
+class TrustReason:
+    """One thing that undermines a verdict; ``value`` and ``threshold`` in the code's unit."""
+
+    code: str
+    message: str
+    value: float | None = None
+    threshold: float | None = None
+
+
+@dataclass(frozen=True)
+class Trust:
+    """Whether a verdict can be trusted, and why not."""
+
+    reasons: tuple[TrustReason, ...] = field(default_factory=tuple)
+
+    @property
+    def trustworthy(self) -> bool:
+        return not self.reasons
+
+    def to_json(self) -> dict[str, Any]:
+        return {"trustworthy": self.trustworthy, "reasons": [asdict(r) for r in self.reasons]}
+
+
+def _original_eer(summary: Sequence[Mapping[str, Any]]) -> float | None:
+    """Lowest mean EER (%) over back-ends of the ``original`` scenario; None when not run."""
+    values = []
+    for entry in summary:
+        if entry.get("scenario") != ORIGINAL_SCENARIO:
+            continue
+        value = entry.get(catalogue.EER.key)
+        mean = value.get("mean") if isinstance(value, Mapping) else value
+        if isinstance(mean, int | float):
+            values.append(float(mean))
+    return min(values) if values else None
+
+
+def _used_record(run: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    history = [r for r in run.get("history") or [] if isinstance(r, Mapping)]
+    if not history:
+        return None
+    best = run.get("best_epoch")
+    return next((r for r in history if r.get("epoch") == best), history[-1])
+
+
+def _training_reasons(name: str, run: Mapping[str, Any], settings: Settings) -> list[TrustReason]:
+    history = [r for r in run.get("history") or [] if isinstance(r, Mapping)]
+    used = _used_record(run)
+    if used is None:
+        return []
+    reasons = []
+    ver_s = used.get("ver_source")
+    if isinstance(ver_s, int | float) and ver_s > settings.trust_max_ver_s_percent:
+        reasons.append(
+            TrustReason(
+                "ver_s_high",
+                f"attacker possibly under-trained: recognizer {name} misclassifies {ver_s:.0f} "
+                f"% of validation speakers at the epoch it uses (VER_S, epoch "
+                f"{used.get('epoch')}; above {settings.trust_max_ver_s_percent:.0f} %): more "
+                "training could lower the EER",
+                float(ver_s),
+                settings.trust_max_ver_s_percent,
+            )
+        )
+    if len(history) >= 2 and used is history[-1]:
+        before, last = history[-2].get("ver_source"), history[-1].get("ver_source")
+        if isinstance(before, int | float) and isinstance(last, int | float):
+            drop = float(before) - float(last)
+            if drop > settings.trust_still_falling_ver_s_points:
+                reasons.append(
+                    TrustReason(
+                        "ver_s_still_falling",
+                        f"attacker training stopped while improving: recognizer {name}'s VER_S "
+                        f"fell {drop:.1f} points in its last epoch (more epochs would likely "
+                        "lower the EER)",
+                        drop,
+                        settings.trust_still_falling_ver_s_points,
+                    )
+                )
+    if len(history) >= 2:
+        first, final = history[0].get("loss_source"), history[-1].get("loss_source")
+        if isinstance(first, int | float) and isinstance(final, int | float) and final >= first:
+            reasons.append(
+                TrustReason(
+                    "loss_not_falling",
+                    f"attacker training did not converge: recognizer {name}'s loss went from "
+                    f"{first:.3g} to {final:.3g}",
+                    float(final),
+                    float(first),
+                )
+            )
+    return reasons
+
+
+def assess_trust(document: Mapping[str, Any], settings: Settings | None = None) -> Trust:
+    """The reasons (see the module docstring) that undermine the verdict of ``document``."""
+    settings = settings or get_settings()
+    reasons: list[TrustReason] = []
+    original = _original_eer(document.get("summary") or [])
+    if original is not None and original > settings.trust_max_original_eer_percent:
+        reasons.append(
+            TrustReason(
+                "original_eer_high",
+                f"attacker too weak: EER {original:.1f} % on original speech (above "
+                f"{settings.trust_max_original_eer_percent:.0f} %), so a high EER on anonymized "
+                "speech overestimates privacy",
+                original,
+                settings.trust_max_original_eer_percent,
+            )
+        )
+    training = document.get("training") or {}
+    for name in sorted(training):
+        if isinstance(training[name], Mapping):
+            reasons.extend(_training_reasons(name, training[name], settings))
+    return Trust(tuple(reasons))
+
+
+def trust_from_document(document: Mapping[str, Any]) -> Trust | None:
+    """The ``trust`` block of a result document; None for documents written before it."""
+    block = document.get("trust")
+    if not isinstance(block, Mapping) or not isinstance(block.get("trustworthy"), bool):
+        return None
+    reasons = tuple(
+        TrustReason(
+            str(r.get("code", "")),
+            str(r.get("message", "")),
+            r.get("value") if isinstance(r.get("value"), int | float) else None,
+            r.get("threshold") if isinstance(r.get("threshold"), int | float) else None,
+        )
+        for r in block.get("reasons") or []
+        if isinstance(r, Mapping)
+    )
+    return Trust(reasons)

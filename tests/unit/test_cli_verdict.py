@@ -1,0 +1,89 @@
+"""The verdict block (cli/verdict.py): the strongest attacker's EER with its interval, the
+original-speech reference and the trust check, from long-format rows or a results.json."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cli.verdict import document_rows, verdict_lines
+from services.metrics import catalogue
+
+EER = catalogue.EER
+LOW, HIGH = EER.interval or ("", "")
+
+
+def _row(scenario: str, backend: str, seed: int, metric: str, value: float) -> dict[str, Any]:
+    return {
+        "scenario": scenario,
+        "backend": backend,
+        "seed": seed,
+        "metric": metric,
+        "value": value,
+    }
+
+
+def _one_seed(scenario: str, backend: str, eer: float) -> list[dict[str, Any]]:
+    return [
+        _row(scenario, backend, 0, EER.key, eer),
+        _row(scenario, backend, 0, LOW, eer - 2),
+        _row(scenario, backend, 0, HIGH, eer + 2),
+    ]
+
+
+ROWS = (
+    _one_seed("original", "cosine", 3.0)
+    + _one_seed("ignorant", "cosine", 45.0)
+    + _one_seed("semi-informed", "cosine", 25.0)
+    + _one_seed("semi-informed", "plda", 21.0)
+)
+
+
+def test_the_headline_is_the_strongest_attacker_and_back_end() -> None:
+    text = "\n".join(verdict_lines(ROWS, {"trustworthy": True, "reasons": []}, where="out/"))
+    assert (
+        "privacy:   EER 21.0 % (95 % CI 19.0-23.0) for the semi-informed attacker (plda, 1 seed)"
+        in text
+    )
+    assert "50 % = chance, higher = more private" in text
+    assert "reference: EER 3.0 % (95 % CI 1.0-5.0) on original speech (cosine, 1 seed)" in text
+    assert "attacker:  trustworthy" in text and "results:   out/" in text
+
+
+def test_without_an_informed_attacker_the_ignorant_one_heads() -> None:
+    rows = [r for r in ROWS if r["scenario"] != "semi-informed"]
+    assert "for the ignorant attacker" in "\n".join(verdict_lines(rows, None))
+
+
+def test_an_untrustworthy_verdict_says_why_and_an_unknown_one_says_so() -> None:
+    reason = {"code": "ver_s_high", "message": "attacker possibly under-trained: VER_S 60 %"}
+    lines = verdict_lines(ROWS, {"trustworthy": False, "reasons": [reason]})
+    assert "  attacker:  NOT TRUSTWORTHY, the EER may overestimate privacy:" in lines
+    assert "             - attacker possibly under-trained: VER_S 60 %" in lines
+    assert any("not checked" in line for line in verdict_lines(ROWS, None))
+
+
+def test_several_seeds_show_the_spread() -> None:
+    rows = [
+        _row("semi-informed", "cosine", seed, EER.key, value)
+        for seed, value in ((0, 20.0), (1, 24.0))
+    ]
+    rows += [_row("semi-informed", "cosine", -1, EER.key, 22.0)]
+    rows += [_row("semi-informed", "cosine", -1, EER.std_key, 2.83)]
+    assert "EER 22.0 % ± 2.8 over 2 seeds" in "\n".join(verdict_lines(rows, None))
+
+
+def test_a_results_document_gives_the_same_rows() -> None:
+    document = {
+        "rows": [
+            {
+                "scenario": "semi-informed",
+                "backend": "cosine",
+                "seed": 0,
+                EER.key: 30.0,
+                "eer_ci95_percent": [27.0, 33.0],
+            },
+        ],
+        "summary": [],
+    }
+    text = "\n".join(verdict_lines(document_rows(document), None))
+    assert "EER 30.0 % (95 % CI 27.0-33.0) for the semi-informed attacker (cosine, 1 seed)" in text

@@ -1,0 +1,103 @@
+"""The overestimation alarm (services/pipeline/trust.py): each reason on both sides of its
+threshold, on small hand-made result documents."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from services.metrics import catalogue
+from services.pipeline.trust import Trust, assess_trust, trust_from_document
+from services.settings import Settings
+
+SETTINGS = Settings(
+    trust_max_original_eer_percent=10.0,
+    trust_max_ver_s_percent=40.0,
+    trust_still_falling_ver_s_points=5.0,
+)
+
+
+def _epoch(epoch: int, ver_s: float, loss: float) -> dict[str, Any]:
+    return {"epoch": epoch, "ver_source": ver_s, "loss_source": loss}
+
+
+def _document(
+    original_eer: float | None = 3.0,
+    history: list[dict[str, Any]] | None = None,
+    best_epoch: int = 2,
+) -> dict[str, Any]:
+    summary = [
+        {"scenario": "semi-informed", "backend": "cosine", catalogue.EER.key: {"mean": 60.0}},
+    ]
+    if original_eer is not None:
+        summary += [
+            {"scenario": "original", "backend": "cosine", catalogue.EER.key: {"mean": 30.0}},
+            {"scenario": "original", "backend": "plda", catalogue.EER.key: {"mean": original_eer}},
+        ]
+    if history is None:
+        history = [_epoch(1, 30.0, 5.0), _epoch(2, 12.0, 3.0), _epoch(3, 14.0, 2.5)]
+    return {
+        "summary": summary,
+        "training": {"anonymized-seed0": {"best_epoch": best_epoch, "history": history}},
+    }
+
+
+def _codes(trust: Trust) -> list[str]:
+    return [r.code for r in trust.reasons]
+
+
+def test_a_well_trained_attacker_is_trustworthy() -> None:
+    trust = assess_trust(_document(), SETTINGS)
+    assert trust.trustworthy and trust.to_json() == {"trustworthy": True, "reasons": []}
+
+
+@pytest.mark.parametrize(("eer", "flagged"), [(9.9, False), (10.1, True)])
+def test_original_eer_above_the_threshold(eer: float, flagged: bool) -> None:
+    """The best back-end on original speech counts (cosine's 30 % does not)."""
+    trust = assess_trust(_document(original_eer=eer), SETTINGS)
+    assert ("original_eer_high" in _codes(trust)) is flagged
+    if flagged:
+        [reason] = trust.reasons
+        assert (reason.value, reason.threshold) == (eer, 10.0)
+        assert "original speech" in reason.message
+
+
+def test_no_original_scenario_no_original_reason() -> None:
+    assert assess_trust(_document(original_eer=None), SETTINGS).trustworthy
+
+
+@pytest.mark.parametrize(("ver_s", "flagged"), [(39.0, False), (52.0, True)])
+def test_ver_s_at_the_epoch_used(ver_s: float, flagged: bool) -> None:
+    """The epoch the recognizer uses (best_epoch) counts, not a worse last one."""
+    history = [_epoch(1, 80.0, 5.0), _epoch(2, ver_s, 3.0), _epoch(3, 90.0, 2.9)]
+    trust = assess_trust(_document(history=history, best_epoch=2), SETTINGS)
+    assert _codes(trust) == (["ver_s_high"] if flagged else [])
+    if flagged:
+        assert "under-trained" in trust.reasons[0].message and "52 %" in trust.reasons[0].message
+
+
+@pytest.mark.parametrize(("last", "flagged"), [(25.5, False), (24.0, True)])
+def test_ver_s_still_falling_in_the_last_epoch_used(last: float, flagged: bool) -> None:
+    history = [_epoch(1, 40.0, 5.0), _epoch(2, 30.0, 4.0), _epoch(3, last, 3.0)]
+    trust = assess_trust(_document(history=history, best_epoch=3), SETTINGS)
+    assert _codes(trust) == (["ver_s_still_falling"] if flagged else [])
+    # Not the epoch used: an earlier best epoch means training had already turned.
+    assert assess_trust(_document(history=history, best_epoch=2), SETTINGS).trustworthy
+
+
+@pytest.mark.parametrize(("final", "flagged"), [(4.9, False), (5.0, True)])
+def test_loss_not_falling(final: float, flagged: bool) -> None:
+    history = [_epoch(1, 30.0, 5.0), _epoch(2, 20.0, 6.0), _epoch(3, 21.0, final)]
+    trust = assess_trust(_document(history=history, best_epoch=2), SETTINGS)
+    assert ("loss_not_falling" in _codes(trust)) is flagged
+
+
+def test_the_block_round_trips_through_the_document() -> None:
+    trust = assess_trust(_document(original_eer=20.0), SETTINGS)
+    document = {"trust": trust.to_json()}
+    assert document["trust"]["trustworthy"] is False
+    assert set(document["trust"]["reasons"][0]) == {"code", "message", "value", "threshold"}
+    assert trust_from_document(document) == trust
+    assert trust_from_document({}) is None
+    assert trust_from_document({"trust": {"trustworthy": "yes"}}) is None
