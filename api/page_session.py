@@ -11,6 +11,10 @@ Login CSRF (another site signing a visitor in as the attacker's team): ``GET /lo
 random secret in the HttpOnly, SameSite=Strict cookie ``unmask_login_csrf`` and puts its HMAC in
 the form; ``POST /login`` is refused (403) unless the form's value matches the cookie. Another
 site can neither read the form nor send (or set) the cookie.
+
+Logout CSRF (another site signing a visitor out: the response's cookie deletion works even on a
+request that carried no cookie): the sign-out form carries the HMAC of the visitor's own session
+cookie, and ``POST /logout`` clears nothing (403) unless the form's value matches the cookie.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ CSRF_COOKIE_NAME = "unmask_login_csrf"
 CSRF_MAX_AGE_S = 2 * 3600
 _CONTEXT = b"unmask-page-session-v1:"
 _CSRF_CONTEXT = b"unmask-login-csrf-v1:"
+_LOGOUT_CONTEXT = b"unmask-logout-csrf-v1:"
 _CSRF_SECRET_RE = re.compile(r"^[A-Za-z0-9_-]{43}$")
 
 
@@ -137,6 +142,22 @@ def set_login_csrf_cookie(response: Response, request: Request, secret: str) -> 
     )
 
 
+def logout_csrf_token(request: Request, settings: Settings) -> str | None:
+    """The value the sign-out form carries for this browser's session cookie; None without one."""
+    session = request.cookies.get(COOKIE_NAME, "")
+    if not session:
+        return None
+    return hmac.new(
+        settings.token_hmac_key.encode(), _LOGOUT_CONTEXT + session.encode(), hashlib.sha256
+    ).hexdigest()
+
+
+def logout_csrf_ok(request: Request, settings: Settings, form_token: str) -> bool:
+    """Whether a sign-out POST carries the token of its own session cookie."""
+    expected = logout_csrf_token(request, settings)
+    return expected is not None and bool(form_token) and hmac.compare_digest(expected, form_token)
+
+
 def clear_session_cookie(response: Response) -> None:
     """Remove the login cookie."""
     response.delete_cookie(COOKIE_NAME, path="/")
@@ -152,6 +173,8 @@ __all__ = [
     "login_csrf_ok",
     "login_csrf_secret",
     "login_csrf_token",
+    "logout_csrf_ok",
+    "logout_csrf_token",
     "session_cookie_value",
     "set_login_csrf_cookie",
     "set_session_cookie",

@@ -43,6 +43,8 @@ from api.page_session import (
     login_csrf_ok,
     login_csrf_secret,
     login_csrf_token,
+    logout_csrf_ok,
+    logout_csrf_token,
     set_login_csrf_cookie,
     set_session_cookie,
     viewer_of,
@@ -239,8 +241,14 @@ def _render(
     status_code: int = 200,
     **values: Any,
 ) -> HTMLResponse:
+    logout_token = (
+        logout_csrf_token(request, request.app.state.context.settings) if viewer else None
+    )
     response = templates.TemplateResponse(
-        request, name, {"viewer": viewer, **values}, status_code=status_code
+        request,
+        name,
+        {"viewer": viewer, "logout_token": logout_token, **values},
+        status_code=status_code,
     )
     # Pages differ per viewer (login cookie): never shared by caches.
     response.headers["Cache-Control"] = "private, no-store"
@@ -1133,8 +1141,21 @@ def login_submit(
 
 
 @router.post("/logout")
-def logout() -> Response:
-    """Forget the session cookie."""
+def logout(
+    request: Request,
+    csrf_token: str = Form("", max_length=200),
+    context: ApiContext = Depends(get_context),
+) -> Response:
+    """Forget the session cookie; 403 (nothing cleared) without the form's CSRF token."""
+    if not logout_csrf_ok(request, context.settings, csrf_token):
+        return _render(
+            request,
+            "error.html",
+            None,
+            403,
+            title="Not signed out",
+            message="the sign-out form expired or came from another site; use Sign out again",
+        )
     response = RedirectResponse("/", status_code=303)
     clear_session_cookie(response)
     return response

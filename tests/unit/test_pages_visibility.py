@@ -144,10 +144,14 @@ def world_client(tmp_path: Path) -> Iterator[tuple[World, Any]]:
     yield from _world_client(tmp_path)
 
 
+LOGIN_TOKEN_RE = re.compile(r'action="/login".*?name="csrf_token" value="([0-9a-f]+)"', re.DOTALL)
+"""The login form's CSRF field (a signed-in page also has the sign-out form's)."""
+
+
 def _login(client: Any, token: str, next: str | None = None) -> Any:
     """Sign in like a browser: the form (its CSRF cookie and field), then the POST."""
     form = client.get("/login")
-    match = re.search(r'name="csrf_token" value="([0-9a-f]+)"', form.text)
+    match = LOGIN_TOKEN_RE.search(form.text)
     assert match is not None, form.text
     data = {"token": token, "csrf_token": match.group(1)}
     if next is not None:
@@ -273,7 +277,7 @@ def test_login_refuses_a_post_without_its_forms_csrf_token(
     assert "unmask_session" not in response.headers.get("set-cookie", "")
     # The form's value of another browser (the attacker's own) does not fit this browser.
     attacker_form = client.get("/login").text
-    token = re.search(r'name="csrf_token" value="([0-9a-f]+)"', attacker_form)
+    token = LOGIN_TOKEN_RE.search(attacker_form)
     assert token is not None
     client.cookies.clear()
     client.cookies.set("unmask_login_csrf", "A" * 43, path="/login")
@@ -286,6 +290,30 @@ def test_login_refuses_a_post_without_its_forms_csrf_token(
     cookie = client.get("/login").headers["set-cookie"]
     assert "HttpOnly" in cookie and "SameSite=strict" in cookie and "Path=/login" in cookie
     assert _login(client, world.other_token).status_code == 303
+
+
+def test_logout_needs_the_sign_out_forms_token(world_client: tuple[World, Any]) -> None:
+    """Logout CSRF: another site's form cannot sign a visitor out (the cookie deletion of the
+    answer would work even on a request that carried no cookie)."""
+    world, client = world_client
+    assert _login(client, world.lab_token).status_code == 303
+    page = client.get("/")
+    match = re.search(
+        r'action="/logout".*?name="csrf_token" value="([0-9a-f]+)"', page.text, re.DOTALL
+    )
+    assert match is not None, page.text
+    for forged in ({}, {"csrf_token": "0" * 64}):
+        response = client.post("/logout", data=forged, follow_redirects=False)
+        assert response.status_code == 403
+        assert "unmask_session" not in response.headers.get("set-cookie", "")
+    assert "team <strong>" in client.get("/").text  # still signed in
+    response = client.post("/logout", data={"csrf_token": match.group(1)}, follow_redirects=False)
+    assert response.status_code == 303
+    assert 'unmask_session=""' in response.headers["set-cookie"]
+    # Another session's token does not fit this browser's cookie.
+    assert _login(client, world.other_token).status_code == 303
+    response = client.post("/logout", data={"csrf_token": match.group(1)}, follow_redirects=False)
+    assert response.status_code == 403
 
 
 def test_pages_and_api_send_security_headers(world_client: tuple[World, Any]) -> None:
