@@ -122,10 +122,15 @@ class EvaluationRun:
         )
 
     def train_stage(
-        self, data: ConditionSets, condition: str, seed: int
+        self,
+        data: ConditionSets,
+        condition: str,
+        seed: int,
+        position: tuple[int, int] = (1, 1),
     ) -> tuple[TrainedAttacker, StageOutcome]:
-        """Train the recognizer on ``data`` (original or anonymized speech) with ``seed``."""
-        return train_recognizer(self.context, data, condition, seed)
+        """Train the recognizer on ``data`` (original or anonymized speech) with ``seed``;
+        ``position``: (i, n), recognizer i of the run's n (for progress)."""
+        return train_recognizer(self.context, data, condition, seed, position)
 
     def embed_stage(
         self, model_key: str, checkpoint: Path, data: Manifest, data_key: str
@@ -183,10 +188,10 @@ class EvaluationRun:
         conditions = {"original": original, "anonymized": anonymized}
         models: dict[tuple[str, int], tuple[TrainedAttacker, StageOutcome]] = {}
         needed = sorted({(SCENARIO_PLAN[s][0], seed) for s in cfg.scenarios for seed in cfg.seeds})
-        for condition, seed in needed:
+        for i, (condition, seed) in enumerate(needed, start=1):
             data = conditions[condition]
             assert data is not None
-            models[(condition, seed)] = self.train_stage(data, condition, seed)
+            models[(condition, seed)] = self.train_stage(data, condition, seed, (i, len(needed)))
         if last == PHASES.index("train"):
             return None
 

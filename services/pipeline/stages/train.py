@@ -36,9 +36,17 @@ def checkpoint_sync_of(ctx: StageContext, stage: str, key: str) -> CheckpointSyn
 
 
 def train_recognizer(
-    ctx: StageContext, data: ConditionSets, condition: str, seed: int
+    ctx: StageContext,
+    data: ConditionSets,
+    condition: str,
+    seed: int,
+    position: tuple[int, int] = (1, 1),
 ) -> tuple[TrainedAttacker, StageOutcome]:
-    """Train the recognizer on ``data`` (original or anonymized speech) with ``seed``."""
+    """Train the recognizer on ``data`` (original or anonymized speech) with ``seed``.
+
+    ``position`` (i, n): this is recognizer i of the run's n; the train phase's progress covers
+    all n (a phase at 100 % after the first of several recognizers would mislead).
+    """
     training = ctx.config.training.model_copy(update={"seed": seed})
     if condition == "original" and training.target_classifier != "off":
         # Original speech has no targets: there is nothing for a target head to learn.
@@ -66,14 +74,16 @@ def train_recognizer(
             ]
 
         train_items, val_items = items(data.train), items(data.validation)
-        label = f"{condition} seed {seed}"
+        index, count = position
+        label = f"recognizer {index} of {count} ({condition} seed {seed})"
 
         def report(
             epoch: int, step: int, steps: int, eta: float, metrics: dict[str, float]
         ) -> None:
             frac = ((epoch - 1) + step / max(steps, 1)) / training.epochs
+            overall = (index - 1 + min(frac, 1.0)) / max(count, 1)
             msg = f"{label}: epoch {epoch}/{training.epochs} step {step}/{steps} ETA {eta:.0f}s"
-            ctx.progress("train", min(frac, 1.0), msg)
+            ctx.progress("train", overall, msg)
 
         model_dir = folder / "model"
         if sync is None:
@@ -81,7 +91,11 @@ def train_recognizer(
         else:
             restored = sync.restore(model_dir)
             if restored:
-                ctx.progress("train", 0.0, f"{label}: resuming after epoch {restored} (uploaded)")
+                ctx.progress(
+                    "train",
+                    (index - 1) / max(count, 1),
+                    f"{label}: resuming after epoch {restored}",
+                )
             try:
                 result = train_attacker(
                     train_items,
