@@ -56,7 +56,12 @@ socket_up() {
 
 if ! socket_up; then
   rm -f "$SOCKET"
-  nohup podman system service --time=0 "unix://$SOCKET" >/var/log/unmask-podman.log 2>&1 &
+  # Started from its own folder: conmon writes an `oom` marker into the service's working
+  # directory when a container is OOM-killed (the sandbox tests do that on purpose), which
+  # would otherwise litter the checkout.
+  mkdir -p /var/lib/unmask-podman
+  (cd /var/lib/unmask-podman && nohup podman system service --time=0 "unix://$SOCKET" \
+    >/var/log/unmask-podman.log 2>&1 &)
   for _ in $(seq 1 50); do socket_up && break; sleep 0.2; done
   socket_up || { echo "podman system service does not answer on $SOCKET" >&2; exit 1; }
 fi
