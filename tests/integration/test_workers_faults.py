@@ -59,6 +59,18 @@ def _wait(what: str, condition: Callable[[], Any], timeout_s: float) -> Any:
     raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
 
 
+def _stage_state(database: Database, job_id: int, name: str) -> str:
+    with database.session_scope() as session:
+        return str(job_records.get_stage(session, job_id, name).state)
+
+
+def _finished(database: Database, job_id: int) -> Any:
+    """The job once it is in a terminal state, else None."""
+    with database.session_scope() as session:
+        job = job_records.get_job(session, job_id)
+        return job if job.state in ("succeeded", "failed", "cancelled") else None
+
+
 def test_postgres_connections_cut_mid_phase_the_job_still_succeeds_once(
     pg_database: Database, moto_endpoint: str, tmp_path: Path
 ) -> None:
@@ -87,28 +99,23 @@ def test_postgres_connections_cut_mid_phase_the_job_still_succeeds_once(
             ).scalar_one()
         return int(killed)
 
-    def stage_state(name: str) -> str:
-        with pg_database.session_scope() as session:
-            return str(job_records.get_stage(session, job_id, name).state)
-
-    def finished() -> Any:
-        with pg_database.session_scope() as session:
-            job = job_records.get_job(session, job_id)
-            return job if job.state in ("succeeded", "failed", "cancelled") else None
-
     cuts = []
     try:
         with celery_app_on(settings, services), worker_thread("gpu", "cpu"):
             with pg_database.session_scope() as session:
                 start_job(session, job_id=job_id)
-            _wait("train to run", lambda: stage_state("train") == "running", 600)
+            _wait(
+                "train to run", lambda: _stage_state(pg_database, job_id, "train") == "running", 600
+            )
             cuts.append(cut())
             time.sleep(1.0)  # a few heartbeats on dead connections
             cuts.append(cut())
-            _wait("score to run", lambda: stage_state("score") == "running", 600)
+            _wait(
+                "score to run", lambda: _stage_state(pg_database, job_id, "score") == "running", 600
+            )
             cuts.append(cut())
             cut_at = time.monotonic()
-            job = _wait("the job to finish", finished, 600)
+            job = _wait("the job to finish", lambda: _finished(pg_database, job_id), 600)
             finished_after_s = time.monotonic() - cut_at
     finally:
         killer.dispose()
@@ -213,26 +220,19 @@ def test_s3_cut_mid_phase_the_job_succeeds_once_s3_is_back(
     )
     job_id = planned_builtin_job(pg_database, CONFIG, team_slug="s3cut")
 
-    def stage_state(name: str) -> str:
-        with pg_database.session_scope() as session:
-            return str(job_records.get_stage(session, job_id, name).state)
-
-    def finished() -> Any:
-        with pg_database.session_scope() as session:
-            job = job_records.get_job(session, job_id)
-            return job if job.state in ("succeeded", "failed", "cancelled") else None
-
     try:
         with celery_app_on(settings, services), worker_thread("gpu", "cpu"):
             with pg_database.session_scope() as session:
                 start_job(session, job_id=job_id)
-            _wait("train to run", lambda: stage_state("train") == "running", 600)
+            _wait(
+                "train to run", lambda: _stage_state(pg_database, job_id, "train") == "running", 600
+            )
             time.sleep(0.5)
             proxy.cut()
             time.sleep(4.0)  # uploads and publishing fail meanwhile
             proxy.start()
             back = time.monotonic()
-            job = _wait("the job to finish", finished, 600)
+            job = _wait("the job to finish", lambda: _finished(pg_database, job_id), 600)
             finished_after_s = time.monotonic() - back
     finally:
         proxy.cut()
