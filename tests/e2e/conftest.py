@@ -9,7 +9,6 @@ unique prefix (``UNMASK_BROKER_KEY_PREFIX``), deleted at the end.
 from __future__ import annotations
 
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -29,6 +28,7 @@ from psycopg import sql
 from services.platform import identity
 from services.storage.db import Database
 from services.storage.migrate import upgrade_database
+from support.workers import stop_process
 from workers.names import QUEUE_REAPER
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,17 +48,6 @@ def free_port() -> int:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
         return port
-
-
-def stop(process: subprocess.Popen[bytes], timeout_s: float = 20.0) -> None:
-    """SIGTERM a child we started, then SIGKILL if it does not exit."""
-    if process.poll() is None:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=timeout_s)
 
 
 @dataclass
@@ -203,7 +192,7 @@ def e2e_platform(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PlatformP
         yield platform
     finally:
         for process in reversed(platform.processes):
-            stop(process)
+            stop_process(process)
         moto.stop()
         database.dispose()
         client = redis.Redis.from_url(REDIS_URL)

@@ -24,7 +24,7 @@ from services.platform.results.document import result_rows_from_document
 from services.settings import Settings
 from services.storage.models import StageClaim
 from support.configs import micro_protocol_config
-from tests.e2e.conftest import stop
+from support.workers import stop_process
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -89,7 +89,7 @@ def test_same_job_twice_and_a_rerun_on_two_workers_compute_each_stage_once(
     )
     # Two fresh hosts only (the session's other workers stop here).
     for name in list(e2e_platform.workers):
-        stop(e2e_platform.workers.pop(name))
+        stop_process(e2e_platform.workers.pop(name))
     for name in ("scale1", "scale2"):
         e2e_platform.start_worker(name)
     body = {"submission_id": submission["id"], "protocol_id": protocol["id"]}
