@@ -304,6 +304,8 @@ class Thresholds:
     max_srd_idr: float | None = None
     min_cllr: float | None = None
     max_linkability: float | None = None
+    max_wer_increase: float | None = None
+    """Utility: WER increase (percentage points) at most this, and usable speech."""
 
     def checks(self) -> list[tuple[str, str, str, float]]:
         """(label, metric, ">=" or "<=", bound) of every threshold that is set."""
@@ -364,5 +366,30 @@ def check_thresholds(
             ok = value >= bound if op == ">=" else value <= bound
             line = f"{where} = {value:.4g} ({'ok' if ok else 'FAIL'}: required {op} {bound:g})"
             (verdict.checked if ok else verdict.failures).append(line)
+    if thresholds.max_wer_increase is not None:
+        _check_utility(table, thresholds.max_wer_increase, verdict)
     verdict.passed = not verdict.failures
     return verdict
+
+
+def _check_utility(
+    table: Mapping[tuple[str, str], Mapping[str, float | None]], bound: float, verdict: Verdict
+) -> None:
+    """``--max-wer-increase``: the WER increase within ``bound`` (points) and usable speech; not
+    measured (a protocol without a utility block) fails."""
+    values = table.get((catalogue.UTILITY_SCENARIO, catalogue.UTILITY_BACKEND), {})
+    increase = values.get(catalogue.WER_INCREASE.key)
+    usable = values.get(catalogue.USABLE_SPEECH.key)
+    where = "WER increase [utility]"
+    if increase is None:
+        verdict.failures.append(
+            f"{where}: missing (required <= {bound:g} points; the protocol measures no WER)"
+        )
+    else:
+        ok = increase <= bound
+        line = f"{where} = {increase:.4g} points ({'ok' if ok else 'FAIL'}: required <= {bound:g})"
+        (verdict.checked if ok else verdict.failures).append(line)
+    if usable is not None and usable < 0.5:
+        verdict.failures.append("usable speech [utility]: NO (the degenerate-output guard)")
+    elif usable is not None:
+        verdict.checked.append("usable speech [utility]: yes")

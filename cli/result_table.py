@@ -64,7 +64,9 @@ def rows_table(results: Sequence[Mapping[str, Any]], title: str) -> Table:
     for m in metrics:
         table.add_column(m.label, justify="right")
     values = aggregate_rows(results)
-    for scenario, backend in sorted(values, key=lambda k: (_scenario_rank(k[0]), k[1])):
+    # The utility block has its own lines in the verdict, none of these columns.
+    keys = [k for k in values if k[0] != catalogue.UTILITY_SCENARIO]
+    for scenario, backend in sorted(keys, key=lambda k: (_scenario_rank(k[0]), k[1])):
         row = values[(scenario, backend)]
         cells = [_cell(m, row.get(m.key), row.get(f"{m.key}_std")) for m in metrics]
         table.add_row(scenario, backend, *cells)

@@ -147,6 +147,11 @@ def submit_command(
     max_linkability: float | None = typer.Option(
         None, "--max-linkability", help="Require linkability <= this."
     ),
+    max_wer_increase: float | None = typer.Option(
+        None,
+        "--max-wer-increase",
+        help="Require the WER increase (points) <= this, and usable speech (utility).",
+    ),
     scenario: str = typer.Option(
         "semi-informed", "--scenario", help="Scenario the thresholds apply to."
     ),
@@ -163,7 +168,9 @@ def submit_command(
     ),
 ) -> int:
     """Submit an anonymizer, wait for its evaluation and check privacy thresholds."""
-    thresholds = Thresholds(min_eer, max_srd_meand, max_srd_idr, min_cllr, max_linkability)
+    thresholds = Thresholds(
+        min_eer, max_srd_meand, max_srd_idr, min_cllr, max_linkability, max_wer_increase
+    )
     try:
         sources = [s for s in (builtin, image, archive) if s is not None]
         if len(sources) != 1:
@@ -244,12 +251,12 @@ def submit_command(
     for line in verdict.failures:
         out.print(f"  FAIL  {line}", highlight=False, markup=False, soft_wrap=True)
     _write_json(json_out, job, results, verdict)
-    if not thresholds.checks() and not require_trustworthy:
+    if not thresholds.checks() and max_wer_increase is None and not require_trustworthy:
         out.print("no thresholds given: nothing to gate on")
     elif verdict.passed:
         out.print("verdict: PASS")
     else:
-        out.print("verdict: FAIL (privacy thresholds not met)")
+        out.print("verdict: FAIL (thresholds not met)")
     return EXIT_PASSED if verdict.passed else EXIT_THRESHOLDS_FAILED
 
 

@@ -113,8 +113,43 @@ def verdict_lines(
             lines.append(f"             - {reason.get('message') or reason.get('code')}")
     else:
         lines.append("  attacker:  not checked (the report has no trust check)")
+    lines += _utility_lines(values.get((catalogue.UTILITY_SCENARIO, catalogue.UTILITY_BACKEND)))
     if where:
         lines.append(f"  results:   {where}")
+    return lines
+
+
+def _utility_lines(values: Mapping[str, float | None] | None) -> list[str]:
+    """The verdict's utility lines (a result without a utility block has none)."""
+    if not values:
+        return []
+    parts = []
+    wer_o = values.get(catalogue.WER_ORIGINAL.key)
+    wer_a = values.get(catalogue.WER_ANONYMIZED.key)
+    increase = values.get(catalogue.WER_INCREASE.key)
+    if wer_a is not None and wer_o is not None and increase is not None:
+        low = values.get("wer_increase_ci95_percent_low")
+        high = values.get("wer_increase_ci95_percent_high")
+        interval = f" [{low:.1f}, {high:.1f}]" if low is not None and high is not None else ""
+        parts.append(
+            f"WER {wer_a:.1f} % on anonymized vs {wer_o:.1f} % on original speech "
+            f"({increase:+.1f} points{interval})"
+        )
+    rho = values.get(catalogue.PITCH_CORRELATION.key)
+    if rho is not None:
+        parts.append(f"pitch correlation {rho:.2f}")
+    gvd = values.get(catalogue.VOICE_DISTINCTIVENESS.key)
+    if gvd is not None:
+        parts.append(f"GVD {gvd:+.1f} dB")
+    lines = [f"  utility:   {'; '.join(parts)}"] if parts else []
+    usable = values.get(catalogue.USABLE_SPEECH.key)
+    if usable is not None and usable < 0.5:
+        lines.append(
+            "             UNUSABLE SPEECH: the output is not speech (silence, noise, one voice "
+            "for all, clipping or no words); it ranks after every usable submission"
+        )
+    elif usable is not None:
+        lines.append("             usable speech (passed the degenerate-output guard)")
     return lines
 
 

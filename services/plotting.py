@@ -204,3 +204,45 @@ def plot_training_history(
     ax.grid(True, alpha=0.3)
     _legend_outside(ax)
     return save_figure(fig, path_stem)
+
+
+def render_privacy_utility(
+    points: Sequence[tuple[str, float, float, bool, bool]],
+    title: str,
+    *,
+    privacy_label: str,
+    utility_bound: float | None,
+    fmt: str = "png",
+) -> bytes:
+    """The privacy-utility scatter of a leaderboard: one point per submission, (label, WER
+    increase in points, privacy metric, on the Pareto front, usable speech); the front joined by
+    a line, unusable speech drawn as crosses, the protocol's WER bound as a dashed line. Returns
+    the ``fmt`` (png or svg) bytes."""
+    fig, ax = plt.subplots(figsize=(7.5, 5))
+    usable = [p for p in points if p[4]]
+    unusable = [p for p in points if not p[4]]
+    if usable:
+        ax.scatter([p[1] for p in usable], [p[2] for p in usable], s=28, color="C0",
+                   label="submission")  # fmt: skip
+    if unusable:
+        ax.scatter([p[1] for p in unusable], [p[2] for p in unusable], s=40, marker="x",
+                   color="C3", label="unusable speech (ranked last)")  # fmt: skip
+    front = sorted((p for p in points if p[3]), key=lambda p: p[1])
+    if front:
+        ax.plot([p[1] for p in front], [p[2] for p in front], color="C2", marker="o",
+                markerfacecolor="none", markersize=10, label="Pareto front")  # fmt: skip
+    for label, x, y, on_front, _ in points:
+        if on_front:
+            ax.annotate(label[:30], (x, y), textcoords="offset points", xytext=(5, 4), fontsize=8)
+    if utility_bound is not None:
+        ax.axvline(utility_bound, color="0.4", linestyle="--",
+                   label=f"utility bound ({utility_bound:g} points)")  # fmt: skip
+    ax.set_xlabel("WER increase (percentage points; lower = more useful)")
+    ax.set_ylabel(f"{privacy_label} (higher = more private)")
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    _legend_outside(ax)
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format=fmt, dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return buffer.getvalue()

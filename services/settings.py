@@ -127,6 +127,14 @@ class Settings(BaseSettings):
         description="A recognizer whose VER_S fell by more than this many points (%) in its last "
         "epoch, which is also the epoch it uses, stopped while still improving.",
     )
+    trust_max_enrollment_leak: float = Field(
+        0.2,
+        gt=0,
+        le=1,
+        description="Archive submissions: above this enrollment leak (the share of the gap "
+        "between the anonymized trials' similarity to their original utterances and identity "
+        "that the anonymized enrollment closes) the enrollment looks un-anonymized.",
+    )
     reaper_interval_s: float = Field(60.0, gt=0, description="Period of the reaper (Celery beat).")
     outbox_resend_after_s: float = Field(
         5.0,

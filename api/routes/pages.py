@@ -16,7 +16,7 @@ import json
 import logging
 import math
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -54,15 +54,20 @@ from services.errors import InvalidInputError
 from services.metrics import catalogue
 from services.pipeline.config import parse_config
 from services.platform import access, protocols, results
-from services.platform.jobs.config import leaderboard_defaults
+from services.platform.jobs.config import leaderboard_defaults, utility_rule
 from services.platform.leaderboard import (
     N_SEEDS_KEY,
+    USABLE_KEY,
+    UTILITY_TIERS,
+    WER_INCREASE_KEY,
     LeaderboardTableRow,
     MetricKey,
     det_curves_of,
     det_key,
     leaderboard_table,
+    rank_rows,
     sort_rows,
+    utility_tier,
 )
 from services.storage.errors import AuthenticationError, NotFoundError, PermissionDeniedError
 from services.storage.models import (
@@ -425,13 +430,19 @@ def _row_html(
     rank: int,
     columns: Sequence[Column],
     scenario: str,
+    tier: int = 0,
 ) -> Markup:
-    """One leaderboard ``<tr>`` (one cell per column of ``columns``).
+    """One leaderboard ``<tr>`` (one cell per column of ``columns``); ``tier`` indexes
+    ``UTILITY_TIERS`` (rows below the first are marked with the reason they rank lower).
 
     Built in Python rather than by a template loop: for 1,000 rows x 11 cells the loop costs
     several times more than the query (docs/performance.md, "Leaderboard page").
     """
-    cells = [f'<td class="num rank">{rank}</td>']
+    mark = ""
+    if tier:
+        reason = UTILITY_TIERS[tier]
+        mark = f' <span class="tier tier-{tier}" title="ranked lower: {reason}">▽</span>'
+    cells = [f'<td class="num rank">{rank}{mark}</td>']
     for column in columns:
         key = column.metric_key(scenario)
         if key is not None:
@@ -444,8 +455,13 @@ def _row_html(
             cells.append(_trust_cell(row))
         else:
             cells.append(_name_cell(row))
-    private = ' class="private"' if row.visibility == Visibility.PRIVATE.value else ""
-    return Markup(f'<tr data-submission="{row.submission_id}"{private}>{"".join(cells)}</tr>')
+    classes = (["private"] if row.visibility == Visibility.PRIVATE.value else []) + (
+        [f"tier-{tier}"] if tier else []
+    )
+    attr = f' class="{" ".join(classes)}"' if classes else ""
+    return Markup(
+        f'<tr data-submission="{row.submission_id}" data-tier="{tier}"{attr}>{"".join(cells)}</tr>'
+    )
 
 
 def _reference_html(
@@ -488,6 +504,10 @@ class LeaderboardView:
     active: str | None
     descending: bool
     primary: Column | None
+    utility_measured: bool = False
+    wer_bound: float | None = None
+    tiers: dict[int, int] = field(default_factory=dict)
+    """Submission id -> index into ``UTILITY_TIERS``."""
 
 
 def _protocol_backends(protocol: Protocol, default: str) -> list[str]:
@@ -527,8 +547,12 @@ def _leaderboard_view(
         raise InvalidInputError(
             f"backend {backend!r} is not scored on this protocol; known: {', '.join(backends)}"
         )
+    try:
+        utility_measured, wer_bound = utility_rule(protocol)
+    except InvalidInputError:
+        utility_measured, wer_bound = False, None
     all_columns = leaderboard_columns()
-    keys: list[MetricKey] = [(scenario, metric)]
+    keys: list[MetricKey] = [(scenario, metric), USABLE_KEY, WER_INCREASE_KEY]
     for column in all_columns:
         key = column.metric_key(scenario)
         if key is None:
@@ -548,16 +572,23 @@ def _leaderboard_view(
         viewer_team_id=viewer.team_id if viewer else None,
         include_all_private=bool(viewer and viewer.is_admin),
     )
-    # The rank is the protocol's ranking (primary metric, then submission time), whatever the
-    # display order.
-    ranked = sort_rows(rows, key=(scenario, metric), descending=higher)
+    # The rank is the protocol's ranking (utility tier, then primary metric, then submission
+    # time), whatever the display order.
+    ranked = rank_rows(
+        rows,
+        key=(scenario, metric),
+        descending=higher,
+        utility_measured=utility_measured,
+        wer_bound=wer_bound,
+    )
     ranks = {row.submission_id: position for position, row in enumerate(ranked, start=1)}
+    tiers = {row.submission_id: utility_tier(row, utility_measured, wer_bound) for row in rows}
     by_key = {column.key: column for column in all_columns}
     current = by_key.get(sort or "")
     primary = by_key.get(metric)  # the column of the ranking metric, when it has one
     if current is None:  # the protocol's ranking (optionally reversed)
         descending = higher if order is None else order == "desc"
-        display = sort_rows(rows, key=(scenario, metric), descending=descending)
+        display = ranked if descending == higher else ranked[::-1]
         active = primary.key if primary is not None else None
     else:
         descending = order == "desc" if order is not None else _best_first_desc(current)
@@ -598,6 +629,9 @@ def _leaderboard_view(
         active=active,
         descending=descending,
         primary=primary,
+        utility_measured=utility_measured,
+        wer_bound=wer_bound,
+        tiers=tiers,
     )
 
 
@@ -671,9 +705,24 @@ def leaderboard_page(
         "leaderboard.html",
         viewer,
         row_html=[
-            _row_html(row, view.ranks[row.submission_id], view.columns, view.scenario)
+            _row_html(
+                row,
+                view.ranks[row.submission_id],
+                view.columns,
+                view.scenario,
+                view.tiers.get(row.submission_id, 0),
+            )
             for row in view.display
         ],
+        utility_measured=view.utility_measured,
+        wer_bound=view.wer_bound,
+        utility_tiers=UTILITY_TIERS,
+        utility_plot_link=(
+            f"/protocols/{view.protocol.id}/utility.png?{urlencode({'backend': view.backend})}"
+            if view.utility_measured
+            and any(r.values.get(WER_INCREASE_KEY) is not None for r in view.display)
+            else None
+        ),
         reference_html=_reference_html(view.reference, view.columns),
         protocol=view.protocol,
         scenario=view.scenario,
@@ -816,6 +865,61 @@ def leaderboard_det_plot(
 
     title = f"DET: top {len(drawn)}, {view.scenario}, {view.backend}"
     body = render_det_overlay(drawn, title, fmt=fmt)
+    return Response(
+        body,
+        media_type="image/png" if fmt == "png" else "image/svg+xml",
+        headers={"Cache-Control": "private, no-store"},
+    )
+
+
+@router.get("/protocols/{protocol_id}/utility.{fmt}")
+def leaderboard_utility_plot(
+    request: Request,
+    protocol_id: DbId,
+    fmt: str,
+    backend: str | None = Query(None, max_length=32),
+    context: ApiContext = Depends(get_context),
+) -> Response:
+    """Privacy (the protocol's ranking metric and scenario, ``backend``) against the WER increase
+    of every visible submission with both, the Pareto front marked. PNG or SVG."""
+    if fmt not in ("png", "svg"):
+        return Response("format must be png or svg", status_code=404, media_type="text/plain")
+    viewer, view = _lookup_view(request, context, protocol_id, backend, None, None)
+    if not isinstance(view, LeaderboardView):
+        return view
+    from services.plotting import render_privacy_utility
+    from services.utility.pareto import pareto_front
+
+    rows = [
+        r
+        for r in view.ranked
+        if r.values.get(WER_INCREASE_KEY) is not None
+        and r.values.get((view.scenario, view.metric)) is not None
+    ]
+    if not rows:
+        return _not_found(request, viewer, "no submission has both privacy and utility values")
+    cost = [float(r.values[WER_INCREASE_KEY] or 0.0) for r in rows]
+    sign = 1.0 if view.higher else -1.0  # the front wants higher-is-better privacy
+    privacy = [float(r.values[(view.scenario, view.metric)] or 0.0) for r in rows]
+    usable = [view.tiers.get(r.submission_id, 0) != 3 for r in rows]
+    # Unusable speech is never on the front: its "privacy" is the absence of speech.
+    front = pareto_front(
+        [sign * p if u else math.nan for p, u in zip(privacy, usable, strict=True)], cost
+    )
+    label = (
+        catalogue.metric(view.metric).label if catalogue.is_catalogued(view.metric) else view.metric
+    )
+    points = [
+        (f"#{view.ranks[r.submission_id]} {r.submission_name}", c, p, bool(f), u)
+        for r, c, p, f, u in zip(rows, cost, privacy, front, usable, strict=True)
+    ]
+    body = render_privacy_utility(
+        points,
+        f"Privacy vs utility: {view.protocol.name} v{view.protocol.version} ({view.backend})",
+        privacy_label=f"{label} ({view.scenario})",
+        utility_bound=view.wer_bound,
+        fmt=fmt,
+    )
     return Response(
         body,
         media_type="image/png" if fmt == "png" else "image/svg+xml",

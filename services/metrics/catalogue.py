@@ -28,6 +28,16 @@ DOCS_END = "<!-- metric-catalogue:end -->"
 PROTOCOL_SCENARIO: str | None = None
 """In :attr:`Metric.leaderboard_scenarios`: the protocol's own leaderboard scenario."""
 
+UTILITY_SCENARIO = "utility"
+"""The scenario name under which a report's ``utility`` block is stored as result rows."""
+UTILITY_BACKEND = "-"
+"""The back-end of the utility rows: utility does not depend on the attacker's back-end."""
+
+
+def stored_backend(scenario: str, backend: str) -> str:
+    """The back-end a (scenario, back-end) value is stored under: the utility rows have one."""
+    return UTILITY_BACKEND if scenario == UTILITY_SCENARIO else backend
+
 
 @dataclass(frozen=True)
 class Metric:
@@ -300,6 +310,108 @@ PRERESTORE_EER = Metric(
     leaderboard_scenarios=("ignorant",),
 )
 
+# --- utility (docs/utility.md): values of the report's ``utility`` block, path from the block ----
+
+WER_ORIGINAL = Metric(
+    key="wer_original_percent",
+    label="WER % original",
+    description="Word error rate of the utility ASR on the ORIGINAL trial speech (the reference).",
+    unit="%",
+    higher_is_better=False,
+    digits=1,
+    path=("wer", "wer_original_percent"),
+    summarized=True,
+)
+WER_ANONYMIZED = Metric(
+    key="wer_anonymized_percent",
+    label="WER % anonymized",
+    description="Word error rate of the utility ASR (trained on original speech) on the "
+    "anonymized trial speech; lower = more intelligible.",
+    unit="%",
+    higher_is_better=False,
+    digits=1,
+    path=("wer", "wer_anonymized_percent"),
+    summarized=True,
+)
+WER_INCREASE = Metric(
+    key="wer_increase_percent",
+    label="WER increase",
+    description="Anonymized minus original WER (percentage points), with a speaker-level "
+    "bootstrap interval; the protocol's utility bound applies to it. Lower = more useful.",
+    unit="points",
+    higher_is_better=False,
+    digits=1,
+    path=("wer", "wer_increase_percent"),
+    summarized=True,
+    leaderboard_scenarios=(UTILITY_SCENARIO,),
+    in_event=True,
+)
+PITCH_CORRELATION = Metric(
+    key="pitch_correlation",
+    label="ρF0",
+    description="Pitch correlation of original and anonymized trial speech (Pearson, frames "
+    "voiced in both; VoicePrivacy 2022), mean over utterances. 1 = intonation kept.",
+    unit="",
+    higher_is_better=True,
+    digits=2,
+    path=("pitch_correlation", "mean"),
+    summarized=True,
+    leaderboard_scenarios=(UTILITY_SCENARIO,),
+    in_event=True,
+)
+VOICE_DISTINCTIVENESS = Metric(
+    key="gvd_db",
+    label="GVD dB",
+    description="Gain of voice distinctiveness (VoicePrivacy 2020/2022): 0 dB = speakers as "
+    "distinct as in the original, negative = voices made more alike.",
+    unit="dB",
+    higher_is_better=True,
+    digits=1,
+    path=("voice_distinctiveness", "gvd_db"),
+    summarized=True,
+    leaderboard_scenarios=(UTILITY_SCENARIO,),
+    in_event=True,
+)
+USABLE_SPEECH = Metric(
+    key="usable_speech",
+    label="Usable speech",
+    description="1 when the anonymized speech passed the degenerate-output guard (not silence, "
+    "noise, one voice for all, clipping, no words), else 0; unusable results rank last.",
+    unit="",
+    higher_is_better=True,
+    digits=0,
+    path=("usable_speech", "usable"),
+    summarized=True,
+    in_event=True,
+)
+
+UTILITY_METRICS: tuple[Metric, ...] = (
+    WER_ORIGINAL,
+    WER_ANONYMIZED,
+    WER_INCREASE,
+    PITCH_CORRELATION,
+    VOICE_DISTINCTIVENESS,
+    USABLE_SPEECH,
+)
+"""Metrics of the ``utility`` block (one value per job, stored under :data:`UTILITY_SCENARIO`)."""
+
+
+def utility_values(block: Mapping[str, Any]) -> dict[str, float | None]:
+    """The utility metrics' values in a report's ``utility`` block (booleans as 1 / 0)."""
+    out: dict[str, float | None] = {}
+    for m in UTILITY_METRICS:
+        value: Any = block
+        for part in m.path or ():
+            value = value.get(part) if isinstance(value, Mapping) else None
+        if isinstance(value, bool):
+            out[m.key] = 1.0 if value else 0.0
+        elif isinstance(value, int | float) and np.isfinite(value):
+            out[m.key] = float(value)
+        else:
+            out[m.key] = None
+    return out
+
+
 METRICS: tuple[Metric, ...] = (
     EER,
     EER_CI95_LOW,
@@ -317,6 +429,7 @@ METRICS: tuple[Metric, ...] = (
     SRD_IDENTIFICATION_RATE,
     ZEBRA_EXPECTED_DISCLOSURE,
     PRERESTORE_EER,
+    *UTILITY_METRICS,
 )
 """The catalogue, in display order. Read it through the functions below."""
 
@@ -345,6 +458,11 @@ def is_catalogued(key: str) -> bool:
 def seed_summary_metrics() -> tuple[Metric, ...]:
     """Metrics averaged over seeds into ``results.json``'s summary."""
     return tuple(m for m in METRICS if m.seed_summary)
+
+
+def utility_metrics() -> tuple[Metric, ...]:
+    """The metrics of a report's ``utility`` block."""
+    return tuple(m for m in METRICS if m in UTILITY_METRICS)
 
 
 def summarized_metrics() -> tuple[Metric, ...]:

@@ -20,6 +20,7 @@ from services.attacks.srd_representations import SRDRepresentationsConfig
 from services.corpus.protocol import TargetSelection
 from services.errors import ConfigError
 from services.studies.dataset_size import SizeStudyConfig
+from services.utility.config import UtilityConfig
 
 Scenario = Literal["original", "ignorant", "lazy-informed", "semi-informed"]
 Backend = Literal["cosine", "plda"]
@@ -191,6 +192,14 @@ class EvaluationConfig(BaseModel):
     analyses: AnalysesSpec = Field(
         default_factory=AnalysesSpec, description="Optional analyses run after scoring."
     )
+    utility: UtilityConfig | None = Field(
+        None,
+        # Left out of dumps while unset: config hashes of evaluations without it stay as they were.
+        exclude_if=lambda value: value is None,
+        description="Utility beside privacy (docs/utility.md): WER of an ASR on original vs "
+        "anonymized trials, pitch correlation, voice distinctiveness, the usable-speech guard; "
+        "null = not measured.",
+    )
 
     @model_validator(mode="after")
     def _unique_lists(self) -> EvaluationConfig:
@@ -198,6 +207,15 @@ class EvaluationConfig(BaseModel):
             values = getattr(self, field)
             if len(set(values)) != len(values):
                 raise ValueError(f"{field} has duplicate entries: {values}")
+        return self
+
+    @model_validator(mode="after")
+    def _utility_needs_anonymized_speech(self) -> EvaluationConfig:
+        if self.utility is not None and self.scenarios == ["original"]:
+            raise ValueError(
+                "utility compares original with anonymized speech: add an anonymized scenario "
+                "(e.g. ignorant or semi-informed) or remove the utility block"
+            )
         return self
 
     def content_hash(self) -> str:
@@ -265,11 +283,16 @@ def read_config_data(path: str | Path) -> dict[str, Any]:
 
 
 def resolve_paths(cfg: EvaluationConfig, config_file: str | Path) -> EvaluationConfig:
-    """A relative ``protocol`` is relative to the config file's folder."""
+    """A relative ``protocol`` (or ``utility.asr.pretrained_path``) is relative to the config
+    file's folder."""
+    base = Path(config_file).parent
     if cfg.protocol is not None and not cfg.protocol.is_absolute():
-        return cfg.model_copy(
-            update={"protocol": (Path(config_file).parent / cfg.protocol).resolve()}
-        )
+        cfg = cfg.model_copy(update={"protocol": (base / cfg.protocol).resolve()})
+    utility = cfg.utility
+    path = utility.asr.pretrained_path if utility is not None else None
+    if utility is not None and path is not None and not path.is_absolute():
+        asr = utility.asr.model_copy(update={"pretrained_path": (base / path).resolve()})
+        cfg = cfg.model_copy(update={"utility": utility.model_copy(update={"asr": asr})})
     return cfg
 
 

@@ -73,6 +73,40 @@ def config_problems(cfg: EvaluationConfig, *, engine_url: str | None = None) -> 
     problems: list[str] = []
     problems += _anonymizer_problems(cfg, engine_url)
     problems += _corpus_problems(cfg)
+    problems += _utility_problems(cfg)
+    return problems
+
+
+def _utility_problems(cfg: EvaluationConfig) -> list[str]:
+    """A pretrained ASR folder that cannot be loaded; a protocol without the transcripts the WER
+    needs (the synthetic corpus has them)."""
+    utility = cfg.utility
+    if utility is None or not utility.wer:
+        return []
+    problems: list[str] = []
+    if utility.asr.source == "pretrained" and utility.asr.pretrained_path is not None:
+        from services.utility.asr import check_asr_folder
+
+        try:
+            check_asr_folder(utility.asr.pretrained_path)
+        except (InvalidInputError, OSError) as exc:
+            problems.append(f"utility.asr.pretrained_path: {exc}")
+    if cfg.protocol is not None and cfg.protocol.is_file():
+        from services.corpus.protocol import load_protocol_and_manifest
+
+        try:
+            protocol, manifest = load_protocol_and_manifest(cfg.protocol)
+        except (InvalidInputError, OSError, ValueError):
+            return problems  # reported by the corpus check
+        by_id = {u.utt_id: u for u in manifest.utterances}
+        needed = [*protocol.attacker_train, *protocol.trial]
+        missing = sum(1 for i in needed if i in by_id and not (by_id[i].text or "").strip())
+        if missing:
+            problems.append(
+                f"utility.wer: {missing} of {len(needed)} attacker-train and trial utterances "
+                "have no transcript (`text` in the manifest); import the corpus with its "
+                "transcripts (LibriSpeech/LibriTTS importers read them) or set utility.wer: false"
+            )
     return problems
 
 

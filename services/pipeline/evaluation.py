@@ -15,8 +15,10 @@ its inputs (see ``stage_runner``):
 5. ``score``       per (scenario, back-end, seed): scores, EER (+ bootstrap interval), Cllr,
                    min Cllr, linkability, ZEBRA, DET points, SRD on the embeddings
                    (``stages.score``);
-6. ``analyze``     the optional analyses the config selects (``analyses``);
-7. ``report``      results.json, summary over seeds, plots (``report``).
+6. ``utility``     with a ``utility`` block: WER of an ASR trained on original speech, pitch
+                   correlation, voice distinctiveness, the usable-speech guard (``stages.utility``);
+7. ``analyze``     the optional analyses the config selects (``analyses``);
+8. ``report``      results.json, summary over seeds, plots (``report``).
 
 The same stage functions are what the platform's Celery tasks run; here they run in-process.
 """
@@ -56,6 +58,8 @@ from services.pipeline.stages.context import (
 from services.pipeline.stages.embed import embed_manifest
 from services.pipeline.stages.score import EmbeddedSet, score_row
 from services.pipeline.stages.train import TrainedModels, train_recognizer
+from services.pipeline.stages.utility import utility_stage
+from services.pipeline.trust import measure_enrollment_leak
 from services.settings import get_settings
 
 __all__ = ["PHASES", "EvaluationRun", "Phase", "ProgressReporter", "run_evaluation"]
@@ -188,6 +192,10 @@ class EvaluationRun:
         conditions = {"original": original, "anonymized": anonymized}
         models: dict[tuple[str, int], tuple[TrainedAttacker, StageOutcome]] = {}
         needed = sorted({(SCENARIO_PLAN[s][0], seed) for s in cfg.scenarios for seed in cfg.seeds})
+        utility_keys = utility_embedding_plan(cfg)
+        if utility_keys and ("original", cfg.seeds[0]) not in needed:
+            # GVD and the one-voice test need a recognizer trained on original speech.
+            needed = sorted({*needed, ("original", cfg.seeds[0])})
         for i, (condition, seed) in enumerate(needed, start=1):
             data = conditions[condition]
             assert data is not None
@@ -220,6 +228,8 @@ class EvaluationRun:
             if condition == "anonymized" and cfg.training.target_classifier != "off"
         ]
         wanted += probed
+        leak_keys = enrollment_leak_plan(cfg, needed)
+        wanted += leak_keys + utility_keys
         embeddings: dict[tuple[str, int, str, str], EmbeddedSet] = {}
         for k in dict.fromkeys(wanted):
             condition, seed, data_condition, set_name = k
@@ -245,10 +255,25 @@ class EvaluationRun:
         self.progress("score", 1.0, f"{len(rows)} rows")
         if last == PHASES.index("score"):
             return None
+        blocks: dict[str, Any] = {}
+        if cfg.utility is not None:
+            assert anonymized is not None
+            orig_key, anon_key = utility_keys
+            pair = (
+                embeddings[orig_key][1],
+                embeddings[anon_key][1],
+                embeddings[orig_key][2],
+                embeddings[anon_key][2],
+            )
+            blocks["utility"] = utility_stage(self.context, original, anonymized, pair)
+        if last == PHASES.index("utility"):
+            return None
         analyses = self.analyze_phase(protocol, manifest, protocol_key, conditions, models)
         if last == PHASES.index("analyze"):
             return None
         probes = {(k[0], k[1]): probe_recognizer(*embeddings[k][:2]) for k in probed}
+        if cfg.anonymizer.kind == "archive":
+            blocks["enrollment_leak"] = enrollment_leak_block(leak_keys, embeddings)
         return write_report(
             self.context,
             self.out_dir,
@@ -259,7 +284,61 @@ class EvaluationRun:
             analyses,
             time.perf_counter() - t0,
             probes,
+            blocks=blocks,
         )
+
+
+def utility_embedding_plan(cfg: EvaluationConfig) -> list[tuple[str, int, str, str]]:
+    """The embeddings the utility phase reads: original and anonymized trials by the first seed's
+    recognizer trained on original speech (GVD, the usable-speech guard's one-voice test)."""
+    if cfg.utility is None:
+        return []
+    seed = cfg.seeds[0]
+    return [("original", seed, "original", "trial"), ("original", seed, "anonymized", "trial")]
+
+
+def enrollment_leak_plan(
+    cfg: EvaluationConfig, needed: list[tuple[str, int]]
+) -> list[tuple[str, int, str, str]]:
+    """The embeddings the enrollment-leak check (archive submissions) needs: original and
+    anonymized enrollment and trials, all by the first recognizer trained on original speech."""
+    if cfg.anonymizer.kind != "archive":
+        return []
+    seeds = sorted(seed for condition, seed in needed if condition == "original")
+    if not seeds:
+        return []
+    return [
+        ("original", seeds[0], data, set_name)
+        for set_name in ("enrollment", "trial")
+        for data in ("original", "anonymized")
+    ]
+
+
+def enrollment_leak_block(
+    keys: list[tuple[str, int, str, str]],
+    embeddings: dict[tuple[str, int, str, str], EmbeddedSet],
+) -> dict[str, Any]:
+    """The ``enrollment_leak`` block of an archive submission's result (``trust``)."""
+    if not keys:
+        return {
+            "leak": None,
+            "reason": "no recognizer trained on original speech in this run (the original, "
+            "ignorant or lazy-informed scenario trains one)",
+        }
+
+    def paired(set_name: str) -> tuple[np.ndarray, np.ndarray]:
+        seed = keys[0][1]
+        orig_manifest, orig_emb, _ = embeddings[("original", seed, "original", set_name)]
+        anon_manifest, anon_emb, _ = embeddings[("original", seed, "anonymized", set_name)]
+        row = {u.utt_id: i for i, u in enumerate(orig_manifest.utterances)}
+        index = [row.get(u.utt_id) for u in anon_manifest.utterances]
+        keep = np.array([i is not None for i in index], dtype=bool)
+        orig_rows = np.array([i for i in index if i is not None], dtype=np.int64)
+        return orig_emb[orig_rows], anon_emb[keep]
+
+    orig_enr, anon_enr = paired("enrollment")
+    orig_tri, anon_tri = paired("trial")
+    return measure_enrollment_leak(orig_enr, anon_enr, orig_tri, anon_tri)
 
 
 def run_evaluation(

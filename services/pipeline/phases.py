@@ -8,7 +8,16 @@ from __future__ import annotations
 
 from typing import Literal
 
-Phase = Literal["corpus", "anonymize", "train", "embed", "score", "analyze", "report"]
+Phase = Literal["corpus", "anonymize", "train", "embed", "score", "utility", "analyze", "report"]
 
-PHASES: tuple[Phase, ...] = ("corpus", "anonymize", "train", "embed", "score", "analyze", "report")
+PHASES: tuple[Phase, ...] = (
+    "corpus",
+    "anonymize",
+    "train",
+    "embed",
+    "score",
+    "utility",
+    "analyze",
+    "report",
+)
 """The pipeline's phases in order; the platform runs each as a Celery task on its queue."""

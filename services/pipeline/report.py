@@ -46,11 +46,15 @@ def write_report(
     analyses: dict[str, Any],
     seconds: float,
     probes: Mapping[tuple[str, int], dict[str, Any]],
+    *,
+    blocks: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Plot, then write ``out_dir/results.json``; returns the result document.
 
     ``rows``: the score stages' rows; ``probes``: the target / source probes of the recognizers
-    trained with a target classifier, by (condition, seed); ``seconds``: the run's wall time.
+    trained with a target classifier, by (condition, seed); ``seconds``: the run's wall time;
+    ``blocks``: further top-level blocks of the document (e.g. ``enrollment_leak``), written
+    before the trust check reads it.
     """
     cfg = ctx.config
     plot_dir = out_dir / "plots"
@@ -144,6 +148,7 @@ def write_report(
             **compute_time(ctx.runner.log),
         },
     }
+    result.update(blocks or {})
     result["trust"] = assess_trust(result).to_json()
     (out_dir / RESULTS_NAME).write_text(json.dumps(result, indent=2, default=json_default))
     return result

@@ -13,7 +13,12 @@ speakers reports a high EER whatever the anonymizer does, and that EER overestim
   (more epochs or data would likely lower the EER);
 - ``ver_s_still_falling``: the epoch a recognizer uses is its last one and VER_S fell by more
   than ``UNMASK_TRUST_STILL_FALLING_VER_S_POINTS`` in it: training stopped while improving;
-- ``loss_not_falling``: a recognizer's training loss in its last epoch is not below its first.
+- ``loss_not_falling``: a recognizer's training loss in its last epoch is not below its first;
+- ``enrollment_unanonymized`` (archive submissions, where the maker anonymized the enrollment):
+  the anonymized enrollment is much closer to the original speakers than the anonymized trials
+  are (:func:`measure_enrollment_leak`; leak above ``UNMASK_TRUST_MAX_ENROLLMENT_LEAK``). An
+  attacker enrolled with clear voices meets anonymized trials, so its EER measures the mismatch
+  rather than the anonymizer's protection against an attacker with anonymized enrollment.
 
 The block written into ``results.json``::
 
@@ -27,6 +32,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+import numpy as np
 
 from services.metrics import catalogue
 from services.settings import Settings, get_settings
@@ -128,6 +135,59 @@ def _training_reasons(name: str, run: Mapping[str, Any], settings: Settings) -> 
     return reasons
 
 
+def _row_normalized(x: np.ndarray) -> np.ndarray:
+    x = np.asarray(x, dtype=np.float64)
+    return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
+
+
+def measure_enrollment_leak(
+    original_enrollment: np.ndarray,
+    anonymized_enrollment: np.ndarray,
+    original_trial: np.ndarray,
+    anonymized_trial: np.ndarray,
+) -> dict[str, Any]:
+    """How much closer the anonymized enrollment stays to its original speech than the trials do.
+
+    Arguments are embeddings (n, dim) by ONE recognizer trained on original speech, rows paired by
+    utterance (row i of the anonymized set is row i of the original set, anonymized). With s_e and
+    s_t the mean cosine similarity of an anonymized utterance to its own original, for enrollment
+    and trials, the leak is ``(s_e - s_t) / (1 - s_t)``: the share of the gap between the trials'
+    similarity and identity that the enrollment closes. 0 = enrollment anonymized like the trials;
+    1 = enrollment identical to the original speech. ``leak`` is None when the trials themselves
+    are (nearly) identical to their originals (1 - s_t < 1e-3): nothing was anonymized at all.
+    """
+    for name, a, b in (
+        ("enrollment", original_enrollment, anonymized_enrollment),
+        ("trial", original_trial, anonymized_trial),
+    ):
+        if a.shape != b.shape or a.ndim != 2 or a.shape[0] == 0:
+            raise ValueError(
+                f"{name}: original {a.shape} and anonymized {b.shape} embeddings must be paired "
+                "(n, dim) arrays with n > 0"
+            )
+    s_e = float(
+        np.mean(
+            np.sum(
+                _row_normalized(original_enrollment) * _row_normalized(anonymized_enrollment),
+                axis=1,
+            )
+        )
+    )
+    s_t = float(
+        np.mean(np.sum(_row_normalized(original_trial) * _row_normalized(anonymized_trial), axis=1))
+    )
+    gap = 1.0 - s_t
+    return {
+        "leak": (s_e - s_t) / gap if gap >= 1e-3 else None,
+        "enrollment_similarity": s_e,
+        "trial_similarity": s_t,
+        "n_enrollment": int(original_enrollment.shape[0]),
+        "n_trial": int(original_trial.shape[0]),
+        "method": "mean cosine of each anonymized utterance to its original, by the recognizer "
+        "trained on original speech (first seed)",
+    }
+
+
 def assess_trust(document: Mapping[str, Any], settings: Settings | None = None) -> Trust:
     """The reasons (see the module docstring) that undermine the verdict of ``document``."""
     settings = settings or get_settings()
@@ -142,6 +202,19 @@ def assess_trust(document: Mapping[str, Any], settings: Settings | None = None) 
                 "speech overestimates privacy",
                 original,
                 settings.trust_max_original_eer_percent,
+            )
+        )
+    leak_block = document.get("enrollment_leak")
+    leak = leak_block.get("leak") if isinstance(leak_block, Mapping) else None
+    if isinstance(leak, int | float) and leak > settings.trust_max_enrollment_leak:
+        reasons.append(
+            TrustReason(
+                "enrollment_unanonymized",
+                f"enrollment looks un-anonymized: the anonymized enrollment stays much closer to "
+                f"the original speakers than the anonymized trials do (leak {leak:.2f}, above "
+                f"{settings.trust_max_enrollment_leak:.2f}); anonymize enrollment and trials alike",
+                float(leak),
+                settings.trust_max_enrollment_leak,
             )
         )
     training = document.get("training") or {}

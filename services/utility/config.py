@@ -63,3 +63,10 @@ class UtilityConfig(BaseModel):
     bootstrap_resamples: int = Field(
         200, ge=0, description="Speaker-level bootstrap resamples for the WER intervals."
     )
+    max_wer_increase_percent: float | None = Field(
+        20.0,
+        ge=0,
+        description="The protocol's utility bound (percentage points of WER increase): the "
+        "leaderboard ranks by privacy among the submissions within it whose speech is usable; "
+        "the others rank after them. null = no bound (usable speech still ranks first).",
+    )

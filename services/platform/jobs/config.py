@@ -252,6 +252,15 @@ def run_config(
     return bound
 
 
+def utility_rule(protocol: Protocol) -> tuple[bool, float | None]:
+    """(whether the protocol measures utility, its bound on the WER increase in points)."""
+    body = protocol.body or {}
+    config = parse_config(dict(body.get("config", {})), source=f"protocol {protocol.id}")
+    if config.utility is None:
+        return False, None
+    return True, config.utility.max_wer_increase_percent
+
+
 def leaderboard_defaults(protocol: Protocol) -> tuple[str, str, str, bool]:
     """(metric, scenario, back-end, higher_is_better) of a protocol's leaderboard."""
     body = protocol.body or {}

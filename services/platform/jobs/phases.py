@@ -10,14 +10,16 @@ from services.pipeline.phases import PHASES, Phase
 from services.settings import Settings
 
 # Which worker pool runs each phase: "gpu" = model work (anonymize, train, embed, and the
-# analyses, whose pre-restoration attack embeds transformed audio; the corpus stage goes with
-# them because the anonymizer reads its audio), "cpu" = numbers (score, report).
+# analyses, whose pre-restoration attack embeds transformed audio; utility, which trains and runs
+# the ASR; the corpus stage goes with them because the anonymizer reads its audio), "cpu" =
+# numbers (score, report).
 PHASE_QUEUES: dict[Phase, str] = {
     "corpus": "gpu",
     "anonymize": "gpu",
     "train": "gpu",
     "embed": "gpu",
     "score": "cpu",
+    "utility": "gpu",
     "analyze": "gpu",
     "report": "cpu",
 }
@@ -30,12 +32,13 @@ DEFAULT_STAGE_TIME_LIMITS_S: dict[Phase, float] = {
     "train": 48 * 3600.0,
     "embed": 6 * 3600.0,
     "score": 6 * 3600.0,
+    "utility": 12 * 3600.0,
     "analyze": 12 * 3600.0,
     "report": 3600.0,
 }
 
 # Stage-runner names that belong to a phase of another name (``analysis-srd`` -> analyze).
-_STAGE_PREFIX_PHASE: dict[str, Phase] = {"analysis-": "analyze"}
+_STAGE_PREFIX_PHASE: dict[str, Phase] = {"analysis-": "analyze", "utility-": "utility"}
 
 
 def phase_of_stage(stage: str) -> str:

@@ -2,6 +2,9 @@
 
 from services.platform.leaderboard.service import (
     N_SEEDS_KEY,
+    USABLE_KEY,
+    UTILITY_TIERS,
+    WER_INCREASE_KEY,
     LeaderboardEntry,
     LeaderboardTableRow,
     MetricKey,
@@ -11,16 +14,21 @@ from services.platform.leaderboard.service import (
     latest_succeeded_jobs,
     leaderboard,
     leaderboard_table,
+    rank_rows,
     record_report_summary,
     refresh_job_summaries,
     refresh_job_summary,
     sort_rows,
     summary_key,
     summary_metric_keys,
+    utility_tier,
 )
 
 __all__ = [
     "N_SEEDS_KEY",
+    "USABLE_KEY",
+    "UTILITY_TIERS",
+    "WER_INCREASE_KEY",
     "LeaderboardEntry",
     "LeaderboardTableRow",
     "MetricKey",
@@ -30,10 +38,12 @@ __all__ = [
     "latest_succeeded_jobs",
     "leaderboard",
     "leaderboard_table",
+    "rank_rows",
     "record_report_summary",
     "refresh_job_summaries",
     "refresh_job_summary",
     "sort_rows",
     "summary_key",
     "summary_metric_keys",
+    "utility_tier",
 ]

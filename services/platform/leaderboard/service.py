@@ -385,7 +385,10 @@ def leaderboard_table(
             session, [r.job_id for r in records], extra
         ).items():
             summaries[job_id] = {**summaries.get(job_id, {}), **values}
-    keys = [(key, summary_key(key[0], backend, key[1])) for key in dict.fromkeys(metrics)]
+    keys = [
+        (key, summary_key(key[0], catalogue.stored_backend(key[0], backend), key[1]))
+        for key in dict.fromkeys(metrics)
+    ]
     rows = []
     for r in records:
         values = summaries.get(r.job_id, {})
@@ -437,3 +440,56 @@ def sort_rows(
     # sorted() is stable, so reverse=True still keeps ties in submission order.
     present.sort(key=lambda r: value_of(r), reverse=descending)  # type: ignore[arg-type,return-value]
     return present + missing
+
+
+# --- the ranking rule: privacy among the useful submissions -------------------------------------
+
+USABLE_KEY: MetricKey = (catalogue.UTILITY_SCENARIO, catalogue.USABLE_SPEECH.key)
+WER_INCREASE_KEY: MetricKey = (catalogue.UTILITY_SCENARIO, catalogue.WER_INCREASE.key)
+
+UTILITY_TIERS: tuple[str, ...] = (
+    "within the utility bound",
+    "utility not measured",
+    "above the utility bound",
+    "unusable speech",
+)
+"""The leaderboard's tiers, best first: a submission never ranks above one of a better tier."""
+
+
+def utility_tier(row: LeaderboardTableRow, measured: bool, bound: float | None) -> int:
+    """Index into :data:`UTILITY_TIERS` of a row under a protocol that ``measured`` utility with
+    the WER-increase ``bound`` (points; None = no bound).
+
+    Unusable speech (the degenerate-output guard) is last whatever else; without utility on the
+    protocol every other row shares the first tier.
+    """
+    usable = row.values.get(USABLE_KEY)
+    if usable is not None and usable < 0.5:
+        return 3
+    if not measured:
+        return 0
+    increase = row.values.get(WER_INCREASE_KEY)
+    if usable is None and increase is None:
+        return 1
+    if bound is not None and (increase is None or increase > bound):
+        return 2
+    return 0
+
+
+def rank_rows(
+    rows: Sequence[LeaderboardTableRow],
+    *,
+    key: MetricKey,
+    descending: bool,
+    utility_measured: bool,
+    wer_bound: float | None,
+) -> list[LeaderboardTableRow]:
+    """The protocol's ranking: by tier (:func:`utility_tier`), then by the privacy metric ``key``
+    within each tier (:func:`sort_rows`: missing values last, ties in submission order)."""
+    tiers: dict[int, list[LeaderboardTableRow]] = {}
+    for row in rows:
+        tiers.setdefault(utility_tier(row, utility_measured, wer_bound), []).append(row)
+    ranked: list[LeaderboardTableRow] = []
+    for tier in sorted(tiers):
+        ranked += sort_rows(tiers[tier], key=key, descending=descending)
+    return ranked

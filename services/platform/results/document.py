@@ -47,7 +47,9 @@ def result_rows_from_document(document: Mapping[str, Any]) -> list[result_record
     One row per (scenario, back-end, seed, metric) from ``rows`` (nested values flattened with
     ``_``: ``zebra_expected_disclosure_bits``, ``srd_empirical_mean_disclosure_bits``,
     ``eer_ci95_percent_low``, ...), plus seed ``AGGREGATE_SEED`` rows from ``summary``: the mean
-    over seeds under the metric's own name and the standard deviation under ``<metric>_std``.
+    over seeds under the metric's own name and the standard deviation under ``<metric>_std``,
+    plus the ``utility`` block's values (scenario ``utility``, back-end ``-``, seed
+    ``AGGREGATE_SEED``; ``usable_speech`` as 1 / 0).
     """
     rows: dict[tuple[str, str, int, str], float | None] = {}
     for row in document.get("rows", []):
@@ -69,6 +71,19 @@ def result_rows_from_document(document: Mapping[str, Any]) -> list[result_record
                 rows[(*key, f"{metric}_std"[:64])] = value.get("std")
             elif value is None:
                 rows[(*key, metric[:64])] = None
+    utility = document.get("utility")
+    if isinstance(utility, Mapping):
+        # One value per job (utility does not depend on the attacker's seed or back-end).
+        key = (catalogue.UTILITY_SCENARIO, catalogue.UTILITY_BACKEND, AGGREGATE_SEED)
+        for metric, value in catalogue.utility_values(utility).items():
+            rows[(*key, metric)] = value
+        wer = utility.get("wer")
+        if isinstance(wer, Mapping):
+            flat: dict[str, float | None] = {}
+            for name in ("wer_anonymized_ci95_percent", "wer_increase_ci95_percent"):
+                _flatten_metrics(name, wer.get(name), flat)
+            for metric, value in flat.items():
+                rows[(*key, metric)] = value
     return [
         result_records.ResultRow(scenario, backend, seed, metric, value)
         for (scenario, backend, seed, metric), value in rows.items()

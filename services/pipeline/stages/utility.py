@@ -1,0 +1,196 @@
+"""The utility phase: what the anonymizer leaves of the speech (docs/utility.md).
+
+Two stages, both on the model (GPU) queue:
+
+- ``utility-asr``: the speech recognizer behind the WER, trained on the protocol's ORIGINAL
+  attacker-train speech (``utility.asr.source: train``; keyed by that set and the ASR spec, so one
+  protocol trains it once whatever the submission), or skipped for an operator's pretrained
+  folder;
+- ``utility-metrics``: on the trial set, original vs anonymized: WER / CER with speaker-level
+  bootstrap intervals, pitch correlation rho_F0, gain of voice distinctiveness GVD (from the
+  recognizer trained on original speech) and the degenerate-output guard (``usable_speech``).
+
+The result is the ``utility`` block of ``results.json``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from services.corpus.manifest import Manifest
+from services.errors import ConfigError
+from services.pipeline.sets import ConditionSets
+from services.pipeline.stages.context import StageContext, json_default
+from services.utility.config import UtilityConfig
+
+UTILITY_JSON = "utility.json"
+ASR_DIR = "asr"
+
+EmbeddingPair = tuple[np.ndarray, np.ndarray, str, str]
+"""(original trial embeddings, anonymized trial embeddings, their two embed stage keys), by the
+recognizer trained on original speech, rows in trial-manifest order."""
+
+
+def missing_transcripts(manifest: Manifest) -> int:
+    """How many utterances of ``manifest`` have no (non-blank) ``text``."""
+    return sum(1 for u in manifest.utterances if not (u.text or "").strip())
+
+
+def check_transcripts(original: ConditionSets) -> None:
+    """ConfigError naming the fix when the WER cannot be measured for lack of transcripts."""
+    for name in ("train", "trial"):
+        manifest = original.get(name)
+        n = missing_transcripts(manifest)
+        if n:
+            raise ConfigError(
+                f"utility.wer needs transcripts: {n} of {len(manifest)} {name} utterances of the "
+                "protocol's manifest have no `text` (import the corpus with its transcripts, e.g. "
+                "`unmask corpus import` of LibriSpeech, or set utility.wer: false)"
+            )
+
+
+def _folder_fingerprint(folder: Path) -> list[tuple[str, int]]:
+    """Names and sizes of an operator's model folder: a changed model is a new stage key."""
+    files = (p for p in folder.rglob("*") if p.is_file())
+    return sorted((p.relative_to(folder).as_posix(), p.stat().st_size) for p in files)
+
+
+def asr_stage(ctx: StageContext, original: ConditionSets) -> tuple[Path, str, dict[str, Any]]:
+    """The ASR folder, its key (for the metrics stage's inputs) and its description."""
+    from services.utility.asr import check_asr_folder, load_asr, train_asr
+
+    utility = ctx.config.utility
+    assert utility is not None
+    spec = utility.asr
+    if spec.source == "pretrained":
+        assert spec.pretrained_path is not None
+        folder = Path(spec.pretrained_path)
+        check_asr_folder(folder)
+        key = json.dumps(
+            {"pretrained": str(folder.resolve()), "files": _folder_fingerprint(folder)},
+            sort_keys=True,
+        )
+        return folder, key, load_asr(folder, "cpu").describe()
+
+    inputs = {
+        "train": original.keys["train"],
+        "asr": spec.model_dump(mode="json", exclude={"device"}),
+    }
+
+    def make(folder: Path) -> dict[str, Any]:
+        train = original.train
+        audio = ctx.audio.load(train)
+        texts = [u.text or "" for u in train.utterances]
+
+        def report(fraction: float, message: str) -> None:
+            ctx.progress("utility", 0.5 * fraction, f"ASR training: {message}")
+
+        train_asr(audio, texts, spec, folder / ASR_DIR, progress=report)
+        return {"asr": ASR_DIR}
+
+    outcome = ctx.runner.run("utility-asr", inputs, make)
+    folder = outcome.folder / ASR_DIR
+    describe = folder / "describe.json"
+    info = json.loads(describe.read_text()) if describe.is_file() else {}
+    return folder, f"utility-asr:{outcome.key}", info
+
+
+def utility_stage(
+    ctx: StageContext,
+    original: ConditionSets,
+    anonymized: ConditionSets,
+    embeddings: EmbeddingPair | None,
+) -> dict[str, Any]:
+    """The ``utility`` block: every utility metric the config asks for, on the trial set."""
+    from services.utility.degenerate import assess_usable_speech
+    from services.utility.distinctiveness import gain_of_voice_distinctiveness
+    from services.utility.prosody import pitch_correlation_from_audio
+    from services.utility.wer import compare_wer, normalize_text
+
+    utility: UtilityConfig | None = ctx.config.utility
+    assert utility is not None
+    if utility.wer:
+        check_transcripts(original)
+    asr_folder, asr_key, asr_info = asr_stage(ctx, original) if utility.wer else (None, None, {})
+    inputs: dict[str, Any] = {
+        "utility": utility.model_dump(mode="json", exclude={"asr": {"device"}}),
+        "trial_original": original.keys["trial"],
+        "trial_anonymized": anonymized.keys["trial"],
+        "asr": asr_key,
+        "embeddings": list(embeddings[2:]) if embeddings is not None else None,
+    }
+
+    def make(folder: Path) -> dict[str, Any]:
+        trial_o, trial_a = original.trial, anonymized.get("trial")
+        wav_o = ctx.audio.load(trial_o)
+        wav_a = ctx.audio.load(trial_a)
+        speakers = [u.speaker_id for u in trial_o.utterances]
+        block: dict[str, Any] = {"n_utterances": len(trial_o), "set": "trial"}
+        hyps_a: list[str] | None = None
+        if asr_folder is not None:
+            from services.utility.asr import load_asr
+
+            ctx.progress("utility", 0.5, "transcribing original and anonymized trials")
+            model = load_asr(asr_folder, _device(ctx))
+            refs = [normalize_text(u.text or "") for u in trial_o.utterances]
+            hyps_o = model.transcribe(wav_o)
+            hyps_a = model.transcribe(wav_a)
+            block["asr"] = asr_info
+            block["wer"] = compare_wer(
+                refs,
+                hyps_o,
+                hyps_a,
+                speakers,
+                resamples=utility.bootstrap_resamples,
+                seed=ctx.config.seeds[0],
+            )
+            (folder / "transcripts.json").write_text(
+                json.dumps(
+                    [
+                        {"utt_id": u.utt_id, "reference": r, "original": o, "anonymized": a}
+                        for u, r, o, a in zip(trial_o.utterances, refs, hyps_o, hyps_a, strict=True)
+                    ],
+                    indent=1,
+                )
+            )
+        if utility.pitch_correlation:
+            ctx.progress("utility", 0.75, "pitch correlation")
+            rho = pitch_correlation_from_audio(wav_o, wav_a)
+            block["pitch_correlation"] = rho
+        emb_o = emb_a = None
+        if embeddings is not None:
+            emb_o, emb_a = embeddings[0], embeddings[1]
+        if utility.voice_distinctiveness and emb_o is not None and emb_a is not None:
+            block["voice_distinctiveness"] = gain_of_voice_distinctiveness(emb_o, emb_a, speakers)
+        ctx.progress("utility", 0.9, "usable-speech guard")
+        usable = assess_usable_speech(
+            wav_a,
+            wav_o,
+            16000,
+            utility.usable_speech,
+            transcripts=hyps_a,
+            anonymized_embeddings=emb_a,
+            speakers=speakers if emb_a is not None else None,
+        )
+        block["usable_speech"] = {
+            "usable": usable.usable,
+            "reasons": list(usable.reasons),
+            "stats": usable.stats,
+        }
+        block["max_wer_increase_percent"] = utility.max_wer_increase_percent
+        (folder / UTILITY_JSON).write_text(json.dumps(block, indent=2, default=json_default))
+        return {"utility": UTILITY_JSON}
+
+    outcome = ctx.runner.run("utility-metrics", inputs, make)
+    ctx.progress("utility", 1.0, "utility measured")
+    result: dict[str, Any] = json.loads((outcome.folder / UTILITY_JSON).read_text())
+    return result
+
+
+def _device(ctx: StageContext) -> str:
+    utility = ctx.config.utility
+    return utility.asr.device if utility is not None else "cpu"
