@@ -8,8 +8,13 @@ Pearson's r is invariant to a positive affine map of either contour, so a consta
 (every F0 times ``2^(a/12)``) keeps rho_F0 = 1: the metric measures whether intonation survives,
 not whether the pitch level does.
 
-F0 comes from the repository's pYIN tracker (`services.attacks.f0`: 65-450 Hz, 10 ms hop, NaN on
-unvoiced frames), the same tracks the F0 attacks use.
+F0 comes from the repository's pYIN tracker (`services.attacks.f0`: 10 ms hop, NaN on unvoiced
+frames), with a wider search range than the attacks' 65-450 Hz: `UTILITY_F0_PARAMS`, 40-800 Hz.
+Anonymized voices leave the natural range: the pitch built-in shifts by up to 12 semitones, so a
+254 Hz voice raised 10 semitones (453 Hz) was tracked an octave off (rho_F0 = -0.56) and a 97 Hz
+voice lowered 8.5 semitones (59 Hz) not at all with 65-450 Hz; with 40-800 Hz both correlate
+above 0.9 (measured on the synthetic corpus, docs/utility-signal.md), for about 30 % more pYIN
+time.
 
 Frame alignment. The anonymizer contract keeps the output's duration within one 10 ms frame of the
 input's (by cropping or padding the end), so contours normally have the same frame count, or one
@@ -37,6 +42,9 @@ from numpy.typing import NDArray
 from services.attacks.f0 import F0Params, f0_tracks
 from services.audio import SAMPLE_RATE_HZ
 from services.errors import InvalidInputError
+
+UTILITY_F0_PARAMS = F0Params(fmin_hz=40.0, fmax_hz=800.0)
+"""pYIN settings of rho_F0: 40-800 Hz covers every voice of 85-255 Hz shifted by +-12 semitones."""
 
 MIN_VOICED_FRAMES = 20
 """Fewest frames voiced in both contours (0.2 s at the 10 ms hop) for a defined rho_F0; fewer
@@ -158,7 +166,7 @@ def pitch_correlation_from_audio(
     anonymized: Sequence[NDArray[np.floating]],
     sample_rate: int = SAMPLE_RATE_HZ,
     *,
-    params: F0Params = F0Params(),
+    params: F0Params = UTILITY_F0_PARAMS,
     cache_dir: str | Path | None = None,
     workers: int | None = None,
     min_voiced_frames: int = MIN_VOICED_FRAMES,
@@ -169,8 +177,8 @@ def pitch_correlation_from_audio(
         original: original waveforms (mono, ``sample_rate``).
         anonymized: the anonymized waveforms, same order and count.
         sample_rate: Hz; the F0 tracker works at 16 kHz only.
-        params, cache_dir, workers: passed to `f0_tracks` (pYIN settings, per-utterance cache,
-            processes).
+        params, cache_dir, workers: passed to `f0_tracks` (pYIN settings, default
+            `UTILITY_F0_PARAMS`; per-utterance cache; processes).
         min_voiced_frames: see `pitch_correlation`.
 
     Returns:
