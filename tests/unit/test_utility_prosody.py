@@ -124,3 +124,22 @@ def test_pitch_anonymizer_keeps_rho_f0_high_on_synthetic_speech() -> None:
     # The same speech against another utterance's pitch: no intonation in common.
     swapped = pitch_correlation_from_audio(originals, anonymized[::-1], workers=1)
     assert swapped["mean"] < out["mean"] - 0.3, (swapped, out)
+
+
+def test_voices_shifted_out_of_the_natural_range_are_still_tracked() -> None:
+    """A low voice lowered an octave (below the attacks' 65 Hz floor) keeps its intonation."""
+    from services.anonymizers.base import AnonymizationItem
+    from services.anonymizers.registry import build_anonymizer
+    from services.attacks.f0 import F0Params
+    from services.corpus.synthetic import sample_speakers, synthesize_utterance
+
+    low = min(sample_speakers(8, seed=5), key=lambda s: s.f0_hz)
+    assert low.f0_hz / 2 < 65.0
+    x = synthesize_utterance(low, np.random.default_rng(1), duration_s=2.0)
+    item = AnonymizationItem("u", x, 16_000, low.speaker_id, low.gender)
+    y = build_anonymizer("pitch", {"semitones": -12.0}).anonymize([item], seed=0)[0]
+    out = pitch_correlation_from_audio([x], [y], workers=1)
+    assert out["n_scored"] == 1 and out["mean"] > 0.8, out
+    # The attacks' 65-450 Hz search finds no voiced frame in the lowered voice.
+    narrow = pitch_correlation_from_audio([x], [y], workers=1, params=F0Params())
+    assert narrow["n_scored"] == 0
