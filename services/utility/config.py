@@ -68,8 +68,8 @@ class UsableSpeechThresholds(BaseModel):
     voicing_cpp_db: float = Field(
         1.2,
         gt=0.0,
-        description="A frame is voiced when its cepstral peak prominence exceeds this (dB) and "
-        "its pitch period agrees with a neighbour frame's.",
+        description="A frame is voiced when its cepstral peak prominence (F0 40-800 Hz) "
+        "exceeds this (dB).",
     )
     noise_max_voiced_fraction: float = Field(
         0.15,

@@ -12,8 +12,7 @@ Per utterance (all statistics vectorized over frames; 64 ms Hann frames every 16
   of the power spectrum, 100 Hz - 7 kHz): ~0.56 for white noise, below 0.05 for voiced speech;
 - ``voiced_fraction``: share of active frames that are voiced: cepstral peak prominence (the
   real cepstrum of the log power spectrum in dB, peak over a straight-line baseline, quefrency
-  1.25 - 25 ms, i.e. F0 40 - 800 Hz) above ``voicing_cpp_db``, AND a peak quefrency within 8 % of
-  a neighbouring frame's (a pitch period that persists: a random cepstral peak does not);
+  1.25 - 25 ms, i.e. F0 40 - 800 Hz) above ``voicing_cpp_db``;
 - ``clipped_share``: share of samples with ``|x| >= clipping_level``.
 
 Reason codes (raised when MORE than ``utterance_share`` of the utterances show the per-utterance
@@ -79,8 +78,6 @@ F0_RANGE_HZ = (40.0, 800.0)
 """Pitch range of the cepstral voicing test (Hz): wider than speech, to keep shifted voices."""
 FLATNESS_BAND_HZ = (100.0, 7000.0)
 """Band of the spectral flatness (Hz)."""
-PERIOD_AGREEMENT = 0.08
-"""Neighbouring frames' cepstral peaks agree when their quefrencies differ by at most 8 %."""
 MAX_DUPLICATE_CHECK = 400
 """Utterances compared for duplicate waveforms (pairwise correlations: quadratic)."""
 DUPLICATE_PREFIX_S = 1.0
@@ -164,14 +161,7 @@ def utterance_stats(
     design = np.stack([q.astype(np.float64), np.ones(q.size)], axis=1)
     baseline = (design @ (np.linalg.pinv(design) @ cq.T)).T  # per-frame straight-line fit
     prominence = cq - baseline
-    peak = np.argmax(prominence, axis=1)
-    cpp = prominence[np.arange(peak.size), peak]
-    period = q[peak].astype(np.float64)
-    agree = np.zeros(period.size, dtype=bool)
-    close = np.abs(np.diff(period)) <= PERIOD_AGREEMENT * np.minimum(period[1:], period[:-1])
-    agree[1:] |= close
-    agree[:-1] |= close
-    voiced = (cpp > thresholds.voicing_cpp_db) & agree
+    voiced = prominence.max(axis=1) > thresholds.voicing_cpp_db
     return UtteranceStats(
         rms_dbfs=level,
         flatness=float(np.median(flat)),
