@@ -82,6 +82,8 @@ MAX_DUPLICATE_CHECK = 400
 """Utterances compared for duplicate waveforms (pairwise correlations: quadratic)."""
 DUPLICATE_PREFIX_S = 1.0
 """Length of the compared waveform prefix (s)."""
+FRAME_BLOCK = 4096
+"""Frames analysed at once (bounds memory on long recordings)."""
 EXAMPLES_PER_REASON = 5
 """Utterance indices listed per reason in ``stats['examples']``."""
 
@@ -135,36 +137,41 @@ def utterance_stats(
     hop = max(1, round(HOP_S * sample_rate))
     if w.size < n:
         w = np.concatenate([w, np.zeros(n - w.size)])
-    frames = sliding_window_view(w, n)[::hop] * np.hanning(n)
-    power = np.square(np.abs(np.fft.rfft(frames, axis=1)))
-    frame_power = power.sum(axis=1)
-    # Parseval: sum |X|^2 = n * sum (w x)^2; the Hann window's mean square is 3/8.
-    frame_dbfs = 10.0 * np.log10(np.maximum(frame_power / (n * n * 0.375), 1e-300))
-    active = (frame_dbfs >= frame_dbfs.max() - ACTIVE_RANGE_DB) & (frame_dbfs > ACTIVE_FLOOR_DBFS)
-    if not active.any():
-        return UtteranceStats(level, float("nan"), float("nan"), clipped)
-
+    frames = sliding_window_view(w, n)[::hop]
+    window = np.hanning(n)
     freqs = np.fft.rfftfreq(n, 1.0 / sample_rate)
     band = (freqs >= FLATNESS_BAND_HZ[0]) & (freqs <= min(FLATNESS_BAND_HZ[1], sample_rate / 2))
-    pb = power[active][:, band] + 1e-30
-    flat = np.exp(np.mean(np.log(pb), axis=1)) / np.mean(pb, axis=1)
-
-    # Real cepstrum of the log power spectrum (dB); a floor relative to each frame's power keeps
-    # log() finite on exact zeros without changing the spectra of real signals.
-    floor = 1e-10 * frame_power[:, None] / power.shape[1] + 1e-300
-    ceps = np.fft.irfft(10.0 * np.log10(power + floor), n=n, axis=1)
     q = np.arange(
         max(2, int(sample_rate / F0_RANGE_HZ[1])),
         min(n // 2, int(sample_rate / F0_RANGE_HZ[0])) + 1,
     )
-    cq = ceps[:, q]
     design = np.stack([q.astype(np.float64), np.ones(q.size)], axis=1)
-    baseline = (design @ (np.linalg.pinv(design) @ cq.T)).T  # per-frame straight-line fit
-    prominence = cq - baseline
-    voiced = prominence.max(axis=1) > thresholds.voicing_cpp_db
+    fit = np.linalg.pinv(design)  # straight-line baseline of the cepstrum over q
+    frame_dbfs = np.empty(frames.shape[0])
+    flat = np.empty(frames.shape[0])
+    cpp = np.empty(frames.shape[0])
+    # Blocks of frames bound the memory of long recordings (a block is ~32 MB per array).
+    for b in range(0, frames.shape[0], FRAME_BLOCK):
+        blk = slice(b, b + FRAME_BLOCK)
+        power = np.square(np.abs(np.fft.rfft(frames[blk] * window, axis=1)))
+        frame_power = power.sum(axis=1)
+        # Parseval on the one-sided spectrum: 2 sum |X_k|^2 ~ n sum (w x)^2; the Hann window's
+        # mean square is 3/8, so this is the frame's mean square level in dBFS.
+        frame_dbfs[blk] = 10.0 * np.log10(np.maximum(2 * frame_power / (n * n * 0.375), 1e-300))
+        pb = power[:, band] + 1e-30
+        flat[blk] = np.exp(np.mean(np.log(pb), axis=1)) / np.mean(pb, axis=1)
+        # Real cepstrum of the log power spectrum (dB); a floor relative to each frame's power
+        # keeps log() finite on exact zeros without changing the spectra of real signals.
+        floor = 1e-10 * frame_power[:, None] / power.shape[1] + 1e-300
+        cq = np.fft.irfft(10.0 * np.log10(power + floor), n=n, axis=1)[:, q]
+        cpp[blk] = (cq - (design @ (fit @ cq.T)).T).max(axis=1)
+    active = (frame_dbfs >= frame_dbfs.max() - ACTIVE_RANGE_DB) & (frame_dbfs > ACTIVE_FLOOR_DBFS)
+    if not active.any():
+        return UtteranceStats(level, float("nan"), float("nan"), clipped)
+    voiced = cpp > thresholds.voicing_cpp_db
     return UtteranceStats(
         rms_dbfs=level,
-        flatness=float(np.median(flat)),
+        flatness=float(np.median(flat[active])),
         voiced_fraction=float(np.mean(voiced[active])),
         clipped_share=clipped,
     )

@@ -228,3 +228,12 @@ def test_thresholds_config() -> None:
         "clipping",
         "no_words",
     }
+
+
+def test_block_processing_does_not_change_the_statistics(monkeypatch: pytest.MonkeyPatch) -> None:
+    import services.utility.degenerate as degenerate
+
+    x = corpus()[0][0]
+    whole = utterance_stats(x, SR, T)
+    monkeypatch.setattr(degenerate, "FRAME_BLOCK", 7)
+    assert utterance_stats(x, SR, T) == whole
