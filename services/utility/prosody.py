@@ -27,7 +27,8 @@ voiced/unvoiced boundary). Larger differences (a submission that changes the spe
 aligned with dynamic time warping (`librosa.sequence.dtw`) on a cost that compares the voicing
 decisions and the per-utterance z-scored log F0 (z-scoring makes the alignment blind to a
 constant pitch shift, like Pearson's r itself); the correlation is then taken over the aligned
-frame pairs that are voiced in both.
+frame pairs that are voiced in both. DTW's cost matrix is quadratic in length: pairs with more
+than `MAX_DTW_CELLS` frame pairs (two 40 s utterances) are resampled instead.
 """
 
 from __future__ import annotations
@@ -55,6 +56,10 @@ MAX_FRAME_SLACK = 2
 
 MAX_RESAMPLE_RATIO_DIFF = 0.05
 """Largest relative frame-count difference (5 %) aligned by resampling; beyond it, DTW."""
+
+MAX_DTW_CELLS = 16_000_000
+"""Largest DTW cost matrix (frames x frames: e.g. two 40 s utterances, ~0.4 GB with librosa's
+accumulated-cost copy); longer pairs beyond the resampling tolerance are resampled instead."""
 
 _VOICING_MISMATCH_COST = 3.0
 """DTW cost of pairing a voiced with an unvoiced frame, in z-score units of log F0 (3 sigma:
@@ -131,7 +136,7 @@ def pitch_correlation(
             0.2 s) for a result; fewer gives NaN.
         max_resample_ratio_diff: frame counts more than `MAX_FRAME_SLACK` frames but at most
             this fraction (default 5 %) apart are aligned by nearest-neighbour resampling of
-            ``f0_anon``; larger differences by DTW.
+            ``f0_anon``; larger differences by DTW (resampling again beyond `MAX_DTW_CELLS`).
 
     Returns:
         r in [-1, 1]; NaN when fewer than ``min_voiced_frames`` frames are voiced in both, or
@@ -144,7 +149,9 @@ def pitch_correlation(
     if abs(b.size - a.size) <= MAX_FRAME_SLACK:
         n = min(a.size, b.size)
         x, y = a[:n], b[:n]
-    elif abs(b.size - a.size) <= max_resample_ratio_diff * a.size:
+    elif (
+        abs(b.size - a.size) <= max_resample_ratio_diff * a.size or a.size * b.size > MAX_DTW_CELLS
+    ):
         x, y = a, resample_contour(b, a.size)
     else:
         i, j = dtw_align(a, b)

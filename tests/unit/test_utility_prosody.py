@@ -143,3 +143,16 @@ def test_voices_shifted_out_of_the_natural_range_are_still_tracked() -> None:
     # The attacks' 65-450 Hz search finds no voiced frame in the lowered voice.
     narrow = pitch_correlation_from_audio([x], [y], workers=1, params=F0Params())
     assert narrow["n_scored"] == 0
+
+
+def test_very_long_contours_are_resampled_instead_of_dtw(monkeypatch: pytest.MonkeyPatch) -> None:
+    import services.utility.prosody as prosody
+
+    def no_dtw(*_: object) -> None:
+        raise AssertionError("DTW must not run on long contours")
+
+    f0 = contour(400)
+    slow = resample_contour(f0, 520)
+    monkeypatch.setattr(prosody, "MAX_DTW_CELLS", 400 * 520 - 1)
+    monkeypatch.setattr(prosody, "dtw_align", no_dtw)
+    assert pitch_correlation(f0, slow) > 0.5
