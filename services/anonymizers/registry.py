@@ -7,6 +7,12 @@
 |  | ``alpha`` (fixed mode, within the warp's Table 1 range), ``jitter`` (fraction of |
 |  | half the range, default 0.05), ``mode`` (envelope, spectrum; default envelope) |
 | ``mcadams`` | ``alpha`` (fixed mode, 0.5..1.5), ``jitter`` (default 0.01) |
+| ``silence`` | TEST ONLY, none: digital silence |
+| ``noise`` | TEST ONLY, ``color`` (white, pink, brown, speech; default white) |
+
+`BUILTIN_NAMES` are the real anonymizers the platform offers to makers; `TEST_ONLY_NAMES` are the
+degenerate ones (services/anonymizers/degenerate.py) that evaluation configs may name to exercise
+the utility metrics; `ALL_BUILTIN_NAMES` is both.
 
 Parameter values may be given as strings (from the command line); they are converted to the
 declared types. Unknown names or parameters raise `InvalidInputError`.
@@ -20,6 +26,7 @@ from typing import Any
 
 from services.anonymizers.base import Anonymizer
 from services.anonymizers.builtin import BuiltinAnonymizer
+from services.anonymizers.degenerate import NoiseAnonymizer, SilenceAnonymizer
 from services.anonymizers.mcadams import McAdamsAnonymizer
 from services.anonymizers.pitch import PitchShiftAnonymizer
 from services.anonymizers.vtln import VTLNAnonymizer
@@ -29,15 +36,26 @@ _PARAM_TYPES: dict[str, dict[str, type]] = {
     "pitch": {"semitones": float, "jitter": float},
     "vtln": {"warp": str, "alpha": float, "jitter": float, "mode": str},
     "mcadams": {"alpha": float, "jitter": float},
+    "silence": {},
+    "noise": {"color": str},
 }
 
 _FACTORIES: dict[str, Callable[..., BuiltinAnonymizer]] = {
     "pitch": PitchShiftAnonymizer,
     "vtln": VTLNAnonymizer,
     "mcadams": McAdamsAnonymizer,
+    "silence": SilenceAnonymizer,
+    "noise": NoiseAnonymizer,
 }
 
-BUILTIN_NAMES: tuple[str, ...] = tuple(_FACTORIES)
+BUILTIN_NAMES: tuple[str, ...] = ("pitch", "vtln", "mcadams")
+"""The real built-ins: what the platform offers to anonymizers' makers and the leaderboard."""
+
+TEST_ONLY_NAMES: tuple[str, ...] = ("silence", "noise")
+"""Degenerate built-ins that destroy speech, for testing the utility metrics only."""
+
+ALL_BUILTIN_NAMES: tuple[str, ...] = BUILTIN_NAMES + TEST_ONLY_NAMES
+"""Every name `build_anonymizer` accepts (evaluation configs may use all of them)."""
 
 
 def _convert(name: str, key: str, value: Any, kind: type) -> Any:
@@ -62,14 +80,16 @@ def build_anonymizer(name: str, params: Mapping[str, Any] | None = None) -> Buil
     """A built-in anonymizer from its registry name and parameters (see the module table)."""
     if name not in _FACTORIES:
         raise InvalidInputError(
-            f"unknown anonymizer {name!r}; built-ins are {', '.join(BUILTIN_NAMES)}"
+            f"unknown anonymizer {name!r}; built-ins are {', '.join(BUILTIN_NAMES)} "
+            f"(test only: {', '.join(TEST_ONLY_NAMES)})"
         )
     params = dict(params or {})
     allowed = _PARAM_TYPES[name]
     unknown = sorted(set(params) - set(allowed))
     if unknown:
         raise InvalidInputError(
-            f"{name}: unknown parameter(s) {', '.join(unknown)}; allowed: {', '.join(allowed)}"
+            f"{name}: unknown parameter(s) {', '.join(unknown)}; "
+            f"allowed: {', '.join(allowed) or 'none'}"
         )
     kwargs = {k: _convert(name, k, v, allowed[k]) for k, v in params.items()}
     return _FACTORIES[name](**kwargs)

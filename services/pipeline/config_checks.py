@@ -113,12 +113,14 @@ def _utility_problems(cfg: EvaluationConfig) -> list[str]:
 def _anonymizer_problems(cfg: EvaluationConfig, engine_url: str | None) -> list[str]:
     spec = cfg.anonymizer
     if spec.kind == "builtin":
-        from services.anonymizers.registry import BUILTIN_NAMES, build_anonymizer
+        # Test-only built-ins (silence, noise) are valid in evaluation configs: they exercise the
+        # utility metrics; the platform's submission API offers BUILTIN_NAMES only.
+        from services.anonymizers.registry import ALL_BUILTIN_NAMES, build_anonymizer
 
         try:
             build_anonymizer(spec.name, spec.params)
         except (InvalidInputError, ValueError) as exc:
-            field = "anonymizer.params" if spec.name in BUILTIN_NAMES else "anonymizer.name"
+            field = "anonymizer.params" if spec.name in ALL_BUILTIN_NAMES else "anonymizer.name"
             return [f"{field}: {exc}"]
         return []
     if spec.kind == "archive":

@@ -41,6 +41,80 @@ class AsrSpec(BaseModel):
         return self
 
 
+class UsableSpeechThresholds(BaseModel):
+    """Thresholds of the usable-speech guard (services/utility/degenerate.py, docs/utility.md).
+
+    Each reason is raised when MORE than ``utterance_share`` of the anonymized utterances show it
+    ("most utterances"), so a few odd outputs never condemn a submission. Values were set from
+    the synthetic corpus, the three DSP built-ins and generated noise (docs/utility-signal.md).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    utterance_share: float = Field(
+        0.5, ge=0.0, lt=1.0, description="A reason is raised above this share of utterances."
+    )
+    silence_rms_dbfs: float = Field(
+        -60.0, le=0.0, description="silence: utterance RMS below this level (dBFS)."
+    )
+    near_silence_rms_dbfs: float = Field(
+        -50.0, le=0.0, description="near_silence: RMS below this level (dBFS), above silence."
+    )
+    near_silence_drop_db: float = Field(
+        30.0,
+        gt=0.0,
+        description="near_silence: RMS this many dB below the original's (when originals given).",
+    )
+    voicing_cpp_db: float = Field(
+        1.2,
+        gt=0.0,
+        description="A frame is voiced when its cepstral peak prominence (F0 40-800 Hz) "
+        "exceeds this (dB).",
+    )
+    noise_max_voiced_fraction: float = Field(
+        0.15,
+        ge=0.0,
+        le=1.0,
+        description="noise: fewer voiced frames than this share of the utterance's active frames.",
+    )
+    noise_min_flatness: float = Field(
+        0.4,
+        gt=0.0,
+        le=1.0,
+        description="noise: median spectral flatness of active frames above this (white noise "
+        "~0.56, speech < 0.05).",
+    )
+    clipping_level: float = Field(
+        0.999, gt=0.0, le=1.0, description="clipping: a sample at or above this |x| is clipped."
+    )
+    clipping_max_share: float = Field(
+        0.01, gt=0.0, le=1.0, description="clipping: more than this share of samples clipped."
+    )
+    constant_max_cosine: float = Field(
+        0.99,
+        gt=0.0,
+        le=1.0,
+        description="constant_output: mean cosine between anonymized embeddings of DIFFERENT "
+        "speakers at or above this (one voice for everyone).",
+    )
+    duplicate_min_correlation: float = Field(
+        0.99,
+        gt=0.0,
+        le=1.0,
+        description="constant_output: an utterance whose first second correlates at least this "
+        "much (|r|) with another utterance's is a duplicate waveform.",
+    )
+
+    @model_validator(mode="after")
+    def _levels_ordered(self) -> UsableSpeechThresholds:
+        if self.near_silence_rms_dbfs <= self.silence_rms_dbfs:
+            raise ValueError(
+                "usable_speech.near_silence_rms_dbfs must lie above silence_rms_dbfs "
+                f"({self.near_silence_rms_dbfs} <= {self.silence_rms_dbfs})"
+            )
+        return self
+
+
 class UtilityConfig(BaseModel):
     """Utility metrics computed beside privacy (docs/utility.md); each can be switched off."""
 
@@ -69,4 +143,9 @@ class UtilityConfig(BaseModel):
         description="The protocol's utility bound (percentage points of WER increase): the "
         "leaderboard ranks by privacy among the submissions within it whose speech is usable; "
         "the others rank after them. null = no bound (usable speech still ranks first).",
+    )
+    usable_speech: UsableSpeechThresholds = Field(
+        default_factory=UsableSpeechThresholds,
+        description="Thresholds of the usable-speech guard (silence, noise, one voice for all, "
+        "clipping, no words).",
     )
