@@ -56,7 +56,11 @@ class AnonymizerSpec(BaseModel):
     kind: Literal["builtin", "archive", "container"] = Field(
         "builtin", description="builtin, archive (pre-anonymized audio) or container (OCI image)."
     )
-    name: str = Field("pitch", description="Built-in name: pitch, vtln, mcadams.")
+    name: str = Field(
+        "pitch",
+        description="Built-in name: pitch, vtln, mcadams (test only: silence, noise, the "
+        "degenerate outputs the usable-speech guard must catch).",
+    )
     params: dict[str, Any] = Field(default_factory=dict, description="Built-in parameters.")
     archive: Path | None = Field(None, description="kind=archive: the extracted archive folder.")
     image: str | None = Field(

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from services.corpus.manifest import Manifest
-from services.errors import ConfigError
+from services.errors import ConfigError, InvalidInputError
 from services.pipeline.sets import ConditionSets
 from services.pipeline.stages.context import StageContext, json_default
 from services.utility.config import UtilityConfig
@@ -159,13 +159,20 @@ def utility_stage(
             )
         if utility.pitch_correlation:
             ctx.progress("utility", 0.75, "pitch correlation")
-            rho = pitch_correlation_from_audio(wav_o, wav_a)
+            # The original trials' F0 tracks are the same for every submission: cached.
+            f0_cache = ctx.cache_dir / "f0" if ctx.cache_dir is not None else None
+            rho = pitch_correlation_from_audio(wav_o, wav_a, cache_dir=f0_cache)
             block["pitch_correlation"] = rho
         emb_o = emb_a = None
         if embeddings is not None:
             emb_o, emb_a = embeddings[0], embeddings[1]
         if utility.voice_distinctiveness and emb_o is not None and emb_a is not None:
-            block["voice_distinctiveness"] = gain_of_voice_distinctiveness(emb_o, emb_a, speakers)
+            try:
+                block["voice_distinctiveness"] = gain_of_voice_distinctiveness(
+                    emb_o, emb_a, speakers
+                )
+            except InvalidInputError as exc:  # too few speakers with two utterances
+                block["voice_distinctiveness"] = {"gvd_db": None, "reason": str(exc)}
         ctx.progress("utility", 0.9, "usable-speech guard")
         usable = assess_usable_speech(
             wav_a,
@@ -182,13 +189,29 @@ def utility_stage(
             "stats": usable.stats,
         }
         block["max_wer_increase_percent"] = utility.max_wer_increase_percent
-        (folder / UTILITY_JSON).write_text(json.dumps(block, indent=2, default=json_default))
+        (folder / UTILITY_JSON).write_text(
+            json.dumps(_finite(block), indent=2, default=json_default)
+        )
         return {"utility": UTILITY_JSON}
 
     outcome = ctx.runner.run("utility-metrics", inputs, make)
     ctx.progress("utility", 1.0, "utility measured")
     result: dict[str, Any] = json.loads((outcome.folder / UTILITY_JSON).read_text())
     return result
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with NaN and infinities as None: results.json stays strict JSON (an undefined
+    rho_F0 of an utterance without voiced frames is "not measured", not a number)."""
+    if isinstance(value, float) and not np.isfinite(value):
+        return None
+    if isinstance(value, np.floating):
+        return _finite(float(value))
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
 
 
 def _device(ctx: StageContext) -> str:
