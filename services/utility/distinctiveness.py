@@ -42,6 +42,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from services.errors import InvalidInputError
+from services.metrics import catalogue
 
 DDIAG_FLOOR = 1e-9
 """Smallest diagonal dominance used in GVD's ratio (dimensionless, similarities lie in (0, 1))."""
@@ -180,7 +181,7 @@ def gain_of_voice_distinctiveness(
         else float("nan")
     )
     return {
-        "gvd_db": gvd,
+        catalogue.VOICE_DISTINCTIVENESS.key: gvd,
         "ddiag_original": d_oo,
         "ddiag_anonymized": d_aa,
         "n_speakers": n_kept,

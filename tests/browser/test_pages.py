@@ -43,6 +43,7 @@ SCREENSHOTS = (
     "pages-submission.png",
     "pages-job-running.png",
     "pages-leaderboard-signed-in.png",
+    "pages-leaderboard-utility.png",
 )
 UNDER_TRAINED = "attacker under-trained: VER_S 71.0 % above 50.0 %"
 HMAC_KEY = "browser-test-key"
@@ -84,6 +85,8 @@ class Site:
     private_name: str
     private_token: str
     running_job: int
+    utility_protocol_id: int = 0
+    utility_submissions: dict[str, int] | None = None
 
 
 def _record_report(
@@ -192,6 +195,47 @@ def _synthetic(
         return sub.id
 
 
+def _utility_submission(
+    database: Database,
+    team_id: int,
+    protocol_id: int,
+    name: str,
+    eer: float,
+    wer_increase: float,
+    usable: bool,
+) -> int:
+    """A submission under the utility protocol: privacy plus the utility rows a report's
+    ``utility`` block becomes (scenario ``utility``, back-end ``-``)."""
+    with database.session_scope() as session:
+        sub = submissions.create_submission(
+            session,
+            team_id,
+            name,
+            "container",
+            visibility="public",
+            container_image="ghcr.io/lab/anon",
+            container_digest="sha256:" + "c" * 64,
+        )
+        rows = [
+            results.ResultRow("semi-informed", "cosine", -1, "eer_percent", eer),
+            results.ResultRow("utility", "-", -1, "wer_original_percent", 4.0),
+            results.ResultRow("utility", "-", -1, "wer_anonymized_percent", 4.0 + wer_increase),
+            results.ResultRow("utility", "-", -1, "wer_increase_percent", wer_increase),
+            results.ResultRow("utility", "-", -1, "pitch_correlation", 0.8),
+            results.ResultRow("utility", "-", -1, "gvd_db", -2.0),
+            results.ResultRow("utility", "-", -1, "usable_speech", 1.0 if usable else 0.0),
+        ]
+        record_finished_job(
+            session,
+            team_id=team_id,
+            submission_id=sub.id,
+            protocol_id=protocol_id,
+            config={"name": name},
+            rows=rows,
+        )
+        return sub.id
+
+
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     import uvicorn
@@ -227,6 +271,26 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     real_sub, real_job = _record_report(database, store, lab_id, protocol_id, out_dir)
     other = _synthetic(database, lab_id, protocol_id, "voice-conversion v2", "public", 44.0, None)
     _synthetic(database, rival_id, protocol_id, "SECRET-rival-anonymizer", "private", 48.0, 0.01)
+    with database.session_scope() as session:  # a protocol that measures utility
+        utility_protocol = protocols.create_protocol(
+            session,
+            "synthetic-utility",
+            description="Privacy among the useful submissions (browser tests).",
+            body={
+                "config": {**protocol_config, "utility": {"max_wer_increase_percent": 10}},
+                "leaderboard": {"metric": "eer_percent"},
+            },
+        )
+        utility_protocol_id = utility_protocol.id
+    utility_subs = {
+        name: _utility_submission(database, lab_id, utility_protocol_id, name, *values)
+        for name, values in {
+            "useful": (35.0, 3.0, True),
+            "garbled": (45.0, 25.0, True),
+            "silence": (50.0, 90.0, False),
+            "more useful, less private": (20.0, 1.0, True),
+        }.items()
+    }
     with database.session_scope() as session:  # a job in progress, for the live job page
         job = job_records.create_job(
             session,
@@ -268,6 +332,8 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
         "SECRET-rival-anonymizer",
         token,
         running_job,
+        utility_protocol_id,
+        utility_subs,
     )
     server.should_exit = True
     thread.join(timeout=10)
@@ -469,6 +535,39 @@ def test_leaderboard_verdict_elements(site: Site, browser: Any) -> None:
     assert page.locator("dt#eer_percent").is_visible()
     assert page.locator("dt#trust").count() == 1
     page.screenshot(path=str(ARTIFACTS / "pages-metrics.png"), full_page=True)
+    page.close()
+
+
+def test_leaderboard_ranks_privacy_among_useful_submissions_with_a_scatter(
+    site: Site, browser: Any
+) -> None:
+    subs = site.utility_submissions or {}
+    page = browser.new_page()
+    page.goto(f"{site.url}/protocols/{site.utility_protocol_id}")
+    page.wait_for_selector("#leaderboard")
+    rule = page.inner_text("#ranking-rule")
+    assert "at most 10 points" in rule and "unusable speech" in rule, rule
+    # Usable and within the bound first (by EER), then above the bound, then unusable speech,
+    # although silence has the highest EER of all.
+    order = [subs[n] for n in ("useful", "more useful, less private", "garbled", "silence")]
+    assert _row_ids(page) == order
+    assert page.locator(f'tr[data-submission="{subs["garbled"]}"] .tier').count() == 1
+    assert (
+        page.locator(f'tr[data-submission="{subs["silence"]}"]').get_attribute("data-tier") == "3"
+    )
+    assert page.locator(f'tr[data-submission="{subs["useful"]}"] .tier').count() == 0
+    # Utility columns next to privacy.
+    for column in ("wer_increase_percent.utility", "pitch_correlation.utility", "gvd_db.utility"):
+        assert page.locator(f'th[data-column="{column}"]').count() == 1, column
+    # The privacy-utility scatter with its Pareto front decodes.
+    widths = _decoded_widths(page, "#utility-scatter")
+    assert len(widths) == 1 and widths[0] > 300, widths
+    svg = page.request.get(f"{site.url}/protocols/{site.utility_protocol_id}/utility.svg")
+    assert svg.status == 200 and "Pareto front" in svg.text()
+    page.screenshot(path=str(ARTIFACTS / "pages-leaderboard-utility.png"), full_page=True)
+    # A protocol without utility has no scatter.
+    page.goto(f"{site.url}/protocols/{site.protocol_id}")
+    assert page.locator("#utility-scatter").count() == 0
     page.close()
 
 

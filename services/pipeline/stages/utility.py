@@ -23,6 +23,7 @@ import numpy as np
 
 from services.corpus.manifest import Manifest
 from services.errors import ConfigError, InvalidInputError
+from services.metrics import catalogue
 from services.pipeline.sets import ConditionSets
 from services.pipeline.stages.context import StageContext, json_default
 from services.utility.config import UtilityConfig
@@ -140,7 +141,7 @@ def utility_stage(
             hyps_o = model.transcribe(wav_o)
             hyps_a = model.transcribe(wav_a)
             block["asr"] = asr_info
-            block["wer"] = compare_wer(
+            block[_section(catalogue.WER_INCREASE)] = compare_wer(
                 refs,
                 hyps_o,
                 hyps_a,
@@ -162,17 +163,20 @@ def utility_stage(
             # The original trials' F0 tracks are the same for every submission: cached.
             f0_cache = ctx.cache_dir / "f0" if ctx.cache_dir is not None else None
             rho = pitch_correlation_from_audio(wav_o, wav_a, cache_dir=f0_cache)
-            block["pitch_correlation"] = rho
+            block[_section(catalogue.PITCH_CORRELATION)] = rho
         emb_o = emb_a = None
         if embeddings is not None:
             emb_o, emb_a = embeddings[0], embeddings[1]
         if utility.voice_distinctiveness and emb_o is not None and emb_a is not None:
             try:
-                block["voice_distinctiveness"] = gain_of_voice_distinctiveness(
+                block[_section(catalogue.VOICE_DISTINCTIVENESS)] = gain_of_voice_distinctiveness(
                     emb_o, emb_a, speakers
                 )
             except InvalidInputError as exc:  # too few speakers with two utterances
-                block["voice_distinctiveness"] = {"gvd_db": None, "reason": str(exc)}
+                block[_section(catalogue.VOICE_DISTINCTIVENESS)] = {
+                    catalogue.VOICE_DISTINCTIVENESS.key: None,
+                    "reason": str(exc),
+                }
         ctx.progress("utility", 0.9, "usable-speech guard")
         usable = assess_usable_speech(
             wav_a,
@@ -183,7 +187,7 @@ def utility_stage(
             anonymized_embeddings=emb_a,
             speakers=speakers if emb_a is not None else None,
         )
-        block["usable_speech"] = {
+        block[_section(catalogue.USABLE_SPEECH)] = {
             "usable": usable.usable,
             "reasons": list(usable.reasons),
             "stats": usable.stats,
@@ -198,6 +202,12 @@ def utility_stage(
     ctx.progress("utility", 1.0, "utility measured")
     result: dict[str, Any] = json.loads((outcome.folder / UTILITY_JSON).read_text())
     return result
+
+
+def _section(metric: catalogue.Metric) -> str:
+    """The ``utility`` block's section holding ``metric`` (its catalogue path's first part)."""
+    assert metric.path is not None
+    return metric.path[0]
 
 
 def _finite(value: Any) -> Any:
