@@ -46,7 +46,7 @@ class UsableSpeechThresholds(BaseModel):
 
     Each reason is raised when MORE than ``utterance_share`` of the anonymized utterances show it
     ("most utterances"), so a few odd outputs never condemn a submission. Values were set from
-    the synthetic corpus, the three DSP built-ins and generated noise (docs/utility-signal.md).
+    the synthetic corpus, the three DSP built-ins and generated noise (docs/utility.md).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)

@@ -13,7 +13,7 @@ frames), with a wider search range than the attacks' 65-450 Hz: `UTILITY_F0_PARA
 Anonymized voices leave the natural range: the pitch built-in shifts by up to 12 semitones, so a
 254 Hz voice raised 10 semitones (453 Hz) was tracked an octave off (rho_F0 = -0.56) and a 97 Hz
 voice lowered 8.5 semitones (59 Hz) not at all with 65-450 Hz; with 40-800 Hz both correlate
-above 0.9 (measured on the synthetic corpus, docs/utility-signal.md), for about 30 % more pYIN
+above 0.9 (measured on the synthetic corpus, docs/utility.md), for about 30 % more pYIN
 time.
 
 Frame alignment. The anonymizer contract keeps the output's duration within one 10 ms frame of the
