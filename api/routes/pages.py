@@ -970,6 +970,8 @@ def _result_tables(result_rows: list[Result]) -> dict[str, Any]:
     aggregate: dict[tuple[str, str], dict[str, float | None]] = {}
     per_seed: dict[tuple[str, str, int], dict[str, float | None]] = {}
     for row in result_rows:
+        if row.scenario == catalogue.UTILITY_SCENARIO:
+            continue  # the utility section shows these (one value per job, no back-end)
         if row.seed == AGGREGATE_SEED:
             aggregate.setdefault((row.scenario, row.backend), {})[row.metric] = row.value
         else:
