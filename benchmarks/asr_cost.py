@@ -22,8 +22,10 @@ import json  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
+from collections import Counter  # noqa: E402
 from pathlib import Path  # noqa: E402
 
+import jiwer  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
@@ -38,11 +40,36 @@ from services.corpus.synthetic import generate_synthetic_corpus  # noqa: E402
 from services.pipeline.config import SyntheticCorpusSpec  # noqa: E402
 from services.utility.asr import TrainedAsr, train_asr  # noqa: E402
 from services.utility.config import AsrSpec  # noqa: E402
-from services.utility.wer import compare_wer, error_rates  # noqa: E402
+from services.utility.wer import compare_wer, error_rates, normalize_text  # noqa: E402
 
 
 def _load(manifest: Manifest) -> list[np.ndarray]:
     return [read_audio(manifest.resolve(u))[0].astype(np.float32) for u in manifest]
+
+
+def _confusions(refs: list[str], hyps: list[str], top: int = 8) -> tuple[str, str]:
+    """Most frequent substitutions (ref -> hyp) and per-token recall, from jiwer's alignment."""
+    out = jiwer.process_words([normalize_text(r) for r in refs], [normalize_text(h) for h in hyps])
+    pairs: Counter[tuple[str, str]] = Counter()
+    ref_count: Counter[str] = Counter()
+    hit_count: Counter[str] = Counter()
+    for ref, hyp, chunks in zip(out.references, out.hypotheses, out.alignments, strict=True):
+        ref_count.update(ref)
+        for c in chunks:
+            if c.type == "equal":
+                hit_count.update(ref[c.ref_start_idx : c.ref_end_idx])
+            elif c.type == "substitute":
+                ref_part = ref[c.ref_start_idx : c.ref_end_idx]
+                pairs.update(zip(ref_part, hyp[c.hyp_start_idx : c.hyp_end_idx], strict=True))
+    subs = ", ".join(f"{a}->{b} {n}" for (a, b), n in pairs.most_common(top))
+
+    def order(token: str) -> int:
+        return int(token[1:]) if token[1:].isdigit() else 0
+
+    recall = ", ".join(
+        f"{t} {100.0 * hit_count[t] / ref_count[t]:.0f}%" for t in sorted(ref_count, key=order)
+    )
+    return subs, recall
 
 
 def _timed_transcribe(
@@ -128,7 +155,8 @@ def main() -> None:
     refs = [u.text or "" for u in trial]
     hyp_o1, t_o1 = _timed_transcribe(asr, trial_audio, 1)
     hyp_o8, t_o8 = _timed_transcribe(asr, trial_audio, 8)
-    hyp_a1, t_a1 = _timed_transcribe(asr, anon_audio, 1)
+    _, t_o16 = _timed_transcribe(asr, trial_audio, 16)
+    hyp_a1, t_a1 = _timed_transcribe(asr, anon_audio, 16)
     same = sum(a == b for a, b in zip(hyp_o1, hyp_o8, strict=True))
     train_hyps = asr.transcribe(train_audio[:64])
     wer_train = error_rates([u.text or "" for u in train][:64], train_hyps)["wer_percent"]
@@ -138,7 +166,8 @@ def main() -> None:
         ("train ASR (original attacker-train)", train_s, train_wall, train_cpu),
         ("transcribe trial, original, 1 at a time", trial_s, t_o1, None),
         ("transcribe trial, original, batches of 8", trial_s, t_o8, None),
-        ("transcribe trial, pitch-anonymized, 1 at a time", trial_s, t_a1, None),
+        ("transcribe trial, original, batches of 16 (default)", trial_s, t_o16, None),
+        ("transcribe trial, pitch-anonymized, batches of 16", trial_s, t_a1, None),
     ]
     print(
         f"\nASR: {info['encoder']}, hidden {info['hidden_size']}, {info['n_parameters']} "
@@ -173,6 +202,9 @@ def main() -> None:
         f"final CTC loss per token {info['loss_per_token_history'][-1]:.3f}; batched and "
         f"one-at-a-time transcripts identical for {same}/{len(hyp_o1)} utterances"
     )
+    subs, recall = _confusions(refs, hyp_o1)
+    print(f"original trial, most frequent substitutions: {subs}")
+    print(f"original trial, per-token recall: {recall}")
     if args.out_json:
         args.out_json.write_text(
             json.dumps(
@@ -180,7 +212,12 @@ def main() -> None:
                     "describe": info,
                     "compare": cmp,
                     "train_wall_s": train_wall,
-                    "transcribe_s": {"orig_1": t_o1, "orig_8": t_o8, "anon_1": t_a1},
+                    "transcribe_s": {
+                        "orig_1": t_o1,
+                        "orig_8": t_o8,
+                        "orig_16": t_o16,
+                        "anon_16": t_a1,
+                    },
                 },
                 indent=2,
             )

@@ -190,18 +190,25 @@ class TrainedAsr(AsrModel):
         self.info = info
         self.device = device
 
-    def transcribe(self, audio: list[np.ndarray], batch_size: int = 1) -> list[str]:
-        """Greedy CTC transcripts. ``batch_size`` 1 (the default) is the fastest on CPU
-        (benchmarks/asr_cost.py: padding costs more than batching saves for a BiLSTM there)."""
+    def transcribe(self, audio: list[np.ndarray], batch_size: int = 16) -> list[str]:
+        """Greedy CTC transcripts, in input order. Utterances are decoded in batches of similar
+        length (sorted, so little padding; padding is packed away and does not change a result):
+        on one CPU thread batches of 8-16 are 2-3x faster than one at a time
+        (benchmarks/asr_cost.py)."""
+        if batch_size < 1:
+            raise InvalidInputError(f"transcribe: batch_size must be >= 1, got {batch_size}")
         wavs = _check_audio(audio, "transcribe")
-        out: list[str] = []
+        order = np.argsort([len(w) for w in wavs], kind="stable")
+        out: list[str] = [""] * len(wavs)
         with torch.no_grad():
-            for start in range(0, len(wavs), batch_size):
-                chunk = wavs[start : start + batch_size]
-                feats, lengths = _pad([self.encoder.features(w.to(self.device)) for w in chunk])
-                log_probs = self.encoder.forward_features(feats, lengths)
-                for ids in _greedy(log_probs, lengths):
-                    out.append(_join([self.vocabulary[i] for i in ids], self.kind))
+            for start in range(0, len(order), batch_size):
+                chunk = order[start : start + batch_size]
+                feats, lengths = _pad(
+                    [self.encoder.features(wavs[k].to(self.device)) for k in chunk]
+                )
+                log_probs = self.encoder.forward_features(feats.to(self.device), lengths)
+                for k, ids in zip(chunk, _greedy(log_probs, lengths), strict=True):
+                    out[k] = _join([self.vocabulary[i] for i in ids], self.kind)
         return out
 
     def describe(self) -> dict[str, Any]:
