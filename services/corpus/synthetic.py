@@ -81,6 +81,40 @@ _ONSETS = ("", "", "s", "S", "f", "h", "p", "t", "k", "b", "d", "g", "m", "n")
 _CODAS = ("s", "t", "k", "n", "m", "d")
 
 _VOWEL_TABLE = np.array(list(VOWEL_FORMANTS_HZ.values()), dtype=np.float64)
+_VOWELS = tuple(VOWEL_FORMANTS_HZ)
+
+UNIT_CLASSES: tuple[tuple[str, ...], ...] = (
+    ("i",),
+    # /I e/ and /E ae/ differ by one formant by 3-11 %, no more than two speakers' per-formant
+    # offsets do (4-6 % s.d.): a recognizer trained on 24 speakers confused them in about a third
+    # of cases (benchmarks/asr_cost.py), so each pair is one unit.
+    ("I", "e"),
+    ("E", "ae"),
+    ("a",),
+    ("O",),
+    ("o",),
+    ("U",),
+    ("u",),
+    ("s",),
+    ("S",),
+    ("f",),
+    ("h",),
+    ("p",),
+    ("t",),
+    ("k",),
+    ("b",),
+    ("d",),
+    ("g",),
+    ("m", "n"),  # the same nasal murmur for both: no acoustic difference to learn
+)
+"""The transcript's unit inventory: class ``k`` is written ``u<k>``; the phones in one class sound
+alike (or nearly) in this synthesizer, so a transcript never asks a recognizer to tell them
+apart."""
+
+UNIT_TOKENS: dict[str, str] = {
+    symbol: f"u{k}" for k, members in enumerate(UNIT_CLASSES) for symbol in members
+}
+"""Phone symbol -> its transcript token (``u0``..)."""
 _N_FFT = 512  # 32 ms frames: resolves harmonics of an 85 Hz voice
 _HOP = 128  # 8 ms; Hann analysis and synthesis windows at 75 % overlap sum to 1.5
 _RAMP = 80  # samples (5 ms); gains are smoothed twice, so transitions last about 10 ms
@@ -208,6 +242,10 @@ class _Segment:
     fric_bandwidth_hz: float = 2000.0
     accent: float = 0.0  # pitch-accent height (semitones) centred on this segment
     phrase: int = 0
+    # Transcript only (never read by the synthesis): the phone this segment belongs to and that
+    # phone's running number in the utterance (a stop's closure, burst and aspiration share one).
+    symbol: str = ""
+    phone: int = -1
 
 
 class _UtteranceBuilder:
@@ -226,6 +264,14 @@ class _UtteranceBuilder:
         nasal[1:] *= self.scale * self.offsets[1:]
         self.nasal_formants = _ordered_formants(nasal)
         self.nasal_bandwidths = np.asarray(NASAL_BANDWIDTHS_HZ) * speaker.bandwidth_scale
+        self.n_phones = 0
+
+    def tag(self, symbol: str, segs: list[_Segment]) -> list[_Segment]:
+        """Marks ``segs`` as one phone ``symbol`` (transcript bookkeeping, no rng draws)."""
+        for seg in segs:
+            seg.symbol, seg.phone = symbol, self.n_phones
+        self.n_phones += 1
+        return segs
 
     def seconds(self, low: float, high: float) -> int:
         """A duration drawn in [low, high] s at the reference rate, in samples at this rate."""
@@ -239,7 +285,10 @@ class _UtteranceBuilder:
         return _Segment(n, formants, self.bandwidths, phrase=phrase)
 
     def consonant(self, symbol: str, formants: FloatArray, phrase: int) -> list[_Segment]:
-        """Segments of a consonant next to a vowel with ``formants``."""
+        """Segments of a consonant next to a vowel with ``formants``, tagged as one phone."""
+        return self.tag(symbol, self._consonant(symbol, formants, phrase))
+
+    def _consonant(self, symbol: str, formants: FloatArray, phrase: int) -> list[_Segment]:
         bw = self.bandwidths
         if symbol in _FRICATIVES:
             fc, fb, level = _FRICATIVES[symbol]
@@ -294,7 +343,8 @@ class _UtteranceBuilder:
 
     def syllable(self, phrase: int, stressed: bool) -> list[_Segment]:
         rng = self.rng
-        formants = self.vowel_formants(int(rng.integers(len(_VOWEL_TABLE))))
+        vowel = int(rng.integers(len(_VOWEL_TABLE)))
+        formants = self.vowel_formants(vowel)
         out: list[_Segment] = []
         onset = _ONSETS[int(rng.integers(len(_ONSETS)))]
         if onset:
@@ -305,11 +355,10 @@ class _UtteranceBuilder:
             sign = 1.0 if rng.random() < 0.8 else -0.6
             accent = sign * self.spk.f0_range_semitones * float(rng.uniform(0.4, 1.0))
         gain = (1.0 if stressed else 0.7) * float(rng.uniform(0.85, 1.1))
-        out.append(
-            _Segment(
-                round(n), formants, self.bandwidths, voicing=gain, accent=accent, phrase=phrase
-            )
+        nucleus = _Segment(
+            round(n), formants, self.bandwidths, voicing=gain, accent=accent, phrase=phrase
         )
+        out += self.tag(_VOWELS[vowel], [nucleus])
         if rng.random() < 0.35:
             out += self.consonant(_CODAS[int(rng.integers(len(_CODAS)))], formants, phrase)
         return out
@@ -425,20 +474,24 @@ def _smooth(x: FloatArray, size: int, axis: int = 0) -> FloatArray:
     return np.asarray(uniform_filter1d(once, size, axis=axis, mode="nearest"))
 
 
-def synthesize_utterance(
+@dataclass
+class _Content:
+    """The first draws of an utterance: length, session offsets and the segment sequence."""
+
+    n: int
+    f0_offset_st: float
+    tilt: float
+    segs: list[_Segment]
+
+
+def _draw_content(
     speaker: SyntheticSpeaker,
     rng: np.random.Generator,
-    *,
-    duration_s: float | None = None,
-    min_duration_s: float = 2.0,
-    max_duration_s: float = 8.0,
-) -> npt.NDArray[np.float32]:
-    """One utterance of ``speaker``: mono float32 at 16 kHz, peak at ``PEAK_DBFS``.
-
-    The length is ``duration_s`` seconds, or drawn uniformly in ``[min_duration_s,
-    max_duration_s]`` (the first draw from ``rng``), rounded to whole samples. Content (segment
-    sequence, intonation, noise) comes from ``rng``; the same ``rng`` state gives the same audio.
-    """
+    duration_s: float | None,
+    min_duration_s: float,
+    max_duration_s: float,
+) -> _Content:
+    """The draws every utterance starts with, in this order (the audio depends on it)."""
     if duration_s is None:
         if not 0 < min_duration_s <= max_duration_s:
             raise ConfigError(
@@ -453,7 +506,53 @@ def synthesize_utterance(
     f0_offset_st = rng.normal(0.0, 0.5)
     tilt = speaker.spectral_tilt_db_per_octave + rng.normal(0.0, 0.3)
     builder = _UtteranceBuilder(speaker, rng, formant_jitter=math.exp(rng.normal(0.0, 0.01)))
-    segs = builder.build(n)
+    return _Content(n, float(f0_offset_st), float(tilt), builder.build(n))
+
+
+def _units(segs: list[_Segment]) -> list[str]:
+    """Transcript tokens of the phones in ``segs``, in time order (one per phone)."""
+    out: list[str] = []
+    last = -1
+    for seg in segs:  # tens of segments: a plain loop
+        if seg.phone >= 0 and seg.phone != last:
+            out.append(UNIT_TOKENS[seg.symbol])
+            last = seg.phone
+    return out
+
+
+def utterance_units(
+    speaker: SyntheticSpeaker,
+    rng: np.random.Generator,
+    *,
+    duration_s: float | None = None,
+    min_duration_s: float = 2.0,
+    max_duration_s: float = 8.0,
+) -> list[str]:
+    """The transcript of the utterance ``synthesize_utterance`` makes from the same arguments and
+    ``rng`` state: one token ``u<k>`` (``UNIT_TOKENS``) per phone, in time order.
+
+    Only the content draws are made (no audio), so it costs about a millisecond.
+    """
+    return _units(_draw_content(speaker, rng, duration_s, min_duration_s, max_duration_s).segs)
+
+
+def synthesize_utterance(
+    speaker: SyntheticSpeaker,
+    rng: np.random.Generator,
+    *,
+    duration_s: float | None = None,
+    min_duration_s: float = 2.0,
+    max_duration_s: float = 8.0,
+) -> npt.NDArray[np.float32]:
+    """One utterance of ``speaker``: mono float32 at 16 kHz, peak at ``PEAK_DBFS``.
+
+    The length is ``duration_s`` seconds, or drawn uniformly in ``[min_duration_s,
+    max_duration_s]`` (the first draw from ``rng``), rounded to whole samples. Content (segment
+    sequence, intonation, noise) comes from ``rng``; the same ``rng`` state gives the same audio.
+    ``utterance_units`` with the same arguments and ``rng`` state gives its transcript.
+    """
+    content = _draw_content(speaker, rng, duration_s, min_duration_s, max_duration_s)
+    n, f0_offset_st, tilt, segs = content.n, content.f0_offset_st, content.tilt, content.segs
 
     lengths = np.array([s.n for s in segs])
     ends = np.cumsum(lengths)
@@ -642,16 +741,40 @@ def generate_synthetic_corpus(
     _check_seed(seed)
     params = _params(n_speakers, utts_per_speaker, seed, min_duration_s, max_duration_s)
     manifest_path = out_dir / MANIFEST_FILE
+    speakers = sample_speakers(n_speakers, seed)
+
+    def transcript(i: int, j: int) -> str:
+        units = utterance_units(
+            speakers[i],
+            _utterance_rng(seed, i, j),
+            min_duration_s=min_duration_s,
+            max_duration_s=max_duration_s,
+        )
+        return " ".join(units)
+
     if _existing_params(out_dir, params) and manifest_path.is_file():
         manifest = read_manifest(manifest_path, check_audio=False)
         if len(manifest) == n_speakers * utts_per_speaker and all(
             manifest.resolve(u).is_file() for u in manifest
         ):
-            return Manifest(utterances=manifest.utterances, root=str(out_dir))
+            if all(u.text is not None for u in manifest):
+                return Manifest(utterances=manifest.utterances, root=str(out_dir))
+            # Written before transcripts existed: the audio is the same, only the text is added.
+            index = {
+                f"{spk.speaker_id}-{j:04d}": (i, j)
+                for i, spk in enumerate(speakers)
+                for j in range(utts_per_speaker)
+            }
+            texts = [transcript(*index[u.utt_id]) for u in manifest]
+            manifest = manifest.with_utterances(
+                u.model_copy(update={"text": t}) for u, t in zip(manifest, texts, strict=True)
+            )
+            manifest = Manifest(utterances=manifest.utterances, root=str(out_dir))
+            write_manifest(manifest, manifest_path)
+            return manifest
 
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / PARAMS_FILE).write_text(json.dumps(params, indent=2) + "\n", encoding="utf-8")
-    speakers = sample_speakers(n_speakers, seed)
     (out_dir / SPEAKERS_FILE).write_text(
         json.dumps([asdict(s) for s in speakers], indent=2) + "\n", encoding="utf-8"
     )
@@ -679,6 +802,7 @@ def generate_synthetic_corpus(
                     gender=spk.gender,
                     path=rel,
                     duration_s=duration,
+                    text=transcript(i, j),
                     original_sample_rate=SAMPLE_RATE_HZ,
                 )
             )
@@ -694,10 +818,13 @@ def corpus_audio_seconds(manifest: Manifest) -> float:
 
 __all__ = [
     "GENERATOR_VERSION",
+    "UNIT_CLASSES",
+    "UNIT_TOKENS",
     "VOWEL_FORMANTS_HZ",
     "SyntheticSpeaker",
     "corpus_audio_seconds",
     "generate_synthetic_corpus",
     "sample_speakers",
     "synthesize_utterance",
+    "utterance_units",
 ]

@@ -27,10 +27,10 @@ class AsrSpec(BaseModel):
     pretrained_path: Path | None = Field(
         None, description="source=pretrained: the local SpeechBrain ASR folder."
     )
-    epochs: int = Field(30, ge=1, description="source=train: training epochs.")
-    batch_size: int = Field(16, ge=1, description="source=train: utterances per step.")
-    lr: float = Field(2e-3, gt=0, description="source=train: Adam learning rate (peak).")
-    hidden_size: int = Field(192, ge=8, description="source=train: encoder width.")
+    epochs: int = Field(15, ge=1, description="source=train: training epochs.")
+    batch_size: int = Field(8, ge=1, description="source=train: utterances per step.")
+    lr: float = Field(5e-3, gt=0, description="source=train: Adam learning rate (peak).")
+    hidden_size: int = Field(96, ge=8, description="source=train: encoder width.")
     seed: int = Field(0, description="source=train: seed of initialization and shuffling.")
     device: Literal["auto", "cpu", "cuda"] = Field("auto", description="auto = CUDA if available.")
 

@@ -229,3 +229,62 @@ def test_vocal_tract_length_factor_shifts_the_spectrum_up() -> None:
     low = _voiced_spectral_centroid(dataclasses.replace(spk, formant_scale=0.9))
     high = _voiced_spectral_centroid(dataclasses.replace(spk, formant_scale=1.15))
     assert high / low > 1.08
+
+
+def test_manifest_text_is_the_unit_sequence(small_corpus: tuple[Path, Manifest]) -> None:
+    from services.corpus.synthetic import UNIT_CLASSES, UNIT_TOKENS, utterance_units
+
+    _, manifest = small_corpus
+    speakers = sample_speakers(SMALL["n_speakers"], seed=SMALL["seed"])  # type: ignore[arg-type]
+    assert sorted(set(UNIT_TOKENS.values()), key=lambda t: int(t[1:])) == [
+        f"u{k}" for k in range(len(UNIT_CLASSES))
+    ]
+    for i, spk in enumerate(speakers):
+        for j, utt in enumerate(manifest.by_speaker()[spk.speaker_id]):
+            assert utt.text is not None and re.fullmatch(r"u\d+( u\d+)*", utt.text)
+            rng = np.random.default_rng([SMALL["seed"], 2, i, j])
+            lo, hi = SMALL["min_duration_s"], SMALL["max_duration_s"]
+            units = utterance_units(spk, rng, min_duration_s=lo, max_duration_s=hi)
+            assert utt.text == " ".join(units)
+            # A phone lasts >= 40 ms: no more tokens than 25 per second.
+            assert 0 < len(units) <= 25 * utt.duration_s
+    # Utterances say different things.
+    assert len({u.text for u in manifest}) == len(manifest)
+
+
+def test_transcripts_follow_the_phones_and_leave_the_audio_alone() -> None:
+    from services.corpus.synthetic import UNIT_TOKENS, utterance_units
+
+    spk = sample_speakers(2, seed=0)
+    # Same rng state: the same content spoken by two voices has the same transcript.
+    a = utterance_units(spk[0], np.random.default_rng(11), duration_s=3.0)
+    b = utterance_units(spk[1], np.random.default_rng(11), duration_s=3.0)
+    assert a == b and len(a) > 5
+    assert utterance_units(spk[0], np.random.default_rng(12), duration_s=3.0) != a
+    # Drawing the transcript first changes nothing in the audio of the same rng state.
+    wav1 = synthesize_utterance(spk[0], np.random.default_rng(11), duration_s=3.0)
+    utterance_units(spk[0], np.random.default_rng(11), duration_s=3.0)
+    wav2 = synthesize_utterance(spk[0], np.random.default_rng(11), duration_s=3.0)
+    assert np.array_equal(wav1, wav2)
+    # Nasals /m/ and /n/ share one token (identical murmurs), and so do the two pairs of vowels
+    # whose formants differ by no more than two speakers' do; the other phones have their own.
+    assert UNIT_TOKENS["m"] == UNIT_TOKENS["n"]
+    assert UNIT_TOKENS["I"] == UNIT_TOKENS["e"] and UNIT_TOKENS["E"] == UNIT_TOKENS["ae"]
+    vowels = [UNIT_TOKENS[v] for v in ("i", "I", "E", "a", "O", "o", "U", "u")]
+    consonants = [UNIT_TOKENS[c] for c in ("s", "S", "f", "h", "p", "t", "k", "b", "d", "g", "m")]
+    assert len(set(vowels + consonants)) == len(vowels + consonants) == 19
+
+
+def test_a_corpus_written_without_text_gets_it_on_rerun(tmp_path: Path) -> None:
+    args = {**SMALL, "n_speakers": 2, "utts_per_speaker": 2}
+    out = tmp_path / "old"
+    manifest = generate_synthetic_corpus(out, **args)  # type: ignore[arg-type]
+    wavs = {k: v for k, v in _file_bytes(out).items() if k.endswith(".wav")}
+    from services.corpus.loaders import write_manifest
+
+    bare = manifest.with_utterances(u.model_copy(update={"text": None}) for u in manifest)
+    write_manifest(bare, out / "manifest.jsonl")
+    again = generate_synthetic_corpus(out, **args)  # type: ignore[arg-type]
+    assert again.utterances == manifest.utterances
+    assert read_manifest(out / "manifest.jsonl").utterances == manifest.utterances
+    assert {k: v for k, v in _file_bytes(out).items() if k.endswith(".wav")} == wavs

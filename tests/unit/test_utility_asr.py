@@ -1,0 +1,204 @@
+"""The utility ASR: a tiny CTC model trained on synthetic units, save/load, and operator folders."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from services.errors import ConfigError, InvalidInputError
+from services.utility.asr import (
+    TrainedAsr,
+    check_asr_folder,
+    load_asr,
+    tokenization,
+    train_asr,
+)
+from services.utility.config import AsrSpec
+
+TINY = AsrSpec(epochs=6, batch_size=4, hidden_size=32, lr=5e-3, seed=3, device="cpu")
+
+
+@pytest.fixture(scope="module")
+def tiny_data() -> tuple[list[np.ndarray], list[str]]:
+    from services.corpus.synthetic import sample_speakers, synthesize_utterance, utterance_units
+
+    speakers = sample_speakers(4, seed=0)
+    audio, texts = [], []
+    for k in range(8):
+        spk = speakers[k % 4]
+        audio.append(synthesize_utterance(spk, np.random.default_rng([5, k]), duration_s=1.2))
+        texts.append(" ".join(utterance_units(spk, np.random.default_rng([5, k]), duration_s=1.2)))
+    return audio, texts
+
+
+@pytest.fixture(scope="module")
+def tiny_model(
+    tiny_data: tuple[list[np.ndarray], list[str]], tmp_path_factory: pytest.TempPathFactory
+) -> tuple[TrainedAsr, Path]:
+    torch.set_num_threads(1)
+    audio, texts = tiny_data
+    out = tmp_path_factory.mktemp("asr") / "model"
+    seen: list[float] = []
+    asr = train_asr(audio, texts, TINY, out, progress=lambda f, _m: seen.append(f))
+    assert seen == pytest.approx([(k + 1) / TINY.epochs for k in range(TINY.epochs)])
+    return asr, out
+
+
+def test_tokenization_rule() -> None:
+    assert tokenization(["u1 u12 u3", "U4"]) == "units"
+    assert tokenization(["u1 u12 hello"]) == "characters"
+    assert tokenization(["HELLO WORLD", "it's"]) == "characters"
+    assert tokenization(["u1x"]) == "characters"
+
+
+def test_training_lowers_the_loss_and_transcribes(
+    tiny_model: tuple[TrainedAsr, Path], tiny_data: tuple[list[np.ndarray], list[str]]
+) -> None:
+    asr, out = tiny_model
+    info = asr.describe()
+    history = info["loss_per_token_history"]
+    assert len(history) == TINY.epochs
+    assert history[-1] < 0.8 * history[0]
+    assert info["tokenization"] == "units" and info["kind"] == "unmask-ctc"
+    vocab = json.loads((out / "vocabulary.json").read_text())
+    assert vocab["tokens"][0] == "<blank>"
+    assert all(t.startswith("U") for t in vocab["tokens"][1:])
+    assert json.loads((out / "describe.json").read_text()) == info
+    hyps = asr.transcribe(tiny_data[0][:3])
+    assert len(hyps) == 3 and all(isinstance(h, str) for h in hyps)
+    assert all(w in vocab["tokens"][1:] for h in hyps for w in h.split())
+    # Batched and one-at-a-time decoding agree (padding is packed away).
+    assert asr.transcribe(tiny_data[0][:3], batch_size=3) == hyps
+
+
+def test_save_load_roundtrip_and_determinism(
+    tiny_model: tuple[TrainedAsr, Path],
+    tiny_data: tuple[list[np.ndarray], list[str]],
+    tmp_path: Path,
+) -> None:
+    asr, out = tiny_model
+    again = load_asr(out)
+    assert isinstance(again, TrainedAsr)
+    audio = tiny_data[0]
+    assert again.transcribe(audio) == asr.transcribe(audio)
+    # The same data, spec and seed give the same weights.
+    twin = train_asr(audio, tiny_data[1], TINY.model_copy(update={"epochs": 2}), tmp_path / "a")
+    twin2 = train_asr(audio, tiny_data[1], TINY.model_copy(update={"epochs": 2}), tmp_path / "b")
+    for (name, p), (_, q) in zip(
+        twin.encoder.state_dict().items(), twin2.encoder.state_dict().items(), strict=True
+    ):
+        assert torch.equal(p, q), name
+
+
+def test_characters_for_real_transcripts(tmp_path: Path) -> None:
+    rng = np.random.default_rng(0)
+    audio = [rng.normal(0, 0.1, 8000).astype(np.float32) for _ in range(3)]
+    asr = train_asr(
+        audio,
+        ["Hello there.", "it's me", "HELLO"],
+        TINY.model_copy(update={"epochs": 1}),
+        tmp_path / "chars",
+    )
+    assert asr.kind == "characters"
+    assert "'" in asr.vocabulary and " " in asr.vocabulary and "H" in asr.vocabulary
+
+
+def test_bad_training_input_is_named(tmp_path: Path) -> None:
+    wav = np.zeros(8000, dtype=np.float32)
+    with pytest.raises(InvalidInputError, match="2 utterances but 1 transcripts"):
+        train_asr([wav, wav], ["u1"], TINY, tmp_path)
+    with pytest.raises(InvalidInputError, match="empty after normalization"):
+        train_asr([wav], ["?"], TINY, tmp_path)
+    with pytest.raises(InvalidInputError, match="at least 400 samples"):
+        train_asr([wav[:100]], ["u1"], TINY, tmp_path)
+
+
+_HPARAMS = """\
+pretrained_path: speechbrain/some-hub-model
+n_mels: 20
+compute_features: !new:speechbrain.lobes.features.Fbank
+    n_mels: !ref <n_mels>
+lin: !new:speechbrain.nnet.linear.Linear
+    input_size: !ref <n_mels>
+    n_neurons: 3
+log_softmax: !new:speechbrain.nnet.activations.Softmax
+    apply_log: True
+encoder: !new:speechbrain.nnet.containers.LengthsCapableSequential
+    compute_features: !ref <compute_features>
+    lin: !ref <lin>
+    log_softmax: !ref <log_softmax>
+tokenizer: !new:speechbrain.dataio.encoder.CTCTextEncoder
+decoding_function: !name:speechbrain.decoders.ctc_greedy_decode
+    blank_id: 0
+modules:
+    encoder: !ref <encoder>
+pretrainer: !new:speechbrain.utils.parameter_transfer.Pretrainer
+    loadables:
+        lin: !ref <lin>
+        tokenizer: !ref <tokenizer>
+    paths:
+        lin: !ref <pretrained_path>/lin.ckpt
+        tokenizer: !ref <pretrained_path>/tokenizer.ckpt
+"""
+
+
+def _speechbrain_folder(folder: Path) -> None:
+    """A tiny EncoderASR folder whose saved weights always answer token "B"."""
+    from speechbrain.dataio.encoder import CTCTextEncoder
+    from speechbrain.nnet.linear import Linear
+
+    folder.mkdir(parents=True)
+    (folder / "hyperparams.yaml").write_text(_HPARAMS)
+    lin = Linear(input_size=20, n_neurons=3)
+    with torch.no_grad():
+        lin.w.weight.zero_()
+        lin.w.bias.copy_(torch.tensor([0.0, 0.0, 5.0]))  # blank, A, B
+    torch.save(lin.state_dict(), folder / "lin.ckpt")
+    tok = CTCTextEncoder()
+    tok.insert_blank(index=0)
+    tok.update_from_iterable(["A", "B"])
+    tok.save(folder / "tokenizer.ckpt")
+
+
+def test_pretrained_speechbrain_folder(tmp_path: Path) -> None:
+    folder = tmp_path / "sb-asr"
+    _speechbrain_folder(folder)
+    before = sorted(p.name for p in folder.iterdir())
+    check_asr_folder(folder)
+    asr = load_asr(folder)
+    wav = np.random.default_rng(1).normal(0, 0.1, 16000).astype(np.float32)
+    assert asr.transcribe([wav, wav[:8000]]) == ["B", "B"]
+    assert asr.describe()["kind"] == "speechbrain-pretrained"
+    assert sorted(p.name for p in folder.iterdir()) == before  # read in place, nothing added
+
+
+def test_check_asr_folder_errors(tmp_path: Path, tiny_model: tuple[TrainedAsr, Path]) -> None:
+    with pytest.raises(ConfigError, match="does not exist"):
+        check_asr_folder(tmp_path / "nowhere")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(ConfigError, match=r"no hyperparams\.yaml"):
+        check_asr_folder(empty)
+    folder = tmp_path / "sb"
+    _speechbrain_folder(folder)
+    (folder / "lin.ckpt").unlink()
+    with pytest.raises(ConfigError, match=r"lin\.ckpt named in hyperparams\.yaml are missing"):
+        check_asr_folder(folder)
+    with pytest.raises(ConfigError, match="missing"):
+        load_asr(folder)
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    (bare / "hyperparams.yaml").write_text("modules: {}\n")
+    with pytest.raises(ConfigError, match=r"no checkpoint files"):
+        check_asr_folder(bare)
+    _, trained = tiny_model
+    check_asr_folder(trained)
+    half = tmp_path / "half"
+    half.mkdir()
+    (half / "vocabulary.json").write_text((trained / "vocabulary.json").read_text())
+    with pytest.raises(ConfigError, match=r"model\.pt missing"):
+        check_asr_folder(half)
