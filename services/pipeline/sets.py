@@ -94,7 +94,10 @@ def corpus_stage(ctx: StageContext) -> tuple[Protocol, Manifest, str]:
         ctx.progress("corpus", 1.0, f"{len(manifest)} utterances")
         return {"protocol": "protocol.json"}
 
-    outcome = ctx.runner.run("corpus", {"synthetic": spec.model_dump(mode="json")}, make)
+    # ``transcripts``: manifests carry each utterance's unit sequence as ``text`` (the utility
+    # ASR's references); corpora generated before that are generated again.
+    inputs = {"synthetic": spec.model_dump(mode="json"), "transcripts": 1}
+    outcome = ctx.runner.run("corpus", inputs, make)
     protocol, manifest = load_protocol_and_manifest(outcome.folder / "protocol.json")
     return protocol, manifest, protocol.content_hash or protocol.compute_hash()
 

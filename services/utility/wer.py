@@ -23,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from services.errors import InvalidInputError
+from services.metrics import catalogue
 from services.metrics.bootstrap import _speaker_multiplicities
 
 IntArray = npt.NDArray[np.int64]
@@ -157,9 +158,9 @@ def compare_wer(
     wer_a = 100.0 * err_a.sum() / n_words
     n_chars = int(orig["chars"].sum())
     out: dict[str, Any] = {
-        "wer_original_percent": float(wer_o),
-        "wer_anonymized_percent": float(wer_a),
-        "wer_increase_percent": float(wer_a - wer_o),
+        catalogue.WER_ORIGINAL.key: float(wer_o),
+        catalogue.WER_ANONYMIZED.key: float(wer_a),
+        catalogue.WER_INCREASE.key: float(wer_a - wer_o),
         "cer_original_percent": float(100.0 * orig["char_errors"].sum() / n_chars),
         "cer_anonymized_percent": float(100.0 * anon["char_errors"].sum() / n_chars),
         "wer_anonymized_ci95_percent": None,
