@@ -22,7 +22,10 @@ from support.s3 import moto_s3_client
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
-TINY_PROTOCOL: dict[str, Any] = tiny_protocol_config()
+# With utility (a 2-epoch ASR: the phase's plumbing, not its numbers, is under test here).
+TINY_PROTOCOL: dict[str, Any] = tiny_protocol_config(
+    utility={"asr": {"epochs": 2}, "bootstrap_resamples": 10}
+)
 JOB_TIMEOUT_S = 900.0
 
 
@@ -125,6 +128,10 @@ def test_builtin_submission_runs_to_the_leaderboard(
     assert len(rows) == len(results) == len(set(rows)) > 0
     eer = {(r["scenario"], r["seed"]): r["value"] for r in results if r["metric"] == "eer_percent"}
     assert set(eer) >= {("original", 0), ("semi-informed", 0), ("semi-informed", -1)}
+    # The utility phase ran (its own task, on the gpu queue) and its values are result rows.
+    utility = {r["metric"]: r["value"] for r in results if r["scenario"] == "utility"}
+    assert {"wer_increase_percent", "pitch_correlation", "usable_speech"} <= set(utility)
+    assert utility["usable_speech"] in (0.0, 1.0)
 
     # Artifacts: rows in PostgreSQL, objects in S3 with the recorded sha256 and size.
     artifacts = _ok(a.get(f"/v1/jobs/{job['id']}/artifacts"), 200)

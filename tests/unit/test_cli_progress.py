@@ -41,9 +41,9 @@ def test_lines_at_a_bounded_rate_with_phase_changes_and_ends_always_shown() -> N
     progress("train", 0.0, "anonymized seed 0")  # so is a new phase
     lines = stream.getvalue().splitlines()
     assert len(lines) == 4, lines
-    assert lines[0].startswith("2026-11-23T12:00:00Z [0:00:00] phase 1 of 7 corpus   0%")
-    assert "phase 1 of 7 corpus  50%, ~0:00:10 left: half" in lines[1]
-    assert lines[3].endswith("phase 3 of 7 train   0%: anonymized seed 0")
+    assert lines[0].startswith("2026-11-23T12:00:00Z [0:00:00] phase 1 of 8 corpus   0%")
+    assert "phase 1 of 8 corpus  50%, ~0:00:10 left: half" in lines[1]
+    assert lines[3].endswith("phase 3 of 8 train   0%: anonymized seed 0")
 
 
 def test_a_heartbeat_keeps_a_long_step_visible_and_elapsed_keeps_counting() -> None:
@@ -59,7 +59,7 @@ def test_a_heartbeat_keeps_a_long_step_visible_and_elapsed_keeps_counting() -> N
     lines = stream.getvalue().splitlines()
     assert len(lines) == 3
     assert re.search(
-        r"\[0:01:01\] phase 3 of 7 train 100%: epoch 5 of 5 \(still working\)", lines[1]
+        r"\[0:01:01\] phase 3 of 8 train 100%: epoch 5 of 5 \(still working\)", lines[1]
     )
     assert "[0:02:05]" in lines[2]
 
