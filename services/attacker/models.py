@@ -16,69 +16,26 @@ to embeddings (batch, dim). Nothing is pretrained.
 
 from __future__ import annotations
 
-from typing import Literal
-
 import torch
-from pydantic import BaseModel, ConfigDict, Field
 from speechbrain.lobes.models.ECAPA_TDNN import ECAPA_TDNN, Classifier
 from speechbrain.lobes.models.Xvector import Xvector
 
-from services.attacker.features import N_MELS, FilterbankFeatures
+from services.attacker.features import FilterbankFeatures
+
+# The presets live in a torch-free module (config checks compare them with pretrained weights);
+# they are re-exported here, where they have always been imported from.
+from services.attacker.presets import PRESETS, ModelPreset, get_preset
 from services.errors import ConfigError
 
-
-class ModelPreset(BaseModel):
-    """Architecture and size of the attacker's embedding model."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    name: str = Field(description="Preset name (standard, vpc, tiny, xvector or custom).")
-    architecture: Literal["ecapa", "xvector"] = Field(description="Embedding network family.")
-    channels: tuple[int, ...] = Field(description="Output channels per TDNN / SE-Res2Net layer.")
-    embedding_dim: int = Field(description="Embedding size (lin_neurons).")
-    n_mels: int = Field(N_MELS, description="Input feature bands.")
-    attention_channels: int = Field(128, description="ECAPA attentive pooling channels.")
-    se_channels: int = Field(128, description="ECAPA squeeze-excitation channels.")
-    res2net_scale: int = Field(8, description="ECAPA Res2Net scale (divides the channels).")
-
-
-PRESETS: dict[str, ModelPreset] = {
-    "standard": ModelPreset(
-        name="standard",
-        architecture="ecapa",
-        channels=(1024, 1024, 1024, 1024, 3072),
-        embedding_dim=192,
-    ),
-    "vpc": ModelPreset(
-        name="vpc", architecture="ecapa", channels=(512, 512, 512, 512, 1536), embedding_dim=192
-    ),
-    "tiny": ModelPreset(
-        name="tiny",
-        architecture="ecapa",
-        channels=(64, 64, 64, 64, 192),
-        embedding_dim=64,
-        attention_channels=32,
-        se_channels=32,
-        res2net_scale=4,
-    ),
-    "xvector": ModelPreset(
-        name="xvector",
-        architecture="xvector",
-        channels=(512, 512, 512, 512, 1500),
-        embedding_dim=512,
-    ),
-}
-
-
-def get_preset(preset: str | ModelPreset) -> ModelPreset:
-    """The preset of that name (or ``preset`` itself). Raises ``ConfigError`` for unknown names."""
-    if isinstance(preset, ModelPreset):
-        return preset
-    if preset not in PRESETS:
-        raise ConfigError(
-            f"preset: unknown model preset {preset!r}; choose one of {sorted(PRESETS)}"
-        )
-    return PRESETS[preset]
+__all__ = [
+    "PRESETS",
+    "CosineHead",
+    "EmbeddingModel",
+    "ModelPreset",
+    "SpeakerEncoder",
+    "build_embedding_model",
+    "get_preset",
+]
 
 
 class EmbeddingModel(torch.nn.Module):
