@@ -11,10 +11,14 @@ Presets (``ModelPreset``):
   of seed 004.
 
 Every model maps (mean-normalized fbank features (batch, frames, 80), relative lengths (batch,))
-to embeddings (batch, dim). Nothing is pretrained.
+to embeddings (batch, dim), trained from scratch unless ``TrainingConfig.init_from`` names a
+SpeechBrain checkpoint (``services.attacker.pretrained``). With the SSL front end
+(``services.attacker.ssl``) the ECAPA's input size (``n_mels``) is the SSL model's hidden size.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import torch
 from speechbrain.lobes.models.ECAPA_TDNN import ECAPA_TDNN, Classifier
@@ -81,12 +85,25 @@ def build_embedding_model(preset: str | ModelPreset) -> EmbeddingModel:
 
 
 class SpeakerEncoder(torch.nn.Module):
-    """The whole recognizer: waveforms (batch, samples) at 16 kHz -> embeddings (batch, dim)."""
+    """The whole recognizer: waveforms (batch, samples) at 16 kHz -> embeddings (batch, dim).
 
-    def __init__(self, preset: str | ModelPreset) -> None:
+    ``features``: the front end; None = 80-dim fbanks (``FilterbankFeatures``). Another front
+    end (``services.attacker.ssl.SSLFrontEnd``) must output ``preset.n_mels`` features per frame
+    and may offer ``frame_lengths(lengths, n_samples)`` (relative lengths of its frames) and
+    ``record()`` (what a checkpoint needs to rebuild it).
+    """
+
+    def __init__(self, preset: str | ModelPreset, features: torch.nn.Module | None = None) -> None:
         super().__init__()
         self.preset = get_preset(preset)
-        self.features = FilterbankFeatures(self.preset.n_mels)
+        if features is not None:
+            dim = getattr(features, "output_dim", None)
+            if dim != self.preset.n_mels:
+                raise ConfigError(
+                    f"front end: outputs {dim} features per frame, the preset's ECAPA expects "
+                    f"{self.preset.n_mels}"
+                )
+        self.features = features if features is not None else FilterbankFeatures(self.preset.n_mels)
         self.embedding = EmbeddingModel(self.preset)
 
     @property
@@ -94,9 +111,18 @@ class SpeakerEncoder(torch.nn.Module):
         """Size of the embeddings."""
         return self.preset.embedding_dim
 
+    def front_end_record(self) -> dict[str, Any] | None:
+        """The front end's checkpoint record; None for fbanks (checkpoints without one)."""
+        record = getattr(self.features, "record", None)
+        return record() if callable(record) else None
+
     def forward(self, wavs: torch.Tensor, lengths: torch.Tensor | None = None) -> torch.Tensor:
         """Embeddings of ``wavs``; ``lengths`` are relative lengths in (0, 1] or None."""
-        return self.embedding(self.features(wavs, lengths), lengths)
+        feats = self.features(wavs, lengths)
+        frame_lengths = getattr(self.features, "frame_lengths", None)
+        if lengths is not None and callable(frame_lengths):
+            lengths = frame_lengths(lengths, wavs.shape[1])
+        return self.embedding(feats, lengths)
 
 
 class CosineHead(torch.nn.Module):
