@@ -60,10 +60,10 @@ def state_mismatches(
 
     missing = relevant(set(expected) - set(found))
     unexpected = relevant(set(found) - set(expected))
-    shapes = [
+    shapes = [  # in the model's order: the first layer that differs is named first
         (k, tuple(found[k].shape), tuple(expected[k].shape))
-        for k in sorted(set(expected) & set(found))
-        if tuple(found[k].shape) != tuple(expected[k].shape)
+        for k in expected
+        if k in found and tuple(found[k].shape) != tuple(expected[k].shape)
     ]
     return missing, unexpected, shapes
 

@@ -265,11 +265,18 @@ def read_config_data(path: str | Path) -> dict[str, Any]:
 
 
 def resolve_paths(cfg: EvaluationConfig, config_file: str | Path) -> EvaluationConfig:
-    """A relative ``protocol`` is relative to the config file's folder."""
+    """A relative ``protocol``, ``training.init_from`` or ``training.ssl_model_path`` is
+    relative to the config file's folder."""
+    base = Path(config_file).parent
     if cfg.protocol is not None and not cfg.protocol.is_absolute():
-        return cfg.model_copy(
-            update={"protocol": (Path(config_file).parent / cfg.protocol).resolve()}
-        )
+        cfg = cfg.model_copy(update={"protocol": (base / cfg.protocol).resolve()})
+    weights = {
+        name: (base / value).resolve()
+        for name in ("init_from", "ssl_model_path")
+        if (value := getattr(cfg.training, name)) is not None and not value.is_absolute()
+    }
+    if weights:
+        cfg = cfg.model_copy(update={"training": cfg.training.model_copy(update=weights)})
     return cfg
 
 
