@@ -394,3 +394,36 @@ def test_evaluation_config_check_names_the_weight_folder(tmp_path: Path) -> None
     # Relative folders are relative to the config file, like the protocol.
     assert f"training.ssl_model_path: {tmp_path / 'weights' / 'wavlm'} is not a folder" in msg
     assert f"training.init_from: {tmp_path / 'weights' / 'ecapa'} is not a folder" in msg
+
+
+@pytest.mark.slow
+def test_ssl_training_resumes_bit_identically_across_the_unfreezing(tmp_path: Path) -> None:
+    ssl_dir = save_tiny_ssl(tmp_path / "wavlm")
+    cfg = TrainingConfig(
+        preset="tiny",
+        epochs=2,
+        batch_size=6,
+        crop_seconds=1.0,
+        device="cpu",
+        front_end="ssl",
+        ssl_model_path=ssl_dir,
+        ssl_frozen_epochs=1,
+    )
+    items = utterances()
+    whole = train_attacker(items, [], cfg, tmp_path / "whole", resume=False)
+
+    class Crash(RuntimeError):
+        pass
+
+    def crash_after_epoch_1(epoch: int, folder: Path) -> None:
+        if epoch == 1:
+            raise Crash
+
+    with pytest.raises(Crash):
+        train_attacker(items, [], cfg, tmp_path / "cut", on_checkpoint=crash_after_epoch_1)
+    resumed = train_attacker(items, [], cfg, tmp_path / "cut")
+    assert resumed.resumed_after_epoch == 1
+    a = load_checkpoint(whole.last_checkpoint)["encoder"]
+    b = load_checkpoint(resumed.last_checkpoint)["encoder"]
+    assert a.keys() == b.keys()
+    assert all(torch.equal(a[k], b[k]) for k in a)
