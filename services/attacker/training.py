@@ -1,9 +1,13 @@
 """Training the attacker's speaker recognizer, with the target classifier of seed 000.
 
-The recognizer (``SpeakerEncoder``: fbanks + ECAPA-TDNN or x-vector) is trained from scratch with
-a source classifier (cosine head + AAM-softmax over the training speakers, weight w_S) on random
-fixed-length crops. Optionally a target classifier (a second cosine head over the target ids of
-the anonymized training utterances) sits on the same embedding:
+The recognizer (``SpeakerEncoder``: fbanks + ECAPA-TDNN or x-vector) is trained from scratch, or
+from a SpeechBrain checkpoint (``init_from``, ``services.attacker.pretrained``), or behind an SSL
+front end (``front_end: ssl``, ``services.attacker.ssl``: a learned weighted sum of all WavLM /
+wav2vec 2.0 layers, the SSL model frozen for ``ssl_frozen_epochs`` and then fine-tuned at
+``ssl_lr_scale`` x the learning rate), with a source classifier (cosine head + AAM-softmax
+over the training speakers, weight w_S) on random fixed-length crops. Optionally a target
+classifier (a second cosine head over the target ids of the anonymized training utterances) sits
+on the same embedding:
 
 - ``off``: no target head.
 - ``observe``: the head sees ``embedding.detach()``: it measures how much target information the
@@ -750,7 +754,10 @@ def train_attacker(
     progress: ProgressCallback | None = None,
     on_checkpoint: CheckpointCallback | None = None,
 ) -> TrainedAttacker:
-    """Train the attacker's recognizer from scratch; checkpoints go to ``output_dir``.
+    """Train the attacker's recognizer; checkpoints go to ``output_dir``.
+
+    From scratch, or from the local weights ``config`` names (``init_from``, ``ssl_model_path``;
+    checked first by ``check_local_weights``, so a bad folder fails before any work).
 
     ``train_items`` / ``validation_items``: ``(waveform float32 16 kHz, speaker, target | None)``
     (validation: the held-out 10 % of the same speakers; may be empty, then VER is None and
