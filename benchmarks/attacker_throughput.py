@@ -33,6 +33,7 @@ import torch
 from services.attacker.embeddings import resolve_device
 from services.attacker.training import TrainingConfig, TrainingItem, train_attacker
 from services.corpus.synthetic import sample_speakers, synthesize_utterance
+from services.settings import apply_thread_settings
 
 SSL_SIZES: dict[str, dict[str, Any]] = {
     "tiny": {
@@ -103,6 +104,7 @@ def main() -> None:
     parser.add_argument("--skip-fbank", action="store_true")
     parser.add_argument("--skip-frozen", action="store_true", help="no frozen-SSL row")
     args = parser.parse_args()
+    apply_thread_settings()  # UNMASK_NUM_THREADS: oversubscribed OpenMP threads spin
 
     device = resolve_device(args.device)
     dtypes = ["fp32", "bf16"] if device.type == "cuda" else ["fp32"]
