@@ -10,6 +10,11 @@ pickled code runs when a user-supplied checkpoint is opened). Keys:
 ``best_epoch``, ``best_ver_source``, ``data_fingerprint``; and in ``last.pt`` only, for resuming:
 ``optimizer``, ``scheduler`` ({"step": global step}) and ``rng`` (torch, CUDA, NumPy and Python
 random states).
+
+``front_end`` (issue 15, only for a recognizer whose front end is not fbanks): the front end's
+record (``services.attacker.ssl.SSLFrontEnd.record``: model type, the SSL model's config as
+JSON, waveform normalization). The SSL model's weights, fine-tuned, are part of ``encoder``, so
+the recognizer is rebuilt from the checkpoint alone, without the folder it was loaded from.
 """
 
 from __future__ import annotations
@@ -56,7 +61,13 @@ def load_checkpoint(path: str | Path) -> dict[str, Any]:
 def encoder_from_checkpoint(payload: dict[str, Any]) -> SpeakerEncoder:
     """The trained ``SpeakerEncoder`` (eval mode, on CPU) of a loaded checkpoint."""
     preset = ModelPreset.model_validate(payload["preset"])
-    encoder = SpeakerEncoder(preset)
+    record = payload.get("front_end")
+    if record is not None:
+        from services.attacker.ssl import front_end_from_record  # transformers only when needed
+
+        encoder = SpeakerEncoder(preset, features=front_end_from_record(record))
+    else:
+        encoder = SpeakerEncoder(preset)
     encoder.load_state_dict(payload["encoder"])
     return encoder.eval()
 

@@ -96,17 +96,23 @@ def model_hash(model_or_checkpoint: SpeakerEncoder | str | Path) -> str:
     """SHA-256 (hex) of a recognizer: its preset and embedding weights, not optimizer or history.
 
     The same weights give the same hash whether they come from ``best.pt``, ``last.pt`` or a
-    ``SpeakerEncoder`` in memory.
+    ``SpeakerEncoder`` in memory. An SSL recognizer's hash covers its front end record and the
+    SSL model's (fine-tuned) weights too.
     """
     h = hashlib.sha256()
     if isinstance(model_or_checkpoint, SpeakerEncoder):
         h.update(json.dumps(model_or_checkpoint.preset.model_dump(mode="json")).encode())
-        _tensor_digest(h, model_or_checkpoint.state_dict())
+        record = model_or_checkpoint.front_end_record()
+        state = model_or_checkpoint.state_dict()
     else:
         payload = load_checkpoint(model_or_checkpoint)
         preset = ModelPreset.model_validate(payload["preset"])
         h.update(json.dumps(preset.model_dump(mode="json")).encode())
-        _tensor_digest(h, payload["encoder"])
+        record = payload.get("front_end")
+        state = payload["encoder"]
+    if record is not None:  # fbank recognizers hash as they always did
+        h.update(json.dumps(record, sort_keys=True).encode())
+    _tensor_digest(h, state)
     return h.hexdigest()
 
 

@@ -12,10 +12,8 @@ from __future__ import annotations
 import torch
 from speechbrain.lobes.features import Fbank
 
+from services.attacker.presets import N_MELS
 from services.audio import SAMPLE_RATE_HZ
-
-N_MELS = 80
-"""Number of mel bands of the attacker's features."""
 
 HOP_SAMPLES = SAMPLE_RATE_HZ // 100
 """Frame hop (10 ms) in samples."""

@@ -11,74 +11,35 @@ Presets (``ModelPreset``):
   of seed 004.
 
 Every model maps (mean-normalized fbank features (batch, frames, 80), relative lengths (batch,))
-to embeddings (batch, dim). Nothing is pretrained.
+to embeddings (batch, dim), trained from scratch unless ``TrainingConfig.init_from`` names a
+SpeechBrain checkpoint (``services.attacker.pretrained``). With the SSL front end
+(``services.attacker.ssl``) the ECAPA's input size (``n_mels``) is the SSL model's hidden size.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any
 
 import torch
-from pydantic import BaseModel, ConfigDict, Field
 from speechbrain.lobes.models.ECAPA_TDNN import ECAPA_TDNN, Classifier
 from speechbrain.lobes.models.Xvector import Xvector
 
-from services.attacker.features import N_MELS, FilterbankFeatures
+from services.attacker.features import FilterbankFeatures
+
+# The presets live in a torch-free module (config checks compare them with pretrained weights);
+# they are re-exported here, where they have always been imported from.
+from services.attacker.presets import PRESETS, ModelPreset, get_preset
 from services.errors import ConfigError
 
-
-class ModelPreset(BaseModel):
-    """Architecture and size of the attacker's embedding model."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    name: str = Field(description="Preset name (standard, vpc, tiny, xvector or custom).")
-    architecture: Literal["ecapa", "xvector"] = Field(description="Embedding network family.")
-    channels: tuple[int, ...] = Field(description="Output channels per TDNN / SE-Res2Net layer.")
-    embedding_dim: int = Field(description="Embedding size (lin_neurons).")
-    n_mels: int = Field(N_MELS, description="Input feature bands.")
-    attention_channels: int = Field(128, description="ECAPA attentive pooling channels.")
-    se_channels: int = Field(128, description="ECAPA squeeze-excitation channels.")
-    res2net_scale: int = Field(8, description="ECAPA Res2Net scale (divides the channels).")
-
-
-PRESETS: dict[str, ModelPreset] = {
-    "standard": ModelPreset(
-        name="standard",
-        architecture="ecapa",
-        channels=(1024, 1024, 1024, 1024, 3072),
-        embedding_dim=192,
-    ),
-    "vpc": ModelPreset(
-        name="vpc", architecture="ecapa", channels=(512, 512, 512, 512, 1536), embedding_dim=192
-    ),
-    "tiny": ModelPreset(
-        name="tiny",
-        architecture="ecapa",
-        channels=(64, 64, 64, 64, 192),
-        embedding_dim=64,
-        attention_channels=32,
-        se_channels=32,
-        res2net_scale=4,
-    ),
-    "xvector": ModelPreset(
-        name="xvector",
-        architecture="xvector",
-        channels=(512, 512, 512, 512, 1500),
-        embedding_dim=512,
-    ),
-}
-
-
-def get_preset(preset: str | ModelPreset) -> ModelPreset:
-    """The preset of that name (or ``preset`` itself). Raises ``ConfigError`` for unknown names."""
-    if isinstance(preset, ModelPreset):
-        return preset
-    if preset not in PRESETS:
-        raise ConfigError(
-            f"preset: unknown model preset {preset!r}; choose one of {sorted(PRESETS)}"
-        )
-    return PRESETS[preset]
+__all__ = [
+    "PRESETS",
+    "CosineHead",
+    "EmbeddingModel",
+    "ModelPreset",
+    "SpeakerEncoder",
+    "build_embedding_model",
+    "get_preset",
+]
 
 
 class EmbeddingModel(torch.nn.Module):
@@ -124,12 +85,25 @@ def build_embedding_model(preset: str | ModelPreset) -> EmbeddingModel:
 
 
 class SpeakerEncoder(torch.nn.Module):
-    """The whole recognizer: waveforms (batch, samples) at 16 kHz -> embeddings (batch, dim)."""
+    """The whole recognizer: waveforms (batch, samples) at 16 kHz -> embeddings (batch, dim).
 
-    def __init__(self, preset: str | ModelPreset) -> None:
+    ``features``: the front end; None = 80-dim fbanks (``FilterbankFeatures``). Another front
+    end (``services.attacker.ssl.SSLFrontEnd``) must output ``preset.n_mels`` features per frame
+    and may offer ``frame_lengths(lengths, n_samples)`` (relative lengths of its frames) and
+    ``record()`` (what a checkpoint needs to rebuild it).
+    """
+
+    def __init__(self, preset: str | ModelPreset, features: torch.nn.Module | None = None) -> None:
         super().__init__()
         self.preset = get_preset(preset)
-        self.features = FilterbankFeatures(self.preset.n_mels)
+        if features is not None:
+            dim = getattr(features, "output_dim", None)
+            if dim != self.preset.n_mels:
+                raise ConfigError(
+                    f"front end: outputs {dim} features per frame, the preset's ECAPA expects "
+                    f"{self.preset.n_mels}"
+                )
+        self.features = features if features is not None else FilterbankFeatures(self.preset.n_mels)
         self.embedding = EmbeddingModel(self.preset)
 
     @property
@@ -137,9 +111,18 @@ class SpeakerEncoder(torch.nn.Module):
         """Size of the embeddings."""
         return self.preset.embedding_dim
 
+    def front_end_record(self) -> dict[str, Any] | None:
+        """The front end's checkpoint record; None for fbanks (checkpoints without one)."""
+        record = getattr(self.features, "record", None)
+        return record() if callable(record) else None
+
     def forward(self, wavs: torch.Tensor, lengths: torch.Tensor | None = None) -> torch.Tensor:
         """Embeddings of ``wavs``; ``lengths`` are relative lengths in (0, 1] or None."""
-        return self.embedding(self.features(wavs, lengths), lengths)
+        feats = self.features(wavs, lengths)
+        frame_lengths = getattr(self.features, "frame_lengths", None)
+        if lengths is not None and callable(frame_lengths):
+            lengths = frame_lengths(lengths, wavs.shape[1])
+        return self.embedding(feats, lengths)
 
 
 class CosineHead(torch.nn.Module):

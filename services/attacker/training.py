@@ -1,9 +1,13 @@
 """Training the attacker's speaker recognizer, with the target classifier of seed 000.
 
-The recognizer (``SpeakerEncoder``: fbanks + ECAPA-TDNN or x-vector) is trained from scratch with
-a source classifier (cosine head + AAM-softmax over the training speakers, weight w_S) on random
-fixed-length crops. Optionally a target classifier (a second cosine head over the target ids of
-the anonymized training utterances) sits on the same embedding:
+The recognizer (``SpeakerEncoder``: fbanks + ECAPA-TDNN or x-vector) is trained from scratch, or
+from a SpeechBrain checkpoint (``init_from``, ``services.attacker.pretrained``), or behind an SSL
+front end (``front_end: ssl``, ``services.attacker.ssl``: a learned weighted sum of all WavLM /
+wav2vec 2.0 layers, the SSL model frozen for ``ssl_frozen_epochs`` and then fine-tuned at
+``ssl_lr_scale`` x the learning rate), with a source classifier (cosine head + AAM-softmax
+over the training speakers, weight w_S) on random fixed-length crops. Optionally a target
+classifier (a second cosine head over the target ids of the anonymized training utterances) sits
+on the same embedding:
 
 - ``off``: no target head.
 - ``observe``: the head sees ``embedding.detach()``: it measures how much target information the
@@ -35,7 +39,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Literal, NamedTuple, cast
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, cast
 
 import numpy as np
 import torch
@@ -57,10 +61,14 @@ from services.attacker.embeddings import (
     embed_waveforms,
     resolve_device,
 )
+from services.attacker.local_weights import check_local_weights
 from services.attacker.models import CosineHead, ModelPreset, SpeakerEncoder, get_preset
 from services.attacker.training_config import TrainingConfig
 from services.audio import SAMPLE_RATE_HZ
 from services.errors import ConfigError, InvalidInputError
+
+if TYPE_CHECKING:
+    from services.attacker.ssl import SSLFrontEnd
 
 
 class TrainingItem(NamedTuple):
@@ -391,21 +399,49 @@ class _Trainer:
         self.spk_index = {s: i for i, s in enumerate(self.speaker_labels)}
         self.tgt_index = {t: i for i, t in enumerate(self.target_labels)}
 
+        # Issue 15: the SSL front end is loaded first (from_pretrained may draw from the global
+        # RNG), so that the seeding below gives the ECAPA and heads the same start as ever.
+        self.ssl_front: SSLFrontEnd | None = None
+        if config.front_end == "ssl":
+            from services.attacker.ssl import load_ssl_front_end, ssl_preset
+
+            assert config.ssl_model_path is not None  # the config's validator ensures it
+            self.ssl_front = load_ssl_front_end(config.ssl_model_path)
+            self.preset = ssl_preset(self.preset, self.ssl_front)
+
         # The recognizer and source head are built first, so that their initialization does not
         # depend on whether a target head exists (mode off vs observe: same recognizer).
         _seed_everything(config.seed)
-        self.encoder = SpeakerEncoder(self.preset).to(self.device)
+        self.encoder = SpeakerEncoder(self.preset, features=self.ssl_front)
+        if config.init_from is not None:
+            from services.attacker.pretrained import load_pretrained_ecapa
+
+            load_pretrained_ecapa(self.encoder.embedding, config.init_from)
+        self.encoder = self.encoder.to(self.device)
         self.source_head = CosineHead(self.preset.embedding_dim, len(self.speaker_labels)).to(
             self.device
         )
         self.target_head: CosineHead | None = None
-        params = list(self.encoder.parameters()) + list(self.source_head.parameters())
+        ssl_params = set(self.ssl_front.ssl_parameters()) if self.ssl_front is not None else set()
+        params = [p for p in self.encoder.parameters() if p not in ssl_params]
+        params += list(self.source_head.parameters())
         if self.use_target:
             self.target_head = CosineHead(self.preset.embedding_dim, len(self.target_labels)).to(
                 self.device
             )
             params += list(self.target_head.parameters())
-        self.optimizer = torch.optim.Adam(params, lr=config.lr, weight_decay=config.weight_decay)
+        # Each group's learning rate is the cyclic schedule's times its lr_scale (_step).
+        groups: list[dict[str, Any]] = [{"params": params, "lr_scale": 1.0}]
+        if self.ssl_front is not None:
+            # The frozen CNN encoder never learns, so it is left out of the optimizer.
+            frozen = (
+                self.ssl_front.feature_encoder_parameter_names()
+                if config.ssl_freeze_feature_encoder
+                else set()
+            )
+            ssl_trainable = [p for n, p in self.ssl_front.ssl.named_parameters() if n not in frozen]
+            groups.append({"params": ssl_trainable, "lr_scale": config.ssl_lr_scale})
+        self.optimizer = torch.optim.Adam(groups, lr=config.lr, weight_decay=config.weight_decay)
         self.source_loss = LogSoftmaxWrapper(
             AdditiveAngularMargin(margin=config.aam_margin, scale=config.aam_scale)
         )
@@ -455,6 +491,9 @@ class _Trainer:
             "best_ver_source": self.best_ver,
             "data_fingerprint": self.fingerprint,
         }
+        front_end = self.encoder.front_end_record()
+        if front_end is not None:  # fbank checkpoints keep their keys
+            payload["front_end"] = front_end
         if resumable:
             payload["optimizer"] = self.optimizer.state_dict()
             payload["scheduler"] = {"step": self.global_step, "step_size": self.step_size}
@@ -538,7 +577,7 @@ class _Trainer:
             self.global_step, self.config.base_lr, self.config.lr, self.step_size
         )
         for group in self.optimizer.param_groups:
-            group["lr"] = lr
+            group["lr"] = lr * group.get("lr_scale", 1.0)
         spk = self.spk_ids[idx].to(self.device)
         with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.autocast_enabled):
             emb = self.encoder(wavs.to(self.device))
@@ -569,6 +608,19 @@ class _Trainer:
         self.optimizer.step()
         self.global_step += 1
         return float(loss_s.detach()), loss_t_value
+
+    def _train_mode(self, epoch: int) -> None:
+        """Train mode for 1-based ``epoch``; the SSL model stays frozen (and in eval mode) for
+        the first ``ssl_frozen_epochs`` epochs, its CNN encoder always if so configured."""
+        self.encoder.train()
+        self.source_head.train()
+        if self.target_head is not None:
+            self.target_head.train()
+        if self.ssl_front is not None:
+            self.ssl_front.set_trainable(
+                epoch > self.config.ssl_frozen_epochs,
+                freeze_feature_encoder=self.config.ssl_freeze_feature_encoder,
+            )
 
     def validate(self) -> tuple[float | None, float | None]:
         if not self.val:
@@ -617,10 +669,7 @@ class _Trainer:
                 batch_sampler=[b.tolist() for b in batches],
                 num_workers=cfg.dataloader_workers,
             )
-            self.encoder.train()
-            self.source_head.train()
-            if self.target_head is not None:
-                self.target_head.train()
+            self._train_mode(epoch)
             sum_s = 0.0
             sum_t = 0.0
             n_t = 0
@@ -705,7 +754,10 @@ def train_attacker(
     progress: ProgressCallback | None = None,
     on_checkpoint: CheckpointCallback | None = None,
 ) -> TrainedAttacker:
-    """Train the attacker's recognizer from scratch; checkpoints go to ``output_dir``.
+    """Train the attacker's recognizer; checkpoints go to ``output_dir``.
+
+    From scratch, or from the local weights ``config`` names (``init_from``, ``ssl_model_path``;
+    checked first by ``check_local_weights``, so a bad folder fails before any work).
 
     ``train_items`` / ``validation_items``: ``(waveform float32 16 kHz, speaker, target | None)``
     (validation: the held-out 10 % of the same speakers; may be empty, then VER is None and
@@ -725,6 +777,7 @@ def train_attacker(
         raise InvalidInputError("train_items: need at least 2 speakers")
     if cfg.crop_seconds * SAMPLE_RATE_HZ < MIN_SAMPLES:
         raise ConfigError("crop_seconds: too short")
+    check_local_weights(cfg)  # missing / unreadable / mismatched weight folders, before any work
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
     trainer = _Trainer(cfg, train, val, out)

@@ -7,6 +7,7 @@ training loop itself is ``services.attacker.training`` (which re-exports these n
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -16,6 +17,10 @@ PresetName = Literal["standard", "vpc", "tiny", "xvector"]
 
 TargetClassifierMode = Literal["off", "observe", "adversarial"]
 """Target classifier mode (see ``services.attacker.training``)."""
+
+
+FrontEndName = Literal["fbank", "ssl"]
+"""What feeds the ECAPA: 80 log-mel fbanks, or a learned weighted sum of an SSL model's layers."""
 
 
 NoiseType = Literal["white", "pink", "brown", "babble"]
@@ -157,8 +162,66 @@ class TrainingConfig(BaseModel):
         "DropChunk; services.attacker.augmentation); null = none.",
     )
 
+    # Issue 15, pretrained and SSL front ends (services.attacker.pretrained / .ssl). Every field
+    # is left out of dumps at its default, so train stage keys and checkpoints of runs that do
+    # not use them stay as they were.
+    init_from: Path | None = Field(
+        None,
+        exclude_if=lambda value: value is None,
+        description="A local SpeechBrain ECAPA-TDNN checkpoint folder (hyperparams.yaml + "
+        "embedding_model.ckpt, the layout of speechbrain/spkrec-ecapa-voxceleb): the recognizer "
+        "starts from its weights and is fine-tuned; null = trained from scratch. Nothing is "
+        "downloaded.",
+    )
+    front_end: FrontEndName = Field(
+        "fbank",
+        exclude_if=lambda value: value == "fbank",
+        description="fbank = 80 log-mel bands; ssl = a learned softmax-weighted sum of all hidden "
+        "layers of the SSL model in ssl_model_path (WavLM / wav2vec 2.0), fine-tuned.",
+    )
+    ssl_model_path: Path | None = Field(
+        None,
+        exclude_if=lambda value: value is None,
+        description="A local Hugging Face model folder (config.json + model.safetensors or "
+        "pytorch_model.bin), loaded with from_pretrained(local_files_only=True); front_end ssl.",
+    )
+    ssl_freeze_feature_encoder: bool = Field(
+        True,
+        exclude_if=lambda value: value is True,
+        description="Keep the SSL model's CNN feature encoder (waveform -> frames) frozen.",
+    )
+    ssl_frozen_epochs: int = Field(
+        0,
+        ge=0,
+        exclude_if=lambda value: value == 0,
+        description="Initial epochs with the whole SSL model frozen (only the layer weights, "
+        "ECAPA and heads learn), before it is fine-tuned.",
+    )
+    ssl_lr_scale: float = Field(
+        0.1,
+        gt=0,
+        exclude_if=lambda value: value == 0.1,
+        description="The SSL model's learning rate relative to the ECAPA's (the cyclic schedule "
+        "times this factor).",
+    )
+
     @model_validator(mode="after")
     def _check_schedule(self) -> TrainingConfig:
         if self.base_lr > self.lr:
             raise ValueError("base_lr must not exceed lr")
+        if self.front_end == "ssl" and self.ssl_model_path is None:
+            raise ValueError(
+                "front_end 'ssl' needs ssl_model_path: a local folder with a Hugging Face WavLM / "
+                "wav2vec 2.0 model (config.json + weights)"
+            )
+        if self.front_end == "fbank" and self.ssl_model_path is not None:
+            raise ValueError("ssl_model_path is set but front_end is 'fbank'; set front_end: ssl")
+        if self.front_end == "ssl":
+            from services.attacker.presets import get_preset
+
+            if get_preset(self.preset).architecture != "ecapa":
+                raise ValueError(
+                    f"front_end 'ssl' feeds an ECAPA-TDNN; preset {self.preset!r} is not one "
+                    "(use standard, vpc or tiny)"
+                )
         return self

@@ -53,6 +53,7 @@ from services.anonymizers.warps import (
     parameter_grid,
 )
 from services.attacker.embeddings import check_waveforms, resolve_device
+from services.attacker.features import FilterbankFeatures
 from services.attacker.models import SpeakerEncoder
 from services.attacks.feature_warp import FeatureDomainTransformer
 from services.attacks.prerestore_config import (
@@ -213,8 +214,15 @@ class TransformEmbedder:
         self._feature: FeatureDomainTransformer | None = None
         self._anonymizers: list[BuiltinAnonymizer] = []
         if implementation == "feature":
+            features = self.encoder.features
+            if not isinstance(features, FilterbankFeatures):
+                # The feature-domain warps act on fbanks; an SSL front end has none.
+                raise InvalidInputError(
+                    "implementation 'feature' needs an fbank recognizer; this one has a "
+                    f"{type(features).__name__} front end: use implementation 'waveform'"
+                )
             self._feature = FeatureDomainTransformer(
-                self.encoder.features,
+                features,
                 [(self.plan[0][0], IDENTITY_PARAMETER[self.plan[0][0]]), *self._transformed],  # type: ignore[index]
                 self.device,
                 antialias=antialias,

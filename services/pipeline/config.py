@@ -287,11 +287,18 @@ def read_config_data(path: str | Path) -> dict[str, Any]:
 
 
 def resolve_paths(cfg: EvaluationConfig, config_file: str | Path) -> EvaluationConfig:
-    """A relative ``protocol`` (or ``utility.asr.pretrained_path``) is relative to the config
-    file's folder."""
+    """A relative ``protocol``, ``training.init_from``, ``training.ssl_model_path`` or
+    ``utility.asr.pretrained_path`` is relative to the config file's folder."""
     base = Path(config_file).parent
     if cfg.protocol is not None and not cfg.protocol.is_absolute():
         cfg = cfg.model_copy(update={"protocol": (base / cfg.protocol).resolve()})
+    weights = {
+        name: (base / value).resolve()
+        for name in ("init_from", "ssl_model_path")
+        if (value := getattr(cfg.training, name)) is not None and not value.is_absolute()
+    }
+    if weights:
+        cfg = cfg.model_copy(update={"training": cfg.training.model_copy(update=weights)})
     utility = cfg.utility
     path = utility.asr.pretrained_path if utility is not None else None
     if utility is not None and path is not None and not path.is_absolute():

@@ -2,8 +2,9 @@
 
 `parse_config` checks each field's form; `config_problems` checks what the fields point at
 (the anonymizer's name and parameters, the archive folder, the container engine and image
-reference, the protocol file, sizes against the corpus) and returns EVERY problem, each naming
-its field, so that ``unmask evaluate`` fails in a second instead of after a minute of work.
+reference, the protocol file, sizes against the corpus, the attacker's local weight folders)
+and returns EVERY problem, each naming its field, so that ``unmask evaluate`` fails in a
+second instead of after a minute of work.
 
 `plan_lines` describes the work: stages, how many finished stage folders the store already holds
 (stages with equal inputs are reused), and a rough time estimate from measured throughputs.
@@ -19,6 +20,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from services.attacker.local_weights import local_weights_problems
 from services.errors import ConfigError, InvalidInputError
 from services.pipeline.config import (
     EvaluationConfig,
@@ -73,6 +75,8 @@ def config_problems(cfg: EvaluationConfig, *, engine_url: str | None = None) -> 
     problems: list[str] = []
     problems += _anonymizer_problems(cfg, engine_url)
     problems += _corpus_problems(cfg)
+    # Local pretrained / SSL weight folders (issue 15): torch-free, reads only their configs.
+    problems += [f"training.{p}" for p in local_weights_problems(cfg.training)]
     problems += _utility_problems(cfg)
     return problems
 

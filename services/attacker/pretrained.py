@@ -1,0 +1,122 @@
+"""Initializing the attacker's ECAPA-TDNN from a local SpeechBrain checkpoint folder.
+
+``TrainingConfig.init_from`` names a folder with SpeechBrain's layout
+(``speechbrain/spkrec-ecapa-voxceleb``: ``hyperparams.yaml`` + ``embedding_model.ckpt``); the
+recognizer starts from those weights and is fine-tuned on the anonymized training data. The
+state dict is read with ``torch.load(weights_only=True)`` (no pickled code runs) and compared
+tensor by tensor with the model the preset builds: a missing, unexpected or differently shaped
+parameter raises ``ConfigError`` naming it and both shapes, before the first training step.
+Only the embedding network is taken; the checkpoint's classifier (other speakers) is not.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from services.attacker.local_weights import ECAPA_WEIGHTS, check_ecapa_folder
+from services.attacker.models import EmbeddingModel
+from services.errors import ConfigError
+
+_SHOWN = 5
+"""Most mismatches named in one error message."""
+
+
+def read_ecapa_state(folder: str | Path) -> dict[str, torch.Tensor]:
+    """The state dict in ``folder/embedding_model.ckpt`` (CPU tensors).
+
+    Raises ``ConfigError`` naming the file when the folder or file is missing or the file is
+    not a readable tensor dictionary.
+    """
+    path = check_ecapa_folder(Path(folder)) / ECAPA_WEIGHTS
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # torch raises several types for corrupt or unsafe files
+        cause = str(exc).split(". ")[0].splitlines()[0] if str(exc) else type(exc).__name__
+        raise ConfigError(
+            f"init_from: {path} is not a readable SpeechBrain checkpoint ({cause[:160]})"
+        ) from exc
+    if isinstance(state, dict) and "model" in state and isinstance(state["model"], dict):
+        state = state["model"]  # some recipes wrap the state dict
+    if not isinstance(state, dict) or not all(
+        isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in state.items()
+    ):
+        raise ConfigError(f"init_from: {path} does not hold a state dict of tensors")
+    return state
+
+
+def state_mismatches(
+    expected: dict[str, torch.Tensor], found: dict[str, torch.Tensor]
+) -> tuple[list[str], list[str], list[tuple[str, tuple[int, ...], tuple[int, ...]]]]:
+    """(missing keys, unexpected keys, (key, checkpoint shape, model shape) differences).
+
+    BatchNorm's ``num_batches_tracked`` counters are not compared: older SpeechBrain
+    checkpoints lack them and they do not change the model's output.
+    """
+
+    def relevant(keys: set[str]) -> list[str]:
+        return sorted(k for k in keys if not k.endswith("num_batches_tracked"))
+
+    missing = relevant(set(expected) - set(found))
+    unexpected = relevant(set(found) - set(expected))
+    shapes = [  # in the model's order: the first layer that differs is named first
+        (k, tuple(found[k].shape), tuple(expected[k].shape))
+        for k in expected
+        if k in found and tuple(found[k].shape) != tuple(expected[k].shape)
+    ]
+    return missing, unexpected, shapes
+
+
+def _describe(
+    path: Path,
+    missing: list[str],
+    unexpected: list[str],
+    shapes: list[tuple[str, tuple[int, ...], tuple[int, ...]]],
+    model_name: str,
+) -> str:
+    parts = []
+    if shapes:
+        shown = ", ".join(
+            f"{k}: checkpoint {list(have)} vs model {list(want)}"
+            for k, have, want in shapes[:_SHOWN]
+        )
+        more = f" (+{len(shapes) - _SHOWN} more)" if len(shapes) > _SHOWN else ""
+        parts.append(f"{len(shapes)} parameters differ in shape: {shown}{more}")
+    if missing:
+        parts.append(
+            f"{len(missing)} model parameters are not in the checkpoint: {missing[:_SHOWN]}"
+        )
+    if unexpected:
+        parts.append(
+            f"{len(unexpected)} checkpoint parameters have no place in the model: "
+            f"{unexpected[:_SHOWN]}"
+        )
+    return (
+        f"init_from: {path} does not fit the {model_name}: " + "; ".join(parts) + ". Choose the "
+        "preset (and front end) the checkpoint was trained with "
+        "(speechbrain/spkrec-ecapa-voxceleb: preset standard, front_end fbank)"
+    )
+
+
+def load_pretrained_ecapa(model: EmbeddingModel, folder: str | Path) -> None:
+    """Copy the ECAPA weights of a SpeechBrain checkpoint folder into ``model`` (in place).
+
+    Every parameter and buffer of ``model.net`` must be present with the same shape, and the
+    checkpoint must hold nothing else (apart from ``num_batches_tracked`` counters); otherwise
+    ``ConfigError`` names the first mismatches with both shapes and ``model`` is unchanged.
+    """
+    if model.preset.architecture != "ecapa":
+        raise ConfigError(
+            f"init_from: preset {model.preset.name!r} is an x-vector; a SpeechBrain ECAPA "
+            "checkpoint initializes only an ECAPA preset (standard, vpc or tiny)"
+        )
+    path = Path(folder) / ECAPA_WEIGHTS
+    state = read_ecapa_state(folder)
+    expected = model.net.state_dict()
+    missing, unexpected, shapes = state_mismatches(expected, state)
+    if missing or unexpected or shapes:
+        name = f"{model.preset.name} preset's ECAPA (input {model.preset.n_mels})"
+        raise ConfigError(_describe(path, missing, unexpected, shapes, name))
+    kept = {k: v for k, v in state.items() if k in expected}
+    model.net.load_state_dict(kept, strict=False)
