@@ -47,6 +47,20 @@ def test_the_anonymizer_comes_from_the_submission_once() -> None:
         build_job_config(_protocol(), builtin, {"anonymizer": {"name": "vtln"}})
 
 
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {"training": {"init_from": "/etc"}},
+        {"training": {"ssl_model_path": "/root/.ssh"}},
+        {"utility": {"asr": {"source": "pretrained", "pretrained_path": "/tmp/x"}}},
+    ],
+)
+def test_a_job_cannot_point_workers_at_folders_of_their_disks(overrides: dict[str, Any]) -> None:
+    builtin = _submission("builtin", builtin_name="pitch", builtin_params={})
+    with pytest.raises(ConfigError, match="cannot be overridden .* the protocol names"):
+        build_job_config(_protocol(), builtin, overrides)
+
+
 def test_run_time_binds_device_and_the_archive_folder_only(tmp_path: Path) -> None:
     archive = _submission("archive", archive_blob_key="archives/t/abc", archive_sha256="f" * 64)
     stored = build_job_config(_protocol(), archive, {})

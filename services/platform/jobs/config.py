@@ -31,6 +31,14 @@ from services.storage.models import Job, Protocol, Submission, SubmissionKind
 # protocol define the leaderboard.
 PROTOCOL_FIXED_FIELDS = ("anonymizer", "protocol", "synthetic")
 
+# Nested fields that name folders on the workers' disks (operator-installed model weights): only
+# a protocol (written by an administrator) may set them, never a job's caller.
+OPERATOR_PATH_FIELDS: tuple[tuple[str, ...], ...] = (
+    ("training", "init_from"),
+    ("training", "ssl_model_path"),
+    ("utility", "asr", "pretrained_path"),
+)
+
 # A job's `name` is free text shown on every poll and page; the default one is
 # "<submission name> on <protocol name> v<version>" (at most 200 + 128 + a few characters).
 JOB_NAME_MAX_CHARS = 400
@@ -194,6 +202,15 @@ def build_job_config(
             f"body.config_overrides.{fixed[0]}: cannot be overridden (the anonymizer comes from "
             "the submission, the corpus from the protocol)"
         )
+    for path in OPERATOR_PATH_FIELDS:
+        node: Any = overrides
+        for part in path:
+            node = node.get(part) if isinstance(node, Mapping) else None
+        if node is not None:
+            raise ConfigError(
+                f"body.config_overrides.{'.'.join(path)}: cannot be overridden (a folder on the "
+                "workers' disks: the protocol names the weights its operator installed)"
+            )
     base = dict((protocol.body or {}).get("config", {}))
     merged = deep_merge(base, overrides)
     merged.setdefault("name", f"{submission.name} on {protocol.name} v{protocol.version}")
