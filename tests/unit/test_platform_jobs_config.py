@@ -57,7 +57,7 @@ def test_the_anonymizer_comes_from_the_submission_once() -> None:
 )
 def test_a_job_cannot_point_workers_at_folders_of_their_disks(overrides: dict[str, Any]) -> None:
     builtin = _submission("builtin", builtin_name="pitch", builtin_params={})
-    with pytest.raises(ConfigError, match="cannot be overridden .* the protocol names"):
+    with pytest.raises(ConfigError, match=r"cannot be overridden .* the protocol names"):
         build_job_config(_protocol(), builtin, overrides)
 
 
