@@ -12,13 +12,21 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from services.attacker.training_config import TrainingConfig
 from services.attacks.prerestore_config import PrerestorationConfig
 from services.attacks.srd_representations import SRDRepresentationsConfig
 from services.corpus.protocol import TargetSelection
 from services.errors import ConfigError
+from services.pipeline.zoo import NAMED_ZOOS, AttackerSpec, parse_attackers, validate_zoo
 from services.studies.dataset_size import SizeStudyConfig
 
 Scenario = Literal["original", "ignorant", "lazy-informed", "semi-informed"]
@@ -191,6 +199,15 @@ class EvaluationConfig(BaseModel):
     analyses: AnalysesSpec = Field(
         default_factory=AnalysesSpec, description="Optional analyses run after scoring."
     )
+    attackers: list[AttackerSpec] | str | None = Field(
+        None,
+        # Left out of dumps while unset: config hashes and stage keys stay as they were.
+        exclude_if=lambda value: value is None,
+        description="The attacker zoo (services/pipeline/zoo.py): a list of attackers, or a named "
+        f"zoo ({', '.join(sorted(NAMED_ZOOS))}); each is trained and scored, and results.json's "
+        "`worst_case` names, per scenario, the attacker and back-end worst for the maker. "
+        "null = the config's own attacker alone (no `attacker` field in rows).",
+    )
 
     @model_validator(mode="after")
     def _unique_lists(self) -> EvaluationConfig:
@@ -198,6 +215,17 @@ class EvaluationConfig(BaseModel):
             values = getattr(self, field)
             if len(set(values)) != len(values):
                 raise ValueError(f"{field} has duplicate entries: {values}")
+        return self
+
+    @field_validator("attackers", mode="before")
+    @classmethod
+    def _attackers(cls, value: Any) -> Any:
+        return parse_attackers(value)
+
+    @model_validator(mode="after")
+    def _zoo(self) -> EvaluationConfig:
+        if self.attackers is not None:
+            validate_zoo(self.training, self.attackers)
         return self
 
     def content_hash(self) -> str:
