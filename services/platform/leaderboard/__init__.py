@@ -17,6 +17,7 @@ from services.platform.leaderboard.service import (
     sort_rows,
     summary_key,
     summary_metric_keys,
+    worst_over_attackers,
 )
 
 __all__ = [
@@ -36,4 +37,5 @@ __all__ = [
     "sort_rows",
     "summary_key",
     "summary_metric_keys",
+    "worst_over_attackers",
 ]
