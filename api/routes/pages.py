@@ -899,7 +899,7 @@ def _worst_case_of(document: dict[str, Any]) -> list[dict[str, Any]]:
                     "scenario": scenario,
                     "attacker": str(entry.get("attacker")),
                     "backend": str(entry.get("backend")),
-                    "eer_percent": entry.get("eer_percent"),
+                    "eer": entry.get(catalogue.EER.key),
                     "attackers": [str(a) for a in entry.get("attackers") or []],
                 }
             )

@@ -117,7 +117,7 @@ def write_report(
         },
     }
     if zoo is not None:
-        result["worst_case"] = worst_case(rows)
+        result[catalogue.WORST_CASE.key] = worst_case(rows)
     result["trust"] = assess_trust(result).to_json()
     (out_dir / RESULTS_NAME).write_text(json.dumps(result, indent=2, default=json_default))
     return result

@@ -245,11 +245,6 @@ def row_attacker(row: Mapping[str, Any]) -> str:
     return str(row.get("attacker") or BASELINE)
 
 
-def _worse(metric: catalogue.Metric, a: float, b: float) -> bool:
-    """Whether ``a`` is worse than ``b`` for the maker (less privacy)."""
-    return a > b if not metric.higher_is_better else a < b
-
-
 def worst_case(rows: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
     """Per scenario, the result worst for the anonymizer's maker over attackers and back-ends.
 
@@ -259,7 +254,7 @@ def worst_case(rows: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
     worst value (lowest for higher-is-better metrics such as EER and min Cllr, highest for
     disclosure: SRD, linkability, detection rates) and the attacker and back-end that achieved
     it; a metric no row carries is left out. Returns ``{scenario: {"attacker", "backend",
-    "eer_percent", "n_seeds", "attackers", "metrics": {key: {"value", "attacker", "backend"}}}}``.
+    <the EER key>, "n_seeds", "attackers", "metrics": {key: {"value", "attacker", "backend"}}}}``.
     """
     groups: dict[tuple[str, str, str], list[Mapping[str, Any]]] = {}
     for r in rows:
@@ -281,7 +276,7 @@ def worst_case(rows: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
                 value = means[(scenario, attacker, backend)].get(m.key)
                 if value is None:
                     continue
-                if best is None or _worse(m, value, best[0]):
+                if best is None or m.is_worse(value, best[0]):
                     best = (value, attacker, backend)
             if best is not None:
                 metrics[m.key] = {"value": best[0], "attacker": best[1], "backend": best[2]}
