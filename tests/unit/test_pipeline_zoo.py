@@ -210,3 +210,15 @@ def test_two_cheap_attackers_give_rows_per_attacker_and_a_worst_case(tmp_path: P
     saved = json.loads((tmp_path / "out" / "results.json").read_text())
     assert saved["worst_case"] == json.loads(json.dumps(worst))
     assert any(k.startswith("det-wider-crops-") for k in result["plots"])
+
+
+def test_the_zoo_example_config_names_the_strongest_zoo() -> None:
+    from services.pipeline.config import load_config
+
+    path = Path(__file__).resolve().parents[2] / "examples" / "configs" / "zoo-pitch.yaml"
+    cfg = load_config(path)
+    names = [s.name for s in zoo_specs(cfg.attackers)]
+    assert names == [BASELINE, "augmented"]
+    quick = load_config(path.with_name("quick-pitch.yaml"))
+    # The zoo's baseline is the quick example's attacker: the same training stages.
+    assert attacker_config(cfg, zoo_specs(cfg.attackers)[0]).training == quick.training
