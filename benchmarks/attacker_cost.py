@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import resource
 import sys
 import tempfile
 import time
@@ -60,9 +61,14 @@ def stage_seconds(result: dict[str, Any]) -> dict[str, float]:
 def run(cfg: EvaluationConfig, label: str) -> dict[str, Any]:
     """One fresh job (its own empty stage store); its wall time (s) and headline numbers."""
     with tempfile.TemporaryDirectory(prefix=f"attacker-cost-{label}-") as tmp:
+        usage0 = resource.getrusage(resource.RUSAGE_SELF)
         t0 = time.perf_counter()
         result = run_evaluation(cfg, Path(tmp) / "out")
         wall = time.perf_counter() - t0
+        usage1 = resource.getrusage(resource.RUSAGE_SELF)
+    # CPU time (s, user + system, every thread of this process): less sensitive than the wall
+    # time to other work on a shared machine.
+    cpu = (usage1.ru_utime - usage0.ru_utime) + (usage1.ru_stime - usage0.ru_stime)
     eer = catalogue.EER.key
     rows = {
         f"{r.get('attacker', 'baseline')}|{r['scenario']}|{r['backend']}": r[eer]
@@ -71,6 +77,7 @@ def run(cfg: EvaluationConfig, label: str) -> dict[str, Any]:
     return {
         "label": label,
         "wall_seconds": round(wall, 1),
+        "cpu_seconds": round(cpu, 1),
         "stage_seconds": {k: round(v, 1) for k, v in stage_seconds(result).items()},
         "eer_percent": rows,
         "worst_case": {
@@ -94,19 +101,23 @@ def main() -> None:
     strongest = EvaluationConfig.model_validate(strongest.model_dump(mode="json"))
     results = [run(base, "baseline"), run(strongest, "strongest")]
     ratio = results[1]["wall_seconds"] / results[0]["wall_seconds"]
+    cpu_ratio = results[1]["cpu_seconds"] / max(results[0]["cpu_seconds"], 1e-9)
     print(f"demo protocol{' (reduced)' if args.reduced else ''}: total job time (s)")
-    print(f"{'zoo':<10} {'wall s':>8}  per stage family (compute s)")
+    print(f"{'zoo':<10} {'wall s':>8} {'CPU s':>8}  per stage family (compute s)")
     for r in results:
         stages = ", ".join(f"{k} {v}" for k, v in sorted(r["stage_seconds"].items()))
-        print(f"{r['label']:<10} {r['wall_seconds']:>8.1f}  {stages}")
-    print(f"strongest / baseline: {ratio:.2f}x")
+        print(f"{r['label']:<10} {r['wall_seconds']:>8.1f} {r['cpu_seconds']:>8.1f}  {stages}")
+    print(f"strongest / baseline: {ratio:.2f}x wall, {cpu_ratio:.2f}x CPU")
     for r in results:
         print(f"{r['label']}: EER % by attacker|scenario|backend: {r['eer_percent']}")
         if r["worst_case"]:
             print(f"{r['label']}: worst case: {r['worst_case']}")
     if args.json:
         args.json.write_text(
-            json.dumps({"reduced": args.reduced, "ratio": ratio, "runs": results}, indent=2)
+            json.dumps(
+                {"reduced": args.reduced, "ratio": ratio, "cpu_ratio": cpu_ratio, "runs": results},
+                indent=2,
+            )
         )
 
 
