@@ -26,7 +26,13 @@ from services.attacks.prerestore_config import PrerestorationConfig
 from services.attacks.srd_representations import SRDRepresentationsConfig
 from services.corpus.protocol import TargetSelection
 from services.errors import ConfigError
-from services.pipeline.zoo import NAMED_ZOOS, AttackerSpec, parse_attackers, validate_zoo
+from services.pipeline.zoo import (
+    NAMED_ZOOS,
+    AttackerSpec,
+    parse_attackers,
+    resolve_training,
+    validate_zoo,
+)
 from services.studies.dataset_size import SizeStudyConfig
 
 Scenario = Literal["original", "ignorant", "lazy-informed", "semi-informed"]
@@ -232,6 +238,27 @@ class EvaluationConfig(BaseModel):
         """sha256 of the canonical JSON config."""
         blob = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def attacker_config(cfg: EvaluationConfig, spec: AttackerSpec) -> EvaluationConfig:
+    """The config one attacker's stages run with: its training, back-ends and normalization.
+
+    An attacker with nothing overridden gets ``cfg`` itself (same stage keys as without a zoo).
+    """
+    update: dict[str, Any] = {}
+    training = resolve_training(cfg.training, spec)
+    if training is not cfg.training:
+        update["training"] = training
+    if spec.backends is not None and spec.backends != cfg.backends:
+        update["backends"] = list(spec.backends)
+    scoring: dict[str, Any] = {}
+    if spec.normalization is not None and spec.normalization != cfg.scoring.normalization:
+        scoring["normalization"] = spec.normalization
+    if spec.cohort_top_k is not None and spec.cohort_top_k != cfg.scoring.cohort_top_k:
+        scoring["cohort_top_k"] = spec.cohort_top_k
+    if scoring:
+        update["scoring"] = cfg.scoring.model_copy(update=scoring)
+    return cfg.model_copy(update=update) if update else cfg
 
 
 def _error_lines(exc: ValidationError) -> list[str]:

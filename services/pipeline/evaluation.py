@@ -37,7 +37,7 @@ from services.corpus.manifest import Manifest
 from services.corpus.protocol import Protocol
 from services.errors import ConfigError
 from services.pipeline.analyses import Conditions, run_analyses
-from services.pipeline.config import EvaluationConfig
+from services.pipeline.config import EvaluationConfig, attacker_config
 from services.pipeline.phases import PHASES, Phase
 from services.pipeline.report import ZooAttacker, probe_recognizer, write_report
 from services.pipeline.sets import (
@@ -58,7 +58,7 @@ from services.pipeline.stages.context import (
 from services.pipeline.stages.embed import embed_manifest
 from services.pipeline.stages.score import EmbeddedSet, score_row
 from services.pipeline.stages.train import TrainedModels, train_recognizer
-from services.pipeline.zoo import attacker_config, zoo_specs
+from services.pipeline.zoo import zoo_specs
 from services.settings import get_settings
 
 __all__ = ["PHASES", "EvaluationRun", "Phase", "ProgressReporter", "run_evaluation"]
@@ -99,7 +99,7 @@ class EvaluationRun:
         return self._context_of(self.cfg)
 
     def _context_of(self, config: EvaluationConfig) -> StageContext:
-        """The stage context with ``config`` (an attacker's, ``zoo.attacker_config``)."""
+        """The stage context with ``config`` (an attacker's, ``config.attacker_config``)."""
         return StageContext(
             config, self.runner, self.progress, self.audio, self.cache_dir, self.sandbox
         )

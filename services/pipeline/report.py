@@ -40,7 +40,7 @@ RESULTS_NAME = "results.json"
 
 @dataclass(frozen=True)
 class ZooAttacker:
-    """One attacker of a zoo as the report reads it: its config (``zoo.attacker_config``), its
+    """One attacker of a zoo as the report reads it: its config (``config.attacker_config``), its
     recognizers by (condition, seed) and their probes."""
 
     config: EvaluationConfig

@@ -21,15 +21,12 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from services.attacker.training_config import AugmentationConfig, TrainingConfig
 from services.metrics import catalogue
-
-if TYPE_CHECKING:
-    from services.pipeline.config import EvaluationConfig
 
 BASELINE = "baseline"
 """Name of the attacker that is the config's own training and back-ends (today's attacker)."""
@@ -150,27 +147,6 @@ def zoo_specs(attackers: Sequence[AttackerSpec] | str | None) -> list[AttackerSp
             )
         return NAMED_ZOOS[attackers]()
     return list(attackers)
-
-
-def attacker_config(cfg: EvaluationConfig, spec: AttackerSpec) -> EvaluationConfig:
-    """The config one attacker's stages run with: its training, back-ends and normalization.
-
-    An attacker with nothing overridden gets ``cfg`` itself (same stage keys as without a zoo).
-    """
-    update: dict[str, Any] = {}
-    training = resolve_training(cfg.training, spec)
-    if training is not cfg.training:
-        update["training"] = training
-    if spec.backends is not None and spec.backends != cfg.backends:
-        update["backends"] = list(spec.backends)
-    scoring: dict[str, Any] = {}
-    if spec.normalization is not None and spec.normalization != cfg.scoring.normalization:
-        scoring["normalization"] = spec.normalization
-    if spec.cohort_top_k is not None and spec.cohort_top_k != cfg.scoring.cohort_top_k:
-        scoring["cohort_top_k"] = spec.cohort_top_k
-    if scoring:
-        update["scoring"] = cfg.scoring.model_copy(update=scoring)
-    return cfg.model_copy(update=update) if update else cfg
 
 
 def parse_attackers(value: Any) -> Any:

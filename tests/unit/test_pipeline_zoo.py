@@ -11,11 +11,10 @@ import pytest
 
 from services.attacker.training_config import AugmentationConfig, TrainingConfig
 from services.errors import ConfigError
-from services.pipeline.config import EvaluationConfig, parse_config
+from services.pipeline.config import EvaluationConfig, attacker_config, parse_config
 from services.pipeline.zoo import (
     BASELINE,
     AttackerSpec,
-    attacker_config,
     headline,
     resolve_training,
     worst_case,
