@@ -685,6 +685,11 @@ class JobPageOut(BaseModel):
 class ResultOut(BaseModel):
     """One metric value (seed -1 = aggregate over seeds; value null = not computed)."""
 
+    attacker: str = Field(
+        "baseline",
+        description="The attacker of an attacker zoo that measured it (`baseline` when the job "
+        "ran one attacker; docs/scoring.md, Attacker zoo).",
+    )
     scenario: str
     backend: str
     seed: int
@@ -694,6 +699,7 @@ class ResultOut(BaseModel):
     @classmethod
     def of(cls, row: Result) -> ResultOut:
         return cls(
+            attacker=row.attacker,
             scenario=row.scenario,
             backend=row.backend,
             seed=row.seed,
@@ -718,6 +724,30 @@ class TrustOut(BaseModel):
         description="false: see reasons; null: unknown (no report yet, or one without the check)."
     )
     reasons: list[TrustReasonOut]
+    attacker: str | None = Field(
+        None, description="With an attacker zoo: the worst-case attacker the check is of."
+    )
+
+
+class WorstCaseMetricOut(BaseModel):
+    """A metric's worst value for the maker over a zoo's attackers, and who achieved it."""
+
+    value: float
+    attacker: str
+    backend: str
+
+
+class WorstCaseOut(BaseModel):
+    """One scenario's worst case over an attacker zoo (services/pipeline/zoo.py)."""
+
+    attacker: str = Field(description="The attacker with the lowest mean EER.")
+    backend: str
+    eer_percent: float | None = Field(description="Its EER (%), mean over seeds.")
+    n_seeds: int
+    attackers: list[str] = Field(description="Every attacker scored in this scenario.")
+    metrics: dict[str, WorstCaseMetricOut] = Field(
+        description="Per seed-summary metric: the worst value and its attacker and back-end."
+    )
 
 
 class ResultsOut(BaseModel):
@@ -727,6 +757,11 @@ class ResultsOut(BaseModel):
     state: JobState
     results: list[ResultOut]
     trust: TrustOut
+    worst_case: dict[str, WorstCaseOut] | None = Field(
+        None,
+        description="Per scenario, the worst case for the maker over the job's attacker zoo; "
+        "null = the job ran one attacker (or has no report yet).",
+    )
 
 
 class ArtifactOut(BaseModel):

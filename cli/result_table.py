@@ -1,7 +1,8 @@
 """The CLI's result tables: one renderer for ``evaluate``, ``demo`` and ``submit``.
 
 Columns are the catalogue's table metrics (``services.metrics.catalogue``), so a metric added
-there shows here with no other change. Values are mean ± sample std over seeds.
+there shows here with no other change. Values are mean ± sample std over seeds. Results of an
+attacker zoo (rows naming more than one ``attacker``) get an attacker column.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from services.metrics import catalogue
+from services.pipeline.zoo import BASELINE
 
 AGGREGATE_SEED = -1
 """Seed of the long-format rows that hold a mean over seeds (``<metric>_std`` beside it)."""
@@ -35,41 +37,74 @@ def _cell(metric: catalogue.Metric, mean: float | None, std: float | None) -> st
     return text
 
 
-def aggregate_rows(
+def row_attacker(row: Mapping[str, Any]) -> str:
+    """The attacker of a result row or summary entry (none named: the baseline)."""
+    return str(row.get("attacker") or BASELINE)
+
+
+def aggregate_attacker_rows(
     results: Sequence[Mapping[str, Any]],
-) -> dict[tuple[str, str], dict[str, float | None]]:
-    """``{(scenario, backend): {metric: value}}`` from long-format result rows: the aggregate
-    rows (seed -1) where present, else the mean over the per-seed rows."""
-    aggregate: dict[tuple[str, str], dict[str, float | None]] = {}
-    per_seed: dict[tuple[str, str, str], list[float]] = {}
+) -> dict[tuple[str, str, str], dict[str, float | None]]:
+    """``{(attacker, scenario, backend): {metric: value}}`` from long-format result rows: the
+    aggregate rows (seed -1) where present, else the mean over the per-seed rows. Rows without
+    an ``attacker`` are the baseline's (evaluations without an attacker zoo)."""
+    aggregate: dict[tuple[str, str, str], dict[str, float | None]] = {}
+    per_seed: dict[tuple[str, str, str, str], list[float]] = {}
     for row in results:
-        key = (str(row["scenario"]), str(row["backend"]))
+        key = (row_attacker(row), str(row["scenario"]), str(row["backend"]))
         if row["seed"] == AGGREGATE_SEED:
             aggregate.setdefault(key, {})[row["metric"]] = row["value"]
         elif row["value"] is not None:
             per_seed.setdefault((*key, row["metric"]), []).append(float(row["value"]))
-    for (scenario, backend, metric), values in per_seed.items():
-        table = aggregate.setdefault((scenario, backend), {})
+    for (attacker, scenario, backend, metric), values in per_seed.items():
+        table = aggregate.setdefault((attacker, scenario, backend), {})
         if metric not in table:
             table[metric] = sum(values) / len(values)
     return aggregate
 
 
+def aggregate_rows(
+    results: Sequence[Mapping[str, Any]],
+) -> dict[tuple[str, str], dict[str, float | None]]:
+    """``{(scenario, backend): {metric: value}}`` from long-format result rows: the aggregate
+    rows (seed -1) where present, else the mean over the per-seed rows.
+
+    With several attackers (a zoo), the back-end is spelled ``<attacker>/<backend>``, so that
+    every (attacker, back-end) stays apart (a threshold gate then checks each of them).
+    """
+    by_attacker = aggregate_attacker_rows(results)
+    # The utility rows (one per job, whatever the attackers) keep their own back-end.
+    utility = catalogue.UTILITY_SCENARIO
+    several = len({k[0] for k in by_attacker if k[1] != utility}) > 1
+    return {
+        (scenario, f"{attacker}/{backend}" if several and scenario != utility else backend): values
+        for (attacker, scenario, backend), values in by_attacker.items()
+    }
+
+
 def rows_table(results: Sequence[Mapping[str, Any]], title: str) -> Table:
     """Table of long-format result rows (the API's ``/results``), scenarios in reference order."""
     metrics = catalogue.table_metrics()
+    # The utility block has its own lines in the verdict, none of these columns.
+    values = {
+        k: v
+        for k, v in aggregate_attacker_rows(results).items()
+        if k[1] != catalogue.UTILITY_SCENARIO
+    }
+    several = len({k[0] for k in values}) > 1
     table = Table(title=escape(title))
     table.add_column("scenario", no_wrap=True, min_width=13)
+    if several:  # an attacker zoo: one row per attacker
+        table.add_column("attacker", no_wrap=True)
     table.add_column("back-end", no_wrap=True)
     for m in metrics:
         table.add_column(m.label, justify="right")
-    values = aggregate_rows(results)
-    # The utility block has its own lines in the verdict, none of these columns.
-    keys = [k for k in values if k[0] != catalogue.UTILITY_SCENARIO]
-    for scenario, backend in sorted(keys, key=lambda k: (_scenario_rank(k[0]), k[1])):
-        row = values[(scenario, backend)]
+    for attacker, scenario, backend in sorted(
+        values, key=lambda k: (_scenario_rank(k[1]), k[0], k[2])
+    ):
+        row = values[(attacker, scenario, backend)]
         cells = [_cell(m, row.get(m.key), row.get(f"{m.key}_std")) for m in metrics]
-        table.add_row(scenario, backend, *cells)
+        table.add_row(scenario, *([attacker] if several else []), backend, *cells)
     return table
 
 
@@ -79,14 +114,18 @@ def summary_table(document: Mapping[str, Any]) -> Table:
     title = (
         f"{document['name']}: {document['anonymizer']['name']} on {document['protocol']['name']}"
     )
+    several = len({row_attacker(e) for e in document["summary"]}) > 1
     table = Table(title=escape(title))
     table.add_column("scenario", no_wrap=True, min_width=13)
+    if several:  # an attacker zoo: one row per attacker
+        table.add_column("attacker", no_wrap=True)
     table.add_column("back-end", no_wrap=True)
     table.add_column("seeds", justify="right")
     for m in metrics:
         table.add_column(m.label, justify="right")
     entries = sorted(
-        document["summary"], key=lambda s: (_scenario_rank(s["scenario"]), s["backend"])
+        document["summary"],
+        key=lambda s: (_scenario_rank(s["scenario"]), row_attacker(s), s["backend"]),
     )
     for entry in entries:
         cells = []
@@ -96,5 +135,6 @@ def summary_table(document: Mapping[str, Any]) -> Table:
                 cells.append(_cell(m, value.get("mean"), value.get("std")))
             else:
                 cells.append(_cell(m, value, None))
-        table.add_row(entry["scenario"], entry["backend"], str(entry["n_seeds"]), *cells)
+        attacker = [row_attacker(entry)] if several else []
+        table.add_row(entry["scenario"], *attacker, entry["backend"], str(entry["n_seeds"]), *cells)
     return table

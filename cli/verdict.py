@@ -11,19 +11,23 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from cli.result_table import AGGREGATE_SEED, aggregate_rows
+from cli.result_table import AGGREGATE_SEED, aggregate_attacker_rows, row_attacker
 from services.metrics import catalogue
+from services.pipeline.zoo import HEADLINE_SCENARIOS
 
-HEADLINE_SCENARIOS: tuple[str, ...] = ("semi-informed", "lazy-informed", "ignorant")
-"""The headline is the strongest attacker the evaluation ran, in this order of strength."""
 ORIGINAL_SCENARIO = "original"
 
+__all__ = ["HEADLINE_SCENARIOS", "document_rows", "print_verdict", "verdict_lines"]
 
-def _seeds(results: Sequence[Mapping[str, Any]], scenario: str, backend: str) -> int:
+
+def _seeds(results: Sequence[Mapping[str, Any]], scenario: str, backend: str, attacker: str) -> int:
     seeds = {
         int(r["seed"])
         for r in results
-        if r["scenario"] == scenario and r["backend"] == backend and r["seed"] != AGGREGATE_SEED
+        if r["scenario"] == scenario
+        and r["backend"] == backend
+        and row_attacker(r) == attacker
+        and r["seed"] != AGGREGATE_SEED
     }
     return len(seeds)
 
@@ -50,18 +54,24 @@ def _seed_note(n_seeds: int) -> str:
 
 
 def _strongest(
-    values: Mapping[tuple[str, str], Mapping[str, float | None]], scenario: str
-) -> tuple[str, Mapping[str, float | None]] | None:
-    """The back-end with the lowest EER for ``scenario`` (the worst case for the maker)."""
+    values: Mapping[tuple[str, str, str], Mapping[str, float | None]], scenario: str
+) -> tuple[str, str, Mapping[str, float | None]] | None:
+    """(attacker, back-end, values) with the lowest EER for ``scenario`` (the worst case for the
+    maker, over every attacker of a zoo; ties: by attacker, then back-end name)."""
     eer = catalogue.EER.key
     candidates = [
-        (backend, row)
-        for (s, backend), row in values.items()
+        (attacker, backend, row)
+        for (attacker, s, backend), row in values.items()
         if s == scenario and row.get(eer) is not None
     ]
     if not candidates:
         return None
-    return min(candidates, key=lambda c: (float(c[1][eer] or 0.0), c[0]))
+    return min(candidates, key=lambda c: (float(c[2][eer] or 0.0), c[0], c[1]))
+
+
+def _by(attacker: str, backend: str, n_attackers: int) -> str:
+    """``backend`` alone, or ``attacker, backend`` when a zoo ran several attackers."""
+    return f"attacker {attacker}, {backend}" if n_attackers > 1 else backend
 
 
 def verdict_lines(
@@ -76,7 +86,8 @@ def verdict_lines(
     report's ``{"trustworthy": bool | None, "reasons": [...]}`` (None: unknown); ``where``: where
     the result document and plots are.
     """
-    values = aggregate_rows(results)
+    values = aggregate_attacker_rows(results)
+    n_attackers = len({k[0] for k in values})
     lines = ["Verdict"]
     headline = None
     for scenario in HEADLINE_SCENARIOS:
@@ -87,32 +98,46 @@ def verdict_lines(
     if headline is None:
         lines.append("  privacy:   no attack scenario was scored")
     else:
-        scenario, backend, row = headline
-        seeds = _seeds(results, scenario, backend)
+        scenario, attacker, backend, row = headline
+        seeds = _seeds(results, scenario, backend, attacker)
         lines.append(
             f"  privacy:   {_eer_text(row, seeds)} for the {scenario} attacker "
-            f"({backend}{_seed_note(seeds)})"
+            f"({_by(attacker, backend, n_attackers)}{_seed_note(seeds)})"
         )
+        if n_attackers > 1:
+            lines.append(
+                f"             the worst case of {n_attackers} attackers: {attacker} "
+                "recognized speakers best"
+            )
         lines.append("             50 % = chance, higher = more private")
     original = _strongest(values, ORIGINAL_SCENARIO)
     if original is not None:
-        backend, row = original
-        seeds = _seeds(results, ORIGINAL_SCENARIO, backend)
+        attacker, backend, row = original
+        seeds = _seeds(results, ORIGINAL_SCENARIO, backend, attacker)
         lines.append(
             f"  reference: {_eer_text(row, seeds)} on original speech "
-            f"({backend}{_seed_note(seeds)}): the same attacker without anonymization"
+            f"({_by(attacker, backend, n_attackers)}{_seed_note(seeds)}): the same attacker "
+            "without anonymization"
         )
     trustworthy = None if trust is None else trust.get("trustworthy")
+    checked = (trust or {}).get("attacker")
+    of = f" ({checked}, the worst-case attacker)" if isinstance(checked, str) else ""
     if trustworthy is True:
         lines.append(
-            "  attacker:  trustworthy (passed the checks: original-speech EER, VER_S, training)"
+            f"  attacker:  trustworthy{of} (passed the checks: original-speech EER, VER_S, "
+            "training)"
         )
     elif trustworthy is False:
-        lines.append("  attacker:  NOT TRUSTWORTHY, the EER may overestimate privacy:")
+        lines.append(f"  attacker:  NOT TRUSTWORTHY{of}, the EER may overestimate privacy:")
         for reason in (trust or {}).get("reasons") or []:
             lines.append(f"             - {reason.get('message') or reason.get('code')}")
     else:
         lines.append("  attacker:  not checked (the report has no trust check)")
+    others = (trust or {}).get("other_attackers") or {}
+    for name, reasons in sorted(others.items()) if isinstance(others, Mapping) else []:
+        if reasons:
+            codes = ", ".join(str(r.get("code")) for r in reasons if isinstance(r, Mapping))
+            lines.append(f"             (attacker {name} alone would not pass: {codes})")
     lines += _utility_lines(values.get((catalogue.UTILITY_SCENARIO, catalogue.UTILITY_BACKEND)))
     if where:
         lines.append(f"  results:   {where}")
@@ -169,8 +194,10 @@ def document_rows(document: Mapping[str, Any]) -> list[dict[str, Any]]:
     """A ``results.json`` document's long-format rows (as the API serves them)."""
     from services.platform.results.document import result_rows_from_document
 
+    zoo = "worst_case" in document
     return [
         {
+            **({"attacker": r.attacker} if zoo else {}),
             "scenario": r.scenario,
             "backend": r.backend,
             "seed": r.seed,

@@ -35,7 +35,9 @@ from api.schemas import (
     ResultsOut,
     TrustOut,
     TrustReasonOut,
+    WorstCaseOut,
 )
+from services.pipeline.zoo import headline
 from services.platform import identity, quotas
 from services.platform import jobs as job_service
 from services.platform import results as result_records
@@ -301,16 +303,25 @@ def get_results(
     job_id: DbId,
     reader: Reader = Depends(reader_read),
 ) -> ResultsOut:
-    """One row per scenario, back-end, seed (-1 = aggregate) and metric; null = not computed."""
+    """One row per attacker, scenario, back-end, seed (-1 = aggregate) and metric; null = not
+    computed. ``worst_case``: an attacker zoo's worst case per scenario."""
     with reader.open() as (principal, session):
         job = visible_job(session, principal, job_id)
         rows = result_records.list_results(session, job.id)
         trustworthy, reasons = result_records.job_trust(session, job.id)
+        worst = result_records.job_worst_case(session, job.id)
         return ResultsOut(
             job_id=job.id,
             state=job.state,
             results=[ResultOut.of(r) for r in rows],
-            trust=TrustOut(trustworthy=trustworthy, reasons=[TrustReasonOut(**r) for r in reasons]),
+            trust=TrustOut(
+                trustworthy=trustworthy,
+                reasons=[TrustReasonOut(**r) for r in reasons],
+                attacker=headline(worst)[1] if worst else None,
+            ),
+            worst_case=(
+                {k: WorstCaseOut.model_validate(v) for k, v in worst.items()} if worst else None
+            ),
         )
 
 

@@ -15,7 +15,7 @@ import io
 import json
 import logging
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -53,6 +53,7 @@ from api.schemas import DbId
 from services.errors import InvalidInputError
 from services.metrics import catalogue
 from services.pipeline.config import parse_config
+from services.pipeline.zoo import headline
 from services.platform import access, protocols, results
 from services.platform.jobs.config import leaderboard_defaults, utility_rule
 from services.platform.leaderboard import (
@@ -399,8 +400,28 @@ def _trust_cell(row: LeaderboardTableRow) -> str:
     )
 
 
-def _name_cell(row: LeaderboardTableRow) -> str:
+def _zoo_badge(row: LeaderboardTableRow, scenario: str) -> str:
+    """An attacker zoo's job: which attacker the row's values are the worst case of, linking to
+    the per-attacker table of its result page."""
+    worst = row.worst_case
+    if not worst:
+        return ""
+    entry = worst.get(scenario)
+    if not isinstance(entry, Mapping):
+        entry = worst.get(headline(worst)[0] or "")
+    if not isinstance(entry, Mapping):
+        return ""
+    attackers = entry.get("attackers") or []
+    title = f"worst case over {len(attackers)} attackers: {', '.join(map(str, attackers))}"
+    return (
+        f' <a class="badge zoo" href="/submissions/{row.submission_id}?job={row.job_id}'
+        f'#attackers" title="{escape(title)}">worst case: {escape(str(entry.get("attacker")))}</a>'
+    )
+
+
+def _name_cell(row: LeaderboardTableRow, scenario: str = "") -> str:
     badges = ' <span class="badge baseline">baseline</span>' if row.is_baseline else ""
+    badges += _zoo_badge(row, scenario)
     if row.visibility == Visibility.PRIVATE.value:
         badges += ' <span class="badge private">private</span>'
     links = []
@@ -454,7 +475,7 @@ def _row_html(
         elif column.key == "trust":
             cells.append(_trust_cell(row))
         else:
-            cells.append(_name_cell(row))
+            cells.append(_name_cell(row, scenario))
     classes = (["private"] if row.visibility == Visibility.PRIVATE.value else []) + (
         [f"tier-{tier}"] if tier else []
     )
@@ -966,16 +987,44 @@ def _trust_of(document: dict[str, Any]) -> dict[str, Any]:
     return {"trustworthy": trustworthy, "reasons": reasons}
 
 
+def _worst_case_of(document: dict[str, Any]) -> list[dict[str, Any]]:
+    """An attacker zoo's worst case per scenario (reference order), read defensively; [] for a
+    report of one attacker."""
+    worst = document.get("worst_case")
+    if not isinstance(worst, Mapping):
+        return []
+    order = ("original", "ignorant", "lazy-informed", "semi-informed")
+    out = []
+    for scenario in sorted(worst, key=lambda s: (order.index(s) if s in order else 9, s)):
+        entry = worst[scenario]
+        if isinstance(entry, Mapping):
+            out.append(
+                {
+                    "scenario": scenario,
+                    "attacker": str(entry.get("attacker")),
+                    "backend": str(entry.get("backend")),
+                    "eer": entry.get(catalogue.EER.key),
+                    "attackers": [str(a) for a in entry.get("attackers") or []],
+                }
+            )
+    return out
+
+
 def _result_tables(result_rows: list[Result]) -> dict[str, Any]:
+    """Aggregate and per-seed tables; with an attacker zoo the back-end column reads
+    ``<attacker> / <backend>`` (one row per attacker)."""
     aggregate: dict[tuple[str, str], dict[str, float | None]] = {}
     per_seed: dict[tuple[str, str, int], dict[str, float | None]] = {}
+    utility = catalogue.UTILITY_SCENARIO
+    several = len({row.attacker for row in result_rows if row.scenario != utility}) > 1
     for row in result_rows:
-        if row.scenario == catalogue.UTILITY_SCENARIO:
+        if row.scenario == utility:
             continue  # the utility section shows these (one value per job, no back-end)
+        backend = f"{row.attacker} / {row.backend}" if several else row.backend
         if row.seed == AGGREGATE_SEED:
-            aggregate.setdefault((row.scenario, row.backend), {})[row.metric] = row.value
+            aggregate.setdefault((row.scenario, backend), {})[row.metric] = row.value
         else:
-            per_seed.setdefault((row.scenario, row.backend, row.seed), {})[row.metric] = row.value
+            per_seed.setdefault((row.scenario, backend, row.seed), {})[row.metric] = row.value
     metric_names = sorted({m for values in per_seed.values() for m in values})
     return {
         "aggregate": sorted(aggregate.items()),
@@ -1061,6 +1110,7 @@ def submission_page(
             provenance=document.get("provenance") or {},
             training=document.get("training") or {},
             trust=_trust_of(document),
+            worst_case=_worst_case_of(document),
             stages=document.get("stages") or [],
             config_json=json.dumps(selected.config, indent=2, sort_keys=True) if selected else "",
         )

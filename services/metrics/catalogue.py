@@ -12,6 +12,11 @@ import), so that a test can extend the catalogue and see the new metric everywhe
 Keys are the names of the long-format result rows (``results.metric`` in the database): a
 row-level value at ``path`` in a ``results.json`` row is stored per seed under ``key`` and, for
 :attr:`Metric.seed_summary` metrics, as the mean over seeds (seed ``-1``) with ``<key>_std``.
+
+Besides the metrics, two result fields of an attacker zoo (``services.pipeline.zoo``) are defined
+here (:data:`RESULT_FIELDS`): :data:`ATTACKER`, the attacker a row was measured by, and
+:data:`WORST_CASE`, the per-scenario worst case for the maker over the zoo's attackers, which
+reads each metric's :attr:`Metric.higher_is_better` (:meth:`Metric.worst`).
 """
 
 from __future__ import annotations
@@ -97,6 +102,39 @@ class Metric:
     def direction(self) -> str:
         """``higher`` or ``lower``: which way means more privacy (or utility)."""
         return "higher" if self.higher_is_better else "lower"
+
+    def is_worse(self, a: float, b: float) -> bool:
+        """Whether ``a`` is worse than ``b`` for the maker (less privacy or utility)."""
+        return a < b if self.higher_is_better else a > b
+
+
+@dataclass(frozen=True)
+class ResultField:
+    """A field of ``results.json`` and the result rows that is not a metric value."""
+
+    key: str
+    description: str
+
+
+ATTACKER = ResultField(
+    key="attacker",
+    description=(
+        "The attacker of an attacker zoo (config `attackers`) a result row, summary entry and "
+        "training run belong to; the database's `results.attacker` and the API's result rows "
+        "(`baseline` when the job ran one attacker; results.json rows then carry no `attacker`)."
+    ),
+)
+WORST_CASE = ResultField(
+    key="worst_case",
+    description=(
+        "results.json and the API's job results, attacker zoos only: per scenario, the attacker "
+        "and back-end with the lowest EER (mean over seeds) and, per seed-summary metric, the "
+        "value worst for the maker (lowest where higher is better, else highest) with the "
+        "attacker and back-end that achieved it. The leaderboard and the CLI verdict read it."
+    ),
+)
+RESULT_FIELDS: tuple[ResultField, ...] = (ATTACKER, WORST_CASE)
+"""The result fields of an attacker zoo (``docs/metrics.md`` lists them under the metrics)."""
 
 
 EER = Metric(
@@ -519,6 +557,8 @@ def markdown_table() -> str:
             + f" | {scenarios} | {'yes' if m.in_event else '-'} | {'yes' if m.in_table else '-'}"
             f" | {m.description} |"
         )
+    lines += ["", "| result field | meaning |", "|---|---|"]
+    lines += [f"| `{f.key}` | {f.description} |" for f in RESULT_FIELDS]
     return "\n".join(lines) + "\n"
 
 

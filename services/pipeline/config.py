@@ -12,13 +12,27 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from services.attacker.training_config import TrainingConfig
 from services.attacks.prerestore_config import PrerestorationConfig
 from services.attacks.srd_representations import SRDRepresentationsConfig
 from services.corpus.protocol import TargetSelection
 from services.errors import ConfigError
+from services.pipeline.zoo import (
+    NAMED_ZOOS,
+    AttackerSpec,
+    parse_attackers,
+    resolve_training,
+    validate_zoo,
+)
 from services.studies.dataset_size import SizeStudyConfig
 from services.utility.config import UtilityConfig
 
@@ -204,6 +218,15 @@ class EvaluationConfig(BaseModel):
         "anonymized trials, pitch correlation, voice distinctiveness, the usable-speech guard; "
         "null = not measured.",
     )
+    attackers: list[AttackerSpec] | str | None = Field(
+        None,
+        # Left out of dumps while unset: config hashes and stage keys stay as they were.
+        exclude_if=lambda value: value is None,
+        description="The attacker zoo (services/pipeline/zoo.py): a list of attackers, or a named "
+        f"zoo ({', '.join(sorted(NAMED_ZOOS))}); each is trained and scored, and results.json's "
+        "`worst_case` names, per scenario, the attacker and back-end worst for the maker. "
+        "null = the config's own attacker alone (no `attacker` field in rows).",
+    )
 
     @model_validator(mode="after")
     def _unique_lists(self) -> EvaluationConfig:
@@ -222,10 +245,42 @@ class EvaluationConfig(BaseModel):
             )
         return self
 
+    @field_validator("attackers", mode="before")
+    @classmethod
+    def _attackers(cls, value: Any) -> Any:
+        return parse_attackers(value)
+
+    @model_validator(mode="after")
+    def _zoo(self) -> EvaluationConfig:
+        if self.attackers is not None:
+            validate_zoo(self.training, self.attackers)
+        return self
+
     def content_hash(self) -> str:
         """sha256 of the canonical JSON config."""
         blob = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def attacker_config(cfg: EvaluationConfig, spec: AttackerSpec) -> EvaluationConfig:
+    """The config one attacker's stages run with: its training, back-ends and normalization.
+
+    An attacker with nothing overridden gets ``cfg`` itself (same stage keys as without a zoo).
+    """
+    update: dict[str, Any] = {}
+    training = resolve_training(cfg.training, spec)
+    if training is not cfg.training:
+        update["training"] = training
+    if spec.backends is not None and spec.backends != cfg.backends:
+        update["backends"] = list(spec.backends)
+    scoring: dict[str, Any] = {}
+    if spec.normalization is not None and spec.normalization != cfg.scoring.normalization:
+        scoring["normalization"] = spec.normalization
+    if spec.cohort_top_k is not None and spec.cohort_top_k != cfg.scoring.cohort_top_k:
+        scoring["cohort_top_k"] = spec.cohort_top_k
+    if scoring:
+        update["scoring"] = cfg.scoring.model_copy(update=scoring)
+    return cfg.model_copy(update=update) if update else cfg
 
 
 def _error_lines(exc: ValidationError) -> list[str]:

@@ -34,6 +34,12 @@ def _nested_model(annotation: Any) -> type[BaseModel] | None:
     for c in candidates:
         if isinstance(c, type) and issubclass(c, BaseModel):
             return c
+    for c in candidates:
+        # A list of models (``attackers: list[AttackerSpec] | ...``): the entries' fields.
+        if getattr(c, "__origin__", None) is list:
+            inner = _nested_model(c)
+            if inner is not None:
+                return inner
     return None
 
 

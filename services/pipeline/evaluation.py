@@ -11,6 +11,8 @@ its inputs (see ``stage_runner``):
 3. ``train``       the attacker's recognizer per (training data, seed): original speech for the
                    ignorant and lazy-informed attackers, anonymized speech for the semi-informed
                    (``stages.train``);
+   The attacker zoo (``zoo``, the config's ``attackers``) repeats steps 3-5 per attacker, each
+   with its own training, back-ends and normalization; equal training configs share stages.
 4. ``embed``       embeddings of every (recognizer, set) pair a scenario needs (``stages.embed``);
 5. ``score``       per (scenario, back-end, seed): scores, EER (+ bootstrap interval), Cllr,
                    min Cllr, linkability, ZEBRA, DET points, SRD on the embeddings
@@ -37,9 +39,9 @@ from services.corpus.manifest import Manifest
 from services.corpus.protocol import Protocol
 from services.errors import ConfigError
 from services.pipeline.analyses import Conditions, run_analyses
-from services.pipeline.config import EvaluationConfig
+from services.pipeline.config import EvaluationConfig, attacker_config
 from services.pipeline.phases import PHASES, Phase
-from services.pipeline.report import probe_recognizer, write_report
+from services.pipeline.report import ZooAttacker, probe_recognizer, write_report
 from services.pipeline.sets import (
     SCENARIO_PLAN,
     SET_NAMES,
@@ -60,6 +62,7 @@ from services.pipeline.stages.score import EmbeddedSet, score_row
 from services.pipeline.stages.train import TrainedModels, train_recognizer
 from services.pipeline.stages.utility import utility_stage
 from services.pipeline.trust import measure_enrollment_leak
+from services.pipeline.zoo import zoo_specs
 from services.settings import get_settings
 
 __all__ = ["PHASES", "EvaluationRun", "Phase", "ProgressReporter", "run_evaluation"]
@@ -97,8 +100,12 @@ class EvaluationRun:
     @property
     def context(self) -> StageContext:
         """What the stage functions read (built on each call: ``runner`` may be replaced)."""
+        return self._context_of(self.cfg)
+
+    def _context_of(self, config: EvaluationConfig) -> StageContext:
+        """The stage context with ``config`` (an attacker's, ``config.attacker_config``)."""
         return StageContext(
-            self.cfg, self.runner, self.progress, self.audio, self.cache_dir, self.sandbox
+            config, self.runner, self.progress, self.audio, self.cache_dir, self.sandbox
         )
 
     # -- the stages, one call each (services/pipeline/sets.py and stages/) ----------------------
@@ -131,16 +138,25 @@ class EvaluationRun:
         condition: str,
         seed: int,
         position: tuple[int, int] = (1, 1),
+        *,
+        context: StageContext | None = None,
     ) -> tuple[TrainedAttacker, StageOutcome]:
         """Train the recognizer on ``data`` (original or anonymized speech) with ``seed``;
-        ``position``: (i, n), recognizer i of the run's n (for progress)."""
-        return train_recognizer(self.context, data, condition, seed, position)
+        ``position``: (i, n), recognizer i of the run's n (for progress); ``context``: an
+        attacker's (default: the config's own)."""
+        return train_recognizer(context or self.context, data, condition, seed, position)
 
     def embed_stage(
-        self, model_key: str, checkpoint: Path, data: Manifest, data_key: str
+        self,
+        model_key: str,
+        checkpoint: Path,
+        data: Manifest,
+        data_key: str,
+        *,
+        context: StageContext | None = None,
     ) -> np.ndarray:
         """Embeddings (n, dim) of ``data`` by the recognizer at ``checkpoint`` (manifest order)."""
-        return embed_manifest(self.context, model_key, checkpoint, data, data_key)
+        return embed_manifest(context or self.context, model_key, checkpoint, data, data_key)
 
     def score_stage(
         self,
@@ -150,9 +166,13 @@ class EvaluationRun:
         enrollment: EmbeddedSet,
         trial: EmbeddedSet,
         plda_train: EmbeddedSet | None,
+        *,
+        context: StageContext | None = None,
     ) -> dict[str, Any]:
         """Scores and every metric of one (scenario, back-end, seed) row."""
-        return score_row(self.context, scenario, backend_name, seed, enrollment, trial, plda_train)
+        return score_row(
+            context or self.context, scenario, backend_name, seed, enrollment, trial, plda_train
+        )
 
     def analyze_phase(
         self,
@@ -161,9 +181,13 @@ class EvaluationRun:
         protocol_key: str,
         conditions: Conditions,
         models: TrainedModels,
+        *,
+        context: StageContext | None = None,
     ) -> dict[str, Any]:
         """Run the analyses the config selects; returns their JSON-able results by name."""
-        return run_analyses(self.context, protocol, manifest, protocol_key, conditions, models)
+        return run_analyses(
+            context or self.context, protocol, manifest, protocol_key, conditions, models
+        )
 
     # -- the whole run ---------------------------------------------------------------------------
     def run(self, stop_after: Phase | None = None) -> dict[str, Any] | None:
@@ -190,100 +214,161 @@ class EvaluationRun:
             return None
 
         conditions = {"original": original, "anonymized": anonymized}
-        models: dict[tuple[str, int], tuple[TrainedAttacker, StageOutcome]] = {}
+        # The attacker zoo (services/pipeline/zoo.py): each attacker runs the train, embed and
+        # score stages with its own config; without a zoo, one attacker whose config is ``cfg``.
+        zoo = cfg.attackers is not None
+        attackers = [
+            (spec.name, self._context_of(attacker_config(cfg, spec)))
+            for spec in zoo_specs(cfg.attackers)
+        ]
         needed = sorted({(SCENARIO_PLAN[s][0], seed) for s in cfg.scenarios for seed in cfg.seeds})
         utility_keys = utility_embedding_plan(cfg)
         if utility_keys and ("original", cfg.seeds[0]) not in needed:
             # GVD and the one-voice test need a recognizer trained on original speech.
             needed = sorted({*needed, ("original", cfg.seeds[0])})
-        for i, (condition, seed) in enumerate(needed, start=1):
-            data = conditions[condition]
-            assert data is not None
-            models[(condition, seed)] = self.train_stage(data, condition, seed, (i, len(needed)))
+        leak_keys = enrollment_leak_plan(cfg, needed)
+        models_of: dict[str, dict[tuple[str, int], tuple[TrainedAttacker, StageOutcome]]] = {}
+        n_models = len(needed) * len(attackers)
+        for a, (name, actx) in enumerate(attackers):
+            models = models_of.setdefault(name, {})
+            for i, (condition, seed) in enumerate(needed, start=1):
+                data = conditions[condition]
+                assert data is not None
+                position = (a * len(needed) + i, n_models)
+                models[(condition, seed)] = self.train_stage(
+                    data, condition, seed, position, context=actx
+                )
         if last == PHASES.index("train"):
             return None
 
         # Every (recognizer, data condition, set) the scenarios and back-ends need, embedded once.
-        plan: list[tuple[str, str, int, str, str, str | None]] = []
-        wanted: list[tuple[str, int, str, str]] = []
-        for scenario in cfg.scenarios:
-            model_cond, enr_cond, trial_cond = SCENARIO_PLAN[scenario]
-            for seed in cfg.seeds:
-                for backend in cfg.backends:
-                    # PLDA trains on, and AS-norm takes its cohort from, attacker-train data.
-                    uses_train = backend == "plda" or cfg.scoring.normalization != "none"
-                    plda_cond = model_cond if uses_train else None
-                    plan.append((scenario, backend, seed, enr_cond, trial_cond, plda_cond))
-                    wanted += [
-                        (model_cond, seed, enr_cond, "enrollment"),
-                        (model_cond, seed, trial_cond, "trial"),
-                    ]
-                    if plda_cond is not None:
-                        wanted.append((model_cond, seed, plda_cond, "train"))
-        # The target probe (services/attacker/probe.py) reads the anonymized recognizers'
-        # embeddings of their own training data, whenever a target classifier was asked for.
-        probed = [
-            ("anonymized", seed, "anonymized", "train")
-            for (condition, seed) in needed
-            if condition == "anonymized" and cfg.training.target_classifier != "off"
-        ]
-        wanted += probed
-        leak_keys = enrollment_leak_plan(cfg, needed)
-        wanted += leak_keys + utility_keys
-        embeddings: dict[tuple[str, int, str, str], EmbeddedSet] = {}
-        for k in dict.fromkeys(wanted):
-            condition, seed, data_condition, set_name = k
-            trained, outcome = models[(condition, seed)]
-            data = conditions[data_condition]
-            assert data is not None
-            m = data.get(set_name)
-            emb = self.embed_stage(
-                f"train:{outcome.key}", trained.best_checkpoint, m, data.keys[set_name]
-            )
-            embeddings[k] = (m, emb, f"embed:{outcome.key}:{data.keys[set_name]}")
+        plans: dict[str, list[tuple[str, str, int, str, str, str | None]]] = {}
+        probed: dict[str, list[tuple[str, int, str, str]]] = {}
+        embeddings_of: dict[str, dict[tuple[str, int, str, str], EmbeddedSet]] = {}
+        for name, actx in attackers:
+            acfg = actx.config
+            plan = plans.setdefault(name, [])
+            wanted: list[tuple[str, int, str, str]] = []
+            for scenario in cfg.scenarios:
+                model_cond, enr_cond, trial_cond = SCENARIO_PLAN[scenario]
+                for seed in cfg.seeds:
+                    for backend in acfg.backends:
+                        # PLDA trains on, and AS-norm takes its cohort from, attacker-train data.
+                        uses_train = backend == "plda" or acfg.scoring.normalization != "none"
+                        plda_cond = model_cond if uses_train else None
+                        plan.append((scenario, backend, seed, enr_cond, trial_cond, plda_cond))
+                        wanted += [
+                            (model_cond, seed, enr_cond, "enrollment"),
+                            (model_cond, seed, trial_cond, "trial"),
+                        ]
+                        if plda_cond is not None:
+                            wanted.append((model_cond, seed, plda_cond, "train"))
+            # The target probe (services/attacker/probe.py) reads the anonymized recognizers'
+            # embeddings of their own training data, whenever a target classifier was asked for.
+            probed[name] = [
+                ("anonymized", seed, "anonymized", "train")
+                for (condition, seed) in needed
+                if condition == "anonymized" and acfg.training.target_classifier != "off"
+            ]
+            wanted += probed[name]
+            if name == attackers[0][0]:
+                # The first attacker's recognizer on original speech serves the enrollment-leak
+                # check and the utility phase (the baseline's, without a zoo).
+                wanted += leak_keys + utility_keys
+            models = models_of[name]
+            embeddings = embeddings_of.setdefault(name, {})
+            for k in dict.fromkeys(wanted):
+                condition, seed, data_condition, set_name = k
+                trained, outcome = models[(condition, seed)]
+                data = conditions[data_condition]
+                assert data is not None
+                m = data.get(set_name)
+                emb = self.embed_stage(
+                    f"train:{outcome.key}",
+                    trained.best_checkpoint,
+                    m,
+                    data.keys[set_name],
+                    context=actx,
+                )
+                embeddings[k] = (m, emb, f"embed:{outcome.key}:{data.keys[set_name]}")
         if last == PHASES.index("embed"):
             return None
 
         rows = []
-        for row_scenario, row_backend, seed, enr_cond, trial_cond, plda_cond in plan:
-            model_cond = SCENARIO_PLAN[row_scenario][0]
-            enr = embeddings[(model_cond, seed, enr_cond, "enrollment")]
-            tri = embeddings[(model_cond, seed, trial_cond, "trial")]
-            plda = embeddings[(model_cond, seed, plda_cond, "train")] if plda_cond else None
-            self.progress("score", 0.0, f"{row_scenario} {row_backend} seed {seed}")
-            rows.append(self.score_stage(row_scenario, row_backend, seed, enr, tri, plda))
+        for name, actx in attackers:
+            embeddings = embeddings_of[name]
+            for row_scenario, row_backend, seed, enr_cond, trial_cond, plda_cond in plans[name]:
+                model_cond = SCENARIO_PLAN[row_scenario][0]
+                enr = embeddings[(model_cond, seed, enr_cond, "enrollment")]
+                tri = embeddings[(model_cond, seed, trial_cond, "trial")]
+                plda = embeddings[(model_cond, seed, plda_cond, "train")] if plda_cond else None
+                label = f"{row_scenario} {row_backend} seed {seed}"
+                self.progress("score", 0.0, f"{name}: {label}" if zoo else label)
+                row = self.score_stage(
+                    row_scenario, row_backend, seed, enr, tri, plda, context=actx
+                )
+                if zoo:
+                    row["attacker"] = name
+                rows.append(row)
         self.progress("score", 1.0, f"{len(rows)} rows")
         if last == PHASES.index("score"):
             return None
+        first_name, first_ctx = attackers[0]
+        first_embeddings = embeddings_of[first_name]
         blocks: dict[str, Any] = {}
         if cfg.utility is not None:
             assert anonymized is not None
             orig_key, anon_key = utility_keys
             pair = (
-                embeddings[orig_key][1],
-                embeddings[anon_key][1],
-                embeddings[orig_key][2],
-                embeddings[anon_key][2],
+                first_embeddings[orig_key][1],
+                first_embeddings[anon_key][1],
+                first_embeddings[orig_key][2],
+                first_embeddings[anon_key][2],
             )
             blocks["utility"] = utility_stage(self.context, original, anonymized, pair)
         if last == PHASES.index("utility"):
             return None
-        analyses = self.analyze_phase(protocol, manifest, protocol_key, conditions, models)
+        # The analyses read the first attacker's recognizers (the baseline's, without a zoo).
+        analyses = self.analyze_phase(
+            protocol, manifest, protocol_key, conditions, models_of[first_name], context=first_ctx
+        )
         if last == PHASES.index("analyze"):
             return None
-        probes = {(k[0], k[1]): probe_recognizer(*embeddings[k][:2]) for k in probed}
+        probes_of = {
+            name: {
+                (k[0], k[1]): probe_recognizer(*embeddings_of[name][k][:2]) for k in probed[name]
+            }
+            for name, _ in attackers
+        }
         if cfg.anonymizer.kind == "archive":
-            blocks["enrollment_leak"] = enrollment_leak_block(leak_keys, embeddings)
+            blocks["enrollment_leak"] = enrollment_leak_block(leak_keys, first_embeddings)
+        if not zoo:
+            return write_report(
+                first_ctx,
+                self.out_dir,
+                protocol,
+                protocol_key,
+                rows,
+                models_of[first_name],
+                analyses,
+                time.perf_counter() - t0,
+                probes_of[first_name],
+                blocks=blocks,
+            )
         return write_report(
             self.context,
             self.out_dir,
             protocol,
             protocol_key,
             rows,
-            models,
+            models_of[first_name],
             analyses,
             time.perf_counter() - t0,
-            probes,
+            probes_of[first_name],
+            zoo={
+                name: ZooAttacker(actx.config, models_of[name], probes_of[name])
+                for name, actx in attackers
+            },
             blocks=blocks,
         )
 

@@ -8,6 +8,7 @@ import platform
 import socket
 import subprocess
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
@@ -28,12 +29,23 @@ from services.pipeline.stages.context import StageContext, json_default
 from services.pipeline.stages.score import SCORE_SAMPLE_NAME
 from services.pipeline.stages.train import TrainedModels
 from services.pipeline.trust import assess_trust
+from services.pipeline.zoo import worst_case
 
 RESULT_SCHEMA_VERSION = 1
 """Version of the ``results.json`` document."""
 
 RESULTS_NAME = "results.json"
 """The result document, in the evaluation's output folder."""
+
+
+@dataclass(frozen=True)
+class ZooAttacker:
+    """One attacker of a zoo as the report reads it: its config (``config.attacker_config``), its
+    recognizers by (condition, seed) and their probes."""
+
+    config: EvaluationConfig
+    models: TrainedModels
+    probes: Mapping[tuple[str, int], dict[str, Any]]
 
 
 def write_report(
@@ -47,77 +59,35 @@ def write_report(
     seconds: float,
     probes: Mapping[tuple[str, int], dict[str, Any]],
     *,
+    zoo: Mapping[str, ZooAttacker] | None = None,
     blocks: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Plot, then write ``out_dir/results.json``; returns the result document.
 
     ``rows``: the score stages' rows; ``probes``: the target / source probes of the recognizers
-    trained with a target classifier, by (condition, seed); ``seconds``: the run's wall time;
-    ``blocks``: further top-level blocks of the document (e.g. ``enrollment_leak``), written
-    before the trust check reads it.
+    trained with a target classifier, by (condition, seed); ``seconds``: the run's wall time.
+    ``zoo``: the attackers of a zoo by name (rows then carry ``attacker``); training entries and
+    plots are then named ``<attacker>-...``, summary entries carry ``attacker`` and the document
+    gets ``worst_case`` (``zoo.worst_case``). None (no zoo): ``models`` and ``probes`` are the one
+    attacker's and the document is as before zoos. ``blocks``: further top-level blocks of the
+    document (``utility``, ``enrollment_leak``), written before the trust check reads it.
     """
     cfg = ctx.config
     plot_dir = out_dir / "plots"
     plot_files: dict[str, list[str]] = {}
-    training = {}
-    for (condition, seed), (trained, outcome) in sorted(models.items()):
-        name = f"{condition}-seed{seed}"
-        history = [r.model_dump(mode="json") for r in trained.history]
-        training[name] = {
-            "condition": condition,
-            "seed": seed,
-            "best_epoch": trained.best_epoch,
-            "best_w_target": trained.best_w_target,
-            "history": history,
-            "stage_key": outcome.key,
-        }
-        levels: dict[str, float] = {}
-        if (condition, seed) in probes:
-            training[name]["probe"] = probes[(condition, seed)]
-            target_probe = probes[(condition, seed)].get("target")
-            if target_probe:
-                k = target_probe["n_classes"]
-                levels[f"VER_T at chance (1 - 1/{k})"] = 100.0 * (1.0 - 1.0 / k)
-                levels["probe target error, after training"] = target_probe["error_rate_percent"]
-        plot_files[f"training-{name}"] = plots.plot_training_history(
-            [r["epoch"] for r in history],
-            {
-                "VER_S": [r["ver_source"] for r in history],
-                "VER_T": [r["ver_target"] for r in history],
-            },
-            plot_dir / f"training-{name}",
-            f"Validation error rates ({name})",
-            levels,
+    training: dict[str, Any] = {}
+    attackers = (
+        [(f"{name}-", name, a.config, a.models, a.probes) for name, a in zoo.items()]
+        if zoo is not None
+        else [("", None, cfg, models, probes)]
+    )
+    for prefix, attacker, _, attacker_models, attacker_probes in attackers:
+        _training_entries(
+            prefix, attacker, attacker_models, attacker_probes, training, plot_files, plot_dir
         )
-    for scenario in cfg.scenarios:
-        for backend in cfg.backends:
-            sel = [r for r in rows if r["scenario"] == scenario and r["backend"] == backend]
-            curves = {
-                f"seed {r['seed']}": (np.array(r["det"]["pfa"]), np.array(r["det"]["pmiss"]))
-                for r in sel
-            }
-            plot_files[f"det-{scenario}-{backend}"] = plots.plot_det_curves(
-                curves, plot_dir / f"det-{scenario}-{backend}", f"DET: {scenario}, {backend}"
-            )
-            first = sel[0]
-            if "srd" in first:
-                srd = first["srd"]
-                plot_files[f"ranks-{scenario}-{backend}"] = plots.plot_rank_histogram(
-                    np.array(srd["empirical"]["pmf"]),
-                    plot_dir / f"ranks-{scenario}-{backend}",
-                    f"Rank histogram: {scenario}, {backend}, seed {first['seed']}",
-                    fitted=np.array(srd["constrained_fit"]["pmf"])
-                    if srd.get("constrained_fit")
-                    else None,
-                )
-            sample = np.load(ctx.runner.folder("score", first["stage_key"]) / SCORE_SAMPLE_NAME)
-            tar, non = sample["target"], sample["nontarget"]
-            plot_files[f"scores-{scenario}-{backend}"] = plots.plot_score_histograms(
-                tar,
-                non,
-                plot_dir / f"scores-{scenario}-{backend}",
-                f"Scores: {scenario}, {backend}",
-            )
+    for prefix, attacker, acfg, _, _ in attackers:
+        mine = [r for r in rows if r.get("attacker") == attacker]
+        _score_plots(ctx, prefix, cfg.scenarios, acfg.backends, mine, plot_files, plot_dir)
     plot_files.update(copy_analysis_plots(ctx.runner, analyses, plot_dir))
     result = {
         "schema_version": RESULT_SCHEMA_VERSION,
@@ -148,10 +118,99 @@ def write_report(
             **compute_time(ctx.runner.log),
         },
     }
+    if zoo is not None:
+        result[catalogue.WORST_CASE.key] = worst_case(rows)
     result.update(blocks or {})
     result["trust"] = assess_trust(result).to_json()
     (out_dir / RESULTS_NAME).write_text(json.dumps(result, indent=2, default=json_default))
     return result
+
+
+def _training_entries(
+    prefix: str,
+    attacker: str | None,
+    models: TrainedModels,
+    probes: Mapping[tuple[str, int], dict[str, Any]],
+    training: dict[str, Any],
+    plot_files: dict[str, list[str]],
+    plot_dir: Path,
+) -> None:
+    """Training entries and history plots of one attacker's recognizers (into ``training`` and
+    ``plot_files``); ``prefix`` names the attacker (empty without a zoo)."""
+    for (condition, seed), (trained, outcome) in sorted(models.items()):
+        name = f"{prefix}{condition}-seed{seed}"
+        history = [r.model_dump(mode="json") for r in trained.history]
+        training[name] = {
+            **({"attacker": attacker} if attacker is not None else {}),
+            "condition": condition,
+            "seed": seed,
+            "best_epoch": trained.best_epoch,
+            "best_w_target": trained.best_w_target,
+            "history": history,
+            "stage_key": outcome.key,
+        }
+        levels: dict[str, float] = {}
+        if (condition, seed) in probes:
+            training[name]["probe"] = probes[(condition, seed)]
+            target_probe = probes[(condition, seed)].get("target")
+            if target_probe:
+                k = target_probe["n_classes"]
+                levels[f"VER_T at chance (1 - 1/{k})"] = 100.0 * (1.0 - 1.0 / k)
+                levels["probe target error, after training"] = target_probe["error_rate_percent"]
+        plot_files[f"training-{name}"] = plots.plot_training_history(
+            [r["epoch"] for r in history],
+            {
+                "VER_S": [r["ver_source"] for r in history],
+                "VER_T": [r["ver_target"] for r in history],
+            },
+            plot_dir / f"training-{name}",
+            f"Validation error rates ({name})",
+            levels,
+        )
+
+
+def _score_plots(
+    ctx: StageContext,
+    prefix: str,
+    scenarios: Sequence[str],
+    backends: Sequence[str],
+    rows: Sequence[Mapping[str, Any]],
+    plot_files: dict[str, list[str]],
+    plot_dir: Path,
+) -> None:
+    """DET, rank and score plots of one attacker's rows (``prefix`` names it, empty without a
+    zoo)."""
+    for scenario in scenarios:
+        for backend in backends:
+            sel = [r for r in rows if r["scenario"] == scenario and r["backend"] == backend]
+            curves = {
+                f"seed {r['seed']}": (np.array(r["det"]["pfa"]), np.array(r["det"]["pmiss"]))
+                for r in sel
+            }
+            plot_files[f"det-{prefix}{scenario}-{backend}"] = plots.plot_det_curves(
+                curves,
+                plot_dir / f"det-{prefix}{scenario}-{backend}",
+                f"DET: {prefix}{scenario}, {backend}",
+            )
+            first = sel[0]
+            if "srd" in first:
+                srd = first["srd"]
+                plot_files[f"ranks-{prefix}{scenario}-{backend}"] = plots.plot_rank_histogram(
+                    np.array(srd["empirical"]["pmf"]),
+                    plot_dir / f"ranks-{prefix}{scenario}-{backend}",
+                    f"Rank histogram: {prefix}{scenario}, {backend}, seed {first['seed']}",
+                    fitted=np.array(srd["constrained_fit"]["pmf"])
+                    if srd.get("constrained_fit")
+                    else None,
+                )
+            sample = np.load(ctx.runner.folder("score", first["stage_key"]) / SCORE_SAMPLE_NAME)
+            tar, non = sample["target"], sample["nontarget"]
+            plot_files[f"scores-{prefix}{scenario}-{backend}"] = plots.plot_score_histograms(
+                tar,
+                non,
+                plot_dir / f"scores-{prefix}{scenario}-{backend}",
+                f"Scores: {prefix}{scenario}, {backend}",
+            )
 
 
 def _with_prerestoration(
@@ -194,18 +253,20 @@ def probe_recognizer(train: Manifest, embeddings: np.ndarray) -> dict[str, Any]:
 
 def summarize_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Mean and (sample) standard deviation over seeds per (scenario, back-end), for every
-    seed-summary metric of the catalogue (``services.metrics.catalogue``)."""
-    groups: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+    seed-summary metric of the catalogue (``services.metrics.catalogue``); per (attacker,
+    scenario, back-end) when the rows carry an ``attacker`` (a zoo), the entry then naming it."""
+    groups: dict[tuple[str | None, str, str], list[Mapping[str, Any]]] = {}
     for r in rows:
-        groups.setdefault((r["scenario"], r["backend"]), []).append(r)
+        groups.setdefault((r.get("attacker"), r["scenario"], r["backend"]), []).append(r)
     return [
         {
+            **({"attacker": attacker} if attacker is not None else {}),
             "scenario": scenario,
             "backend": backend,
             "n_seeds": len(sel),
             **catalogue.summarize_seed_values(sel),
         }
-        for (scenario, backend), sel in groups.items()
+        for (attacker, scenario, backend), sel in groups.items()
     ]
 
 

@@ -20,11 +20,18 @@ speakers reports a high EER whatever the anonymizer does, and that EER overestim
   attacker enrolled with clear voices meets anonymized trials, so its EER measures the mismatch
   rather than the anonymizer's protection against an attacker with anonymized enrollment.
 
+With an attacker zoo (the document has ``worst_case``), the verdict is the worst-case attacker's
+(``zoo.headline``): the checks run on that attacker's summary entries and recognizers alone, and
+the block adds ``attacker`` (its name) and ``other_attackers`` (each other attacker's reasons, for
+information: they do not make the verdict untrustworthy).
+
 The block written into ``results.json``::
 
     "trust": {"trustworthy": bool,
               "reasons": [{"code": str, "message": str, "value": float|null,
-                           "threshold": float|null}]}
+                           "threshold": float|null}],
+              # with a zoo only:
+              "attacker": str, "other_attackers": {name: [reason, ...]}}
 """
 
 from __future__ import annotations
@@ -36,6 +43,7 @@ from typing import Any
 import numpy as np
 
 from services.metrics import catalogue
+from services.pipeline.zoo import BASELINE, headline
 from services.settings import Settings, get_settings
 
 ORIGINAL_SCENARIO = "original"
@@ -56,13 +64,26 @@ class Trust:
     """Whether a verdict can be trusted, and why not."""
 
     reasons: tuple[TrustReason, ...] = field(default_factory=tuple)
+    attacker: str | None = None
+    """The zoo attacker the verdict is of (None: no zoo)."""
+    others: Mapping[str, tuple[TrustReason, ...]] = field(default_factory=dict)
+    """The other zoo attackers' reasons, by name (information only)."""
 
     @property
     def trustworthy(self) -> bool:
         return not self.reasons
 
     def to_json(self) -> dict[str, Any]:
-        return {"trustworthy": self.trustworthy, "reasons": [asdict(r) for r in self.reasons]}
+        out: dict[str, Any] = {
+            "trustworthy": self.trustworthy,
+            "reasons": [asdict(r) for r in self.reasons],
+        }
+        if self.attacker is not None:
+            out["attacker"] = self.attacker
+            out["other_attackers"] = {
+                name: [asdict(r) for r in reasons] for name, reasons in sorted(self.others.items())
+            }
+        return out
 
 
 def _original_eer(summary: Sequence[Mapping[str, Any]]) -> float | None:
@@ -189,8 +210,37 @@ def measure_enrollment_leak(
 
 
 def assess_trust(document: Mapping[str, Any], settings: Settings | None = None) -> Trust:
-    """The reasons (see the module docstring) that undermine the verdict of ``document``."""
+    """The reasons (see the module docstring) that undermine the verdict of ``document``; with a
+    zoo (``worst_case`` in the document), those of the worst-case attacker (``zoo.headline``)."""
     settings = settings or get_settings()
+    worst = document.get("worst_case")
+    if not isinstance(worst, Mapping):
+        return Trust(tuple(_reasons(document, settings)))
+    chosen = headline(worst)[1]
+    summary = [e for e in document.get("summary") or [] if isinstance(e, Mapping)]
+    training = document.get("training") or {}
+    names = sorted(
+        {str(e.get("attacker") or BASELINE) for e in summary}
+        | {str(t.get("attacker") or BASELINE) for t in training.values() if isinstance(t, Mapping)}
+        | {chosen}
+    )
+    by_name = {}
+    for name in names:
+        part = {
+            "summary": [e for e in summary if (e.get("attacker") or BASELINE) == name],
+            "training": {
+                k: t
+                for k, t in training.items()
+                if isinstance(t, Mapping) and (t.get("attacker") or BASELINE) == name
+            },
+        }
+        by_name[name] = tuple(_reasons(part, settings))
+    others = {n: r for n, r in by_name.items() if n != chosen}
+    return Trust(by_name[chosen], attacker=chosen, others=others)
+
+
+def _reasons(document: Mapping[str, Any], settings: Settings) -> list[TrustReason]:
+    """The reasons of one attacker's ``summary`` and ``training`` entries."""
     reasons: list[TrustReason] = []
     original = _original_eer(document.get("summary") or [])
     if original is not None and original > settings.trust_max_original_eer_percent:
@@ -221,7 +271,7 @@ def assess_trust(document: Mapping[str, Any], settings: Settings | None = None) 
     for name in sorted(training):
         if isinstance(training[name], Mapping):
             reasons.extend(_training_reasons(name, training[name], settings))
-    return Trust(tuple(reasons))
+    return reasons
 
 
 def trust_from_document(document: Mapping[str, Any]) -> Trust | None:
@@ -239,4 +289,20 @@ def trust_from_document(document: Mapping[str, Any]) -> Trust | None:
         for r in block.get("reasons") or []
         if isinstance(r, Mapping)
     )
-    return Trust(reasons)
+    attacker = block.get("attacker")
+    others = block.get("other_attackers")
+    return Trust(
+        reasons,
+        attacker=str(attacker) if isinstance(attacker, str) else None,
+        others={
+            str(name): tuple(
+                TrustReason(str(r.get("code", "")), str(r.get("message", "")))
+                for r in rs
+                if isinstance(r, Mapping)
+            )
+            for name, rs in others.items()
+            if isinstance(rs, list)
+        }
+        if isinstance(others, Mapping)
+        else {},
+    )

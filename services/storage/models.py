@@ -346,7 +346,9 @@ class Stage(Base):
 
 
 class Result(Base):
-    """One metric value of one job (long format: one row per scenario/back-end/seed/metric).
+    """One metric value of one job (long format: one row per attacker/scenario/back-end/seed/
+    metric). ``attacker`` names the zoo attacker (``services.pipeline.zoo``); a job without a
+    zoo has the one attacker ``baseline``.
 
     ``protocol_id`` and ``submission_id`` repeat the job's, so a leaderboard reads one index
     range (protocol, metric, scenario, back-end) instead of joining through jobs. ``value`` NULL
@@ -355,7 +357,7 @@ class Result(Base):
 
     __tablename__ = "results"
     __table_args__ = (
-        UniqueConstraint("job_id", "scenario", "backend", "seed", "metric"),
+        UniqueConstraint("job_id", "attacker", "scenario", "backend", "seed", "metric"),
         Index(
             "ix_results_leaderboard",
             "protocol_id",
@@ -373,6 +375,7 @@ class Result(Base):
     submission_id: Mapped[int] = mapped_column(
         ForeignKey("submissions.id", ondelete="CASCADE"), index=True
     )
+    attacker: Mapped[str] = mapped_column(String(32), default="baseline", server_default="baseline")
     scenario: Mapped[str] = mapped_column(String(64))
     backend: Mapped[str] = mapped_column(String(64))
     # AGGREGATE_SEED (-1) = an aggregate over seeds; not NULL, because NULLs never collide in the
@@ -513,6 +516,9 @@ class JobSummary(Base):
     det_curves: Mapped[dict[str, Any] | None] = mapped_column(json_type())
     """``{"<scenario>|<backend>": {"seed", "pfa", "pmiss", "eer"}}``: the DET points of
     each (scenario, back-end)'s first seed in the report (probabilities in [0, 1])."""
+    worst_case: Mapped[dict[str, Any] | None] = mapped_column(json_type())
+    """The report's ``worst_case`` block (an attacker zoo's worst case per scenario: attacker,
+    back-end, EER); None = the job ran one attacker."""
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utc_now)
 
 

@@ -220,3 +220,99 @@ def test_0004_backfills_submission_protocol_ids_on_postgres(
 
 def test_0004_backfills_submission_protocol_ids_on_sqlite(tmp_path: Path) -> None:
     _check_0004_up_and_down(f"sqlite:///{tmp_path / 'unmask.db'}")
+
+
+def _results_by_attacker(url: str) -> list[tuple[str, str, float]]:
+    engine = create_db_engine(url)
+    try:
+        with engine.connect() as conn:
+            rows = conn.execute(
+                sa.text("SELECT attacker, scenario, value FROM results ORDER BY attacker, id")
+            ).all()
+            return [(str(r[0]), str(r[1]), float(r[2])) for r in rows]
+    finally:
+        engine.dispose()
+
+
+def _check_0009_up_and_down(url: str) -> None:
+    upgrade_database(url, "0008")
+    ids = _seed_before_0004(url)
+    engine = create_db_engine(url)
+    now = "2026-01-01 00:00:00+00:00"
+    insert_result = (
+        "INSERT INTO results (job_id, protocol_id, submission_id, scenario, backend, seed,"
+        " metric, value, created_at{extra}) VALUES (:job, :protocol, :submission, :scenario,"
+        " 'cosine', -1, 'eer_percent', :value, :now{extra_values})"
+    )
+    try:
+        with engine.begin() as conn:
+            team = conn.execute(sa.text("SELECT team_id FROM submissions LIMIT 1")).scalar_one()
+            job = conn.execute(
+                sa.text(
+                    "INSERT INTO jobs (team_id, submission_id, protocol_id, state, config,"
+                    " config_hash, request_hash, created_at) VALUES (:team, :submission,"
+                    " :protocol, 'succeeded', '{}', :hash, :hash, :now) RETURNING id"
+                ),
+                {
+                    "team": team,
+                    "submission": ids["builtin"],
+                    "protocol": ids["protocol"],
+                    "hash": _SHA,
+                    "now": now,
+                },
+            ).scalar_one()
+            params = {"job": job, "protocol": ids["protocol"], "submission": ids["builtin"]}
+            conn.execute(
+                sa.text(insert_result.format(extra="", extra_values="")),
+                {**params, "scenario": "ignorant", "value": 30.0, "now": now},
+            )
+    finally:
+        engine.dispose()
+    upgrade_database(url, "0009")
+    # A row from before the zoo is the baseline attacker's.
+    assert _results_by_attacker(url) == [("baseline", "ignorant", 30.0)]
+    engine = create_db_engine(url)
+    try:
+        with engine.begin() as conn:
+            # The same (scenario, back-end, seed, metric) once per attacker: the new unique key.
+            conn.execute(
+                sa.text(insert_result.format(extra=", attacker", extra_values=", 'augmented'")),
+                {**params, "scenario": "ignorant", "value": 20.0, "now": now},
+            )
+            conn.execute(
+                sa.text(insert_result.format(extra=", attacker", extra_values=", 'augmented'")),
+                {**params, "scenario": "semi-informed", "value": 10.0, "now": now},
+            )
+        with pytest.raises(sa.exc.IntegrityError), engine.begin() as conn:
+            conn.execute(
+                sa.text(insert_result.format(extra=", attacker", extra_values=", 'augmented'")),
+                {**params, "scenario": "ignorant", "value": 21.0, "now": now},
+            )
+    finally:
+        engine.dispose()
+    assert "worst_case" in _columns(url, "job_summaries")
+    upgrade_database(url)
+    check_database(url)
+    downgrade_database(url, "0008")
+    # Back to one row per (job, scenario, back-end, seed, metric): the baseline's rows stay.
+    assert "attacker" not in _columns(url, "results")
+    assert "worst_case" not in _columns(url, "job_summaries")
+    engine = create_db_engine(url)
+    try:
+        with engine.connect() as conn:
+            kept = conn.execute(sa.text("SELECT scenario, value FROM results")).all()
+    finally:
+        engine.dispose()
+    assert [(str(s), float(v)) for s, v in kept] == [("ignorant", 30.0)]
+    upgrade_database(url)
+    assert _results_by_attacker(url) == [("baseline", "ignorant", 30.0)]
+
+
+def test_0009_results_per_attacker_on_postgres(
+    postgres_database_factory: Callable[[], str],
+) -> None:
+    _check_0009_up_and_down(postgres_database_factory())
+
+
+def test_0009_results_per_attacker_on_sqlite(tmp_path: Path) -> None:
+    _check_0009_up_and_down(f"sqlite:///{tmp_path / 'unmask.db'}")

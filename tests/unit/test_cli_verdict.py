@@ -87,3 +87,74 @@ def test_a_results_document_gives_the_same_rows() -> None:
     }
     text = "\n".join(verdict_lines(document_rows(document), None))
     assert "EER 30.0 % (95 % CI 27.0-33.0) for the semi-informed attacker (cosine, 1 seed)" in text
+
+
+def _zoo_rows() -> list[dict[str, Any]]:
+    rows = []
+    for attacker, eer in (("baseline", 21.0), ("augmented", 14.0)):
+        for r in _one_seed("semi-informed", "plda", eer) + _one_seed("original", "cosine", 3.0):
+            rows.append({**r, "attacker": attacker})
+    return rows
+
+
+def test_a_zoo_verdict_names_the_worst_case_attacker() -> None:
+    trust = {
+        "trustworthy": True,
+        "reasons": [],
+        "attacker": "augmented",
+        "other_attackers": {"baseline": [{"code": "ver_s_high", "message": "m"}]},
+    }
+    text = "\n".join(verdict_lines(_zoo_rows(), trust))
+    assert (
+        "EER 14.0 % (95 % CI 12.0-16.0) for the semi-informed attacker "
+        "(attacker augmented, plda, 1 seed)" in text
+    )
+    assert "the worst case of 2 attackers: augmented" in text
+    assert "trustworthy (augmented, the worst-case attacker)" in text
+    assert "(attacker baseline alone would not pass: ver_s_high)" in text
+
+
+def test_the_cli_table_gets_an_attacker_column_only_for_a_zoo() -> None:
+    from rich.console import Console
+
+    from cli.result_table import rows_table
+
+    def render(rows: list[dict[str, Any]]) -> str:
+        console = Console(width=200, record=True)
+        console.print(rows_table(rows, "t"))
+        return console.export_text()
+
+    zoo = render(_zoo_rows())
+    assert "attacker" in zoo and "augmented" in zoo and "baseline" in zoo
+    assert "attacker" not in render(ROWS)
+
+
+def test_a_zoo_document_gives_rows_with_their_attacker() -> None:
+    document = {
+        "rows": [
+            {
+                "attacker": "baseline",
+                "scenario": "ignorant",
+                "backend": "cosine",
+                "seed": 0,
+                EER.key: 40.0,
+            },
+            {
+                "attacker": "augmented",
+                "scenario": "ignorant",
+                "backend": "cosine",
+                "seed": 0,
+                EER.key: 30.0,
+            },
+        ],
+        "summary": [],
+        "worst_case": {"ignorant": {"attacker": "augmented"}},
+    }
+    rows = document_rows(document)
+    assert {(r["attacker"], r["value"]) for r in rows if r["metric"] == EER.key} == {
+        ("baseline", 40.0),
+        ("augmented", 30.0),
+    }
+    assert "for the ignorant attacker (attacker augmented, cosine" in "\n".join(
+        verdict_lines(rows, None)
+    )

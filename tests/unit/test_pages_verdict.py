@@ -317,3 +317,63 @@ def test_submission_fields_round_trip_over_the_api(world_client: tuple[World, An
     out = response.json()
     assert out["description"] == "A short description."
     assert out["paper_url"] == body["paper_url"] and out["code_url"] == body["code_url"]
+
+
+def test_a_zoo_job_stands_with_its_worst_case_on_the_leaderboard_pages_and_api(
+    world_client: tuple[World, Any], tmp_path: Path
+) -> None:
+    from services.pipeline.zoo import worst_case
+    from services.storage.models import Job, Submission
+
+    world, client = world_client
+    base = _document(30.0, trust=None)["rows"]
+    rows = [{**r, "attacker": "baseline"} for r in base] + [
+        {**r, "attacker": "augmented", "eer_percent": r["eer_percent"] - 10.0} for r in base
+    ]
+    worst = worst_case(rows)
+    document = {
+        "rows": rows,
+        "summary": summarize_rows(rows),
+        "worst_case": worst,
+        "trust": {"trustworthy": True, "reasons": [], "attacker": "augmented",
+                  "other_attackers": {"baseline": []}},
+    }  # fmt: skip
+    with world.database.session_scope() as session:
+        team_id = session.get(Submission, world.plain).team_id  # type: ignore[union-attr]
+    zoo = world._evaluated(team_id, "zoo anon", document)
+    with world.database.session_scope() as session:
+        job_id = session.query(Job.id).filter(Job.submission_id == zoo).scalar()
+    page = client.get(f"/protocols/{world.protocol_id}").text
+    row = _row(page, zoo)
+    # The worst case: augmented's cosine EER (mean of 19 and 21), not the baseline's 30 or a mix.
+    assert '20.0<span class="std"> ± 1.4</span>' in row
+    assert "worst case: augmented" in row and f"?job={job_id}#attackers" in row
+    assert "worst case" not in _row(page, world.plain)  # one attacker: no badge
+    store = LocalBlobStore(tmp_path / "blobs", signing_key=HMAC_KEY)
+    _attach_document(world, store, zoo, document)
+    submission_page = client.get(f"/submissions/{zoo}?job={job_id}").text
+    section = re.search(r'<section id="attackers">.*?</section>', submission_page, re.S)
+    assert section is not None
+    assert '<td class="attacker">augmented</td>' in section.group(0)
+    assert "augmented / cosine" in submission_page and "baseline / plda" in submission_page
+    answer = client.get(
+        f"/v1/jobs/{job_id}/results", headers={"Authorization": f"Bearer {world.submit_token}"}
+    )
+    assert answer.status_code == 200, answer.text
+    out = answer.json()
+    eers = {
+        (r["attacker"], r["backend"], r["seed"]): r["value"]
+        for r in out["results"]
+        if r["metric"] == "eer_percent" and r["scenario"] == "semi-informed"
+    }
+    assert eers[("augmented", "plda", -1)] == pytest.approx(18.0)
+    assert eers[("baseline", "plda", -1)] == pytest.approx(28.0)
+    semi = out["worst_case"]["semi-informed"]
+    assert (semi["attacker"], semi["backend"]) == ("augmented", "plda")
+    assert semi["eer_percent"] == pytest.approx(18.0)
+    assert out["trust"]["attacker"] == "augmented"
+    plain_job = client.get(
+        f"/v1/jobs/{job_id - 1}/results", headers={"Authorization": f"Bearer {world.submit_token}"}
+    ).json()
+    assert plain_job["worst_case"] is None
+    assert {r["attacker"] for r in plain_job["results"]} == {"baseline"}

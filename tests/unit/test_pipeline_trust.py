@@ -101,3 +101,50 @@ def test_the_block_round_trips_through_the_document() -> None:
     assert trust_from_document(document) == trust
     assert trust_from_document({}) is None
     assert trust_from_document({"trust": {"trustworthy": "yes"}}) is None
+
+
+def _zoo_document(weak_eer: float) -> dict[str, Any]:
+    """Two attackers: ``strong`` (well trained) and ``weak`` (under-trained: VER_S 60 %)."""
+    eer = catalogue.EER.key
+    summary, training = [], {}
+    for name, semi, history in (
+        ("strong", 20.0, [_epoch(1, 30.0, 5.0), _epoch(2, 12.0, 3.0), _epoch(3, 14.0, 2.5)]),
+        ("weak", weak_eer, [_epoch(1, 70.0, 5.0), _epoch(2, 60.0, 4.0), _epoch(3, 61.0, 3.9)]),
+    ):
+        summary += [
+            {
+                "attacker": name,
+                "scenario": "semi-informed",
+                "backend": "cosine",
+                eer: {"mean": semi},
+            },
+            {"attacker": name, "scenario": "original", "backend": "cosine", eer: {"mean": 3.0}},
+        ]
+        training[f"{name}-anonymized-seed0"] = {
+            "attacker": name, "best_epoch": 2, "history": history,
+        }  # fmt: skip
+    worst = "weak" if weak_eer < 20.0 else "strong"
+    return {
+        "summary": summary,
+        "training": training,
+        "worst_case": {"semi-informed": {"attacker": worst}, "original": {"attacker": "strong"}},
+    }
+
+
+def test_a_zoo_is_judged_by_its_worst_case_attacker() -> None:
+    # The strong attacker made the verdict: the weak one's reasons are information only.
+    trust = assess_trust(_zoo_document(weak_eer=45.0), SETTINGS)
+    assert trust.trustworthy and trust.attacker == "strong"
+    block = trust.to_json()
+    assert block["attacker"] == "strong"
+    assert [r["code"] for r in block["other_attackers"]["weak"]] == ["ver_s_high"]
+    # The weak attacker made the verdict (lowest EER): its reasons count.
+    trust = assess_trust(_zoo_document(weak_eer=15.0), SETTINGS)
+    assert not trust.trustworthy and trust.attacker == "weak"
+    assert _codes(trust) == ["ver_s_high"] and trust.others["strong"] == ()
+    again = trust_from_document({"trust": trust.to_json()})
+    assert again is not None and again.attacker == "weak" and not again.trustworthy
+
+
+def test_without_a_zoo_the_block_is_unchanged() -> None:
+    assert set(assess_trust(_document(), SETTINGS).to_json()) == {"trustworthy", "reasons"}

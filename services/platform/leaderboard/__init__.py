@@ -22,6 +22,7 @@ from services.platform.leaderboard.service import (
     summary_key,
     summary_metric_keys,
     utility_tier,
+    worst_over_attackers,
 )
 
 __all__ = [
@@ -46,4 +47,5 @@ __all__ = [
     "summary_key",
     "summary_metric_keys",
     "utility_tier",
+    "worst_over_attackers",
 ]

@@ -14,6 +14,11 @@ value is the aggregate row (seed ``AGGREGATE_SEED``) when present, else the mean
   ``job_summaries`` (one JSON per job). Jobs without a summary (succeeded before the table
   existed) and metrics outside :func:`summary_metric_keys` are aggregated from the results on the
   fly, the same way. :func:`sort_rows` puts missing values last whatever the direction.
+
+A job of an attacker zoo has results per ``attacker``: every view reads, per (scenario, back-end,
+metric), the value worst for the maker over its attackers (lowest EER, highest disclosure:
+:func:`worst_over_attackers`), each attacker's value aggregated over seeds first. A job without
+a zoo has one attacker, so its values are as before.
 """
 
 from __future__ import annotations
@@ -127,19 +132,64 @@ def _aggregated_values(
         conditions.append(Result.scenario == scenario)
     if backend is not None:
         conditions.append(Result.backend == backend)
+    per_attacker: dict[tuple[int, str, str], dict[str, dict[str, float | None]]] = {}
     for offset in range(0, len(job_ids), _JOB_ID_CHUNK):
         chunk = list(job_ids[offset : offset + _JOB_ID_CHUNK])
         query = (
             select(
-                Result.job_id, Result.scenario, Result.backend, Result.metric, aggregated_value()
+                Result.job_id,
+                Result.attacker,
+                Result.scenario,
+                Result.backend,
+                Result.metric,
+                aggregated_value(),
             )
             .where(Result.job_id.in_(chunk), *conditions)
-            .group_by(Result.job_id, Result.scenario, Result.backend, Result.metric)
-        )
-        for job_id, row_scenario, row_backend, metric, value in session.execute(query):
-            out[job_id][summary_key(row_scenario, row_backend, metric)] = (
-                None if value is None else float(value)
+            .group_by(
+                Result.job_id, Result.attacker, Result.scenario, Result.backend, Result.metric
             )
+        )
+        for job_id, attacker, row_scenario, row_backend, metric, value in session.execute(query):
+            per_attacker.setdefault((job_id, row_scenario, row_backend), {}).setdefault(
+                attacker, {}
+            )[metric] = None if value is None else float(value)
+    for (job_id, row_scenario, row_backend), by_attacker in per_attacker.items():
+        for metric, value in worst_over_attackers(by_attacker).items():
+            out[job_id][summary_key(row_scenario, row_backend, metric)] = value
+    return out
+
+
+def worst_over_attackers(
+    by_attacker: Mapping[str, Mapping[str, float | None]],
+) -> dict[str, float | None]:
+    """One (scenario, back-end)'s metric values over a zoo's attackers: each catalogued metric's
+    value worst for the maker (lowest where higher is better, else highest; missing values
+    ignored), its ``_std`` that of the same attacker; other values (``n_seeds``, uncatalogued
+    metrics) those of the attacker with the lowest EER. One attacker: its values unchanged."""
+    if len(by_attacker) == 1:
+        return dict(next(iter(by_attacker.values())))
+    eer = catalogue.EER.key
+    names = sorted(by_attacker)
+    with_eer = [n for n in names if by_attacker[n].get(eer) is not None]
+    headline = min(with_eer, key=lambda n: by_attacker[n][eer] or 0.0) if with_eer else names[0]
+    out: dict[str, float | None] = dict(by_attacker[headline])
+    chosen: dict[str, str] = {}
+    for key in {k for values in by_attacker.values() for k in values}:
+        if not catalogue.is_catalogued(key):
+            continue
+        metric = catalogue.metric(key)
+        present = [n for n in names if by_attacker[n].get(key) is not None]
+        if not present:
+            continue
+        pick = (max if not metric.higher_is_better else min)(
+            present, key=lambda n: by_attacker[n][key] or 0.0
+        )
+        out[key] = by_attacker[pick][key]
+        chosen[key] = pick
+    for key, pick in chosen.items():
+        std = catalogue.metric(key).std_key
+        if std in by_attacker[pick]:
+            out[std] = by_attacker[pick][std]
     return out
 
 
@@ -181,7 +231,7 @@ def leaderboard(
     display.
     """
     latest = latest_succeeded_jobs(protocol_id)
-    values = (
+    per_attacker = (
         select(Result.job_id.label("job_id"), aggregated_value().label("value"))
         .where(
             Result.protocol_id == protocol_id,
@@ -189,7 +239,14 @@ def leaderboard(
             Result.scenario == scenario,
             Result.backend == backend,
         )
-        .group_by(Result.job_id)
+        .group_by(Result.job_id, Result.attacker)
+        .subquery("attacker_values")
+    )
+    # An attacker zoo's job stands with its worst case for the maker (one attacker: its value).
+    worst = func.min if higher_is_better else func.max
+    values = (
+        select(per_attacker.c.job_id, worst(per_attacker.c.value).label("value"))
+        .group_by(per_attacker.c.job_id)
         .subquery("metric_values")
     )
     value_order = values.c.value.desc() if higher_is_better else values.c.value.asc()
@@ -256,6 +313,8 @@ class LeaderboardTableRow:
     trustworthy: bool | None = None
     """The report's trust mark; None = unknown (no trust block in the report)."""
     trust_reasons: list[dict[str, Any]] = field(default_factory=list)
+    worst_case: dict[str, Any] | None = None
+    """The report's ``worst_case`` (an attacker zoo's, per scenario); None = one attacker."""
 
     @property
     def is_baseline(self) -> bool:
@@ -279,10 +338,13 @@ def record_report_summary(
     trustworthy: bool | None,
     trust_reasons: Sequence[Mapping[str, Any]],
     det_curves: Mapping[str, Any],
+    worst_case: Mapping[str, Any] | None = None,
 ) -> JobSummary:
-    """Keep the report's trust mark and DET points in the job's summary (created when missing;
-    its metric values are filled by :func:`refresh_job_summary` when the job succeeds)."""
+    """Keep the report's trust mark, DET points and zoo worst case in the job's summary (created
+    when missing; its metric values are filled by :func:`refresh_job_summary` when the job
+    succeeds)."""
     summary = _summary_row(session, job_id)
+    summary.worst_case = dict(worst_case) if worst_case else None
     summary.trustworthy = trustworthy
     summary.trust_reasons = [dict(r) for r in trust_reasons] if trustworthy is not None else None
     summary.det_curves = dict(det_curves) or None
@@ -364,6 +426,7 @@ def leaderboard_table(
             JobSummary.metric_values,
             JobSummary.trustworthy,
             JobSummary.trust_reasons,
+            JobSummary.worst_case,
         )
         .join(latest, and_(latest.c.submission_id == Submission.id, latest.c.recency == 1))
         .join(Team, Team.id == Submission.team_id)
@@ -408,6 +471,7 @@ def leaderboard_table(
                 code_url=r.code_url,
                 trustworthy=r.trustworthy,
                 trust_reasons=list(r.trust_reasons or []),
+                worst_case=dict(r.worst_case) if r.worst_case else None,
             )
         )
     return rows

@@ -16,12 +16,13 @@ from typing import Any
 
 from services.metrics import catalogue
 from services.pipeline.workspace import media_type_of
+from services.pipeline.zoo import BASELINE, row_attacker
 from services.platform.leaderboard import det_key
 from services.platform.results import service as result_records
 from services.storage.blobstore import BlobStore
 from services.storage.models import AGGREGATE_SEED
 
-_ROW_IDENTITY = {"scenario", "backend", "seed", "stage_key", "det"}
+_ROW_IDENTITY = {"attacker", "scenario", "backend", "seed", "stage_key", "det"}
 
 
 def _flatten_metrics(prefix: str, value: Any, out: dict[str, float | None]) -> None:
@@ -49,21 +50,23 @@ def result_rows_from_document(document: Mapping[str, Any]) -> list[result_record
     ``eer_ci95_percent_low``, ...), plus seed ``AGGREGATE_SEED`` rows from ``summary``: the mean
     over seeds under the metric's own name and the standard deviation under ``<metric>_std``,
     plus the ``utility`` block's values (scenario ``utility``, back-end ``-``, seed
-    ``AGGREGATE_SEED``; ``usable_speech`` as 1 / 0).
+    ``AGGREGATE_SEED``; ``usable_speech`` as 1 / 0). Each row carries its zoo ``attacker``
+    (``baseline`` for a document without a zoo, and for the utility rows).
     """
-    rows: dict[tuple[str, str, int, str], float | None] = {}
+    rows: dict[tuple[str, str, str, int, str], float | None] = {}
     for row in document.get("rows", []):
         metrics: dict[str, float | None] = {}
         for key, value in row.items():
             if key not in _ROW_IDENTITY:
                 _flatten_metrics(key, value, metrics)
+        attacker = row_attacker(row)
         for metric, value in metrics.items():
-            rows[(row["scenario"], row["backend"], int(row["seed"]), metric[:64])] = value
+            rows[(attacker, row["scenario"], row["backend"], int(row["seed"]), metric[:64])] = value
     for entry in document.get("summary", []):
         for metric, value in entry.items():
-            if metric in ("scenario", "backend"):
+            if metric in ("attacker", "scenario", "backend"):
                 continue
-            key = (entry["scenario"], entry["backend"], AGGREGATE_SEED)
+            key = (row_attacker(entry), entry["scenario"], entry["backend"], AGGREGATE_SEED)
             if metric == "n_seeds":
                 rows[(*key, "n_seeds")] = float(value)
             elif isinstance(value, Mapping):
@@ -74,7 +77,7 @@ def result_rows_from_document(document: Mapping[str, Any]) -> list[result_record
     utility = document.get("utility")
     if isinstance(utility, Mapping):
         # One value per job (utility does not depend on the attacker's seed or back-end).
-        key = (catalogue.UTILITY_SCENARIO, catalogue.UTILITY_BACKEND, AGGREGATE_SEED)
+        key = (BASELINE, catalogue.UTILITY_SCENARIO, catalogue.UTILITY_BACKEND, AGGREGATE_SEED)
         for metric, value in catalogue.utility_values(utility).items():
             rows[(*key, metric)] = value
         wer = utility.get("wer")
@@ -85,8 +88,8 @@ def result_rows_from_document(document: Mapping[str, Any]) -> list[result_record
             for metric, value in flat.items():
                 rows[(*key, metric)] = value
     return [
-        result_records.ResultRow(scenario, backend, seed, metric, value)
-        for (scenario, backend, seed, metric), value in rows.items()
+        result_records.ResultRow(scenario, backend, seed, metric, value, attacker)
+        for (attacker, scenario, backend, seed, metric), value in rows.items()
     ]
 
 
@@ -137,10 +140,21 @@ def _det_points(row: Mapping[str, Any]) -> tuple[list[float], list[float]] | Non
 
 
 def report_summary_from_document(document: Mapping[str, Any]) -> result_records.ReportSummary:
-    """The trust mark and the DET points a job summary keeps (see :class:`ReportSummary`)."""
+    """The trust mark, the DET points and the zoo's worst case a job summary keeps (see
+    :class:`ReportSummary`). With a zoo, the DET curves are those of each scenario's worst-case
+    attacker."""
     trustworthy, reasons = read_trust(document)
     curves: dict[str, Any] = {}
     rows = [r for r in document.get("rows") or [] if isinstance(r, Mapping)]
+    worst = document.get("worst_case")
+    worst_case = dict(worst) if isinstance(worst, Mapping) and worst else None
+    if worst_case is not None:
+        rows = [
+            r
+            for r in rows
+            if isinstance(worst_case.get(str(r.get("scenario"))), Mapping)
+            and row_attacker(r) == worst_case[str(r.get("scenario"))].get("attacker")
+        ]
     for row in sorted(rows, key=lambda r: _number(r.get("seed")) or 0.0):
         key = det_key(str(row.get("scenario")), str(row.get("backend")))
         points = _det_points(row)
@@ -152,7 +166,7 @@ def report_summary_from_document(document: Mapping[str, Any]) -> result_records.
             "pmiss": points[1],
             "eer": catalogue.EER.value_in(row),
         }
-    return result_records.ReportSummary(trustworthy, reasons, curves)
+    return result_records.ReportSummary(trustworthy, reasons, curves, worst_case)
 
 
 def upload_report(

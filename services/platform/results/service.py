@@ -10,6 +10,7 @@ from typing import Any
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
+from services.pipeline.zoo import BASELINE
 from services.platform.hashing import SHA256_HEX_RE
 from services.platform.leaderboard import record_report_summary, refresh_job_summary
 from services.platform.rows import get_row
@@ -21,13 +22,15 @@ from services.storage.models import Artifact, Job, JobSummary, Result, RunState,
 @dataclass(frozen=True)
 class ResultRow:
     """One metric value. ``seed`` = ``AGGREGATE_SEED`` for a value aggregated over seeds;
-    ``value`` None or NaN = not computed."""
+    ``value`` None or NaN = not computed; ``attacker``: the zoo attacker (``baseline`` without a
+    zoo)."""
 
     scenario: str
     backend: str
     seed: int
     metric: str
     value: float | None
+    attacker: str = BASELINE
 
 
 @dataclass(frozen=True)
@@ -43,6 +46,8 @@ class ReportSummary:
     trustworthy: bool | None = None
     reasons: list[dict[str, Any]] = field(default_factory=list)
     det_curves: dict[str, Any] = field(default_factory=dict)
+    worst_case: dict[str, Any] | None = None
+    """The report's ``worst_case`` (an attacker zoo's); None = one attacker."""
 
 
 @dataclass(frozen=True)
@@ -65,7 +70,8 @@ def record_results_and_artifacts(
 ) -> None:
     """Store a job's results and artifacts all-or-nothing (one SAVEPOINT).
 
-    A result row already present (same job, scenario, back-end, seed, metric) is overwritten, so a
+    A result row already present (same job, attacker, scenario, back-end, seed, metric) is
+    overwritten, so a
     retried stage can record again. Invalid input raises before anything is written.
     """
     job = get_row(session, Job, job_id)
@@ -81,12 +87,13 @@ def record_results_and_artifacts(
             )
     with session.begin_nested():
         existing = {
-            (r.scenario, r.backend, r.seed, r.metric): r
+            (r.attacker, r.scenario, r.backend, r.seed, r.metric): r
             for r in session.scalars(select(Result).where(Result.job_id == job_id))
         }
         for row in results:
             value = None if row.value is None or math.isnan(row.value) else float(row.value)
-            found = existing.get((row.scenario, row.backend, row.seed, row.metric))
+            identity = (row.attacker, row.scenario, row.backend, row.seed, row.metric)
+            found = existing.get(identity)
             if found is not None:
                 found.value = value
                 continue
@@ -94,6 +101,7 @@ def record_results_and_artifacts(
                 job_id=job_id,
                 protocol_id=job.protocol_id,
                 submission_id=job.submission_id,
+                attacker=row.attacker,
                 scenario=row.scenario,
                 backend=row.backend,
                 seed=row.seed,
@@ -101,7 +109,7 @@ def record_results_and_artifacts(
                 value=value,
             )
             session.add(result)
-            existing[(row.scenario, row.backend, row.seed, row.metric)] = result
+            existing[identity] = result
         for artifact in artifacts:
             session.add(
                 Artifact(
@@ -150,18 +158,26 @@ def replace_job_results(
                 trustworthy=report.trustworthy,
                 trust_reasons=report.reasons,
                 det_curves=report.det_curves,
+                worst_case=report.worst_case,
             )
 
 
 def list_results(session: Session, job_id: int) -> list[Result]:
-    """A job's result rows ordered by scenario, back-end, metric, seed."""
+    """A job's result rows ordered by scenario, attacker, back-end, metric, seed."""
     return list(
         session.scalars(
             select(Result)
             .where(Result.job_id == job_id)
-            .order_by(Result.scenario, Result.backend, Result.metric, Result.seed)
+            .order_by(Result.scenario, Result.attacker, Result.backend, Result.metric, Result.seed)
         )
     )
+
+
+def job_worst_case(session: Session, job_id: int) -> dict[str, Any] | None:
+    """The ``worst_case`` block of a job's report as its summary keeps it (None: one attacker
+    or no summary yet)."""
+    summary = session.get(JobSummary, job_id)
+    return None if summary is None or summary.worst_case is None else dict(summary.worst_case)
 
 
 def job_trust(session: Session, job_id: int) -> tuple[bool | None, list[dict[str, Any]]]:

@@ -1,0 +1,270 @@
+"""The attacker zoo: several attackers per evaluation, and the worst-case verdict over them.
+
+A privacy verdict is only as strong as the strongest attacker it was measured against. An
+evaluation config's ``attackers`` names the attackers a job trains and scores (each an
+:class:`AttackerSpec`: training overrides on the config's ``training``, back-ends, score
+normalization); every result row carries the name of its ``attacker``, and :func:`worst_case`
+picks, per scenario, the result that is worst for the anonymizer's maker (lowest EER, highest
+disclosure), naming the attacker and back-end that achieved it.
+
+``attackers: null`` (the default) is one attacker, ``baseline``, that is the config itself: the
+same stages, stage keys and ``results.json`` as an evaluation without a zoo. Named zoos
+(:data:`NAMED_ZOOS`): ``baseline`` (that attacker alone) and ``strongest`` (the baseline plus
+``augmented``: augmentation with the ``AugmentationConfig`` defaults, cosine and PLDA, AS-norm).
+
+Attackers whose resolved training configs are equal share their train and embed stages (stages
+are keyed by their inputs), so adding a back-end-only variant costs scoring only.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from services.attacker.training_config import AugmentationConfig, TrainingConfig
+from services.metrics import catalogue
+
+BASELINE = "baseline"
+"""Name of the attacker that is the config's own training and back-ends (today's attacker)."""
+
+ATTACKER_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,31}$")
+"""Attacker names: lowercase, digits, ``_ . -``, at most 32 characters (a column and a path)."""
+
+NOT_OVERRIDABLE = frozenset({"seed", "device", "dataloader_workers"})
+"""Training fields an attacker may not set: seeds come from the config's ``seeds``; the device
+and loader workers are the host's, not the attacker's."""
+
+
+class AttackerSpec(BaseModel):
+    """One attacker of the zoo: how it trains (overrides on the config's ``training``) and scores.
+
+    Unset fields are the config's: ``training: {}``, ``backends: null``, ``normalization: null``
+    and ``cohort_top_k: null`` give the config's own attacker.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(
+        description="The attacker's name in result rows and tables (lowercase letters, digits, "
+        "`_ . -`; at most 32 characters)."
+    )
+    training: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Overrides applied onto the config's `training` (e.g. `preset`, `epochs`, "
+        "`augmentation: {}` for the augmentation defaults, front-end fields); not `seed`, "
+        "`device`, `dataloader_workers`.",
+    )
+    backends: list[Literal["cosine", "plda"]] | None = Field(
+        None, min_length=1, description="Scoring back-ends; null = the config's `backends`."
+    )
+    normalization: Literal["none", "as-norm"] | None = Field(
+        None, description="Score normalization; null = the config's `scoring.normalization`."
+    )
+    cohort_top_k: int | None = Field(
+        None, ge=2, description="AS-norm cohort top K; null = the config's `scoring.cohort_top_k`."
+    )
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        if not ATTACKER_NAME_RE.match(value):
+            raise ValueError(
+                f"attacker name {value!r}: use lowercase letters, digits and _ . - "
+                "(at most 32 characters, starting with a letter or digit)"
+            )
+        return value
+
+    @field_validator("training")
+    @classmethod
+    def _training_keys(cls, value: dict[str, Any]) -> dict[str, Any]:
+        fixed = sorted(NOT_OVERRIDABLE & set(value))
+        if fixed:
+            raise ValueError(
+                f"training may not set {', '.join(fixed)} (seeds come from the config's `seeds`; "
+                "device and loader workers are the host's)"
+            )
+        unknown = sorted(set(value) - set(TrainingConfig.model_fields))
+        if unknown:
+            raise ValueError(
+                f"training has unknown fields {', '.join(unknown)}; known: "
+                f"{', '.join(sorted(TrainingConfig.model_fields))}"
+            )
+        return value
+
+    @field_validator("backends")
+    @classmethod
+    def _unique_backends(cls, value: list[str] | None) -> list[str] | None:
+        if value is not None and len(set(value)) != len(value):
+            raise ValueError(f"backends has duplicate entries: {value}")
+        return value
+
+
+def _strongest_zoo() -> list[AttackerSpec]:
+    return [
+        AttackerSpec(name=BASELINE),
+        AttackerSpec(
+            name="augmented",
+            training={"augmentation": AugmentationConfig().model_dump(mode="json")},
+            backends=["cosine", "plda"],
+            normalization="as-norm",
+        ),
+    ]
+
+
+NAMED_ZOOS: dict[str, Callable[[], list[AttackerSpec]]] = {
+    BASELINE: lambda: [AttackerSpec(name=BASELINE)],
+    "strongest": _strongest_zoo,
+}
+"""The zoos a config may name with ``attackers: <name>``."""
+
+
+def resolve_training(base: TrainingConfig, spec: AttackerSpec) -> TrainingConfig:
+    """``base`` with ``spec.training`` applied (top-level fields replaced, then validated).
+
+    No overrides returns ``base`` itself, so the baseline attacker's train stage key is the one
+    an evaluation without a zoo computes. Raises ``pydantic.ValidationError`` for a bad value.
+    """
+    if not spec.training:
+        return base
+    data = base.model_dump(mode="json")
+    data.update(spec.training)
+    return TrainingConfig.model_validate(data)
+
+
+def zoo_specs(attackers: Sequence[AttackerSpec] | str | None) -> list[AttackerSpec]:
+    """The attackers of a config's ``attackers`` field (None = the baseline alone)."""
+    if attackers is None:
+        return [AttackerSpec(name=BASELINE)]
+    if isinstance(attackers, str):
+        if attackers not in NAMED_ZOOS:
+            raise ValueError(
+                f"attackers: unknown zoo {attackers!r}; one of {', '.join(sorted(NAMED_ZOOS))} "
+                "or a list of attackers"
+            )
+        return NAMED_ZOOS[attackers]()
+    return list(attackers)
+
+
+def parse_attackers(value: Any) -> Any:
+    """The ``attackers`` field before validation: each list entry validated here, so that an
+    error names the attacker (``attackers[1] (augmented): training: ...``)."""
+    if value is None or isinstance(value, AttackerSpec):
+        return value
+    if isinstance(value, str):
+        if value not in NAMED_ZOOS:
+            raise ValueError(
+                f"unknown zoo {value!r}; one of {', '.join(sorted(NAMED_ZOOS))} or a list of "
+                "attackers"
+            )
+        return value
+    if not isinstance(value, list | tuple):
+        raise ValueError("expected a list of attackers or the name of a zoo")
+    if not value:
+        raise ValueError("an empty zoo has no attacker; leave `attackers` out for the baseline")
+    specs, problems = [], []
+    for i, item in enumerate(value):
+        name = item.get("name", "?") if isinstance(item, Mapping) else "?"
+        try:
+            specs.append(AttackerSpec.model_validate(item))
+        except ValidationError as exc:
+            for err in exc.errors():
+                loc = ".".join(str(p) for p in err["loc"]) or "(attacker)"
+                problems.append(f"attackers[{i}] ({name}): {loc}: {err['msg']}")
+    if problems:
+        raise ValueError("; ".join(problems))
+    return specs
+
+
+def validate_zoo(base: TrainingConfig, attackers: Sequence[AttackerSpec] | str | None) -> None:
+    """Check a zoo against the config's training; ``ValueError`` names each bad attacker."""
+    specs = zoo_specs(attackers)
+    names = [s.name for s in specs]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise ValueError(f"attackers: duplicate names {', '.join(duplicates)}")
+    problems = []
+    for i, spec in enumerate(specs):
+        try:
+            resolve_training(base, spec)
+        except ValidationError as exc:
+            for err in exc.errors():
+                loc = ".".join(str(p) for p in err["loc"])
+                problems.append(f"attackers[{i}] ({spec.name}): training.{loc}: {err['msg']}")
+    if problems:
+        raise ValueError("; ".join(problems))
+
+
+HEADLINE_SCENARIOS: tuple[str, ...] = ("semi-informed", "lazy-informed", "ignorant")
+"""The verdict's headline scenario: the strongest attack scenario the evaluation ran, in this
+order of strength (``original`` only when no attack scenario ran)."""
+
+
+def headline(worst: Mapping[str, Mapping[str, Any]]) -> tuple[str | None, str]:
+    """(headline scenario, its worst-case attacker) of a ``worst_case`` block; (None,
+    ``baseline``) when it is empty."""
+    for scenario in (*HEADLINE_SCENARIOS, "original"):
+        entry = worst.get(scenario)
+        if isinstance(entry, Mapping) and entry.get("attacker"):
+            return scenario, str(entry["attacker"])
+    return None, BASELINE
+
+
+# -- the worst case ------------------------------------------------------------------------------
+
+
+def row_attacker(row: Mapping[str, Any]) -> str:
+    """The attacker of a result row (rows of evaluations without a zoo are the baseline's)."""
+    return str(row.get("attacker") or BASELINE)
+
+
+def worst_case(rows: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per scenario, the result worst for the anonymizer's maker over attackers and back-ends.
+
+    Each (attacker, back-end) is first averaged over its seeds (``summarize_seed_values``); the
+    headline is the (attacker, back-end) with the lowest mean EER (%), ties broken by attacker
+    then back-end name. ``metrics`` holds, for every seed-summary metric of the catalogue, its
+    worst value (lowest for higher-is-better metrics such as EER and min Cllr, highest for
+    disclosure: SRD, linkability, detection rates) and the attacker and back-end that achieved
+    it; a metric no row carries is left out. Returns ``{scenario: {"attacker", "backend",
+    <the EER key>, "n_seeds", "attackers", "metrics": {key: {"value", "attacker", "backend"}}}}``.
+    """
+    groups: dict[tuple[str, str, str], list[Mapping[str, Any]]] = {}
+    for r in rows:
+        groups.setdefault((str(r["scenario"]), row_attacker(r), str(r["backend"])), []).append(r)
+    means: dict[tuple[str, str, str], dict[str, float]] = {}
+    for key, sel in groups.items():
+        summary = catalogue.summarize_seed_values(list(sel))
+        means[key] = {
+            k: v["mean"] for k, v in summary.items() if v is not None and math.isfinite(v["mean"])
+        }
+    out: dict[str, dict[str, Any]] = {}
+    eer = catalogue.EER
+    for scenario in dict.fromkeys(k[0] for k in groups):
+        keys = sorted(k for k in means if k[0] == scenario)
+        metrics: dict[str, dict[str, Any]] = {}
+        for m in catalogue.seed_summary_metrics():
+            best: tuple[float, str, str] | None = None
+            for _, attacker, backend in keys:
+                value = means[(scenario, attacker, backend)].get(m.key)
+                if value is None:
+                    continue
+                if best is None or m.is_worse(value, best[0]):
+                    best = (value, attacker, backend)
+            if best is not None:
+                metrics[m.key] = {"value": best[0], "attacker": best[1], "backend": best[2]}
+        headline = metrics.get(eer.key)
+        attacker = headline["attacker"] if headline else keys[0][1]
+        backend = headline["backend"] if headline else keys[0][2]
+        out[scenario] = {
+            "attacker": attacker,
+            "backend": backend,
+            eer.key: headline["value"] if headline else None,
+            "n_seeds": len(groups[(scenario, attacker, backend)]),
+            "attackers": sorted({k[1] for k in keys}),
+            "metrics": metrics,
+        }
+    return out

@@ -1,0 +1,223 @@
+"""The attacker zoo: specs, config validation, the worst-case rule, and a two-attacker run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from services.attacker.training_config import AugmentationConfig, TrainingConfig
+from services.errors import ConfigError
+from services.pipeline.config import EvaluationConfig, attacker_config, parse_config
+from services.pipeline.zoo import (
+    BASELINE,
+    AttackerSpec,
+    headline,
+    resolve_training,
+    worst_case,
+    zoo_specs,
+)
+
+
+def _row(attacker: str | None, scenario: str, backend: str, seed: int, eer: float, **extra: Any):
+    row: dict[str, Any] = {"scenario": scenario, "backend": backend, "seed": seed}
+    row["eer_percent"] = eer
+    if attacker is not None:
+        row["attacker"] = attacker
+    row.update(extra)
+    return row
+
+
+# -- specs and config ----------------------------------------------------------------------------
+
+
+def test_resolve_training_applies_overrides_and_keeps_the_base_without_them() -> None:
+    base = TrainingConfig(preset="tiny", epochs=3)
+    assert resolve_training(base, AttackerSpec(name="b")) is base
+    spec = AttackerSpec(name="aug", training={"epochs": 5, "augmentation": {}})
+    resolved = resolve_training(base, spec)
+    assert resolved.epochs == 5 and resolved.preset == "tiny"
+    assert resolved.augmentation == AugmentationConfig()
+    assert base.augmentation is None and base.epochs == 3  # the base is not modified
+
+
+def test_no_attackers_is_todays_config_byte_for_byte() -> None:
+    cfg = parse_config({"name": "x"})
+    assert cfg.attackers is None
+    assert "attackers" not in cfg.model_dump(mode="json")
+    assert cfg.content_hash() == EvaluationConfig(name="x").content_hash()
+    [spec] = zoo_specs(None)
+    assert spec.name == BASELINE
+    assert attacker_config(cfg, spec) is cfg  # same config object: same stage keys
+
+
+def test_named_zoos_resolve() -> None:
+    cfg = parse_config({"attackers": "strongest", "backends": ["cosine"]})
+    specs = zoo_specs(cfg.attackers)
+    assert [s.name for s in specs] == [BASELINE, "augmented"]
+    strong = attacker_config(cfg, specs[1])
+    assert strong.training.augmentation == AugmentationConfig()
+    assert strong.backends == ["cosine", "plda"]
+    assert strong.scoring.normalization == "as-norm"
+    assert attacker_config(cfg, specs[0]) is cfg
+    assert "attackers" in cfg.model_dump(mode="json")
+    assert cfg.content_hash() != parse_config({"backends": ["cosine"]}).content_hash()
+
+
+@pytest.mark.parametrize(
+    ("attackers", "expected"),
+    [
+        ([{"name": "fast", "training": {"epochs": 0}}], "attackers[0] (fast): training.epochs"),
+        ([{"name": "b"}, {"name": "x", "training": {"bogus": 1}}], "attackers[1] (x)"),
+        ([{"name": "x", "training": {"seed": 3}}], "attackers[0] (x): training: "),
+        ([{"name": "x", "backends": ["svm"]}], "attackers[0] (x): backends.0"),
+        ([{"name": "Bad Name"}], "attackers[0] (Bad Name): name"),
+        ([{"name": "a"}, {"name": "a"}], "duplicate names a"),
+        ("nonsense", "unknown zoo 'nonsense'"),
+        ([], "empty zoo"),
+    ],
+)
+def test_bad_attackers_are_named(attackers: Any, expected: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        parse_config({"attackers": attackers})
+    assert expected in str(err.value)
+
+
+# -- the worst case ------------------------------------------------------------------------------
+
+
+def test_worst_case_names_the_attacker_and_backend_over_seed_means() -> None:
+    rows = [
+        _row("baseline", "semi-informed", "cosine", 0, 30.0, linkability=0.2),
+        _row("baseline", "semi-informed", "cosine", 1, 34.0, linkability=0.3),
+        _row("augmented", "semi-informed", "cosine", 0, 20.0, linkability=0.1),
+        _row("augmented", "semi-informed", "cosine", 1, 40.0, linkability=0.1),  # mean 30
+        _row("augmented", "semi-informed", "plda", 0, 25.0, linkability=0.5),
+        _row("augmented", "semi-informed", "plda", 1, 27.0, linkability=0.6),  # mean 26
+        _row("baseline", "ignorant", "cosine", 0, 45.0),
+    ]
+    worst = worst_case(rows)
+    semi = worst["semi-informed"]
+    # Not the lowest single seed (20 %): the lowest mean over seeds.
+    assert (semi["attacker"], semi["backend"], semi["eer_percent"]) == ("augmented", "plda", 26.0)
+    assert semi["n_seeds"] == 2
+    assert semi["attackers"] == ["augmented", "baseline"]
+    link = semi["metrics"]["linkability"]
+    assert (link["attacker"], link["backend"]) == ("augmented", "plda")
+    assert link["value"] == pytest.approx(0.55)
+    assert worst["ignorant"]["attacker"] == "baseline"
+    assert headline(worst) == ("semi-informed", "augmented")
+
+
+def test_rows_without_attacker_are_the_baseline() -> None:
+    worst = worst_case([_row(None, "ignorant", "cosine", 0, 40.0)])
+    assert worst["ignorant"]["attacker"] == BASELINE
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_worst_case_is_never_weaker_than_the_baseline_attackers(seed: int) -> None:
+    """Property over random fixed scores: adding attackers can only lower the worst-case EER
+    and raise the worst-case disclosure, never the other way round."""
+    rng = np.random.default_rng(seed)
+    scenarios = ["ignorant", "semi-informed"]
+    rows = []
+    for attacker in ["baseline", *[f"a{i}" for i in range(rng.integers(1, 4))]]:
+        for scenario in scenarios:
+            for backend in ["cosine", "plda"]:
+                for s in range(int(rng.integers(1, 4))):
+                    rows.append(
+                        _row(
+                            attacker,
+                            scenario,
+                            backend,
+                            s,
+                            float(rng.uniform(0, 50)),
+                            linkability=float(rng.uniform(0, 1)),
+                            srd={"empirical": {"mean_disclosure_bits": float(rng.uniform(0, 3))}},
+                        )
+                    )
+    worst = worst_case(rows)
+    baseline_only = worst_case([r for r in rows if r["attacker"] == BASELINE])
+    for scenario in scenarios:
+        assert worst[scenario]["eer_percent"] <= baseline_only[scenario]["eer_percent"]
+        for key in ("linkability", "srd_mean_disclosure_bits"):
+            assert (
+                worst[scenario]["metrics"][key]["value"]
+                >= baseline_only[scenario]["metrics"][key]["value"]
+            )
+        # ...and it is one of the attackers' own seed means, not a mix of them.
+        sel = [
+            r["eer_percent"]
+            for r in rows
+            if r["scenario"] == scenario
+            and r["attacker"] == worst[scenario]["attacker"]
+            and r["backend"] == worst[scenario]["backend"]
+        ]
+        assert worst[scenario]["eer_percent"] == pytest.approx(float(np.mean(sel)))
+
+
+# -- the pipeline --------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_two_cheap_attackers_give_rows_per_attacker_and_a_worst_case(tmp_path: Path) -> None:
+    from services.pipeline.evaluation import run_evaluation
+    from support.configs import tiny_config
+
+    data = tiny_config(
+        synthetic={"n_speakers": 8, "n_attacker_train_speakers": 4, "n_eval_speakers": 2},
+        scenarios=["original", "semi-informed"],
+        training={"epochs": 1, "target_classifier": "off"},
+        backends=["cosine"],
+        metrics={"bootstrap_resamples": 0},
+        attackers=[
+            {"name": "baseline"},
+            {"name": "plda-only", "backends": ["plda"]},  # shares the baseline's recognizers
+            {"name": "wider-crops", "training": {"crop_seconds": 1.0}},
+        ],
+    )
+    result = run_evaluation(parse_config(data), tmp_path / "out")
+    rows = result["rows"]
+    by = {(r["attacker"], r["scenario"], r["backend"]) for r in rows}
+    assert by == {
+        (a, s, b)
+        for a, b in [("baseline", "cosine"), ("plda-only", "plda"), ("wider-crops", "cosine")]
+        for s in ("original", "semi-informed")
+    }
+    # Equal training configs share train stages: 2 recognizers x 2 distinct configs.
+    train_keys = {s["key"] for s in result["stages"] if s["stage"] == "train"}
+    assert len(train_keys) == 4
+    assert {t["attacker"] for t in result["training"].values()} == {
+        "baseline",
+        "plda-only",
+        "wider-crops",
+    }
+    assert {e["attacker"] for e in result["summary"]} == {"baseline", "plda-only", "wider-crops"}
+    worst = result["worst_case"]
+    for scenario in ("original", "semi-informed"):
+        entry = worst[scenario]
+        lowest = min((r for r in rows if r["scenario"] == scenario), key=lambda r: r["eer_percent"])
+        assert entry["eer_percent"] == pytest.approx(lowest["eer_percent"])
+        assert entry["attacker"] == lowest["attacker"]
+    assert result["trust"]["attacker"] == worst["semi-informed"]["attacker"]
+    assert set(result["trust"]["other_attackers"]) == (
+        {"baseline", "plda-only", "wider-crops"} - {result["trust"]["attacker"]}
+    )
+    saved = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert saved["worst_case"] == json.loads(json.dumps(worst))
+    assert any(k.startswith("det-wider-crops-") for k in result["plots"])
+
+
+def test_the_zoo_example_config_names_the_strongest_zoo() -> None:
+    from services.pipeline.config import load_config
+
+    path = Path(__file__).resolve().parents[2] / "examples" / "configs" / "zoo-pitch.yaml"
+    cfg = load_config(path)
+    names = [s.name for s in zoo_specs(cfg.attackers)]
+    assert names == [BASELINE, "augmented"]
+    quick = load_config(path.with_name("quick-pitch.yaml"))
+    # The zoo's baseline is the quick example's attacker: the same training stages.
+    assert attacker_config(cfg, zoo_specs(cfg.attackers)[0]).training == quick.training
