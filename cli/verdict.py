@@ -144,6 +144,10 @@ def verdict_lines(
     return lines
 
 
+UNRELIABLE_ASR_WER_PERCENT = 50.0
+"""An ASR that misses this share of the words of ORIGINAL speech cannot judge intelligibility."""
+
+
 def _utility_lines(values: Mapping[str, float | None] | None) -> list[str]:
     """The verdict's utility lines (a result without a utility block has none)."""
     if not values:
@@ -167,6 +171,11 @@ def _utility_lines(values: Mapping[str, float | None] | None) -> list[str]:
     if gvd is not None:
         parts.append(f"GVD {gvd:+.1f} dB")
     lines = [f"  utility:   {'; '.join(parts)}"] if parts else []
+    if wer_o is not None and wer_o >= UNRELIABLE_ASR_WER_PERCENT:
+        lines.append(
+            f"             the utility ASR is not reliable (WER {wer_o:.0f} % on original "
+            "speech): its WER says little about the anonymizer"
+        )
     usable = values.get(catalogue.USABLE_SPEECH.key)
     if usable is not None and usable < 0.5:
         lines.append(

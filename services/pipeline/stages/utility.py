@@ -132,6 +132,7 @@ def utility_stage(
         speakers = [u.speaker_id for u in trial_o.utterances]
         block: dict[str, Any] = {"n_utterances": len(trial_o), "set": "trial"}
         hyps_a: list[str] | None = None
+        guard_transcripts: list[str] | None = None
         if asr_folder is not None:
             from services.utility.asr import load_asr
 
@@ -140,6 +141,16 @@ def utility_stage(
             refs = [normalize_text(u.text or "") for u in trial_o.utterances]
             hyps_o = model.transcribe(wav_o)
             hyps_a = model.transcribe(wav_a)
+            # "No words" only means something when the ASR finds words in the original speech:
+            # an ASR that transcribes nothing anywhere says nothing about the anonymizer.
+            empty_o = sum(1 for h in hyps_o if not h.strip()) / max(len(hyps_o), 1)
+            if empty_o <= utility.usable_speech.utterance_share:
+                guard_transcripts = hyps_a
+            else:
+                block["no_words_check"] = (
+                    f"skipped: the ASR transcribes no words in {100 * empty_o:.0f} % of the "
+                    "original utterances"
+                )
             block["asr"] = asr_info
             block[_section(catalogue.WER_INCREASE)] = compare_wer(
                 refs,
@@ -183,7 +194,7 @@ def utility_stage(
             wav_o,
             16000,
             utility.usable_speech,
-            transcripts=hyps_a,
+            transcripts=guard_transcripts,
             anonymized_embeddings=emb_a,
             speakers=speakers if emb_a is not None else None,
         )
