@@ -87,6 +87,9 @@ def verdict_lines(
     the result document and plots are.
     """
     values = aggregate_attacker_rows(results)
+    # The utility rows (one set per job, whatever the attackers) feed their own lines.
+    utility = next((v for k, v in values.items() if k[1] == catalogue.UTILITY_SCENARIO), None)
+    values = {k: v for k, v in values.items() if k[1] != catalogue.UTILITY_SCENARIO}
     n_attackers = len({k[0] for k in values})
     lines = ["Verdict"]
     headline = None
@@ -138,7 +141,7 @@ def verdict_lines(
         if reasons:
             codes = ", ".join(str(r.get("code")) for r in reasons if isinstance(r, Mapping))
             lines.append(f"             (attacker {name} alone would not pass: {codes})")
-    lines += _utility_lines(values.get((catalogue.UTILITY_SCENARIO, catalogue.UTILITY_BACKEND)))
+    lines += _utility_lines(utility)
     if where:
         lines.append(f"  results:   {where}")
     return lines
