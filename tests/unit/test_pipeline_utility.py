@@ -86,3 +86,39 @@ def test_utility_phase_measures_speech_and_flags_silence(tmp_path: Path) -> None
     assert len([p for p in (stages / "utility-asr").iterdir() if p.is_dir()]) == 1
     rows = {(r.scenario, r.metric): r.value for r in result_rows_from_document(silence)}
     assert rows[("utility", "usable_speech")] == 0.0
+
+
+def test_a_protocol_without_transcripts_is_refused_before_any_work(tmp_path: Path) -> None:
+    from services.corpus.loaders import write_manifest
+    from services.corpus.protocol import build_protocol, save_protocol
+    from services.corpus.synthetic import generate_synthetic_corpus
+    from services.pipeline.config import parse_config
+    from services.pipeline.config_checks import config_problems
+
+    corpus = generate_synthetic_corpus(
+        tmp_path / "corpus", n_speakers=8, utts_per_speaker=4, max_duration_s=2.5
+    )
+    # The same corpus as an importer without transcripts would write it.
+    bare = corpus.model_copy(
+        update={"utterances": tuple(u.model_copy(update={"text": None}) for u in corpus)}
+    )
+    write_manifest(bare, tmp_path / "corpus" / "manifest.jsonl")
+    protocol = build_protocol(
+        bare,
+        name="bare",
+        manifest_path="corpus/manifest.jsonl",
+        n_attacker_train_speakers=4,
+        n_eval_speakers=2,
+        n_target_speakers=2,
+        trials_per_speaker=2,
+        enrollments_per_speaker=2,
+    )
+    save_protocol(protocol, tmp_path / "protocol.json")
+    with_wer = parse_config({"protocol": str(tmp_path / "protocol.json"), "utility": {}})
+    problems = config_problems(with_wer)
+    assert len(problems) == 1 and problems[0].startswith("utility.wer: "), problems
+    assert "no transcript" in problems[0] and "utility.wer: false" in problems[0]
+    without_wer = parse_config(
+        {"protocol": str(tmp_path / "protocol.json"), "utility": {"wer": False}}
+    )
+    assert config_problems(without_wer) == []
