@@ -12,6 +12,7 @@ WER on the trial set anonymized by each DSP built-in (pitch, vtln, mcadams) in t
 pipeline runs them: target voices from the protocol's target pool (``build_target_voices``),
 chosen by the protocol's TSA for the trial set (salt ``trial``), seed = the TSA's seed.
 ``--warp`` sets ``AsrSpec.warp_range`` (frequency-warp augmentation; ``off`` = none).
+``--model-dir DIR`` keeps the trained recognizer (``load_asr`` reads it back).
 ``--anon-cache DIR`` keeps the anonymized trial audio (``.npz`` per anonymizer) for the next run.
 """
 
@@ -149,6 +150,7 @@ def main() -> None:
     parser.add_argument("--lr", type=float, default=None)
     parser.add_argument("--warp", type=str, default=None, help="off or LOW,HIGH")
     parser.add_argument("--anon-cache", type=Path, default=None)
+    parser.add_argument("--model-dir", type=Path, default=None, help="keep the trained ASR here")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--out-json", type=Path, default=None)
     args = parser.parse_args()
@@ -207,7 +209,7 @@ def main() -> None:
             train_audio,
             [u.text or "" for u in train],
             asr_spec,
-            Path(tmp) / "asr",
+            args.model_dir or Path(tmp) / "asr",
             progress=report,
         )
         train_wall, train_cpu = time.perf_counter() - t0, time.process_time() - c0
