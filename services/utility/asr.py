@@ -29,7 +29,7 @@ place (no links or copies), a top-level ``pretrained_path`` key is pointed at th
 file the folder lacks is an error, never a download.
 
 **Frequency-warp augmentation** (VTLP, Jaitly & Hinton 2013; ``AsrSpec.warp_range``, default
-0.6-1.7): in training only, each utterance's log-mels are warped along frequency by a factor
+0.8-1.25): in training only, each utterance's log-mels are warped along frequency by a factor
 alpha drawn log-uniformly per utterance per epoch (energy at f Hz moves to alpha * f Hz), so a
 recognizer trained on a few dozen speakers hears many vocal-tract lengths and pitches, as one
 trained on thousands would; it judges content, not voice, when an anonymizer scales the spectrum.

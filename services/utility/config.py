@@ -37,11 +37,12 @@ class AsrSpec(BaseModel):
     seed: int = Field(0, description="source=train: seed of initialization and shuffling.")
     device: Literal["auto", "cpu", "cuda"] = Field("auto", description="auto = CUDA if available.")
     warp_range: tuple[float, float] | None = Field(
-        (0.6, 1.7),
+        (0.8, 1.25),
         description="source=train: frequency-warp augmentation (VTLP). Each training utterance's "
         "log-mel spectrum is warped along frequency by a factor alpha (unit-free; formants and "
         "harmonics at f Hz move to alpha * f Hz), drawn log-uniformly from [low, high] per "
-        "utterance per epoch, so the ASR hears many vocal-tract lengths and pitches from few "
+        "utterance per epoch (default 0.8-1.25, measured in docs/utility-asr.md), so the "
+        "ASR hears many vocal-tract lengths and pitches from few "
         "speakers. null or [1, 1] = off. Original speech only; never anonymized speech.",
     )
 

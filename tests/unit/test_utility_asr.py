@@ -164,7 +164,7 @@ def test_draw_warps_seeded_log_uniform_and_off() -> None:
 
 
 def test_warp_range_validation() -> None:
-    assert AsrSpec().warp_enabled and AsrSpec().warp_range == (0.6, 1.7)
+    assert AsrSpec().warp_enabled and AsrSpec().warp_range == (0.8, 1.25)
     assert not AsrSpec(warp_range=None).warp_enabled
     assert not AsrSpec(warp_range=(1, 1)).warp_enabled
     for bad in [(1.5, 1.2), (0.1, 1.5), (0.8, 5.0), (0.0, 1.0)]:
