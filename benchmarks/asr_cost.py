@@ -1,13 +1,19 @@
 """Cost and accuracy of the utility ASR on the demo protocol (services/utility/asr.py).
 
 Usage: .venv/bin/python benchmarks/asr_cost.py [--corpus-dir DIR] [--epochs N] [--hidden N]
-       [--batch-size N] [--threads 1] [--out-json FILE]
+       [--batch-size N] [--warp off|LOW,HIGH] [--anon-cache DIR] [--threads 1] [--out-json FILE]
 
 The demo protocol is the default ``SyntheticCorpusSpec`` (48 speakers x 24 utterances of 2-6 s,
 24 attacker-train speakers). Rows: training the CTC recognizer on the ORIGINAL attacker-train
 speech (seconds, audio seconds per second), transcribing the trial set as original speech and
 after the ``pitch`` built-in (random shifts of 2.75-11 semitones, whole spectrum, the demo's
-anonymizer), one utterance at a time and in batches of 8, and the WER / CER of each.
+anonymizer), one utterance at a time and in batches of 8, and the WER / CER of each; then the
+WER on the trial set anonymized by each DSP built-in (pitch, vtln, mcadams) in target mode, as the
+pipeline runs them: target voices from the protocol's target pool (``build_target_voices``),
+chosen by the protocol's TSA for the trial set (salt ``trial``), seed = the TSA's seed.
+``--warp`` sets ``AsrSpec.warp_range`` (frequency-warp augmentation; ``off`` = none).
+``--model-dir DIR`` keeps the trained recognizer (``load_asr`` reads it back).
+``--anon-cache DIR`` keeps the anonymized trial audio (``.npz`` per anonymizer) for the next run.
 """
 
 from __future__ import annotations
@@ -32,10 +38,15 @@ import torch  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from services.anonymizers.base import AnonymizationItem  # noqa: E402
-from services.anonymizers.registry import build_anonymizer  # noqa: E402
+from services.anonymizers.registry import BUILTIN_NAMES, build_anonymizer  # noqa: E402
+from services.anonymizers.service import build_target_voices  # noqa: E402
+from services.anonymizers.target_selection import (  # noqa: E402
+    select_targets_with,
+    targets_for_utterances,
+)
 from services.audio import SAMPLE_RATE_HZ, read_audio  # noqa: E402
 from services.corpus.manifest import Manifest  # noqa: E402
-from services.corpus.protocol import build_protocol  # noqa: E402
+from services.corpus.protocol import Protocol, build_protocol  # noqa: E402
 from services.corpus.synthetic import generate_synthetic_corpus  # noqa: E402
 from services.pipeline.config import SyntheticCorpusSpec  # noqa: E402
 from services.utility.asr import TrainedAsr, train_asr  # noqa: E402
@@ -72,6 +83,56 @@ def _confusions(refs: list[str], hyps: list[str], top: int = 8) -> tuple[str, st
     return subs, recall
 
 
+def _anonymized_sets(
+    manifest: Manifest,
+    protocol: Protocol,
+    trial: Manifest,
+    trial_audio: list[np.ndarray],
+    cache: Path | None,
+) -> dict[str, list[np.ndarray]]:
+    """Trial audio after ``pitch`` without targets (the demo's setting) and after each built-in
+    in target mode (targets from the protocol's pool and TSA, as the anonymize stage does)."""
+    tsa = protocol.target_selection
+    pool = manifest.subset(
+        u.utt_id for u in manifest.utterances if u.speaker_id in set(protocol.target_pool)
+    )
+    voices = build_target_voices(pool)
+    targets = targets_for_utterances(
+        select_targets_with(tsa, trial, voices, salt="trial", granularity=tsa.granularity),
+        voices,
+    )
+    out: dict[str, list[np.ndarray]] = {}
+    for label, name, with_target in [
+        ("pitch (no target)", "pitch", False),
+        *[(f"{n} (target)", n, True) for n in BUILTIN_NAMES],
+    ]:
+        path = cache / f"{name}-{'target' if with_target else 'none'}.npz" if cache else None
+        if path is not None and path.is_file():
+            with np.load(path) as data:
+                out[label] = [data[u.utt_id] for u in trial]
+            continue
+        t0 = time.perf_counter()
+        items = [
+            AnonymizationItem(
+                u.utt_id,
+                a,
+                SAMPLE_RATE_HZ,
+                u.speaker_id,
+                u.gender,
+                target=targets[u.utt_id] if with_target else None,
+            )
+            for u, a in zip(trial, trial_audio, strict=True)
+        ]
+        seed = tsa.seed if with_target else 0
+        wavs = build_anonymizer(name).anonymize(items, seed=seed)
+        out[label] = [np.asarray(x, dtype=np.float32) for x in wavs]
+        print(f"{label}: anonymized in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            np.savez(path, **{u.utt_id: x for u, x in zip(trial, out[label], strict=True)})
+    return out
+
+
 def _timed_transcribe(
     asr: TrainedAsr, audio: list[np.ndarray], batch_size: int
 ) -> tuple[list[str], float]:
@@ -87,6 +148,9 @@ def main() -> None:
     parser.add_argument("--hidden", type=int, default=None)
     parser.add_argument("--batch-size", type=int, default=None)
     parser.add_argument("--lr", type=float, default=None)
+    parser.add_argument("--warp", type=str, default=None, help="off or LOW,HIGH")
+    parser.add_argument("--anon-cache", type=Path, default=None)
+    parser.add_argument("--model-dir", type=Path, default=None, help="keep the trained ASR here")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--out-json", type=Path, default=None)
     args = parser.parse_args()
@@ -116,6 +180,7 @@ def main() -> None:
     trial = manifest.subset(protocol.trial)
     train_audio, trial_audio = _load(train), _load(trial)
     print(f"corpus ready in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+    anonymized = _anonymized_sets(manifest, protocol, trial, trial_audio, args.anon_cache)
 
     overrides = {
         k: v
@@ -127,6 +192,10 @@ def main() -> None:
         }.items()
         if v is not None
     }
+    if args.warp is not None:
+        overrides["warp_range"] = (
+            None if args.warp == "off" else tuple(float(v) for v in args.warp.split(","))
+        )
     asr_spec = AsrSpec(device="cpu", **overrides)
     train_s = sum(len(a) for a in train_audio) / SAMPLE_RATE_HZ
     trial_s = sum(len(a) for a in trial_audio) / SAMPLE_RATE_HZ
@@ -140,17 +209,12 @@ def main() -> None:
             train_audio,
             [u.text or "" for u in train],
             asr_spec,
-            Path(tmp) / "asr",
+            args.model_dir or Path(tmp) / "asr",
             progress=report,
         )
         train_wall, train_cpu = time.perf_counter() - t0, time.process_time() - c0
 
-    pitch = build_anonymizer("pitch")
-    items = [
-        AnonymizationItem(u.utt_id, a, SAMPLE_RATE_HZ, u.speaker_id, u.gender)
-        for u, a in zip(trial, trial_audio, strict=True)
-    ]
-    anon_audio = [np.asarray(x, dtype=np.float32) for x in pitch.anonymize(items, seed=0)]
+    anon_audio = anonymized["pitch (no target)"]
 
     refs = [u.text or "" for u in trial]
     hyp_o1, t_o1 = _timed_transcribe(asr, trial_audio, 1)
@@ -173,6 +237,7 @@ def main() -> None:
         f"\nASR: {info['encoder']}, hidden {info['hidden_size']}, {info['n_parameters']} "
         f"parameters, {info['tokenization']} tokens ({info['n_tokens']}), epochs "
         f"{info['epochs']}, batch {info['batch_size']}, lr {info['lr']}, "
+        f"warp {info.get('warp_range')}, "
         f"torch threads {torch.get_num_threads()}"
     )
     print(
@@ -195,6 +260,12 @@ def main() -> None:
         f"{cmp['cer_anonymized_percent']:.1f} |"
     )
     print(f"| original, 64 training utterances | {wer_train:.1f} | - |")
+    per_anonymizer: dict[str, dict[str, float]] = {}
+    for label, wavs in anonymized.items():
+        rates = error_rates(refs, asr.transcribe(wavs))
+        per_anonymizer[label] = rates
+        wer, cer = rates["wer_percent"], rates["cer_percent"]
+        print(f"| {label}-anonymized trial | {wer:.1f} | {cer:.1f} |")
     lo, hi = cmp["wer_increase_ci95_percent"]
     print(
         f"\nWER increase {cmp['wer_increase_percent']:.1f} points, 95 % CI [{lo:.1f}, {hi:.1f}] "
@@ -211,7 +282,9 @@ def main() -> None:
                 {
                     "describe": info,
                     "compare": cmp,
+                    "per_anonymizer": per_anonymizer,
                     "train_wall_s": train_wall,
+                    "train_cpu_s": train_cpu,
                     "transcribe_s": {
                         "orig_1": t_o1,
                         "orig_8": t_o8,

@@ -28,6 +28,12 @@ otherwise the tokens are characters, space included (real corpora: LibriSpeech, 
 place (no links or copies), a top-level ``pretrained_path`` key is pointed at the folder, and a
 file the folder lacks is an error, never a download.
 
+**Frequency-warp augmentation** (VTLP, Jaitly & Hinton 2013; ``AsrSpec.warp_range``, default
+0.8-1.25): in training only, each utterance's log-mels are warped along frequency by a factor
+alpha drawn log-uniformly per utterance per epoch (energy at f Hz moves to alpha * f Hz), so a
+recognizer trained on a few dozen speakers hears many vocal-tract lengths and pitches, as one
+trained on thousands would; it judges content, not voice, when an anonymizer scales the spectrum.
+
 Training is deterministic for a seed on one device and thread count (features are computed once;
 batches are drawn from length-sorted buckets by a seeded generator).
 """
@@ -131,6 +137,54 @@ class CtcEncoder(torch.nn.Module):
         y, _ = self.rnn(packed)
         y, _ = torch.nn.utils.rnn.pad_packed_sequence(y, batch_first=True, total_length=x.shape[1])
         return torch.log_softmax(self.out(y), dim=-1)
+
+
+def band_centres_hz() -> np.ndarray:
+    """Centre frequencies (Hz) of the recognizer's ``N_MELS`` log-mel bands (SpeechBrain
+    ``Filterbank``: equally spaced on the mel scale between 0 Hz and the Nyquist frequency)."""
+    mel = np.linspace(0.0, 2595.0 * np.log10(1.0 + (SAMPLE_RATE_HZ / 2) / 700.0), N_MELS + 2)
+    return (700.0 * (10.0 ** (mel / 2595.0) - 1.0))[1:-1]
+
+
+_MEL_STEP = 2595.0 * np.log10(1.0 + (SAMPLE_RATE_HZ / 2) / 700.0) / (N_MELS + 1)
+
+
+def warp_positions(alphas: np.ndarray) -> np.ndarray:
+    """Fractional source band index (batch, N_MELS) of each band after warping by ``alphas``
+    (batch,), unit-free factors: band j (centre f_j Hz) takes the spectrum at f_j / alpha Hz, so
+    energy at f Hz moves to alpha * f Hz. Clamped to the band range (the edge band is repeated
+    beyond it, as when a shift empties or fills the top of the spectrum)."""
+    src_hz = band_centres_hz()[None, :] / np.asarray(alphas, dtype=np.float64)[:, None]
+    mel = 2595.0 * np.log10(1.0 + src_hz / 700.0)
+    return np.clip(mel / _MEL_STEP - 1.0, 0.0, N_MELS - 1.0)
+
+
+def warp_features(feats: torch.Tensor, alphas: np.ndarray) -> torch.Tensor:
+    """Frequency-warp (VTLP) padded stacked features (batch, frames, N_MELS * STACK) by one
+    factor per utterance (``alphas``, (batch,), unit-free): linear interpolation along the band
+    axis of the log-mels, all frames at once. Exact for mean-normalized features (interpolation
+    along bands commutes with the per-band mean over time); ``alpha == 1`` is the identity."""
+    pos = torch.from_numpy(warp_positions(alphas)).to(feats.device, feats.dtype)  # (b, bands)
+    lo = pos.floor().long().clamp(max=N_MELS - 2)
+    w = pos - lo.to(pos.dtype)
+    b, t, _ = feats.shape
+    x = feats.reshape(b, t * STACK, N_MELS)
+    lo_i = lo[:, None, :].expand(b, t * STACK, N_MELS)
+    out = (
+        torch.gather(x, 2, lo_i) * (1.0 - w[:, None, :])
+        + torch.gather(x, 2, lo_i + 1) * w[:, None, :]
+    )
+    return out.reshape(b, t, N_MELS * STACK)
+
+
+def draw_warps(spec: AsrSpec, epoch: int, n: int) -> np.ndarray:
+    """The warp factors (n,) of one epoch: log-uniform in ``spec.warp_range`` from a generator
+    seeded by (seed, epoch), so training stays deterministic; ones when the warp is off."""
+    if not spec.warp_enabled or spec.warp_range is None:
+        return np.ones(n)
+    low, high = spec.warp_range
+    rng = np.random.default_rng([spec.seed, 11, epoch])
+    return np.exp(rng.uniform(math.log(low), math.log(high), n))
 
 
 def _pad(feats: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -314,8 +368,11 @@ def train_asr(
     encoder.train()
     for epoch in range(spec.epochs):
         loss_sum, token_sum = 0.0, 0
+        alphas = draw_warps(spec, epoch, len(feats))
         for batch in _buckets(n_frames, spec.batch_size, rng):
             x, x_len = _pad([feats[k] for k in batch])
+            if spec.warp_enabled:
+                x = warp_features(x, alphas[batch])
             y = torch.cat([targets[k] for k in batch]).to(device)
             y_len = torch.tensor([len(targets[k]) for k in batch], dtype=torch.int64)
             log_probs = encoder.forward_features(x, x_len)
@@ -357,6 +414,7 @@ def train_asr(
         "batch_size": spec.batch_size,
         "lr": spec.lr,
         "seed": spec.seed,
+        "warp_range": list(spec.warp_range) if spec.warp_enabled and spec.warp_range else None,
         "n_utterances": len(wavs),
         "audio_seconds": audio_s,
         "utterances_shorter_than_transcript": too_short,
@@ -484,9 +542,13 @@ __all__ = [
     "AsrModel",
     "PretrainedAsr",
     "TrainedAsr",
+    "band_centres_hz",
     "check_asr_folder",
+    "draw_warps",
     "load_asr",
     "normalize_text",
     "tokenization",
     "train_asr",
+    "warp_features",
+    "warp_positions",
 ]

@@ -8,6 +8,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+WARP_LIMITS = (0.25, 4.0)
+"""Allowed frequency-warp factors of ``AsrSpec.warp_range`` (unit-free): two octaves either way."""
+
 
 class AsrSpec(BaseModel):
     """The speech recognizer that measures intelligibility (WER / CER).
@@ -33,12 +36,39 @@ class AsrSpec(BaseModel):
     hidden_size: int = Field(96, ge=8, description="source=train: encoder width.")
     seed: int = Field(0, description="source=train: seed of initialization and shuffling.")
     device: Literal["auto", "cpu", "cuda"] = Field("auto", description="auto = CUDA if available.")
+    warp_range: tuple[float, float] | None = Field(
+        (0.8, 1.25),
+        description="source=train: frequency-warp augmentation (VTLP). Each training utterance's "
+        "log-mel spectrum is warped along frequency by a factor alpha (unit-free; formants and "
+        "harmonics at f Hz move to alpha * f Hz), drawn log-uniformly from [low, high] per "
+        "utterance per epoch (default 0.8-1.25, measured in docs/utility-asr.md), so the "
+        "ASR hears many vocal-tract lengths and pitches from few "
+        "speakers. null or [1, 1] = off. Original speech only; never anonymized speech.",
+    )
 
     @model_validator(mode="after")
     def _pretrained_needs_path(self) -> AsrSpec:
         if self.source == "pretrained" and self.pretrained_path is None:
             raise ValueError("asr.source pretrained needs `pretrained_path` (a local folder)")
         return self
+
+    @model_validator(mode="after")
+    def _warp_range_valid(self) -> AsrSpec:
+        if self.warp_range is None:
+            return self
+        low, high = self.warp_range
+        if not (WARP_LIMITS[0] <= low <= high <= WARP_LIMITS[1]):
+            raise ValueError(
+                f"asr.warp_range must be [low, high] with {WARP_LIMITS[0]} <= low <= high <= "
+                f"{WARP_LIMITS[1]} (unit-free frequency factors, e.g. [0.6, 1.7]; null or [1, 1] "
+                f"= off), got [{low}, {high}]"
+            )
+        return self
+
+    @property
+    def warp_enabled(self) -> bool:
+        """Whether training warps the frequency axis (a range other than null or [1, 1])."""
+        return self.warp_range is not None and self.warp_range != (1.0, 1.0)
 
 
 class UsableSpeechThresholds(BaseModel):

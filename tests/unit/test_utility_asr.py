@@ -11,11 +11,17 @@ import torch
 
 from services.errors import ConfigError, InvalidInputError
 from services.utility.asr import (
+    N_MELS,
+    STACK,
     TrainedAsr,
+    band_centres_hz,
     check_asr_folder,
+    draw_warps,
     load_asr,
     tokenization,
     train_asr,
+    warp_features,
+    warp_positions,
 )
 from services.utility.config import AsrSpec
 
@@ -92,6 +98,78 @@ def test_save_load_roundtrip_and_determinism(
         twin.encoder.state_dict().items(), twin2.encoder.state_dict().items(), strict=True
     ):
         assert torch.equal(p, q), name
+    assert twin.describe()["warp_range"] == list(TINY.warp_range or ())
+    # The warp is applied: without it the same seed gives other weights.
+    plain = train_asr(
+        audio,
+        tiny_data[1],
+        TINY.model_copy(update={"epochs": 2, "warp_range": None}),
+        tmp_path / "c",
+    )
+    assert plain.describe()["warp_range"] is None
+    assert not torch.equal(plain.encoder.out.w.weight, twin.encoder.out.w.weight)
+
+
+def _one_band_peak(band: int, n_frames: int = 5) -> torch.Tensor:
+    """Stacked features (1, frames, N_MELS * STACK): 1 at ``band`` in every sub-frame, else 0."""
+    x = torch.zeros(1, n_frames, STACK, N_MELS, dtype=torch.float64)
+    x[..., band] = 1.0
+    return x.reshape(1, n_frames, STACK * N_MELS)
+
+
+@pytest.mark.parametrize(("src", "dst"), [(10, 20), (20, 10), (5, 6), (30, 24), (12, 35)])
+def test_warp_moves_a_peak_to_the_band_of_alpha_times_its_frequency(src: int, dst: int) -> None:
+    centres = band_centres_hz()
+    alpha = centres[dst] / centres[src]  # energy at f_src Hz must land at alpha * f_src = f_dst
+    out = warp_features(_one_band_peak(src), np.array([alpha])).reshape(-1, STACK, N_MELS)
+    assert torch.allclose(out[..., dst], torch.ones_like(out[..., dst]), atol=1e-9)
+    others = torch.cat([out[..., :dst], out[..., dst + 1 :]], dim=-1)
+    assert float(others.max()) < 0.99  # the peak moved: nothing else reaches it
+    # Every frame and stacked sub-frame is warped alike.
+    assert torch.equal(out, out[:1, :1].expand_as(out))
+
+
+def test_warp_identity_edges_and_batch() -> None:
+    rng = np.random.default_rng(0)
+    x = torch.from_numpy(rng.normal(size=(3, 7, STACK * N_MELS)))
+    assert torch.allclose(warp_features(x, np.ones(3)), x, atol=1e-12)
+    # One factor per utterance: the batch equals its utterances warped one by one.
+    alphas = np.array([0.6, 1.0, 1.7])
+    batch = warp_features(x, alphas)
+    for k in range(3):
+        assert torch.allclose(batch[k : k + 1], warp_features(x[k : k + 1], alphas[k : k + 1]))
+    # Beyond the top band (alpha < 1 asks for f / alpha above Nyquist) the edge band repeats.
+    pos = warp_positions(np.array([0.6]))[0]
+    assert pos[-1] == N_MELS - 1 and np.all(np.diff(pos) >= 0)
+    # The band centres are SpeechBrain's Fbank ones (Hz).
+    from speechbrain.lobes.features import Fbank
+
+    fb = Fbank(n_mels=N_MELS, sample_rate=16000).compute_fbanks
+    assert np.allclose(band_centres_hz(), fb.f_central.numpy(), atol=0.01)
+
+
+def test_draw_warps_seeded_log_uniform_and_off() -> None:
+    spec = TINY.model_copy(update={"warp_range": (0.6, 1.7)})
+    a = draw_warps(spec, 0, 4000)
+    assert np.array_equal(a, draw_warps(spec, 0, 4000))
+    assert not np.array_equal(a, draw_warps(spec, 1, 4000))
+    assert not np.array_equal(a, draw_warps(spec.model_copy(update={"seed": 4}), 0, 4000))
+    assert a.min() >= 0.6 and a.max() <= 1.7
+    # Log-uniform: the median is the geometric mean of the range.
+    assert abs(float(np.median(a)) - np.sqrt(0.6 * 1.7)) < 0.03
+    for off in (None, (1.0, 1.0)):
+        assert np.array_equal(
+            draw_warps(TINY.model_copy(update={"warp_range": off}), 0, 3), np.ones(3)
+        )
+
+
+def test_warp_range_validation() -> None:
+    assert AsrSpec().warp_enabled and AsrSpec().warp_range == (0.8, 1.25)
+    assert not AsrSpec(warp_range=None).warp_enabled
+    assert not AsrSpec(warp_range=(1, 1)).warp_enabled
+    for bad in [(1.5, 1.2), (0.1, 1.5), (0.8, 5.0), (0.0, 1.0)]:
+        with pytest.raises(ValueError, match="warp_range"):
+            AsrSpec(warp_range=bad)
 
 
 def test_characters_for_real_transcripts(tmp_path: Path) -> None:
