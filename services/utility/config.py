@@ -41,7 +41,7 @@ class AsrSpec(BaseModel):
         description="source=train: frequency-warp augmentation (VTLP). Each training utterance's "
         "log-mel spectrum is warped along frequency by a factor alpha (unit-free; formants and "
         "harmonics at f Hz move to alpha * f Hz), drawn log-uniformly from [low, high] per "
-        "utterance per epoch (default 0.8-1.25, measured in docs/utility-asr.md), so the "
+        "utterance per epoch (default 0.8-1.25, measured in docs/utility.md), so the "
         "ASR hears many vocal-tract lengths and pitches from few "
         "speakers. null or [1, 1] = off. Original speech only; never anonymized speech.",
     )
