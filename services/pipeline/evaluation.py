@@ -342,21 +342,9 @@ class EvaluationRun:
         }
         if cfg.anonymizer.kind == "archive":
             blocks["enrollment_leak"] = enrollment_leak_block(leak_keys, first_embeddings)
-        if not zoo:
-            return write_report(
-                first_ctx,
-                self.out_dir,
-                protocol,
-                protocol_key,
-                rows,
-                models_of[first_name],
-                analyses,
-                time.perf_counter() - t0,
-                probes_of[first_name],
-                blocks=blocks,
-            )
+        # Without a zoo the one attacker's context is the run's own config.
         return write_report(
-            self.context,
+            self.context if zoo else first_ctx,
             self.out_dir,
             protocol,
             protocol_key,
@@ -368,7 +356,9 @@ class EvaluationRun:
             zoo={
                 name: ZooAttacker(actx.config, models_of[name], probes_of[name])
                 for name, actx in attackers
-            },
+            }
+            if zoo
+            else None,
             blocks=blocks,
         )
 
