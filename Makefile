@@ -32,7 +32,7 @@ lint: venv
 	$(VENV)/bin/ruff format --check .
 
 typecheck: venv
-	$(VENV)/bin/mypy services
+	$(VENV)/bin/mypy services api workers cli
 
 pytest: venv
 	$(VENV)/bin/pytest $(PYTEST_ARGS)

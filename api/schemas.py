@@ -100,18 +100,18 @@ def _object_without_nul(value: dict[str, Any]) -> dict[str, Any]:
     return value
 
 
+def _text_field(max_length: int, min_length: int = 0) -> Any:
+    return Field(
+        min_length=min_length,
+        max_length=max_length,
+        json_schema_extra={"pattern": NO_NUL_PATTERN},
+    )
+
+
 def Text(max_length: int, *, min_length: int = 0) -> Any:
     """Free text stored or filtered on: at most ``max_length`` characters, no NUL."""
-    return Annotated[
-        str,
-        Field(
-            min_length=min_length,
-            max_length=max_length,
-            # Documented; enforced by the validator, whose message names the NUL.
-            json_schema_extra={"pattern": NO_NUL_PATTERN},
-        ),
-        AfterValidator(_no_nul),
-    ]
+    # The pattern is documented; the validator enforces it, with a message naming the NUL.
+    return Annotated[str, _text_field(max_length, min_length), AfterValidator(_no_nul)]
 
 
 # A page cursor (the `next_cursor` of the previous page).
@@ -122,9 +122,10 @@ Cursor = Annotated[
 ]
 # A JSON object stored in a jsonb column: no NUL in any key or string.
 JsonObject = Annotated[dict[str, Any], AfterValidator(_object_without_nul)]
-NameText = Text(200, min_length=1)
-ShortText = Text(200)
-LabelText = Text(64)
+# Spelled out (not ``Text(...)``) so that type checkers see them as type aliases.
+NameText = Annotated[str, _text_field(200, 1), AfterValidator(_no_nul)]
+ShortText = Annotated[str, _text_field(200), AfterValidator(_no_nul)]
+LabelText = Annotated[str, _text_field(64), AfterValidator(_no_nul)]
 BuiltinName = Literal[BUILTIN_NAMES]  # type: ignore[valid-type]
 
 

@@ -8,8 +8,6 @@ checked by ``LocalBlobStore.check_presigned``. With the S3 back-end these routes
 
 from __future__ import annotations
 
-from typing import IO, cast
-
 from fastapi import APIRouter, Depends, Request, Response, status
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import FileResponse
@@ -96,7 +94,7 @@ async def put_blob(
     with body.file:
         info = await run_in_threadpool(
             lambda: store.put_stream(
-                key, cast(IO[bytes], body.file), media_type=media_type, expected_sha256=expected
+                key, body.file, media_type=media_type, expected_sha256=expected
             )
         )
     return Response(status_code=200, headers={"ETag": f'"{info.sha256}"'})

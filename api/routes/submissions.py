@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import time
-from typing import IO, Annotated, Any, cast
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Header, Query, Request, Response, status
 from fastapi.concurrency import run_in_threadpool
@@ -270,9 +270,7 @@ async def upload_archive(
         if body.size_bytes == 0:
             raise ApiProblem(422, "body: the archive is empty")
         info = await run_in_threadpool(
-            lambda: store.put_stream(
-                key, cast(IO[bytes], body.file), media_type=media_type, expected_sha256=sha256
-            )
+            lambda: store.put_stream(key, body.file, media_type=media_type, expected_sha256=sha256)
         )
     try:
         submission_id, _ = await run_in_threadpool(
