@@ -44,6 +44,18 @@ def test_resolve_training_applies_overrides_and_keeps_the_base_without_them() ->
     assert base.augmentation is None and base.epochs == 3  # the base is not modified
 
 
+def test_epochs_scale_stretches_the_whole_schedule() -> None:
+    base = TrainingConfig(preset="tiny", epochs=8, adversarial_start_epoch=6)
+    long = resolve_training(base, AttackerSpec(name="long", epochs_scale=3))
+    assert (long.epochs, long.adversarial_start_epoch) == (24, 18)
+    assert long.lr_half_cycle_epochs is None  # None = half the (new) epochs
+    cycled = base.model_copy(update={"lr_half_cycle_epochs": 2.0})
+    assert resolve_training(cycled, AttackerSpec(name="l", epochs_scale=2.5)).model_dump(
+        include={"epochs", "adversarial_start_epoch", "lr_half_cycle_epochs"}
+    ) == {"epochs": 20, "adversarial_start_epoch": 15, "lr_half_cycle_epochs": 5.0}
+    assert base.epochs == 8  # the base is not modified
+
+
 def test_no_attackers_is_todays_config_byte_for_byte() -> None:
     cfg = parse_config({"name": "x"})
     assert cfg.attackers is None
@@ -57,11 +69,14 @@ def test_no_attackers_is_todays_config_byte_for_byte() -> None:
 def test_named_zoos_resolve() -> None:
     cfg = parse_config({"attackers": "strongest", "backends": ["cosine"]})
     specs = zoo_specs(cfg.attackers)
-    assert [s.name for s in specs] == [BASELINE, "augmented"]
-    strong = attacker_config(cfg, specs[1])
+    assert [s.name for s in specs] == [BASELINE, "long", "augmented"]
+    long, strong = attacker_config(cfg, specs[1]), attacker_config(cfg, specs[2])
+    assert long.training.augmentation is None
     assert strong.training.augmentation == AugmentationConfig()
-    assert strong.backends == ["cosine", "plda"]
-    assert strong.scoring.normalization == "as-norm"
+    for attacker in (long, strong):
+        assert attacker.training.epochs == 3 * cfg.training.epochs
+        assert attacker.backends == ["cosine", "plda"]
+        assert attacker.scoring.normalization == "as-norm"
     assert attacker_config(cfg, specs[0]) is cfg
     assert "attackers" in cfg.model_dump(mode="json")
     assert cfg.content_hash() != parse_config({"backends": ["cosine"]}).content_hash()
@@ -78,6 +93,11 @@ def test_named_zoos_resolve() -> None:
         ([{"name": "a"}, {"name": "a"}], "duplicate names a"),
         ("nonsense", "unknown zoo 'nonsense'"),
         ([], "empty zoo"),
+        (
+            [{"name": "x", "epochs_scale": 2, "training": {"epochs": 5}}],
+            "attackers[0] (x): (attacker): Value error, set either epochs_scale",
+        ),
+        ([{"name": "x", "epochs_scale": 0.5}], "attackers[0] (x): epochs_scale"),
     ],
 )
 def test_bad_attackers_are_named(attackers: Any, expected: str) -> None:
@@ -217,7 +237,7 @@ def test_the_zoo_example_config_names_the_strongest_zoo() -> None:
     path = Path(__file__).resolve().parents[2] / "examples" / "configs" / "zoo-pitch.yaml"
     cfg = load_config(path)
     names = [s.name for s in zoo_specs(cfg.attackers)]
-    assert names == [BASELINE, "augmented"]
+    assert names == [BASELINE, "long", "augmented"]
     quick = load_config(path.with_name("quick-pitch.yaml"))
     # The zoo's baseline is the quick example's attacker: the same training stages.
     assert attacker_config(cfg, zoo_specs(cfg.attackers)[0]).training == quick.training
