@@ -6,8 +6,9 @@ Both jobs run the demo protocol (``services.pipeline.config.demo_config()``: the
 anonymizer on the synthetic corpus, the tiny recognizer, 3 scenarios), each in its own empty
 stage store, so every stage (corpus, anonymization, training, embedding, scoring, report) is
 computed: the wall time is what a fresh job of each kind costs. The ``strongest`` zoo is the
-baseline attacker plus ``augmented`` (augmentation with the ``AugmentationConfig`` defaults,
-cosine and PLDA, AS-norm); its report also gives the EER of each attacker and the worst case.
+baseline attacker plus ``long`` (3x the epochs) and ``augmented`` (3x the epochs, augmentation
+with the ``AugmentationConfig`` defaults), both with cosine and PLDA and AS-norm; its report also
+gives the EER of each attacker and the worst case.
 
 ``--reduced``: the demo at a reduced size (24 speakers x 12 utterances, 2 epochs) for a shared
 or slow machine; the ratio is then that of the reduced jobs, not of the demo.
