@@ -129,8 +129,8 @@ STRONGEST_EPOCHS_SCALE = 3.0
 """How much longer than the config's schedule the ``strongest`` zoo's extra attackers train.
 Measured (benchmarks/attacker_ablation.py, docs/results-synthetic.md): the 8-epoch schedule of
 the demo-size synthetic protocol leaves the recognizers short of convergence, and augmented ones
-far short (VER_S 40-54 %); 3x the epochs is the lever that lowered the EER beyond the seeds'
-spread."""
+far short (VER_S 40-54 %, pitch); 3x the epochs is the lever that lowered the pitch built-in's
+EER beyond the seeds' spread."""
 
 
 def _strongest_zoo() -> list[AttackerSpec]:
