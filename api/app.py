@@ -1,9 +1,9 @@
 """The Unmask HTTP gateway (FastAPI), versioned under ``/v1``.
 
 ``create_app(settings)`` builds an app on the given (or the process) settings; ``app`` is the
-default instance for ``uvicorn api.app:app``. Routes live in ``api/routes/``; errors are RFC 9457
-problem details (``api/problems.py``); authentication is a bearer API token (``api/auth.py``).
-See docs/api.md.
+default instance for ``uvicorn api.app:app``. Routes live in ``api/routes/``, pages in
+``api/pages/``; errors are RFC 9457 problem details (``api/problems.py``); authentication is a
+bearer API token (``api/auth.py``). See docs/api.md.
 """
 
 from __future__ import annotations
@@ -16,11 +16,12 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 from fastapi.staticfiles import StaticFiles
 
+from api import pages
 from api.auth import BEARER_SCHEME_NAME
 from api.body_limit import BodyLimitMiddleware
 from api.context import ApiContext
 from api.problems import PROBLEM_MEDIA_TYPE, install_problem_handlers, problem_responses
-from api.routes import admin, blobs, health, jobs, pages, protocols, submissions, webhooks
+from api.routes import admin, blobs, health, jobs, protocols, submissions, webhooks
 from api.security_headers import SecurityHeadersMiddleware
 from services.platform.outbox import MessageSender
 from services.settings import Settings, get_settings

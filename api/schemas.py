@@ -819,7 +819,13 @@ class LeaderboardRow(BaseModel):
     submission_name: str
     team_slug: str
     job_id: int
-    value: float | None = Field(description="The primary metric; null = missing (ranked last).")
+    value: float | None = Field(
+        description="The primary metric; null = missing (ranked last in its tier)."
+    )
+    tier: int = Field(
+        0,
+        description="Index into the leaderboard's `tiers` (0 = the best): rows rank by tier first.",
+    )
     submitted_at: dt.datetime
     metrics: dict[str, float | None] = Field(
         description="Every metric of the same job, scenario and back-end."
@@ -837,6 +843,10 @@ class LeaderboardOut(BaseModel):
     backend: str
     higher_is_better: bool
     rules: list[str]
+    tiers: list[str] = Field(
+        default_factory=list,
+        description="The utility tiers, best first: a row never ranks above one of a better tier.",
+    )
     entries: list[LeaderboardRow]
 
 

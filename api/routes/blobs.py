@@ -13,6 +13,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import FileResponse
 
 from api.context import ApiContext, get_context
+from api.deps import ContextDep
 from api.problems import ApiProblem, problem_responses
 from api.uploads import (
     ArchiveTooLargeError,
@@ -49,7 +50,11 @@ def _local_store(context: ApiContext) -> LocalBlobStore:
     description=_SIGNED_QUERY_DOC,
     openapi_extra={"security": [], "x-required-scope": "none (signed URL)"},
 )
-def get_blob(key: str, request: Request, context: ApiContext = Depends(get_context)) -> Response:
+def get_blob(
+    context: ContextDep,
+    key: str,
+    request: Request,
+) -> Response:
     store = _local_store(context)
     store.check_presigned("GET", key, dict(request.query_params))
     info = store.stat(key)

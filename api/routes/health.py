@@ -6,11 +6,12 @@ import time
 import uuid
 from collections.abc import Callable
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 from sqlalchemy import text
 
-from api.context import ApiContext, get_context
+from api.context import ApiContext
+from api.deps import ContextDep
 from api.problems import PROBLEM_MEDIA_TYPE, PROBLEM_TYPE_PREFIX, problem_responses
 from api.schemas import CheckOut, Liveness, Readiness
 from services.storage.blobstore import LocalBlobStore, S3BlobStore
@@ -102,7 +103,9 @@ async def live() -> Liveness:
     summary="Readiness: database, broker and blob store answer",
     responses=problem_responses(500, 503),
 )
-def ready(context: ApiContext = Depends(get_context)) -> Readiness | JSONResponse:
+def ready(
+    context: ContextDep,
+) -> Readiness | JSONResponse:
     """Checks each dependency; 200 when all are `ok` or `skipped`, else 503 with the report."""
     checks = {
         "database": check_database(context),

@@ -10,8 +10,9 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Header, Query, Request, Response, status
 from fastapi.concurrency import run_in_threadpool
 
-from api.auth import Principal, Reader, reader_read, require_submit
+from api.auth import Principal, require_submit
 from api.context import ApiContext, get_context
+from api.deps import ContextDep, ReadReader, SubmitPrincipal
 from api.problems import ApiProblem
 from api.routes.common import PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX, errors, scope
 from api.schemas import (
@@ -87,9 +88,9 @@ def _check_builtin(body: BuiltinSubmissionCreate) -> None:
     openapi_extra=scope("submit"),
 )
 def create_submission(
+    principal: SubmitPrincipal,
+    context: ContextDep,
     body: SubmissionCreate,
-    principal: Principal = Depends(require_submit),
-    context: ApiContext = Depends(get_context),
 ) -> SubmissionOut:
     """`kind: builtin` (name + params, checked by constructing the anonymizer) or
     `kind: container` (an image pinned by digest; it runs when a job needs it). Archives use
@@ -301,10 +302,10 @@ async def upload_archive(
     openapi_extra=scope("submit"),
 )
 def start_upload(
+    principal: SubmitPrincipal,
+    context: ContextDep,
     body: ArchiveUploadCreate,
     request: Request,
-    principal: Principal = Depends(require_submit),
-    context: ApiContext = Depends(get_context),
 ) -> ArchiveUploadOut:
     """Returns one presigned PUT per part (S3 multipart; one PUT on the local store) and an
     `upload_id` ticket. PUT each part's bytes to its URL (with its headers), then call
@@ -396,11 +397,11 @@ def start_upload(
     name="complete_upload",
 )
 def complete_upload(
+    principal: SubmitPrincipal,
+    context: ContextDep,
     upload_id: str,
     response: Response,
     body: ArchiveUploadComplete | None = None,
-    principal: Principal = Depends(require_submit),
-    context: ApiContext = Depends(get_context),
 ) -> SubmissionOut:
     """Completes the multipart upload, re-reads the blob and checks size and SHA-256 (a
     mismatch deletes it: 422), then creates the `validating` submission and queues its
@@ -460,10 +461,10 @@ def complete_upload(
     openapi_extra=scope("read"),
 )
 def list_submissions(
+    reader: ReadReader,
     kind: SubmissionKind | None = Query(None),
     limit: int = Query(PAGE_LIMIT_DEFAULT, ge=1, le=PAGE_LIMIT_MAX),
     cursor: Cursor | None = Query(None),
-    reader: Reader = Depends(reader_read),
 ) -> SubmissionPageOut:
     """The caller's team's submissions, newest first, keyset-paginated."""
     with reader.open() as (principal, session):
@@ -488,8 +489,8 @@ def list_submissions(
     openapi_extra=scope("read"),
 )
 def get_submission(
+    reader: ReadReader,
     submission_id: DbId,
-    reader: Reader = Depends(reader_read),
 ) -> SubmissionOut:
     """A submission of the caller's team, or a public one (another team's private: 404)."""
     with reader.open() as (principal, session):

@@ -292,15 +292,11 @@ def worst_case(rows: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
         keys = sorted(k for k in means if k[0] == scenario)
         metrics: dict[str, dict[str, Any]] = {}
         for m in catalogue.seed_summary_metrics():
-            best: tuple[float, str, str] | None = None
-            for _, attacker, backend in keys:
-                value = means[(scenario, attacker, backend)].get(m.key)
-                if value is None:
-                    continue
-                if best is None or m.is_worse(value, best[0]):
-                    best = (value, attacker, backend)
-            if best is not None:
-                metrics[m.key] = {"value": best[0], "attacker": best[1], "backend": best[2]}
+            candidates = {(a, b): means[(scenario, a, b)].get(m.key) for _, a, b in keys}
+            pick = catalogue.worst_for_maker(m.key, candidates)
+            if pick is not None:
+                value = candidates[pick]
+                metrics[m.key] = {"value": value, "attacker": pick[0], "backend": pick[1]}
         headline = metrics.get(eer.key)
         attacker = headline["attacker"] if headline else keys[0][1]
         backend = headline["backend"] if headline else keys[0][2]

@@ -33,6 +33,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
+from services.metrics import catalogue
 from services.storage.errors import ImmutableSubmissionError
 from services.storage.types import UTCDateTime, json_type, utc_now
 
@@ -48,8 +49,8 @@ NAMING_CONVENTION: dict[str, str] = {
 
 SHA256_HEX_LENGTH = 64
 MAX_BLOB_KEY_LENGTH = 1024
-# ``Result.seed`` of a row that aggregates over seeds (leaderboards prefer it when present).
-AGGREGATE_SEED = -1
+# ``Result.seed`` of a row that aggregates over seeds: the metric catalogue's (one definition).
+AGGREGATE_SEED = catalogue.AGGREGATE_SEED
 
 
 class TokenScope(StrEnum):

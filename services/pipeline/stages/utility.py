@@ -218,7 +218,7 @@ def utility_stage(
 def _section(metric: catalogue.Metric) -> str:
     """The ``utility`` block's section holding ``metric`` (its catalogue path's first part)."""
     assert metric.path is not None
-    return metric.path[0]
+    return str(metric.path[0])
 
 
 def _finite(value: Any) -> Any:

@@ -18,7 +18,6 @@ from services.platform.jobs.config import (
     check_job_cost,
     cost_limits,
     job_config,
-    leaderboard_defaults,
     run_config,
     validate_protocol_config,
 )
@@ -99,7 +98,6 @@ __all__ = [
     "is_transient_error",
     "job_config",
     "job_stage_names",
-    "leaderboard_defaults",
     "next_phase",
     "phase_of_stage",
     "queue_phase",

@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 from services.errors import ConfigError, InvalidInputError
-from services.metrics import catalogue
 from services.pipeline.config import EvaluationConfig, parse_config
 from services.settings import Settings, get_settings
 from services.storage.models import Job, Protocol, Submission, SubmissionKind
@@ -267,32 +266,3 @@ def run_config(
         anonymizer = config.anonymizer.model_copy(update={"archive": archive_folder})
         bound = bound.model_copy(update={"anonymizer": anonymizer})
     return bound
-
-
-def utility_rule(protocol: Protocol) -> tuple[bool, float | None]:
-    """(whether the protocol measures utility, its bound on the WER increase in points)."""
-    body = protocol.body or {}
-    config = parse_config(dict(body.get("config", {})), source=f"protocol {protocol.id}")
-    if config.utility is None:
-        return False, None
-    return True, config.utility.max_wer_increase_percent
-
-
-def leaderboard_defaults(protocol: Protocol) -> tuple[str, str, str, bool]:
-    """(metric, scenario, back-end, higher_is_better) of a protocol's leaderboard."""
-    body = protocol.body or {}
-    spec = dict(body.get("leaderboard", {}))
-    config = parse_config(dict(body.get("config", {})), source=f"protocol {protocol.id}")
-    scenarios: list[str] = [s for s in config.scenarios if s != "original"] or [
-        str(s) for s in config.scenarios
-    ]
-    scenario = spec.get("scenario") or (
-        "semi-informed" if "semi-informed" in scenarios else scenarios[-1]
-    )
-    backend = spec.get("backend") or config.backends[0]
-    return (
-        str(spec.get("metric") or catalogue.HEADLINE.key),
-        str(scenario),
-        str(backend),
-        bool(spec.get("higher_is_better", True)),
-    )
