@@ -6,7 +6,8 @@ reference, the protocol file, sizes against the corpus, the attacker's local wei
 and returns EVERY problem, each naming its field, so that ``unmask evaluate`` fails in a
 second instead of after a minute of work.
 
-`plan_lines` describes the work: stages, how many finished stage folders the store already holds
+`plan_lines` describes the work the run's plan (``services.pipeline.plan``) holds: stages, the
+recognizers and epochs per attacker, how many finished stage folders the store already holds
 (stages with equal inputs are reused), and a rough time estimate from measured throughputs.
 Torch-free, like the config itself.
 """
@@ -29,6 +30,7 @@ from services.pipeline.config import (
     read_config_data,
     resolve_paths,
 )
+from services.pipeline.plan import EvaluationPlan, plan_evaluation
 
 
 def load_checked_config(path: str | Path, *, engine_url: str | None = None) -> EvaluationConfig:
@@ -201,20 +203,24 @@ MEASURED = Throughputs()
 
 
 def plan_lines(cfg: EvaluationConfig, stages_dir: Path, speed: Throughputs = MEASURED) -> list[str]:
-    """A few lines: the stages, what the stage store already holds, a rough duration."""
+    """A few lines: the stages, what the stage store already holds, a rough duration, and with an
+    attacker zoo one line per attacker (its recognizers and epochs), all read from the
+    :class:`~services.pipeline.plan.EvaluationPlan` the run will follow."""
+    plan = plan_evaluation(cfg)
     scenarios = list(cfg.scenarios)
-    models = int(any(s in ("original", "ignorant") for s in scenarios)) + int(
-        any(s in ("lazy-informed", "semi-informed") for s in scenarios)
-    )
-    n_train_models = max(models, 1) * len(cfg.seeds)
+    epochs = sorted({a.epochs for a in plan.attackers})
+    epochs_text = f"{epochs[0]} epochs" if len(epochs) == 1 else f"{epochs} epochs per attacker"
     lines = [
         f"plan: {cfg.name}: {cfg.anonymizer.kind} anonymizer "
         f"{cfg.anonymizer.name if cfg.anonymizer.kind == 'builtin' else ''}".rstrip()
         + f"; scenarios {', '.join(scenarios)}; seeds {cfg.seeds}; back-ends "
         f"{', '.join(cfg.backends)}",
-        f"plan: stages corpus -> anonymize -> train ({n_train_models} recognizer(s), "
-        f"{cfg.training.preset} preset, {cfg.training.epochs} epochs) -> embed -> score -> report"
-        + (" -> analyses" if any(cfg.analyses.model_dump().values()) else ""),
+        f"plan: stages corpus -> {'anonymize -> ' if plan.anonymize else ''}train "
+        f"({plan.n_recognizers} recognizer(s), {cfg.training.preset} preset, {epochs_text}) -> "
+        f"embed -> score ({plan.n_score_rows} rows)"
+        + (" -> utility" if cfg.utility is not None else "")
+        + (" -> analyses" if any(cfg.analyses.model_dump().values()) else "")
+        + " -> report",
     ]
     done = _finished_stages(stages_dir)
     if done:
@@ -222,27 +228,57 @@ def plan_lines(cfg: EvaluationConfig, stages_dir: Path, speed: Throughputs = MEA
         lines.append(f"plan: stage store {stages_dir} holds {held}; equal inputs are reused")
     else:
         lines.append(f"plan: stage store {stages_dir} is empty; every stage is computed")
-    if cfg.protocol is None and cfg.training.preset == "tiny":
-        s = cfg.synthetic
-        n_utts = s.n_speakers * s.utts_per_speaker
-        n_train = s.n_attacker_train_speakers * s.utts_per_speaker
-        n_eval = s.n_eval_speakers * (s.enrollments_per_speaker + s.trials_per_speaker)
-        anonymized = (n_train if models > 1 or "lazy-informed" in scenarios else 0) + n_eval
-        seconds = (
-            speed.startup_s
-            + n_utts * speed.corpus_s_per_utt
-            + anonymized * speed.anonymize_s_per_utt
-            + n_train_models * cfg.training.epochs * n_train * speed.train_s_per_utt_epoch
-            + n_train_models * 2 * n_eval * speed.embed_s_per_utt
-        )
-        lines.append(
-            f"plan: about {_minutes(seconds)} on a 2-core CPU without reuse (throughputs measured "
-            "on the quick example, services/pipeline/config_checks.py)"
-        )
-    else:
-        lines.append(
+    lines.append(_estimate_line(cfg, plan, speed))
+    if plan.zoo:
+        lines += _attacker_lines(plan)
+    return lines
+
+
+def _estimate_line(cfg: EvaluationConfig, plan: EvaluationPlan, speed: Throughputs) -> str:
+    if cfg.protocol is not None or cfg.training.preset != "tiny":
+        return (
             "plan: no time estimate for this corpus or preset (measured throughputs cover the "
             "synthetic corpus with the tiny preset); see docs/performance.md"
+        )
+    s = cfg.synthetic
+    n_utts = s.n_speakers * s.utts_per_speaker
+    n_train = s.n_attacker_train_speakers * s.utts_per_speaker
+    n_eval = s.n_eval_speakers * (s.enrollments_per_speaker + s.trials_per_speaker)
+    # The anonymize phase runs every set of the protocol through the anonymizer.
+    anonymized = n_train + n_eval if plan.anonymize else 0
+    seconds = (
+        speed.startup_s
+        + n_utts * speed.corpus_s_per_utt
+        + anonymized * speed.anonymize_s_per_utt
+        + plan.training_epochs * n_train * speed.train_s_per_utt_epoch
+        + plan.n_recognizers * 2 * n_eval * speed.embed_s_per_utt
+    )
+    return (
+        f"plan: about {_minutes(seconds)} on a 2-core CPU without reuse (throughputs measured "
+        "on the quick example, services/pipeline/config_checks.py)"
+    )
+
+
+def _attacker_lines(plan: EvaluationPlan) -> list[str]:
+    """One line per attacker of a zoo: what it trains (or shares) and how it scores."""
+    trained: dict[str, list[str]] = {}
+    for attacker, _ in plan.distinct_recognizers():
+        trained.setdefault(attacker.training_identity, []).append(attacker.name)
+    lines = []
+    for attacker in plan.attackers:
+        owner = trained.get(attacker.training_identity, [attacker.name])[0]
+        n = len(attacker.recognizers)
+        training = (
+            f"{n} recognizer(s) x {attacker.epochs} epochs"
+            if owner == attacker.name
+            else f"shares the {n} recognizer(s) of {owner}"
+        )
+        scoring = attacker.config.scoring.normalization
+        lines.append(
+            f"plan: attacker {attacker.name}: {training}; back-ends "
+            f"{', '.join(attacker.config.backends)}"
+            + ("" if scoring == "none" else f", {scoring}")
+            + f"; {len(attacker.scores)} score rows"
         )
     return lines
 

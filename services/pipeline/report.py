@@ -62,7 +62,8 @@ def write_report(
     zoo: Mapping[str, ZooAttacker] | None = None,
     blocks: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Plot, then write ``out_dir/results.json``; returns the result document.
+    """Plot, then write ``out_dir/results.json``; returns the result document as the file holds
+    it (JSON types: numpy values converted).
 
     ``rows``: the score stages' rows; ``probes``: the target / source probes of the recognizers
     trained with a target classifier, by (condition, seed); ``seconds``: the run's wall time.
@@ -122,8 +123,11 @@ def write_report(
         result[catalogue.WORST_CASE.key] = worst_case(rows)
     result.update(blocks or {})
     result["trust"] = assess_trust(result).to_json()
-    (out_dir / RESULTS_NAME).write_text(json.dumps(result, indent=2, default=json_default))
-    return result
+    text = json.dumps(result, indent=2, default=json_default)
+    (out_dir / RESULTS_NAME).write_text(text)
+    # The document as results.json holds it (plain JSON types), so a caller need not re-read it.
+    document: dict[str, Any] = json.loads(text)
+    return document
 
 
 def _training_entries(

@@ -24,18 +24,6 @@ from services.corpus.protocol import (
 from services.corpus.synthetic import generate_synthetic_corpus
 from services.pipeline.stages.context import StageContext
 
-SCENARIO_PLAN: dict[str, tuple[str, str, str]] = {
-    # scenario: (recognizer trained on, enrollment data, trial data)
-    "original": ("original", "original", "original"),
-    "ignorant": ("original", "original", "anonymized"),
-    "lazy-informed": ("original", "anonymized", "anonymized"),
-    "semi-informed": ("anonymized", "anonymized", "anonymized"),
-}
-"""Which recognizer and which enrollment and trial data each scenario uses (PROTOCOLS.md section 3).
-
-Trials are always anonymized, except in the unprotected ``original`` reference.
-"""
-
 
 @dataclass
 class ConditionSets:

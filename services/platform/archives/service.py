@@ -132,8 +132,8 @@ def validate_submission_archive(services: ArchiveHost, submission_id: int) -> st
     folder = services.settings.resolved_work_dir() / "archives" / str(submission_id)
     try:
         stages_dir = services.stages_dir()
-        run = EvaluationRun(cfg, folder / "run")
-        run.runner = SyncedStageRunner(stages_dir, StageWorkspace(services.store, stages_dir))
+        runner = SyncedStageRunner(stages_dir, StageWorkspace(services.store, stages_dir))
+        run = EvaluationRun(cfg, folder / "run", runner=runner)
         protocol, manifest, _ = run.corpus_stage()
         archive_path = folder / "archive"
         info = services.store.get_to_path(key, archive_path)

@@ -23,6 +23,7 @@ from typing import Any
 
 from services.errors import ConfigError, InvalidInputError
 from services.pipeline.config import EvaluationConfig, parse_config
+from services.pipeline.plan import EvaluationPlan, plan_evaluation
 from services.settings import Settings, get_settings
 from services.storage.models import Job, Protocol, Submission, SubmissionKind
 
@@ -50,7 +51,8 @@ class CostKnob:
 
     name: str
     field: str  # where it lives in the evaluation config (for the error message)
-    measure: Callable[[EvaluationConfig], int]
+    measure: Callable[[EvaluationPlan], int]
+    """The knob's value in a job's evaluation plan (``services.pipeline.plan``)."""
 
     @property
     def setting(self) -> str:
@@ -63,32 +65,39 @@ def _srd_resamples(config: EvaluationConfig) -> int:
 
 
 COST_KNOBS: tuple[CostKnob, ...] = (
-    CostKnob("epochs", "training.epochs", lambda c: c.training.epochs),
-    CostKnob("seeds", "seeds", lambda c: len(c.seeds)),
-    CostKnob("batch_size", "training.batch_size", lambda c: c.training.batch_size),
-    CostKnob("bootstrap_resamples", "metrics.bootstrap_resamples", _srd_resamples),
+    # The longest schedule any attacker of the plan trains (a zoo's `epochs_scale` counts).
+    CostKnob("epochs", "training.epochs", lambda p: p.max_epochs),
+    CostKnob("seeds", "seeds", lambda p: len(p.config.seeds)),
+    CostKnob("batch_size", "training.batch_size", lambda p: p.config.training.batch_size),
+    CostKnob(
+        "bootstrap_resamples", "metrics.bootstrap_resamples", lambda p: _srd_resamples(p.config)
+    ),
     CostKnob(
         "size_study_samples",
         "analyses.size_study.samples",
-        lambda c: c.analyses.size_study.samples if c.analyses.size_study else 0,
+        lambda p: p.config.analyses.size_study.samples if p.config.analyses.size_study else 0,
     ),
     CostKnob(
         "size_study_target_seeds",
         "analyses.size_study.target_seeds",
-        lambda c: len(c.analyses.size_study.target_seeds) if c.analyses.size_study else 0,
+        lambda p: (
+            len(p.config.analyses.size_study.target_seeds) if p.config.analyses.size_study else 0
+        ),
     ),
     CostKnob(
         "phone_units",
         "analyses.srd_representations.phone_units",
-        lambda c: (
-            c.analyses.srd_representations.phone_units if c.analyses.srd_representations else 0
+        lambda p: (
+            p.config.analyses.srd_representations.phone_units
+            if p.config.analyses.srd_representations
+            else 0
         ),
     ),
-    CostKnob("synthetic_speakers", "synthetic.n_speakers", lambda c: c.synthetic.n_speakers),
+    CostKnob("synthetic_speakers", "synthetic.n_speakers", lambda p: p.config.synthetic.n_speakers),
     CostKnob(
         "synthetic_utts_per_speaker",
         "synthetic.utts_per_speaker",
-        lambda c: c.synthetic.utts_per_speaker,
+        lambda p: p.config.synthetic.utts_per_speaker,
     ),
 )
 COST_KNOB_NAMES = tuple(knob.name for knob in COST_KNOBS)
@@ -115,15 +124,17 @@ def check_job_cost(
     *,
     source: str = "config",
 ) -> None:
-    """Raise :class:`CostLimitError` naming the first knob of ``config`` above its bound, or a
-    ``name`` longer than :data:`JOB_NAME_MAX_CHARS`."""
+    """Raise :class:`CostLimitError` naming the first knob of ``config``'s evaluation plan above
+    its bound (``epochs``: the longest schedule any attacker trains), or a ``name`` longer than
+    :data:`JOB_NAME_MAX_CHARS`."""
     if len(config.name) > JOB_NAME_MAX_CHARS:
         raise ConfigError(
             f"{source}.name: {len(config.name)} characters; at most {JOB_NAME_MAX_CHARS}"
         )
     limits = cost_limits(protocol, settings)
+    plan = plan_evaluation(config)
     for knob in COST_KNOBS:
-        value, limit = knob.measure(config), limits[knob.name]
+        value, limit = knob.measure(plan), limits[knob.name]
         if value > limit:
             raise CostLimitError(
                 f"{source}.{knob.field}: {value} is above the limit of {limit} for protocol "

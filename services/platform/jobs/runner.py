@@ -29,7 +29,6 @@ The reaper (``reaper.py``) rescues stages whose worker died. No Celery here.
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -209,17 +208,17 @@ def _execute(
         archive_key = str(claim.config.anonymizer.archive)
         archive_folder = prepare_archive(workspace, archive_key, claim.archive_sha256)
     config = run_config(claim.config, services.settings, archive_folder=archive_folder)
+    # Cross-host claims in the shared database: each stage key is computed by one worker.
+    claims = DatabaseStageClaims.from_settings(services.database, services.settings)
+    runner = SyncedStageRunner(stages_dir, workspace, before_stage=monitor.check, claims=claims)
     run = EvaluationRun(
         config,
         job_dir,
         cache_dir=services.settings.resolved_cache_dir(),
         progress=monitor.report,
         sandbox=ContainerSandbox.from_settings(services.settings),
+        runner=runner,
     )
-    # Cross-host claims in the shared database: each stage key is computed by one worker.
-    claims = DatabaseStageClaims.from_settings(services.database, services.settings)
-    runner = SyncedStageRunner(stages_dir, workspace, before_stage=monitor.check, claims=claims)
-    run.runner = runner
     monitor.report(phase, 0.0, f"phase {phase} started on {services.worker_host}")
     document = run.run(stop_after=phase)  # type: ignore[arg-type]
     monitor.check()
@@ -228,10 +227,9 @@ def _execute(
     input_hash = _input_hash(f"{o.stage}/{o.key}" for o in mine)
     results = artifacts = report = None
     if phase == PHASES[-1]:
-        assert document is not None
-        stored = json.loads((job_dir / "results.json").read_text())
-        results = result_rows_from_document(stored)
-        report = report_summary_from_document(stored)  # trust mark, DET points
+        assert document is not None  # what results.json holds (write_report returns it)
+        results = result_rows_from_document(document)
+        report = report_summary_from_document(document)  # trust mark, DET points
         artifacts = upload_report(services.store, job_id, job_dir)
         artifact_keys = {**artifact_keys, "results": f"jobs/{job_id}/results.json"}
     return _Finished(artifact_keys, input_hash, results, artifacts, report)
