@@ -64,7 +64,7 @@ class Settings(BaseSettings):
     stage_time_limits_s: dict[str, float] = Field(
         default_factory=dict,
         description='Soft time limit per phase, seconds, e.g. {"train": 86400}; phases not '
-        "named use the built-in defaults (services/platform/jobs/phases.py "
+        "named use the built-in defaults (services/platform/jobs/phase_queues.py "
         "DEFAULT_STAGE_TIME_LIMITS_S).",
     )
     stage_hard_limit_margin_s: float = Field(

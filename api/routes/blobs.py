@@ -12,16 +12,16 @@ from fastapi import APIRouter, Depends, Request, Response, status
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import FileResponse
 
-from api.context import ApiContext, get_context
-from api.deps import ContextDep
-from api.problems import ApiProblem, problem_responses
-from api.uploads import (
+from api.archive_transfer import (
     ArchiveTooLargeError,
     UploadTimeoutError,
     spool_body,
     upload_slots,
     upload_timeout_problem,
 )
+from api.context import ApiContext, get_context
+from api.deps import ContextDep
+from api.problems import ApiProblem, problem_responses
 from services.storage.blobstore import LocalBlobStore
 
 router = APIRouter(prefix="/v1/blobs", tags=["blobs"])

@@ -10,6 +10,20 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Header, Query, Request, Response, status
 from fastapi.concurrency import run_in_threadpool
 
+from api.archive_transfer import (
+    ArchiveTooLargeError,
+    UploadTicket,
+    UploadTimeoutError,
+    abort_presigned_upload,
+    archive_key,
+    decode_ticket,
+    encode_ticket,
+    finish_presigned_upload,
+    spool_body,
+    start_presigned_upload,
+    upload_slots,
+    upload_timeout_problem,
+)
 from api.auth import Principal, require_submit
 from api.context import ApiContext, get_context
 from api.deps import ContextDep, ReadReader, SubmitPrincipal
@@ -30,20 +44,6 @@ from api.schemas import (
     SubmissionPageOut,
     UploadPart,
     Visibility,
-)
-from api.uploads import (
-    ArchiveTooLargeError,
-    UploadTicket,
-    UploadTimeoutError,
-    abort_presigned_upload,
-    archive_key,
-    decode_ticket,
-    encode_ticket,
-    finish_presigned_upload,
-    spool_body,
-    start_presigned_upload,
-    upload_slots,
-    upload_timeout_problem,
 )
 from services.anonymizers.container import check_image_registry
 from services.platform import submissions

@@ -25,6 +25,7 @@ import hashlib
 import hmac
 import io
 import json
+import math
 import os
 import re
 import tempfile
@@ -49,6 +50,9 @@ CHUNK_BYTES = 1024 * 1024
 MAX_KEY_LENGTH = 1024
 DEFAULT_MEDIA_TYPE = "application/octet-stream"
 SHA256_METADATA_KEY = "sha256"
+# S3 multipart limits: parts of at least 5 MiB (but the last), at most 10,000 parts.
+S3_MIN_PART_BYTES = 5 * 1024 * 1024
+S3_MAX_PARTS = 10_000
 # Streams up to this size are hashed in memory before an S3 upload; larger ones spill to disk.
 SPOOL_MEMORY_BYTES = 8 * 1024 * 1024
 
@@ -161,6 +165,24 @@ class PresignedRequest:
     method: str
     expires_at: float
     headers: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class MultipartUpload:
+    """A multipart upload the client performs with presigned part requests (S3).
+
+    ``upload_id``: the store's id of the upload; ``part_bytes``: every part's size but the last;
+    ``parts``: one presigned PUT per part, in order (``part_number`` from 1).
+    """
+
+    upload_id: str
+    part_bytes: int
+    parts: list[tuple[int, PresignedRequest, int]]
+    """(part number, request, size in bytes) per part."""
+
+
+class MultipartUploadError(BlobStoreError):
+    """The store refused to complete a multipart upload (bad or missing parts)."""
 
 
 class _HashingWriter(io.RawIOBase):
@@ -318,6 +340,34 @@ class BlobStore(ABC):
 
         Follow the upload with :meth:`verify` before trusting the blob.
         """
+
+    # -- client-side multipart uploads (S3); other stores take one presigned PUT --------------
+    def start_multipart_upload(
+        self,
+        key: str,
+        *,
+        size_bytes: int,
+        sha256: str,
+        media_type: str,
+        part_bytes: int,
+        expires_s: int,
+    ) -> MultipartUpload | None:
+        """Start an upload of ``size_bytes`` the client sends in parts of about ``part_bytes``
+        (each part's request valid ``expires_s`` seconds); None when this store takes a single
+        :meth:`presigned_put` instead."""
+        return None
+
+    def complete_multipart_upload(
+        self, key: str, upload_id: str, parts: list[tuple[int, str]]
+    ) -> None:
+        """Assemble the uploaded ``parts`` ((number, ETag) each) of ``upload_id`` into ``key``;
+        :class:`MultipartUploadError` when the store refuses (missing or wrong parts)."""
+        raise MultipartUploadError(f"{type(self).__name__} has no multipart uploads")
+
+    def abort_multipart_upload(self, key: str, upload_id: str) -> bool:
+        """Drop the parts of an unfinished upload; False when the store refused (e.g. gone
+        already). A no-op True for stores without multipart uploads."""
+        return True
 
     def get_to_path(self, key: str, path: str | Path, *, verify: bool = True) -> BlobInfo:
         """Download the blob to ``path`` atomically; checks the recorded sha256 and size."""
@@ -664,6 +714,67 @@ class S3BlobStore(BlobStore):
             multipart_chunksize=settings.s3_multipart_chunksize_bytes,
             presign_expiry_s=settings.s3_presign_expiry_s,
         )
+
+    def start_multipart_upload(
+        self,
+        key: str,
+        *,
+        size_bytes: int,
+        sha256: str,
+        media_type: str,
+        part_bytes: int,
+        expires_s: int,
+    ) -> MultipartUpload | None:
+        validate_key(key)
+        part_size = max(part_bytes, S3_MIN_PART_BYTES, math.ceil(size_bytes / S3_MAX_PARTS))
+        with _s3_errors("start multipart upload"):
+            created = self.client.create_multipart_upload(
+                Bucket=self.bucket,
+                Key=key,
+                ContentType=media_type,
+                Metadata={SHA256_METADATA_KEY: sha256},
+            )
+        upload_id: str = created["UploadId"]
+        expires_at = time.time() + expires_s
+        parts = []
+        for number in range(1, max(1, math.ceil(size_bytes / part_size)) + 1):
+            params = {"Bucket": self.bucket, "Key": key, "UploadId": upload_id}
+            url = self.presign_client.generate_presigned_url(
+                "upload_part", Params={**params, "PartNumber": number}, ExpiresIn=expires_s
+            )
+            size = min(part_size, size_bytes - (number - 1) * part_size)
+            parts.append((number, PresignedRequest(url, "PUT", expires_at), size))
+        return MultipartUpload(upload_id, part_size, parts)
+
+    def complete_multipart_upload(
+        self, key: str, upload_id: str, parts: list[tuple[int, str]]
+    ) -> None:
+        from botocore.exceptions import ClientError
+
+        try:
+            with _s3_errors("complete multipart upload"):
+                self.client.complete_multipart_upload(
+                    Bucket=self.bucket,
+                    Key=key,
+                    UploadId=upload_id,
+                    MultipartUpload={
+                        "Parts": [{"PartNumber": n, "ETag": etag} for n, etag in sorted(parts)]
+                    },
+                )
+        except ClientError as exc:
+            error: Any = exc.response.get("Error", {})
+            raise MultipartUploadError(
+                f"{error.get('Code', 'error')}: {error.get('Message', '')}".rstrip(": ")
+            ) from None
+
+    def abort_multipart_upload(self, key: str, upload_id: str) -> bool:
+        from botocore.exceptions import ClientError
+
+        try:
+            self.client.abort_multipart_upload(Bucket=self.bucket, Key=key, UploadId=upload_id)
+        except ClientError:
+            return False
+        return True
 
     def ensure_bucket(self) -> None:
         """Create the bucket when it does not exist."""

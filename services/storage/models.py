@@ -554,7 +554,7 @@ class OutboxMessage(Base):
     last_error: Mapped[str | None] = mapped_column(Text)
 
 
-# --- presigned archive uploads (services/platform/archives/uploads.py) ---------------------------
+# --- presigned archive uploads (services/platform/archives/upload_records.py) --------------------
 
 
 class ArchiveUploadState(StrEnum):

@@ -2,7 +2,7 @@
 
 - ``service``: create / re-run / cancel / cancel every job of a submission (domain operations);
 - ``config``: the job's evaluation config, built once at creation;
-- ``phases``: queues, time limits, order and task ids of the pipeline's phases;
+- ``phase_queues``: the queue, time limits and task ids of each of the pipeline's phases;
 - ``runner``: claim / execute / complete of one phase on a worker (``monitor``: its heartbeat);
 - ``reaper``: rescue of stages whose worker died;
 - ``host``: what a worker process hands the job code (database, blob store, settings, errors).
@@ -23,7 +23,7 @@ from services.platform.jobs.config import (
 )
 from services.platform.jobs.host import JobServices, is_transient_error, storage_transient_errors
 from services.platform.jobs.monitor import JobCancelledError, StageMonitor, StageSupersededError
-from services.platform.jobs.phases import (
+from services.platform.jobs.phase_queues import (
     DEFAULT_STAGE_TIME_LIMITS_S,
     PHASE_QUEUES,
     QUEUES,

@@ -47,7 +47,7 @@ from services.platform.jobs import records as job_records
 from services.platform.jobs.config import run_config, stored_evaluation_config
 from services.platform.jobs.host import JobServices, transient_summary
 from services.platform.jobs.monitor import JobCancelledError, StageMonitor, StageSupersededError
-from services.platform.jobs.phases import job_stage_names, next_phase, phase_of_stage
+from services.platform.jobs.phase_queues import job_stage_names, next_phase, phase_of_stage
 from services.platform.jobs.service import queue_phase
 from services.platform.jobs.stage_claims import DatabaseStageClaims
 from services.platform.results.document import (

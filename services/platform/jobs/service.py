@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session
 from services.platform import protocols as protocol_records
 from services.platform.jobs import records as job_records
 from services.platform.jobs.config import build_job_config, check_stored_config_cost
-from services.platform.jobs.phases import job_stage_names
+from services.platform.jobs.phase_queues import job_stage_names
 from services.platform.outbox import REVOKE_JOB, RUN_PHASE, add_message, withdraw_unsent
 from services.settings import Settings
 from services.storage.errors import ConflictError

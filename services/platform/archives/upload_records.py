@@ -1,12 +1,12 @@
 """Presigned archive uploads: recorded while open, completed, or aborted once abandoned.
 
-The API hands out presigned part URLs (``api/uploads.py``) and records the upload here in the
-same step (``archive_uploads``), so an upload that is never completed (the client vanished, or
+The API hands out presigned part URLs (``api/archive_transfer.py``) and records the upload here in
+the same step (``archive_uploads``), so an upload that is never completed (the client vanished, or
 called ``complete`` without parts) is charged to the team's storage quota with its declared size
-and, once its ticket expired, aborted by the reaper (:func:`abort_stale_uploads`): the S3
-multipart upload is aborted (its parts deleted) and any blob under its key that no submission
-holds is deleted. The S3 lifecycle rule ``AbortIncompleteMultipartUpload`` (docker-compose.yml)
-is the backstop for uploads this table never saw.
+and, once its ticket expired, aborted by the reaper (:func:`abort_stale_uploads`): the S3 multipart
+upload is aborted (its parts deleted) and any blob under its key that no submission holds is
+deleted. The S3 lifecycle rule ``AbortIncompleteMultipartUpload`` (docker-compose.yml) is the
+backstop for uploads this table never saw.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session
 
 from services.platform.submissions import find_submission_by_archive_key
 from services.settings import Settings
-from services.storage.blobstore import BlobStore, S3BlobStore
+from services.storage.blobstore import BlobStore
 from services.storage.db import Database
 from services.storage.models import ArchiveUpload, ArchiveUploadState
 from services.storage.types import utc_now
@@ -66,16 +66,12 @@ def mark_upload_completed(session: Session, blob_key: str) -> None:
 def abort_multipart_upload(store: BlobStore, key: str, s3_upload_id: str | None) -> bool:
     """Abort the S3 multipart upload ``s3_upload_id`` of ``key`` (False when S3 refused it, e.g.
     it is gone already; a no-op True for single PUTs and non-S3 stores)."""
-    if s3_upload_id is None or not isinstance(store, S3BlobStore):
+    if s3_upload_id is None:
         return True
-    from botocore.exceptions import ClientError
-
-    try:
-        store.client.abort_multipart_upload(Bucket=store.bucket, Key=key, UploadId=s3_upload_id)
-    except ClientError as exc:
-        log.info("abort of multipart upload %s (%s) refused: %s", s3_upload_id, key, exc)
-        return False
-    return True
+    aborted = store.abort_multipart_upload(key, s3_upload_id)
+    if not aborted:
+        log.info("abort of multipart upload %s (%s) refused", s3_upload_id, key)
+    return aborted
 
 
 @dataclass

@@ -11,7 +11,7 @@ Presigned: the API hands out one presigned PUT per part (S3 multipart upload; th
 a single signed PUT) and a signed *upload ticket*; the client uploads, then calls ``complete``
 with the ticket (and the parts' ETags), and only then does a submission row exist. The ticket is
 an HMAC-signed JSON (key: ``Settings.token_hmac_key``). Each upload handed out is also recorded
-(``services.platform.archives.uploads``): its declared size counts against the team's storage
+(``services.platform.archives.upload_records``): its declared size counts against the team's storage
 quota until it completes, and the reaper aborts it once its ticket expired.
 
 Archive blobs live under ``archives/protocol-<protocol id>/team-<team id>/<uuid>``. The protocol an
@@ -27,7 +27,6 @@ import contextlib
 import hashlib
 import hmac
 import json
-import math
 import tempfile
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -39,10 +38,7 @@ import anyio.to_thread
 
 from api.problems import ApiProblem
 from services.platform.archives import abort_multipart_upload
-from services.storage.blobstore import BlobStore, S3BlobStore, new_upload_key
-
-S3_MIN_PART_BYTES = 5 * 1024 * 1024
-S3_MAX_PARTS = 10_000
+from services.storage.blobstore import BlobStore, MultipartUploadError, new_upload_key
 
 
 def archive_key(protocol_id: int, team_id: int) -> str:
@@ -245,11 +241,6 @@ class PresignedPart:
     size_bytes: int
 
 
-def part_size_for(size_bytes: int, preferred: int) -> int:
-    """Part size (bytes): ``preferred``, at least 5 MiB, and large enough for 10 000 parts."""
-    return max(preferred, S3_MIN_PART_BYTES, math.ceil(size_bytes / S3_MAX_PARTS))
-
-
 def start_presigned_upload(
     store: BlobStore,
     key: str,
@@ -260,32 +251,24 @@ def start_presigned_upload(
     part_bytes: int,
     expires_s: int,
 ) -> tuple[str | None, int, list[PresignedPart]]:
-    """Presign the upload of ``key``: (S3 upload id or None, part size, part requests)."""
-    if isinstance(store, S3BlobStore):
-        created = store.client.create_multipart_upload(
-            Bucket=store.bucket,
-            Key=key,
-            ContentType=media_type,
-            Metadata={"sha256": sha256},
-        )
-        upload_id: str = created["UploadId"]
-        part_size = part_size_for(size_bytes, part_bytes)
-        n_parts = max(1, math.ceil(size_bytes / part_size))
-        parts = []
-        for number in range(1, n_parts + 1):
-            url = store.presign_client.generate_presigned_url(
-                "upload_part",
-                Params={
-                    "Bucket": store.bucket,
-                    "Key": key,
-                    "UploadId": upload_id,
-                    "PartNumber": number,
-                },
-                ExpiresIn=expires_s,
-            )
-            this_size = min(part_size, size_bytes - (number - 1) * part_size)
-            parts.append(PresignedPart(number, url, "PUT", {}, this_size))
-        return upload_id, part_size, parts
+    """Presign the upload of ``key``: (multipart upload id or None, part size, part requests).
+
+    A store with multipart uploads (S3) gets one presigned PUT per part; others one signed PUT.
+    """
+    multipart = store.start_multipart_upload(
+        key,
+        size_bytes=size_bytes,
+        sha256=sha256,
+        media_type=media_type,
+        part_bytes=part_bytes,
+        expires_s=expires_s,
+    )
+    if multipart is not None:
+        parts = [
+            PresignedPart(number, request.url, request.method, dict(request.headers), size)
+            for number, request, size in multipart.parts
+        ]
+        return multipart.upload_id, multipart.part_bytes, parts
     request = store.presigned_put(key, expires_s, media_type=media_type, expected_sha256=sha256)
     if not request.url.startswith(("http://", "https://")):
         raise ApiProblem(
@@ -304,30 +287,16 @@ def start_presigned_upload(
 def finish_presigned_upload(
     store: BlobStore, ticket: UploadTicket, parts: list[tuple[int, str]]
 ) -> None:
-    """Complete the S3 multipart upload of ``ticket`` (no-op for single presigned PUTs)."""
+    """Complete the multipart upload of ``ticket`` (no-op for single presigned PUTs)."""
     if ticket.s3_upload_id is None:
         return
-    if not isinstance(store, S3BlobStore):
-        raise ApiProblem(409, "this upload was started on another blob store back-end")
     if not parts:
         raise ApiProblem(422, "body.parts: a multipart upload needs every part's number and ETag")
-    from botocore.exceptions import ClientError
-
     try:
-        store.client.complete_multipart_upload(
-            Bucket=store.bucket,
-            Key=ticket.key,
-            UploadId=ticket.s3_upload_id,
-            MultipartUpload={
-                "Parts": [{"PartNumber": n, "ETag": etag} for n, etag in sorted(parts)]
-            },
-        )
-    except ClientError as exc:
-        error: Any = exc.response.get("Error", {})
+        store.complete_multipart_upload(ticket.key, ticket.s3_upload_id, parts)
+    except MultipartUploadError as exc:
         raise ApiProblem(
-            422,
-            f"body.parts: the blob store refused to complete the upload: "
-            f"{error.get('Code', 'error')}: {error.get('Message', '')}".rstrip(": "),
+            422, f"body.parts: the blob store refused to complete the upload: {exc}"
         ) from None
 
 
