@@ -8,9 +8,9 @@ private ones (administrators: all; ``services.platform.access.visible_submission
 
 :func:`leaderboard_table` reads many metrics per row. Aggregating them from the long-format
 results at every view reads tens of thousands of rows for 1,000 submissions, so the leaderboard
-metrics of a job are summarized once, when it succeeds (:func:`refresh_job_summary`, run when a
-job's transition to ``succeeded`` is recorded), into ``job_summaries`` (one JSON per job). Jobs
-without a summary (succeeded before the table existed) and metrics outside
+metrics of a job are summarized once, when it succeeds (:func:`react_to_job_transition`, a listener
+of the job's state change, calls :func:`refresh_job_summary`), into ``job_summaries`` (one JSON
+per job). Jobs without a summary (succeeded before the table existed) and metrics outside
 :func:`summary_metric_keys` are aggregated from the results on the fly, the same way. What is
 shown and in which order is decided once, by the leaderboard view
 (:mod:`services.platform.leaderboard.view`) with the ranking of
@@ -298,6 +298,13 @@ def det_curves_of(session: Session, job_ids: Sequence[int], key: str) -> dict[in
         if isinstance(curves, dict) and isinstance(curves.get(key), dict):
             out[job_id] = curves[key]
     return out
+
+
+def react_to_job_transition(session: Session, job: Job, new_state: RunState) -> None:
+    """A job's state changed: a succeeded job gets its leaderboard summary (the listener
+    ``services.platform.jobs`` registers with ``records.on_job_transition``)."""
+    if new_state == RunState.SUCCEEDED:
+        refresh_job_summary(session, job.id)
 
 
 def refresh_job_summary(session: Session, job_id: int) -> JobSummary:

@@ -1,6 +1,7 @@
 """Job events: their JSON payloads, and the deliveries (plus outbox messages) they create.
 
-When a job reaches a terminal state, :func:`record_job_event` (called by the job-state transition)
+When a job reaches a terminal state, :func:`record_job_event` (called by
+:func:`react_to_job_transition`, a listener of the job's state change)
 adds one ``webhook_deliveries`` row per subscribed endpoint of the job's team and, for each, an
 outbox message that queues its first attempt, all *in the same transaction*: an event exists
 exactly when the state change committed, and is sent after the commit (services/platform/outbox/).
@@ -77,6 +78,13 @@ def job_event_payload(session: Session, job: Job, event_type: str) -> dict[str, 
     if job.state == RunState.SUCCEEDED.value:
         data["summary"] = _summary_of(session, job.id)
     return {"type": event_type, "timestamp": utc_now().isoformat(), "data": data}
+
+
+def react_to_job_transition(session: Session, job: Job, new_state: RunState) -> None:
+    """A job's state changed: a finished job's event is queued (the listener
+    ``services.platform.jobs`` registers with ``records.on_job_transition``)."""
+    if new_state in TERMINAL_STATES:
+        record_job_event(session, job, now=job.finished_at)
 
 
 def record_job_event(session: Session, job: Job, *, now: dt.datetime | None = None) -> list[int]:
