@@ -12,14 +12,31 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+DEV_TOKEN_HMAC_KEY = "dev-only-change-me"
+"""The default token key: fine for the embedded demo, refused by a platform deployment."""
 
 
 class Settings(BaseSettings):
     """Deployment settings, read from ``UNMASK_*`` environment variables (and a ``.env`` file)."""
 
     model_config = SettingsConfigDict(env_prefix="UNMASK_", env_file=".env", extra="ignore")
+
+    @model_validator(mode="after")
+    def _refuse_the_dev_token_key(self) -> Settings:
+        """Anyone who knows the default key can forge token hashes: a platform deployment (a
+        server database) must set its own; the embedded demo (SQLite) and test suites may not."""
+        embedded = not self.database_url or self.database_url.startswith("sqlite")
+        if self.token_hmac_key == DEV_TOKEN_HMAC_KEY and not (
+            embedded or self.allow_dev_token_hmac_key
+        ):
+            raise ValueError(
+                "UNMASK_TOKEN_HMAC_KEY: the default development key is refused with a server "
+                "database; set a long random string (e.g. `openssl rand -hex 32`)"
+            )
+        return self
 
     # Local state of the embedded deployment: SQLite file, blob folder, caches.
     data_dir: Path = Field(Path(".unmask"), description="Folder for embedded-mode state.")
@@ -201,7 +218,13 @@ class Settings(BaseSettings):
 
     # Security.
     token_hmac_key: str = Field(
-        "dev-only-change-me", description="Key for HMAC-SHA256 hashing of API tokens."
+        DEV_TOKEN_HMAC_KEY,
+        description="Key for HMAC-SHA256 hashing of API tokens; the default is refused outside "
+        "the embedded mode (SQLite).",
+    )
+    allow_dev_token_hmac_key: bool = Field(
+        False,
+        description="Accept the default token key with a server database (test suites only).",
     )
 
     # HTTP gateway.
