@@ -641,7 +641,6 @@ def run_prerestoration(
     tri = _as_set(trial, "trial")
     averaging, model_speakers = enrollment_models(enr.speaker_ids, enrollment_model)
     target = _target_mask(tri, model_speakers)
-    n_target = int(target.sum())
     timings: dict[str, float] = {}
     embedded = _embed_sets(
         encoder,
@@ -685,8 +684,8 @@ def run_prerestoration(
         n_enrollment_utterances=len(enr.waveforms),
         n_trial_utterances=len(tri.waveforms),
         n_models=len(model_speakers),
-        n_target=n_target,
-        n_nontarget=int(target.size - n_target),
+        n_target=int(target.sum()),
+        n_nontarget=int(target.size - target.sum()),
         baseline_eer_percent=float(baseline),
         entries=entries,
         timings_s=timings,
