@@ -430,18 +430,7 @@ class _Trainer:
                 self.device
             )
             params += list(self.target_head.parameters())
-        # Each group's learning rate is the cyclic schedule's times its lr_scale (_step).
-        groups: list[dict[str, Any]] = [{"params": params, "lr_scale": 1.0}]
-        if self.ssl_front is not None:
-            # The frozen CNN encoder never learns, so it is left out of the optimizer.
-            frozen = (
-                self.ssl_front.feature_encoder_parameter_names()
-                if config.ssl_freeze_feature_encoder
-                else set()
-            )
-            ssl_trainable = [p for n, p in self.ssl_front.ssl.named_parameters() if n not in frozen]
-            groups.append({"params": ssl_trainable, "lr_scale": config.ssl_lr_scale})
-        self.optimizer = torch.optim.Adam(groups, lr=config.lr, weight_decay=config.weight_decay)
+        self.optimizer = self._optimizer(params)
         self.source_loss = LogSoftmaxWrapper(
             AdditiveAngularMargin(margin=config.aam_margin, scale=config.aam_scale)
         )
@@ -473,6 +462,23 @@ class _Trainer:
         self.autocast_enabled = config.mixed_precision and self.device.type == "cuda"
         # Issue 15: augmentation of the crops, drawn per (seed, epoch, step) (augmentation.py).
         self.augmenter = BatchAugmenter(config.augmentation) if config.augmentation else None
+
+    def _optimizer(self, params: list[torch.nn.Parameter]) -> torch.optim.Adam:
+        """Adam over ``params`` (the recognizer without its SSL model, and the heads) and, with
+        an SSL front end, the SSL model's trainable parameters as a second group."""
+        config = self.config
+        # Each group's learning rate is the cyclic schedule's times its lr_scale (_step).
+        groups: list[dict[str, Any]] = [{"params": params, "lr_scale": 1.0}]
+        if self.ssl_front is not None:
+            # The frozen CNN encoder never learns, so it is left out of the optimizer.
+            frozen = (
+                self.ssl_front.feature_encoder_parameter_names()
+                if config.ssl_freeze_feature_encoder
+                else set()
+            )
+            ssl_trainable = [p for n, p in self.ssl_front.ssl.named_parameters() if n not in frozen]
+            groups.append({"params": ssl_trainable, "lr_scale": config.ssl_lr_scale})
+        return torch.optim.Adam(groups, lr=config.lr, weight_decay=config.weight_decay)
 
     # ----------------------------------------------------------------- checkpoints
     def _payload(self, *, resumable: bool) -> dict[str, Any]:

@@ -312,6 +312,48 @@ def _buckets(lengths: np.ndarray, batch_size: int, rng: np.random.Generator) -> 
     return [batches[k] for k in rng.permutation(len(batches))]
 
 
+def _vocabulary(
+    texts: list[str],
+) -> tuple[Literal["units", "characters"], list[list[str]], list[str]]:
+    """(tokenization, each transcript's tokens, the vocabulary with the CTC blank first);
+    :class:`InvalidInputError` for a transcript with no token left after normalization."""
+    kind = tokenization(texts)
+    token_lists = [_tokens(t, kind) for t in texts]
+    empty = [k for k, t in enumerate(token_lists) if not t]
+    if empty:
+        raise InvalidInputError(
+            f"train_asr: {len(empty)} transcript(s) are empty after normalization (first: "
+            f"utterance {empty[0]}); drop them or fix the manifest's `text`"
+        )
+    symbols = sorted({s for toks in token_lists for s in toks})
+    if kind == "units":
+        symbols.sort(key=lambda s: int(s[1:]))
+    return kind, token_lists, [BLANK, *symbols]
+
+
+def _ctc_step(
+    encoder: CtcEncoder,
+    x: torch.Tensor,
+    x_len: torch.Tensor,
+    targets: list[torch.Tensor],
+    optimizer: torch.optim.Optimizer,
+) -> tuple[float, int]:
+    """One optimizer step on a padded batch: (summed CTC loss, target tokens); the gradient is
+    of the loss per token, clipped at norm 5."""
+    y = torch.cat(targets).to(x.device)
+    y_len = torch.tensor([len(t) for t in targets], dtype=torch.int64)
+    log_probs = encoder.forward_features(x, x_len)
+    loss = F.ctc_loss(
+        log_probs.transpose(0, 1), y, x_len, y_len, blank=0, reduction="sum", zero_infinity=True
+    )
+    n_tokens = int(y_len.sum())
+    optimizer.zero_grad()
+    (loss / n_tokens).backward()
+    torch.nn.utils.clip_grad_norm_(encoder.parameters(), 5.0)
+    optimizer.step()
+    return float(loss.detach()), n_tokens
+
+
 def train_asr(
     audio: list[np.ndarray],
     texts: list[str],
@@ -335,18 +377,8 @@ def train_asr(
     started = time.perf_counter()
     device = resolve_device(spec.device)
     wavs = _check_audio(audio, "train_asr")
-    kind = tokenization(texts)
-    token_lists = [_tokens(t, kind) for t in texts]
-    empty = [k for k, t in enumerate(token_lists) if not t]
-    if empty:
-        raise InvalidInputError(
-            f"train_asr: {len(empty)} transcript(s) are empty after normalization (first: "
-            f"utterance {empty[0]}); drop them or fix the manifest's `text`"
-        )
-    symbols = sorted({s for toks in token_lists for s in toks})
-    if kind == "units":
-        symbols.sort(key=lambda s: int(s[1:]))
-    vocabulary = [BLANK, *symbols]
+    kind, token_lists, vocabulary = _vocabulary(texts)
+    symbols = vocabulary[1:]
     index = {s: k for k, s in enumerate(vocabulary)}
 
     torch.manual_seed(spec.seed)
@@ -373,25 +405,9 @@ def train_asr(
             x, x_len = _pad([feats[k] for k in batch])
             if spec.warp_enabled:
                 x = warp_features(x, alphas[batch])
-            y = torch.cat([targets[k] for k in batch]).to(device)
-            y_len = torch.tensor([len(targets[k]) for k in batch], dtype=torch.int64)
-            log_probs = encoder.forward_features(x, x_len)
-            loss = F.ctc_loss(
-                log_probs.transpose(0, 1),
-                y,
-                x_len,
-                y_len,
-                blank=0,
-                reduction="sum",
-                zero_infinity=True,
-            )
-            n_tokens = int(y_len.sum())
-            optimizer.zero_grad()
-            (loss / n_tokens).backward()
-            torch.nn.utils.clip_grad_norm_(encoder.parameters(), 5.0)
-            optimizer.step()
+            loss, n_tokens = _ctc_step(encoder, x, x_len, [targets[k] for k in batch], optimizer)
             scheduler.step()
-            loss_sum += float(loss.detach())
+            loss_sum += loss
             token_sum += n_tokens
         history.append(loss_sum / token_sum)
         if progress is not None:
