@@ -196,6 +196,18 @@ def scenario_values(
     }
 
 
+def job_values(
+    session: Session, job_id: int, metrics: Sequence[str]
+) -> dict[tuple[str, str], dict[str, float | None]]:
+    """``{(scenario, backend): {metric: value}}`` of one job's ``metrics``, by the leaderboard's
+    rule (aggregated over seeds, worst over a zoo's attackers); what a webhook payload shows."""
+    out: dict[tuple[str, str], dict[str, float | None]] = {}
+    for key, value in _aggregated_values(session, [job_id], metrics)[job_id].items():
+        scenario, backend, metric = key.split("|", 2)
+        out.setdefault((scenario, backend), {})[metric] = value
+    return out
+
+
 def worst_over_attackers(
     by_attacker: Mapping[str, Mapping[str, float | None]],
 ) -> dict[str, float | None]:

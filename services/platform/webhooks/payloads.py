@@ -17,13 +17,11 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from services.metrics import catalogue
-from services.platform.leaderboard import worst_over_attackers
+from services.platform.leaderboard import job_values
 from services.platform.outbox import DELIVER_WEBHOOK, add_message
 from services.storage.models import (
-    AGGREGATE_SEED,
     TERMINAL_STATES,
     Job,
-    Result,
     RunState,
     Submission,
     Team,
@@ -35,23 +33,13 @@ from services.storage.types import utc_now
 
 
 def _summary_of(session: Session, job_id: int) -> list[dict[str, Any]]:
-    """The seed-aggregated values of the catalogue's event metrics, per scenario and back-end
-    (a receiver can act on the verdict without a second request); an attacker zoo's job gives
-    the worst case over its attackers (as the leaderboard does)."""
-    rows = session.execute(
-        select(Result.attacker, Result.scenario, Result.backend, Result.metric, Result.value).where(
-            Result.job_id == job_id,
-            Result.seed == AGGREGATE_SEED,
-            Result.metric.in_([m.key for m in catalogue.event_metrics()]),
-        )
-    ).all()
-    by_attacker: dict[tuple[str, str], dict[str, dict[str, float | None]]] = {}
-    for attacker, scenario, backend, metric, value in rows:
-        by_attacker.setdefault((scenario, backend), {}).setdefault(attacker, {})[metric] = value
+    """The catalogue's event metrics per scenario and back-end, by the leaderboard's rule
+    (aggregated over seeds; an attacker zoo's job gives the worst case over its attackers), so a
+    receiver can act on the verdict without a second request."""
+    values = job_values(session, job_id, [m.key for m in catalogue.event_metrics()])
     return [
-        {"scenario": scenario, "backend": backend, **worst_over_attackers(by_attacker[key])}
-        for key in sorted(by_attacker)
-        for scenario, backend in [key]
+        {"scenario": scenario, "backend": backend, **values[(scenario, backend)]}
+        for scenario, backend in sorted(values)
     ]
 
 
