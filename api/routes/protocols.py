@@ -75,8 +75,7 @@ def get_leaderboard(
     higher_is_better: bool | None = Query(None, description="Default: the protocol's."),
     limit: int = Query(100, ge=1, le=1000, description="Rows returned."),
 ) -> LeaderboardOut:
-    """Submissions ranked by the protocol's ranking rule (`rules`), as the leaderboard page ranks
-    them."""
+    """Submissions ranked by the protocol's rule (`rules`), as the leaderboard page ranks them."""
     with reader.open() as (principal, session):
         protocol = protocols.get_protocol_by_id(session, protocol_id)
         view = build_view(
