@@ -93,6 +93,9 @@ def main(argv: list[str] | None = None) -> int:
         apply_thread_settings()
     except ValidationError as exc:
         first = exc.errors()[0]
+        if not first["loc"]:  # a rule over several settings: its message names them
+            print(f"unmask: {first['msg'].removeprefix('Value error, ')}", file=sys.stderr)
+            return 2
         field = "UNMASK_" + "_".join(str(p) for p in first["loc"]).upper()
         print(f"unmask: environment variable {field}: {first['msg']}", file=sys.stderr)
         return 2
