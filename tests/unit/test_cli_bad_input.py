@@ -295,3 +295,18 @@ def test_curated_bad_input(
     capsys.readouterr()
     code = main(filled)
     _check_one_line(code, capsys.readouterr().err, filled)
+
+
+def test_the_default_token_key_with_a_server_database_is_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("UNMASK_DATABASE_URL", "postgresql+psycopg://u@127.0.0.1:9/unmask")
+    monkeypatch.setenv("UNMASK_ALLOW_DEV_TOKEN_HMAC_KEY", "0")
+    monkeypatch.delenv("UNMASK_TOKEN_HMAC_KEY", raising=False)
+    get_settings.cache_clear()
+    try:
+        assert main(["admin", "create-team", "lab"]) == 2
+    finally:
+        get_settings.cache_clear()
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("unmask: UNMASK_TOKEN_HMAC_KEY: the default")
