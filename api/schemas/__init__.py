@@ -36,11 +36,7 @@ from api.schemas.common import (
     Text,
     Visibility,
 )
-from api.schemas.health import (
-    CheckOut,
-    Liveness,
-    Readiness,
-)
+from api.schemas.health import CheckOut, Liveness, Readiness
 from api.schemas.identity import (
     Me,
     Quotas,
@@ -59,16 +55,8 @@ from api.schemas.jobs import (
     JobSummary,
     StageOut,
 )
-from api.schemas.leaderboard import (
-    LeaderboardOut,
-    LeaderboardRow,
-)
-from api.schemas.protocols import (
-    CostLimits,
-    LeaderboardSpec,
-    ProtocolCreate,
-    ProtocolOut,
-)
+from api.schemas.leaderboard import LeaderboardOut, LeaderboardRow
+from api.schemas.protocols import CostLimits, LeaderboardSpec, ProtocolCreate, ProtocolOut
 from api.schemas.results import (
     ArtifactOut,
     ArtifactsOut,

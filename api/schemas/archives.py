@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from pydantic import (
-    BaseModel,
-    Field,
-)
+from pydantic import BaseModel, Field
 
 from api.schemas.common import SHA256_HEX_PATTERN, DbId, NameText, StrictModel, Text, Visibility
 

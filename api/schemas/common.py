@@ -6,12 +6,7 @@ import re
 from typing import Annotated, Any, Literal
 
 from annotated_types import Ge, Le
-from pydantic import (
-    AfterValidator,
-    BaseModel,
-    ConfigDict,
-    Field,
-)
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from services.anonymizers.registry import BUILTIN_NAMES
 

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import (
-    BaseModel,
-)
+from pydantic import BaseModel
 
 
 class CheckOut(BaseModel):

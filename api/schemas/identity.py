@@ -4,15 +4,10 @@ from __future__ import annotations
 
 import datetime as dt
 
-from pydantic import (
-    BaseModel,
-    Field,
-)
+from pydantic import BaseModel, Field
 
 from api.schemas.common import LabelText, Scope, ShortText, StrictModel, Text
-from services.storage.models import (
-    ApiToken,
-)
+from services.storage.models import ApiToken
 
 
 class QuotaUsage(BaseModel):

@@ -5,18 +5,12 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from pydantic import (
-    BaseModel,
-    Field,
-)
+from pydantic import BaseModel, Field
 
 from api.schemas.common import DbId, JobState, JsonObject, StrictModel
 from services.pipeline.config import EvaluationConfig
 from services.platform.jobs.config import PROTOCOL_FIXED_FIELDS
-from services.storage.models import (
-    Job,
-    Stage,
-)
+from services.storage.models import Job, Stage
 
 OVERRIDABLE_CONFIG_FIELDS = tuple(
     name for name in EvaluationConfig.model_fields if name not in PROTOCOL_FIXED_FIELDS

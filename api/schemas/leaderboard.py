@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from pydantic import (
-    BaseModel,
-    Field,
-)
+from pydantic import BaseModel, Field
 
 
 class LeaderboardRow(BaseModel):

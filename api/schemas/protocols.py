@@ -5,18 +5,12 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from pydantic import (
-    BaseModel,
-    Field,
-    StrictBool,
-)
+from pydantic import BaseModel, Field, StrictBool
 
 from api.schemas.common import DB_ID_MAX, JsonObject, LabelText, StrictModel, Text
 from services.metrics import catalogue
 from services.platform.jobs.config import COST_KNOB_NAMES
-from services.storage.models import (
-    Protocol,
-)
+from services.storage.models import Protocol
 
 
 class LeaderboardSpec(StrictModel):

@@ -4,16 +4,10 @@ from __future__ import annotations
 
 import datetime as dt
 
-from pydantic import (
-    BaseModel,
-    Field,
-)
+from pydantic import BaseModel, Field
 
 from api.schemas.common import JobState
-from services.storage.models import (
-    Artifact,
-    Result,
-)
+from services.storage.models import Artifact, Result
 
 
 class ResultOut(BaseModel):

@@ -5,13 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Annotated, Literal
 
-from pydantic import (
-    AfterValidator,
-    BaseModel,
-    Field,
-    ValidationInfo,
-    field_validator,
-)
+from pydantic import AfterValidator, BaseModel, Field, ValidationInfo, field_validator
 
 from api.schemas.common import (
     NO_NUL_PATTERN,
@@ -26,11 +20,7 @@ from api.schemas.common import (
 )
 from services.errors import InvalidInputError
 from services.platform.submissions import info as submission_info
-from services.storage.models import (
-    Submission,
-    SubmissionKind,
-    SubmissionStatus,
-)
+from services.storage.models import Submission, SubmissionKind, SubmissionStatus
 
 
 class BuiltinSpec(StrictModel):
