@@ -16,10 +16,11 @@ Numba and the pool: pYIN runs on librosa's Numba functions, compiled with ``cach
 that compile them at once on a cold Numba cache race on its index files (numba issue #10128, GUFunc
 caching) and can leave mismatched files that make every later pYIN call in the installation
 segfault. So no worker ever compiles: :func:`warm_pyin` compiles (or loads) pYIN in the parent
-first, once per process and under an inter-process file lock, and the forked workers inherit the
-compiled code (``benchmarks/f0_numba_cache.py`` measures this against a per-worker cache and no
-cache). A worker that dies anyway (``BrokenProcessPool``) costs one in-process retry of the
-missing tracks; if that fails too, :class:`F0ExtractionError` says so in one line.
+first, once per process and under a host-wide file lock (:mod:`services.numba_cache`), and the
+forked workers inherit the compiled code (``benchmarks/f0_numba_cache.py`` prices this against a
+per-worker cache and no cache). A worker that dies anyway (``BrokenProcessPool``) costs one
+in-process retry of the missing tracks; if that fails too, :class:`F0ExtractionError` says so in
+one line.
 
 Histograms (seed 003): voiced frames only, one bin per pYIN grid value (edges halfway between
 grid values on a log-frequency axis), normalized to sum 1.
@@ -30,13 +31,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
-import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from multiprocessing import get_all_start_methods, get_context
 from multiprocessing.context import BaseContext
@@ -46,6 +44,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from services.audio import SAMPLE_RATE_HZ
+from services.numba_cache import warm_once
 
 F0_CACHE_VERSION = 1
 """Bumped when the tracks for given parameters change; part of the cache key."""
@@ -152,47 +151,17 @@ def _timed_track(
     return track, time.perf_counter() - start
 
 
-_warm_lock = threading.Lock()
-_warm_pids: set[int] = set()
-
-
-@contextmanager
-def _numba_compile_lock() -> Iterator[None]:
-    """Exclusive across processes of this host (other Celery workers, CLI runs): one compiler
-    writes the Numba cache at a time. A no-op where ``fcntl`` is missing."""
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - not POSIX
-        yield
-        return
-    path = Path(os.environ.get("NUMBA_CACHE_DIR") or tempfile.gettempdir()) / "unmask-numba.lock"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
-
-
 def warm_pyin(params: F0Params = F0Params()) -> None:
     """Compile (or load from Numba's cache) every Numba function pYIN uses, in this process.
 
     Numba compiles per argument type, not per value, so a short tone with the float32 input and
     the frame settings of any real call covers them all. Done once per process (a forked child
-    that inherited a warm parent does not need it), under :func:`_numba_compile_lock`.
+    that inherited a warm parent does not need it), under a host-wide lock
+    (:mod:`services.numba_cache`).
     """
-    pid = os.getpid()
-    if pid in _warm_pids:
-        return
-    with _warm_lock:
-        if pid in _warm_pids:
-            return
-        t = np.arange(int(WARM_UP_SECONDS * SAMPLE_RATE_HZ)) / SAMPLE_RATE_HZ
-        tone = (0.5 * np.sin(2 * np.pi * 150.0 * t)).astype(np.float32)
-        with _numba_compile_lock():
-            pyin_track(tone, params)
-        _warm_pids.add(pid)
+    t = np.arange(int(WARM_UP_SECONDS * SAMPLE_RATE_HZ)) / SAMPLE_RATE_HZ
+    tone = (0.5 * np.sin(2 * np.pi * 150.0 * t)).astype(np.float32)
+    warm_once(f"pyin:{params.cache_key()}", lambda: pyin_track(tone, params))
 
 
 def _pool_context() -> BaseContext:
