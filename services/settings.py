@@ -228,10 +228,25 @@ class Settings(BaseSettings):
         description="Largest request body of every route except the streamed archive uploads "
         "(bytes); larger -> 413 before the body is parsed.",
     )
-    # Cost bounds of a job's evaluation config (services/platform/jobs/config.py): a job above
+    # Cost bounds of a job's evaluation config (services/platform/jobs/cost.py): a job above
     # one is a 422. A protocol may override each in its body's `limits` (docs/deploy.md).
-    max_job_epochs: int = Field(200, ge=1, description="training.epochs, at most.")
+    max_job_epochs: int = Field(
+        200, ge=1, description="training.epochs of the config and of every zoo attacker, at most."
+    )
+    max_job_crop_seconds: float = Field(
+        10.0,
+        gt=0,
+        description="training.crop_seconds of the config and of every zoo attacker, at most (s).",
+    )
+    max_job_attackers: int = Field(8, ge=1, description="Attackers of the zoo, at most.")
     max_job_seeds: int = Field(10, ge=1, description="Entries of `seeds`, at most.")
+    max_job_training_work: float = Field(
+        20000.0,
+        gt=0,
+        description="Total training work, at most: entries of `seeds` x trained scenarios x the "
+        "sum over attackers of epochs x crop_seconds (crop-seconds per training utterance; "
+        "services/platform/jobs/cost.py).",
+    )
     max_job_batch_size: int = Field(1024, ge=2, description="training.batch_size, at most.")
     max_job_bootstrap_resamples: int = Field(
         2000,
@@ -244,6 +259,12 @@ class Settings(BaseSettings):
     )
     max_job_size_study_target_seeds: int = Field(
         10, ge=1, description="Entries of analyses.size_study.target_seeds, at most."
+    )
+    max_job_size_study_counts: int = Field(
+        50,
+        ge=1,
+        description="Entries of each of analyses.size_study.speaker_counts, enrollment_counts "
+        "and trial_counts, at most.",
     )
     max_job_phone_units: int = Field(
         1024, ge=2, description="analyses.srd_representations.phone_units, at most."
