@@ -19,6 +19,7 @@ from fastapi.staticfiles import StaticFiles
 from api.auth import BEARER_SCHEME_NAME
 from api.body_limit import BodyLimitMiddleware
 from api.context import ApiContext
+from api.faults import install_fault_handlers
 from api.problems import PROBLEM_MEDIA_TYPE, install_problem_handlers, problem_responses
 from api.routes import admin, blobs, health, jobs, pages, protocols, submissions, webhooks
 from api.security_headers import SecurityHeadersMiddleware
@@ -128,6 +129,7 @@ def create_app(
     )
     app.state.context = context
     install_problem_handlers(app)
+    install_fault_handlers(app)
     app.add_middleware(BodyLimitMiddleware, max_bytes=context.settings.max_json_body_bytes)
     for module in (health, admin, protocols, submissions, jobs, blobs):
         app.include_router(module.router)

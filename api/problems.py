@@ -53,6 +53,7 @@ _STANDARD: dict[int, tuple[str, str]] = {
     429: ("quota-exceeded", "Quota exceeded"),
     500: ("internal-error", "Internal server error"),
     503: ("service-unavailable", "Service unavailable"),
+    507: ("insufficient-storage", "Insufficient storage"),
 }
 
 

@@ -273,6 +273,7 @@ def start_presigned_upload(
         n_parts = max(1, math.ceil(size_bytes / part_size))
         parts = []
         for number in range(1, n_parts + 1):
+            this_size = min(part_size, size_bytes - (number - 1) * part_size)
             url = store.presign_client.generate_presigned_url(
                 "upload_part",
                 Params={
@@ -280,13 +281,16 @@ def start_presigned_upload(
                     "Key": key,
                     "UploadId": upload_id,
                     "PartNumber": number,
+                    "ContentLength": this_size,  # signed: a part is the size its upload declared
                 },
                 ExpiresIn=expires_s,
             )
-            this_size = min(part_size, size_bytes - (number - 1) * part_size)
-            parts.append(PresignedPart(number, url, "PUT", {}, this_size))
+            headers = {"Content-Length": str(this_size)}
+            parts.append(PresignedPart(number, url, "PUT", headers, this_size))
         return upload_id, part_size, parts
-    request = store.presigned_put(key, expires_s, media_type=media_type, expected_sha256=sha256)
+    request = store.presigned_put(
+        key, expires_s, media_type=media_type, expected_sha256=sha256, expected_size=size_bytes
+    )
     if not request.url.startswith(("http://", "https://")):
         raise ApiProblem(
             409,

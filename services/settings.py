@@ -289,6 +289,14 @@ class Settings(BaseSettings):
         "uploads (declared size) and archives rejected in the last 24 h.",
     )
 
+    min_free_disk_bytes: int = Field(
+        1024**3,
+        ge=0,
+        description="Readiness reports `not ready: disk` when a folder the API writes to (data "
+        "dir, local blob folder, temporary folder of spooled uploads) has less free space than "
+        "this, bytes (0 = no check).",
+    )
+
     # Archive uploads: slow clients, concurrency, abandoned uploads, stuck validations.
     upload_read_timeout_s: float = Field(
         30.0, gt=0, description="Longest wait for the next chunk of a streamed upload, seconds."

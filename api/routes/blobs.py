@@ -31,6 +31,18 @@ _SIGNED_QUERY_DOC = (
 )
 
 
+def check_declared_length(request: Request, limit: int) -> None:
+    """413 before any byte is read when the request's ``Content-Length`` is above ``limit``."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise ApiProblem(
+            413,
+            f"Content-Length {declared} is larger than the limit of {limit} bytes (the size "
+            "its upload declared)",
+            extra={"limit_bytes": limit},
+        )
+
+
 def _local_store(context: ApiContext) -> LocalBlobStore:
     store = context.blob_store
     if not isinstance(store, LocalBlobStore):
@@ -71,9 +83,13 @@ async def put_blob(
     key: str, request: Request, context: ApiContext = Depends(get_context)
 ) -> Response:
     store = _local_store(context)
-    expected = store.check_presigned("PUT", key, dict(request.query_params))
+    query = dict(request.query_params)
+    expected = store.check_presigned("PUT", key, query)
     settings = context.settings
-    limit = settings.max_presigned_archive_bytes
+    # A URL signed with the upload's declared size takes exactly that many bytes.
+    declared = store.signed_size(query)
+    limit = settings.max_presigned_archive_bytes if declared is None else declared
+    check_declared_length(request, limit)
     media_type = request.headers.get("content-type") or "application/octet-stream"
     client = request.client.host if request.client else "unknown"
     # No team here (the URL is the credential): the cap is per client address.
@@ -88,7 +104,12 @@ async def put_blob(
                 total_s=settings.upload_max_duration_s,
             )
         except ArchiveTooLargeError:
-            raise ApiProblem(413, f"blob is larger than the limit of {limit} bytes") from None
+            raise ApiProblem(
+                413,
+                f"blob is larger than the limit of {limit} bytes"
+                + (" (the size its upload declared)" if declared is not None else ""),
+                extra={"limit_bytes": limit},
+            ) from None
         except UploadTimeoutError as exc:
             raise upload_timeout_problem(exc) from None
     with body.file:

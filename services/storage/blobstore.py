@@ -313,8 +313,11 @@ class BlobStore(ABC):
         *,
         media_type: str | None = None,
         expected_sha256: str | None = None,
+        expected_size: int | None = None,
     ) -> PresignedRequest:
-        """A PUT request that uploads the blob, valid ``expires_s`` seconds.
+        """A PUT request that uploads the blob, valid ``expires_s`` seconds; with
+        ``expected_size`` (bytes) the signature covers the body's length, so a longer body is
+        refused before it is stored.
 
         Follow the upload with :meth:`verify` before trusting the blob.
         """
@@ -451,22 +454,41 @@ class LocalBlobStore(BlobStore):
         expected_sha256: str | None = None,
         expected_size: int | None = None,
     ) -> BlobInfo:
+        """Blob and metadata are both written to temporary files first and renamed into place
+        only when both are on disk: a full disk (or any failure) leaves neither behind."""
         target = self.path_of(key)
+        meta_target = self._meta_path(key)
         _check_sha256(expected_sha256, "expected_sha256")
-        fd, tmp_name = tempfile.mkstemp(dir=self._tmp)
+        temps: list[str] = []
+        placed = False
         try:
+            fd, tmp_name = tempfile.mkstemp(dir=self._tmp)
+            temps.append(tmp_name)
             with os.fdopen(fd, "wb") as handle:
                 sha256, size = _copy_hashing(stream, handle)
                 handle.flush()
                 os.fsync(handle.fileno())
             _check_expected(key, sha256, size, expected_sha256, expected_size)
+            record = {"size_bytes": size, "sha256": sha256, "media_type": media_type}
+            fd, meta_tmp = tempfile.mkstemp(dir=self._tmp)
+            temps.append(meta_tmp)
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(json.dumps(record).encode())
+                handle.flush()
+                os.fsync(handle.fileno())
             target.parent.mkdir(parents=True, exist_ok=True)
+            meta_target.parent.mkdir(parents=True, exist_ok=True)
             os.replace(tmp_name, target)
+            placed = True
+            os.replace(meta_tmp, meta_target)
         except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp_name)
+            for name in temps:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(name)
+            if placed:  # the blob is in place but its metadata is not: take the blob back
+                with contextlib.suppress(FileNotFoundError):
+                    target.unlink()
             raise
-        self._write_meta(key, size, sha256, media_type)
         return BlobInfo(key, size, sha256, media_type)
 
     def put_bytes_if_absent(
@@ -488,8 +510,13 @@ class LocalBlobStore(BlobStore):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp_name)
         # Metadata after the blob: a reader in between sees no recorded sha256 (not a wrong one),
-        # and a loser never touches the winner's metadata.
-        self._write_meta(key, len(data), hashlib.sha256(data).hexdigest(), media_type)
+        # and a loser never touches the winner's metadata. No metadata (a full disk): no blob.
+        try:
+            self._write_meta(key, len(data), hashlib.sha256(data).hexdigest(), media_type)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                target.unlink()
+            raise
         return True
 
     @contextlib.contextmanager
@@ -531,14 +558,21 @@ class LocalBlobStore(BlobStore):
 
     # Presigned URLs: HMAC over method, key, expiry and the optional expected sha256.
 
-    def _signature(self, method: str, key: str, expires: int, sha256: str) -> str:
+    def _signature(self, method: str, key: str, expires: int, sha256: str, size: str = "") -> str:
         message = f"{method}\n{key}\n{expires}\n{sha256}".encode()
+        if size:  # the declared body length of a PUT (URLs without one keep their signature)
+            message += f"\n{size}".encode()
         return hmac.new(
             self._signing_key, b"local-blob-url\n" + message, hashlib.sha256
         ).hexdigest()
 
     def _presign(
-        self, method: str, key: str, expires_s: int | None, sha256: str | None
+        self,
+        method: str,
+        key: str,
+        expires_s: int | None,
+        sha256: str | None,
+        size: int | None = None,
     ) -> PresignedRequest:
         validate_key(key)
         lifetime = self.presign_expiry_s if expires_s is None else expires_s
@@ -549,7 +583,11 @@ class LocalBlobStore(BlobStore):
         query = {"method": method, "expires": str(expires)}
         if sha256:
             query["sha256"] = sha256
-        query["signature"] = self._signature(method, key, expires, sha256 or "")
+        if size is not None:
+            query["size"] = str(size)
+        query["signature"] = self._signature(
+            method, key, expires, sha256 or "", "" if size is None else str(size)
+        )
         url = f"{self.base_url}/{quote(key)}?{urlencode(query)}"
         return PresignedRequest(url, method, float(expires))
 
@@ -563,9 +601,10 @@ class LocalBlobStore(BlobStore):
         *,
         media_type: str | None = None,
         expected_sha256: str | None = None,
+        expected_size: int | None = None,
     ) -> PresignedRequest:
         _check_sha256(expected_sha256, "expected_sha256")
-        request = self._presign("PUT", key, expires_s, expected_sha256)
+        request = self._presign("PUT", key, expires_s, expected_sha256, expected_size)
         if media_type:
             request.headers["Content-Type"] = media_type
         return request
@@ -586,12 +625,18 @@ class LocalBlobStore(BlobStore):
         if query.get("method") != method:
             raise PermissionDeniedError(f"presigned URL is for {query.get('method')}, not {method}")
         sha256 = query.get("sha256", "")
-        expected = self._signature(method, key, expires, sha256)
+        expected = self._signature(method, key, expires, sha256, query.get("size", ""))
         if not hmac.compare_digest(expected.encode(), signature.encode()):
             raise PermissionDeniedError("presigned URL signature does not match")
         if (time.time() if now is None else now) > expires:
             raise PermissionDeniedError("presigned URL expired")
         return sha256 or None
+
+    @staticmethod
+    def signed_size(query: Mapping[str, str]) -> int | None:
+        """The body length (bytes) a checked presigned PUT declared, if it declared one."""
+        size = query.get("size")
+        return int(size) if size is not None and size.isdigit() else None
 
 
 # --- S3 ------------------------------------------------------------------------------------------
@@ -868,11 +913,15 @@ class S3BlobStore(BlobStore):
         *,
         media_type: str | None = None,
         expected_sha256: str | None = None,
+        expected_size: int | None = None,
     ) -> PresignedRequest:
         _check_sha256(expected_sha256, "expected_sha256")
         lifetime = self.presign_expiry_s if expires_s is None else expires_s
         params: dict[str, Any] = {"Bucket": self.bucket, "Key": validate_key(key)}
         headers: dict[str, str] = {}
+        if expected_size is not None:
+            params["ContentLength"] = expected_size  # signed: S3 refuses another length
+            headers["Content-Length"] = str(expected_size)
         if media_type:
             params["ContentType"] = media_type
             headers["Content-Type"] = media_type
