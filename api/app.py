@@ -21,6 +21,7 @@ from api.body_limit import BodyLimitMiddleware
 from api.context import ApiContext
 from api.faults import install_fault_handlers
 from api.problems import PROBLEM_MEDIA_TYPE, install_problem_handlers, problem_responses
+from api.request_body import RequestBodyMiddleware
 from api.routes import admin, blobs, health, jobs, pages, protocols, submissions, webhooks
 from api.security_headers import SecurityHeadersMiddleware
 from services.platform.outbox import MessageSender
@@ -130,6 +131,8 @@ def create_app(
     app.state.context = context
     install_problem_handlers(app)
     install_fault_handlers(app)
+    # Inner to the body limit: bodies are read (under the read timeout) only within it.
+    app.add_middleware(RequestBodyMiddleware, read_timeout_s=context.settings.upload_read_timeout_s)
     app.add_middleware(BodyLimitMiddleware, max_bytes=context.settings.max_json_body_bytes)
     for module in (health, admin, protocols, submissions, jobs, blobs):
         app.include_router(module.router)
