@@ -111,3 +111,20 @@ def test_every_knob_has_a_setting_and_a_protocol_limit() -> None:
 def test_seeds_outside_the_generators_range_are_refused(overrides: dict[str, Any]) -> None:
     with pytest.raises(ConfigError, match=r"seed.* is outside 0 \.\. 4294967295"):
         build_job_config(_protocol(), _builtin(), overrides, settings=Settings())
+
+
+def test_an_archive_runs_only_under_the_protocol_it_was_validated_against() -> None:
+    from services.platform.jobs.service import ArchiveProtocolMismatchError, create_job
+
+    archive = Submission(
+        id=9, name="a", kind="archive", archive_blob_key="archives/x", protocol_id=2
+    )
+    for config in (None, {"name": "stored"}):  # a new job and a re-run alike
+        with pytest.raises(ArchiveProtocolMismatchError, match=r"body\.protocol_id: .*protocol 2"):
+            create_job(
+                None,  # type: ignore[arg-type]  # refused before the session is used
+                team_id=1,
+                submission=archive,
+                protocol=_protocol(),
+                config=config,
+            )
