@@ -23,6 +23,7 @@ from pydantic import (
 
 from services.anonymizers.registry import BUILTIN_NAMES
 from services.errors import InvalidInputError
+from services.identifiers import IDENTIFIER_PATTERN, normalize_identifier
 from services.metrics import catalogue
 from services.pipeline.config import EvaluationConfig
 from services.platform.jobs.config import COST_KNOB_NAMES, PROTOCOL_FIXED_FIELDS
@@ -108,6 +109,14 @@ def _text_field(max_length: int, min_length: int = 0) -> Any:
     )
 
 
+def _name_field(max_length: int, min_length: int = 0) -> Any:
+    return Field(
+        min_length=min_length,
+        max_length=max_length,
+        json_schema_extra={"pattern": IDENTIFIER_PATTERN},
+    )
+
+
 def Text(max_length: int, *, min_length: int = 0) -> Any:
     """Free text stored or filtered on: at most ``max_length`` characters, no NUL."""
     # The pattern is documented; the validator enforces it, with a message naming the NUL.
@@ -123,9 +132,16 @@ Cursor = Annotated[
 # A JSON object stored in a jsonb column: no NUL in any key or string.
 JsonObject = Annotated[dict[str, Any], AfterValidator(_object_without_nul)]
 # Spelled out (not ``Text(...)``) so that type checkers see them as type aliases.
-NameText = Annotated[str, _text_field(200, 1), AfterValidator(_no_nul)]
-ShortText = Annotated[str, _text_field(200), AfterValidator(_no_nul)]
-LabelText = Annotated[str, _text_field(64), AfterValidator(_no_nul)]
+# Names and labels: NFKC, without control, bidi or invisible characters (services.identifiers).
+NameText = Annotated[
+    str, _name_field(200, 1), AfterValidator(_no_nul), AfterValidator(normalize_identifier)
+]
+ShortText = Annotated[
+    str, _name_field(200), AfterValidator(_no_nul), AfterValidator(normalize_identifier)
+]
+LabelText = Annotated[
+    str, _name_field(64), AfterValidator(_no_nul), AfterValidator(normalize_identifier)
+]
 BuiltinName = Literal[BUILTIN_NAMES]  # type: ignore[valid-type]
 
 
