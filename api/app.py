@@ -15,11 +15,13 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 from fastapi.staticfiles import StaticFiles
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from api.auth import BEARER_SCHEME_NAME
 from api.body_limit import BodyLimitMiddleware
 from api.context import ApiContext
 from api.faults import install_fault_handlers
+from api.http_semantics import HttpSemanticsMiddleware
 from api.problems import PROBLEM_MEDIA_TYPE, install_problem_handlers, problem_responses
 from api.request_body import RequestBodyMiddleware
 from api.routes import admin, blobs, health, jobs, pages, protocols, submissions, webhooks
@@ -143,6 +145,13 @@ def create_app(
     app.mount("/static", StaticFiles(directory=pages.STATIC_DIR), name="static")
     app.openapi = lambda: _openapi_with_problems(app)  # type: ignore[method-assign]
 
+    # HEAD and OPTIONS, complete Allow headers, redirects without the request's Host; then only
+    # the configured host names are answered at all.
+    app.add_middleware(
+        HttpSemanticsMiddleware, fastapi_app=app, public_url=context.settings.public_url
+    )
+    if context.settings.trusted_hosts != ["*"]:
+        app.add_middleware(TrustedHostMiddleware, allowed_hosts=context.settings.trusted_hosts)
     # --- security headers (CSP with a per-response script nonce, framing, sniffing) ----------
     app.add_middleware(SecurityHeadersMiddleware)
     # ------------------------------------------------------------------------------------------

@@ -45,6 +45,17 @@ class Settings(BaseSettings):
     s3_multipart_chunksize_bytes: int = Field(
         16 * 1024 * 1024, description="S3 multipart part size, bytes (S3 minimum 5 MiB)."
     )
+    public_url: str = Field(
+        "",
+        description="Base URL clients reach the API at (e.g. https://unmask.example.org); links "
+        "the API builds (an upload's complete_url, redirects) start with it. Empty = paths "
+        "without a host. The request's Host header is never echoed.",
+    )
+    trusted_hosts: list[str] = Field(
+        default_factory=lambda: ["*"],
+        description='Host header values the API answers (e.g. ["unmask.example.org"]); others '
+        'get 400. ["*"] = any (behind a proxy that checks it).',
+    )
     blob_public_url: str = Field(
         "", description="Base URL of signed local-blob URLs; empty = file:// URIs."
     )
@@ -207,7 +218,6 @@ class Settings(BaseSettings):
     # HTTP gateway.
     api_host: str = "127.0.0.1"
     api_port: int = 8000
-    public_url: str = ""
     max_archive_bytes: int = Field(
         512 * 1024 * 1024,
         description="Largest archive streamed through the API (bytes); larger -> presigned upload.",
