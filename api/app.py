@@ -26,6 +26,7 @@ from api.problems import PROBLEM_MEDIA_TYPE, install_problem_handlers, problem_r
 from api.request_body import RequestBodyMiddleware
 from api.routes import admin, blobs, health, jobs, pages, protocols, submissions, webhooks
 from api.security_headers import SecurityHeadersMiddleware
+from services.json_values import JSON_VALUE_SCHEMA
 from services.platform.outbox import MessageSender
 from services.settings import Settings, get_settings
 from services.storage.blobstore import BlobStore
@@ -85,7 +86,9 @@ def _openapi_with_problems(app: FastAPI) -> dict[str, Any]:
                 if code[:1] in {"4", "5"} and content and "application/json" in content:
                     content[PROBLEM_MEDIA_TYPE] = content.pop("application/json")
     # Every 422 is documented with the Problem model; FastAPI's default error models are unused.
-    components = schema.get("components", {}).get("schemas", {})
+    components = schema.setdefault("components", {}).setdefault("schemas", {})
+    # The free-form JSON objects (config, config_overrides, builtin.params) refer to it.
+    components["JsonValue"] = JSON_VALUE_SCHEMA
     for unused in ("HTTPValidationError", "ValidationError"):
         text = str(schema.get("paths", {}))
         if f"#/components/schemas/{unused}'" not in text:

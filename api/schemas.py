@@ -18,12 +18,14 @@ from pydantic import (
     Field,
     StrictBool,
     ValidationInfo,
+    WithJsonSchema,
     field_validator,
 )
 
 from services.anonymizers.registry import BUILTIN_NAMES
 from services.errors import InvalidInputError
 from services.identifiers import IDENTIFIER_PATTERN, normalize_identifier
+from services.json_values import JSON_TEXT_PATTERN
 from services.metrics import catalogue
 from services.pipeline.config import EvaluationConfig
 from services.platform.jobs.config import COST_KNOB_NAMES, PROTOCOL_FIXED_FIELDS
@@ -64,7 +66,12 @@ SHA256_HEX_PATTERN = SHA256_HEX_RE.pattern
 DB_ID_MAX = 2**31 - 1
 DbId = Annotated[int, Ge(1), Le(DB_ID_MAX)]
 # Page cursors are the last id of the previous page, as a decimal string.
-CURSOR_PATTERN = r"^[0-9]{1,10}$"
+# Exactly the decimal strings of 0 .. 2147483647 (leading zeros allowed, at most 10 digits).
+CURSOR_PATTERN = (
+    r"^(?:[0-9]{1,9}|0[0-9]{9}|1[0-9]{9}|20[0-9]{8}|21[0-3][0-9]{7}|214[0-6][0-9]{6}"
+    r"|2147[0-3][0-9]{5}|21474[0-7][0-9]{4}|214748[0-2][0-9]{3}|2147483[0-5][0-9]{2}"
+    r"|21474836[0-3][0-9]|214748364[0-7])$"
+)
 
 # PostgreSQL text and jsonb cannot store NUL (U+0000); refusing it here names the field.
 NO_NUL_PATTERN = r"^[^\x00]*$"
@@ -129,8 +136,20 @@ Cursor = Annotated[
     Field(pattern=CURSOR_PATTERN, description="`next_cursor`."),
     AfterValidator(_cursor_in_range),
 ]
-# A JSON object stored in a jsonb column: no NUL in any key or string.
-JsonObject = Annotated[dict[str, Any], AfterValidator(_object_without_nul)]
+# A JSON object stored in a jsonb column: no NUL in any key or string; every value within what
+# storage holds (services.json_values, enforced for every body by api/request_body.py). The
+# document names the rule through the JsonValue component (added by api/app.py).
+JsonObject = Annotated[
+    dict[str, Any],
+    AfterValidator(_object_without_nul),
+    WithJsonSchema(
+        {
+            "type": "object",
+            "propertyNames": {"pattern": JSON_TEXT_PATTERN},
+            "additionalProperties": {"$ref": "#/components/schemas/JsonValue"},
+        }
+    ),
+]
 # Spelled out (not ``Text(...)``) so that type checkers see them as type aliases.
 # Names and labels: NFKC, without control, bidi or invisible characters (services.identifiers).
 NameText = Annotated[
@@ -542,7 +561,12 @@ class ArchiveUploadCreate(StrictModel):
     name: NameText
     visibility: Visibility = "private"
     protocol_id: DbId = Field(description="The protocol whose audio the archive anonymizes.")
-    size_bytes: int = Field(gt=0, le=2**63 - 1, description="Exact archive size, bytes.")
+    size_bytes: int = Field(
+        gt=0,
+        le=2**63 - 1,
+        description="Exact archive size, bytes; above the server's limit "
+        "(UNMASK_MAX_PRESIGNED_ARCHIVE_BYTES, 50 GiB by default) the answer is 413.",
+    )
     sha256: str = Field(
         pattern=SHA256_HEX_PATTERN,
         description="Hex SHA-256 of the whole archive (64 lowercase digits).",

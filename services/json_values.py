@@ -20,6 +20,27 @@ JSON_INT_MAX = 2**63 - 1
 JSON_MAX_DEPTH = 64
 """Deepest nesting of objects and arrays."""
 
+JSON_TEXT_PATTERN = r"^[^\x00\ud800-\udfff]*$"
+"""Strings and keys as a regular expression: no NUL, no lone UTF-16 surrogate."""
+
+JSON_VALUE_SCHEMA: dict[str, Any] = {
+    "description": "Any JSON value that storage holds: strings and keys without NUL or lone "
+    "surrogates, numbers within +-(2^63 - 1), at most 64 levels deep.",
+    "anyOf": [
+        {"type": "null"},
+        {"type": "boolean"},
+        {"type": "string", "pattern": JSON_TEXT_PATTERN},
+        {"type": "number", "minimum": -JSON_INT_MAX, "maximum": JSON_INT_MAX},
+        {"type": "array", "items": {"$ref": "#/components/schemas/JsonValue"}},
+        {
+            "type": "object",
+            "propertyNames": {"pattern": JSON_TEXT_PATTERN},
+            "additionalProperties": {"$ref": "#/components/schemas/JsonValue"},
+        },
+    ],
+}
+""":data:`JsonValue` as JSON Schema (an OpenAPI component, recursive through its ``$ref``)."""
+
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _PLAIN_KEY = re.compile(r"^[A-Za-z0-9_\-]+$")
 
@@ -54,6 +75,8 @@ def json_problem(value: Any, path: str = "", depth: int = 0) -> tuple[str, str] 
     if isinstance(value, float):
         if not math.isfinite(value):
             return path, f"number {value} is not finite (JSON numbers above ~1.8e308 overflow)"
+        if abs(value) > JSON_INT_MAX:
+            return path, f"number {value:g} is outside +-(2^63 - 1)"
         return None
     if isinstance(value, dict):
         for key, item in value.items():

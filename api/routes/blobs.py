@@ -8,7 +8,9 @@ checked by ``LocalBlobStore.check_presigned``. With the S3 back-end these routes
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends, Request, Response, status
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Path, Request, Response, status
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import FileResponse
 
@@ -21,9 +23,17 @@ from api.uploads import (
     upload_slots,
     upload_timeout_problem,
 )
-from services.storage.blobstore import LocalBlobStore
+from services.storage.blobstore import BLOB_KEY_PATTERN, MAX_KEY_LENGTH, LocalBlobStore
 
 router = APIRouter(prefix="/v1/blobs", tags=["blobs"])
+
+# The blob-key rule of services.storage.blobstore.validate_key, documented and enforced here.
+BlobKeyPath = Path(
+    max_length=MAX_KEY_LENGTH,
+    pattern=BLOB_KEY_PATTERN,
+    description="'/'-separated segments of letters, digits and ._=+@-; none empty or starting "
+    "with '.'.",
+)
 
 _SIGNED_QUERY_DOC = (
     "Query (from the presigned URL, unchanged): `method`, `expires` (Unix s), optional `sha256`, "
@@ -61,7 +71,9 @@ def _local_store(context: ApiContext) -> LocalBlobStore:
     description=_SIGNED_QUERY_DOC,
     openapi_extra={"security": [], "x-required-scope": "none (signed URL)"},
 )
-def get_blob(key: str, request: Request, context: ApiContext = Depends(get_context)) -> Response:
+def get_blob(
+    key: Annotated[str, BlobKeyPath], request: Request, context: ApiContext = Depends(get_context)
+) -> Response:
     store = _local_store(context)
     store.check_presigned("GET", key, dict(request.query_params))
     info = store.stat(key)
@@ -80,7 +92,7 @@ def get_blob(key: str, request: Request, context: ApiContext = Depends(get_conte
     openapi_extra={"security": [], "x-required-scope": "none (signed URL)"},
 )
 async def put_blob(
-    key: str, request: Request, context: ApiContext = Depends(get_context)
+    key: Annotated[str, BlobKeyPath], request: Request, context: ApiContext = Depends(get_context)
 ) -> Response:
     store = _local_store(context)
     query = dict(request.query_params)

@@ -52,7 +52,10 @@ SHA256_METADATA_KEY = "sha256"
 # Streams up to this size are hashed in memory before an S3 upload; larger ones spill to disk.
 SPOOL_MEMORY_BYTES = 8 * 1024 * 1024
 
-_SEGMENT_RE = re.compile(r"^[A-Za-z0-9_=+@-][A-Za-z0-9._=+@-]*$")
+_SEGMENT = r"[A-Za-z0-9_=+@-][A-Za-z0-9._=+@-]*"
+_SEGMENT_RE = re.compile(_SEGMENT)
+BLOB_KEY_PATTERN = rf"^{_SEGMENT}(?:/{_SEGMENT})*$"
+"""A safe blob key as a regular expression (:func:`validate_key`; length checked apart)."""
 _SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
 
 
@@ -66,7 +69,7 @@ def validate_key(key: str) -> str:
     if not 0 < len(key) <= MAX_KEY_LENGTH:
         raise BlobStoreError(f"blob key must be 1..{MAX_KEY_LENGTH} characters, got {len(key)}")
     for segment in key.split("/"):
-        if not _SEGMENT_RE.match(segment):
+        if not _SEGMENT_RE.fullmatch(segment):  # not match(): "$" would let a final "\n" in
             raise BlobStoreError(
                 f"blob key {key!r}: segment {segment!r} must be letters, digits or ._=+@- and"
                 " must not be empty or start with '.'"
