@@ -563,7 +563,8 @@ class ArchiveUploadCreate(StrictModel):
     protocol_id: DbId = Field(description="The protocol whose audio the archive anonymizes.")
     size_bytes: int = Field(
         gt=0,
-        le=2**63 - 1,
+        # 2^53 (8 PiB): exact as a double, so every JSON reader agrees on the bound.
+        le=2**53,
         description="Exact archive size, bytes; above the server's limit "
         "(UNMASK_MAX_PRESIGNED_ARCHIVE_BYTES, 50 GiB by default) the answer is 413.",
     )
