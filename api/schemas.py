@@ -133,7 +133,13 @@ def Text(max_length: int, *, min_length: int = 0) -> Any:
 # A page cursor (the `next_cursor` of the previous page).
 Cursor = Annotated[
     str,
-    Field(pattern=CURSOR_PATTERN, description="`next_cursor`."),
+    # Enforced as 1-10 digits plus the range check (its message names the bound); documented as
+    # the exact pattern of 0 .. 2147483647.
+    Field(
+        pattern=r"^[0-9]{1,10}$",
+        json_schema_extra={"pattern": CURSOR_PATTERN},
+        description="`next_cursor`.",
+    ),
     AfterValidator(_cursor_in_range),
 ]
 # A JSON object stored in a jsonb column: no NUL in any key or string; every value within what
