@@ -15,14 +15,19 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 from fastapi.staticfiles import StaticFiles
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from api import pages
 from api.auth import BEARER_SCHEME_NAME
 from api.body_limit import BodyLimitMiddleware
 from api.context import ApiContext
+from api.faults import install_fault_handlers
+from api.http_semantics import HttpSemanticsMiddleware
 from api.problems import PROBLEM_MEDIA_TYPE, install_problem_handlers, problem_responses
+from api.request_body import RequestBodyMiddleware
 from api.routes import admin, blobs, health, jobs, protocols, submissions, webhooks
 from api.security_headers import SecurityHeadersMiddleware
+from services.json_values import JSON_VALUE_SCHEMA
 from services.platform.outbox import MessageSender
 from services.settings import Settings, get_settings
 from services.storage.blobstore import BlobStore
@@ -82,7 +87,9 @@ def _openapi_with_problems(app: FastAPI) -> dict[str, Any]:
                 if code[:1] in {"4", "5"} and content and "application/json" in content:
                     content[PROBLEM_MEDIA_TYPE] = content.pop("application/json")
     # Every 422 is documented with the Problem model; FastAPI's default error models are unused.
-    components = schema.get("components", {}).get("schemas", {})
+    components = schema.setdefault("components", {}).setdefault("schemas", {})
+    # The free-form JSON objects (config, config_overrides, builtin.params) refer to it.
+    components["JsonValue"] = JSON_VALUE_SCHEMA
     for unused in ("HTTPValidationError", "ValidationError"):
         text = str(schema.get("paths", {}))
         if f"#/components/schemas/{unused}'" not in text:
@@ -129,6 +136,9 @@ def create_app(
     )
     app.state.context = context
     install_problem_handlers(app)
+    install_fault_handlers(app)
+    # Inner to the body limit: bodies are read (under the read timeout) only within it.
+    app.add_middleware(RequestBodyMiddleware, read_timeout_s=context.settings.upload_read_timeout_s)
     app.add_middleware(BodyLimitMiddleware, max_bytes=context.settings.max_json_body_bytes)
     for module in (health, admin, protocols, submissions, jobs, blobs):
         app.include_router(module.router)
@@ -139,6 +149,13 @@ def create_app(
     app.mount("/static", StaticFiles(directory=pages.STATIC_DIR), name="static")
     app.openapi = lambda: _openapi_with_problems(app)  # type: ignore[method-assign]
 
+    # HEAD and OPTIONS, complete Allow headers, redirects without the request's Host; then only
+    # the configured host names are answered at all.
+    app.add_middleware(
+        HttpSemanticsMiddleware, fastapi_app=app, public_url=context.settings.public_url
+    )
+    if context.settings.trusted_hosts != ["*"]:
+        app.add_middleware(TrustedHostMiddleware, allowed_hosts=context.settings.trusted_hosts)
     # --- security headers (CSP with a per-response script nonce, framing, sniffing) ----------
     app.add_middleware(SecurityHeadersMiddleware)
     # ------------------------------------------------------------------------------------------

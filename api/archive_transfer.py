@@ -269,7 +269,9 @@ def start_presigned_upload(
             for number, request, size in multipart.parts
         ]
         return multipart.upload_id, multipart.part_bytes, parts
-    request = store.presigned_put(key, expires_s, media_type=media_type, expected_sha256=sha256)
+    request = store.presigned_put(
+        key, expires_s, media_type=media_type, expected_sha256=sha256, expected_size=size_bytes
+    )
     if not request.url.startswith(("http://", "https://")):
         raise ApiProblem(
             409,

@@ -62,6 +62,17 @@ class Settings(BaseSettings):
     s3_multipart_chunksize_bytes: int = Field(
         16 * 1024 * 1024, description="S3 multipart part size, bytes (S3 minimum 5 MiB)."
     )
+    public_url: str = Field(
+        "",
+        description="Base URL clients reach the API at (e.g. https://unmask.example.org); links "
+        "the API builds (an upload's complete_url, redirects) start with it. Empty = paths "
+        "without a host. The request's Host header is never echoed.",
+    )
+    trusted_hosts: list[str] = Field(
+        default_factory=lambda: ["*"],
+        description='Host header values the API answers (e.g. ["unmask.example.org"]); others '
+        'get 400. ["*"] = any (behind a proxy that checks it).',
+    )
     blob_public_url: str = Field(
         "", description="Base URL of signed local-blob URLs; empty = file:// URIs."
     )
@@ -230,7 +241,6 @@ class Settings(BaseSettings):
     # HTTP gateway.
     api_host: str = "127.0.0.1"
     api_port: int = 8000
-    public_url: str = ""
     max_archive_bytes: int = Field(
         512 * 1024 * 1024,
         description="Largest archive streamed through the API (bytes); larger -> presigned upload.",
@@ -251,10 +261,25 @@ class Settings(BaseSettings):
         description="Largest request body of every route except the streamed archive uploads "
         "(bytes); larger -> 413 before the body is parsed.",
     )
-    # Cost bounds of a job's evaluation config (services/platform/jobs/config.py): a job above
+    # Cost bounds of a job's evaluation config (services/platform/jobs/cost.py): a job above
     # one is a 422. A protocol may override each in its body's `limits` (docs/deploy.md).
-    max_job_epochs: int = Field(200, ge=1, description="training.epochs, at most.")
+    max_job_epochs: int = Field(
+        200, ge=1, description="training.epochs of the config and of every zoo attacker, at most."
+    )
+    max_job_crop_seconds: float = Field(
+        10.0,
+        gt=0,
+        description="training.crop_seconds of the config and of every zoo attacker, at most (s).",
+    )
+    max_job_attackers: int = Field(8, ge=1, description="Attackers of the zoo, at most.")
     max_job_seeds: int = Field(10, ge=1, description="Entries of `seeds`, at most.")
+    max_job_training_work: float = Field(
+        20000.0,
+        gt=0,
+        description="Total training work, at most: entries of `seeds` x trained scenarios x the "
+        "sum over attackers of epochs x crop_seconds (crop-seconds per training utterance; "
+        "services/platform/jobs/cost.py).",
+    )
     max_job_batch_size: int = Field(1024, ge=2, description="training.batch_size, at most.")
     max_job_bootstrap_resamples: int = Field(
         2000,
@@ -267,6 +292,12 @@ class Settings(BaseSettings):
     )
     max_job_size_study_target_seeds: int = Field(
         10, ge=1, description="Entries of analyses.size_study.target_seeds, at most."
+    )
+    max_job_size_study_counts: int = Field(
+        50,
+        ge=1,
+        description="Entries of each of analyses.size_study.speaker_counts, enrollment_counts "
+        "and trial_counts, at most.",
     )
     max_job_phone_units: int = Field(
         1024, ge=2, description="analyses.srd_representations.phone_units, at most."
@@ -289,6 +320,14 @@ class Settings(BaseSettings):
         gt=0,
         description="Archive bytes a team may hold (bytes): stored archives, open presigned "
         "uploads (declared size) and archives rejected in the last 24 h.",
+    )
+
+    min_free_disk_bytes: int = Field(
+        1024**3,
+        ge=0,
+        description="Readiness reports `not ready: disk` when a folder the API writes to (data "
+        "dir, local blob folder, temporary folder of spooled uploads) has less free space than "
+        "this, bytes (0 = no check).",
     )
 
     # Archive uploads: slow clients, concurrency, abandoned uploads, stuck validations.

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 import time
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse
@@ -85,6 +88,37 @@ def check_blob_store(context: ApiContext) -> CheckOut:
     return _timed(run)
 
 
+def check_disk(context: ApiContext) -> CheckOut:
+    """Free space of every folder this process writes to, against ``min_free_disk_bytes``."""
+    threshold = context.settings.min_free_disk_bytes
+    if threshold <= 0:
+        return CheckOut(status="skipped", detail="UNMASK_MIN_FREE_DISK_BYTES is 0")
+    start = time.perf_counter()
+    low = []
+    for folder in disk_folders(context):
+        free = shutil.disk_usage(folder).free
+        if free < threshold:
+            low.append(f"{free} bytes free under {folder}")
+    latency_ms = (time.perf_counter() - start) * 1000
+    if low:
+        detail = (
+            "; ".join(low) + f", below the threshold of {threshold} bytes "
+            "(UNMASK_MIN_FREE_DISK_BYTES)"
+        )
+        return CheckOut(status="failed", latency_ms=latency_ms, detail=detail)
+    return CheckOut(status="ok", latency_ms=latency_ms, detail=f"at least {threshold} bytes free")
+
+
+def disk_folders(context: ApiContext) -> list[Path]:
+    """The existing folders this process writes to: data dir, local blob folder, temp folder."""
+    settings = context.settings
+    candidates = [settings.data_dir, Path(tempfile.gettempdir())]
+    store = context.blob_store
+    if isinstance(store, LocalBlobStore):
+        candidates.append(store.root)
+    return [folder for folder in dict.fromkeys(candidates) if folder.is_dir()]
+
+
 @router.get(
     "/live",
     response_model=Liveness,
@@ -100,7 +134,7 @@ async def live() -> Liveness:
 @router.get(
     "/ready",
     response_model=Readiness,
-    summary="Readiness: database, broker and blob store answer",
+    summary="Readiness: database, broker and blob store answer; the disk has free space",
     responses=problem_responses(500, 503),
 )
 def ready(
@@ -111,6 +145,7 @@ def ready(
         "database": check_database(context),
         "broker": check_broker(context),
         "blob_store": check_blob_store(context),
+        "disk": check_disk(context),
     }
     failed = [name for name, check in checks.items() if check.status == "failed"]
     if not failed:

@@ -383,7 +383,9 @@ def start_upload(
             for p in parts
         ],
         expires_at=dt.datetime.fromtimestamp(expires_at, dt.UTC),
-        complete_url=str(request.url_for("complete_upload", upload_id=encoded)),
+        # The configured public URL (or the path alone), never the request's Host header.
+        complete_url=context.settings.public_url.rstrip("/")
+        + request.url_for("complete_upload", upload_id=encoded).path,
     )
 
 

@@ -15,7 +15,13 @@ class ArchiveUploadCreate(StrictModel):
     name: NameText
     visibility: Visibility = "private"
     protocol_id: DbId = Field(description="The protocol whose audio the archive anonymizes.")
-    size_bytes: int = Field(gt=0, le=2**63 - 1, description="Exact archive size, bytes.")
+    size_bytes: int = Field(
+        gt=0,
+        # 2^53 (8 PiB): exact as a double, so every JSON reader agrees on the bound.
+        le=2**53,
+        description="Exact archive size, bytes; above the server's limit "
+        "(UNMASK_MAX_PRESIGNED_ARCHIVE_BYTES, 50 GiB by default) the answer is 413.",
+    )
     sha256: str = Field(
         pattern=SHA256_HEX_PATTERN,
         description="Hex SHA-256 of the whole archive (64 lowercase digits).",

@@ -6,9 +6,11 @@ import re
 from typing import Annotated, Any, Literal
 
 from annotated_types import Ge, Le
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema
 
 from services.anonymizers.registry import BUILTIN_NAMES
+from services.identifiers import IDENTIFIER_PATTERN, normalize_identifier
+from services.json_values import JSON_TEXT_PATTERN
 
 Visibility = Literal["public", "private"]
 JobState = Literal["queued", "running", "succeeded", "failed", "cancelled"]
@@ -34,7 +36,12 @@ SHA256_HEX_PATTERN = SHA256_HEX_RE.pattern
 DB_ID_MAX = 2**31 - 1
 DbId = Annotated[int, Ge(1), Le(DB_ID_MAX)]
 # Page cursors are the last id of the previous page, as a decimal string.
-CURSOR_PATTERN = r"^[0-9]{1,10}$"
+# Exactly the decimal strings of 0 .. 2147483647 (leading zeros allowed, at most 10 digits).
+CURSOR_PATTERN = (
+    r"^(?:[0-9]{1,9}|0[0-9]{9}|1[0-9]{9}|20[0-9]{8}|21[0-3][0-9]{7}|214[0-6][0-9]{6}"
+    r"|2147[0-3][0-9]{5}|21474[0-7][0-9]{4}|214748[0-2][0-9]{3}|2147483[0-5][0-9]{2}"
+    r"|21474836[0-3][0-9]|214748364[0-7])$"
+)
 
 # PostgreSQL text and jsonb cannot store NUL (U+0000); refusing it here names the field.
 NO_NUL_PATTERN = r"^[^\x00]*$"
@@ -79,6 +86,14 @@ def _text_field(max_length: int, min_length: int = 0) -> Any:
     )
 
 
+def _name_field(max_length: int, min_length: int = 0) -> Any:
+    return Field(
+        min_length=min_length,
+        max_length=max_length,
+        json_schema_extra={"pattern": IDENTIFIER_PATTERN},
+    )
+
+
 def Text(max_length: int, *, min_length: int = 0) -> Any:
     """Free text stored or filtered on: at most ``max_length`` characters, no NUL."""
     # The pattern is documented; the validator enforces it, with a message naming the NUL.
@@ -88,15 +103,40 @@ def Text(max_length: int, *, min_length: int = 0) -> Any:
 # A page cursor (the `next_cursor` of the previous page).
 Cursor = Annotated[
     str,
-    Field(pattern=CURSOR_PATTERN, description="`next_cursor`."),
+    # Enforced as 1-10 digits plus the range check (its message names the bound); documented as
+    # the exact pattern of 0 .. 2147483647.
+    Field(
+        pattern=r"^[0-9]{1,10}$",
+        json_schema_extra={"pattern": CURSOR_PATTERN},
+        description="`next_cursor`.",
+    ),
     AfterValidator(_cursor_in_range),
 ]
-# A JSON object stored in a jsonb column: no NUL in any key or string.
-JsonObject = Annotated[dict[str, Any], AfterValidator(_object_without_nul)]
+# A JSON object stored in a jsonb column: no NUL in any key or string; every value within what
+# storage holds (services.json_values, enforced for every body by api/request_body.py). The
+# document names the rule through the JsonValue component (added by api/app.py).
+JsonObject = Annotated[
+    dict[str, Any],
+    AfterValidator(_object_without_nul),
+    WithJsonSchema(
+        {
+            "type": "object",
+            "propertyNames": {"pattern": JSON_TEXT_PATTERN},
+            "additionalProperties": {"$ref": "#/components/schemas/JsonValue"},
+        }
+    ),
+]
 # Spelled out (not ``Text(...)``) so that type checkers see them as type aliases.
-NameText = Annotated[str, _text_field(200, 1), AfterValidator(_no_nul)]
-ShortText = Annotated[str, _text_field(200), AfterValidator(_no_nul)]
-LabelText = Annotated[str, _text_field(64), AfterValidator(_no_nul)]
+# Names and labels: NFKC, without control, bidi or invisible characters (services.identifiers).
+NameText = Annotated[
+    str, _name_field(200, 1), AfterValidator(_no_nul), AfterValidator(normalize_identifier)
+]
+ShortText = Annotated[
+    str, _name_field(200), AfterValidator(_no_nul), AfterValidator(normalize_identifier)
+]
+LabelText = Annotated[
+    str, _name_field(64), AfterValidator(_no_nul), AfterValidator(normalize_identifier)
+]
 BuiltinName = Literal[BUILTIN_NAMES]  # type: ignore[valid-type]
 
 

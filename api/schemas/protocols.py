@@ -32,18 +32,29 @@ class CostLimits(StrictModel):
     """Per-protocol upper bounds of a job's cost knobs (null = the server's default)."""
 
     epochs: int | None = Field(None, ge=1, le=DB_ID_MAX, description="training.epochs")
+    crop_seconds: float | None = Field(
+        None, gt=0, le=3600, description="training.crop_seconds (s), every attacker."
+    )
+    attackers: int | None = Field(None, ge=1, le=1000, description="Attackers of the zoo.")
     seeds: int | None = Field(None, ge=1, le=DB_ID_MAX, description="Entries of `seeds`.")
+    training_work: float | None = Field(
+        None,
+        gt=0,
+        le=1e12,
+        description="seeds x trained scenarios x sum of attackers' epochs x crop_seconds.",
+    )
     batch_size: int | None = Field(None, ge=2, le=DB_ID_MAX, description="training.batch_size")
     bootstrap_resamples: int | None = Field(
         None, ge=0, le=DB_ID_MAX, description="Bootstrap resamples (metrics and SRD analysis)."
     )
     size_study_samples: int | None = Field(None, ge=1, le=DB_ID_MAX)
     size_study_target_seeds: int | None = Field(None, ge=1, le=DB_ID_MAX)
+    size_study_counts: int | None = Field(None, ge=1, le=DB_ID_MAX)
     phone_units: int | None = Field(None, ge=2, le=DB_ID_MAX)
     synthetic_speakers: int | None = Field(None, ge=6, le=DB_ID_MAX)
     synthetic_utts_per_speaker: int | None = Field(None, ge=4, le=DB_ID_MAX)
 
-    def stored(self) -> dict[str, int]:
+    def stored(self) -> dict[str, float]:
         """The set bounds (stored in the protocol body's ``limits``)."""
         return {k: v for k, v in self.model_dump().items() if v is not None}
 

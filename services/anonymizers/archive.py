@@ -19,6 +19,7 @@ in `services.anonymizers.contract`; this module reads no settings (pass `Archive
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import lzma
@@ -302,6 +303,30 @@ def _normalize(raw: str) -> str:
     return "/".join(p for p in raw.split("/") if p not in ("", "."))
 
 
+EXTRA_MEMBERS_LISTED = 1000
+"""Members beyond what a valid archive holds that are still listed (and reported as extras)."""
+
+ZIP_DIRECTORY_BYTES_PER_MEMBER = 4096
+"""Largest central-directory record (bytes) of one member: 46-byte header, name, extra, comment."""
+
+
+def _check_zip_directory(path: Path, max_members: int) -> None:
+    """Refuse a zip whose end record declares more than ``max_members`` entries, or a central
+    directory larger than they need, before ``zipfile`` reads (and keeps) the directory."""
+    with open(path, "rb") as fh:
+        end = zipfile._EndRecData(fh)  # type: ignore[attr-defined]  # stable since Python 2
+    if not end:
+        raise _Fatal("corrupt zip archive: no end of central directory record")
+    entries, directory_bytes = int(end[zipfile._ECD_ENTRIES_TOTAL]), int(end[zipfile._ECD_SIZE])  # type: ignore[attr-defined]
+    if entries > max_members:
+        raise _Fatal(f"{entries} members, more than the limit of {max_members}")
+    if directory_bytes > max_members * ZIP_DIRECTORY_BYTES_PER_MEMBER:
+        raise _Fatal(
+            f"zip central directory of {directory_bytes} bytes is larger than {max_members} "
+            "members need"
+        )
+
+
 def _zip_entries(zf: zipfile.ZipFile, limits: ArchiveLimits, guard: _SizeGuard) -> Iterator[_Entry]:
     infos = zf.infolist()
     if len(infos) > limits.max_members:
@@ -577,9 +602,15 @@ def validate_archive(
         budget = min(budget, need)
 
     guard = _SizeGuard(src.stat().st_size, budget, lim)
+    # A valid archive holds the expected files, their set folders, one wrapper folder and
+    # metadata.json: more members than that (plus a few, so that extras are still reported) is
+    # refused while the listing is read, before its memory grows with the member count.
+    cap = min(lim.max_members, len(set_of) + len(set(set_of.values())) + EXTRA_MEMBERS_LISTED)
+    lim = dataclasses.replace(lim, max_members=cap)
     check = _MemberCheck(report, lim, budget, set_of, stem_to_utt, durations, audio_dir)
     try:
         if zipfile.is_zipfile(src):
+            _check_zip_directory(src, cap)
             with zipfile.ZipFile(src) as zf:
                 check.run(zf, list(_zip_entries(zf, lim, guard)))
         elif (mode := _compressed_tar_mode(src)) is not None or tarfile.is_tarfile(str(src)):

@@ -37,6 +37,29 @@ from services.studies.dataset_size import SizeStudyConfig
 from services.utility.config import UtilityConfig
 
 Scenario = Literal["original", "ignorant", "lazy-informed", "semi-informed"]
+
+SEED_MAX = 2**32 - 1
+"""Largest seed anywhere in a config: what NumPy's legacy seeding and every generator accept."""
+
+
+def _seed_problems(node: Any, path: str, under_seed: bool = False) -> list[str]:
+    """``path: message`` for every seed (a value under a key naming a seed) outside
+    ``0 .. SEED_MAX``; the whole config is walked, so a new seed field is covered too."""
+    if isinstance(node, dict):
+        return [
+            p
+            for key, value in node.items()
+            for p in _seed_problems(value, f"{path}.{key}" if path else str(key), "seed" in key)
+        ]
+    if isinstance(node, list | tuple):
+        return [p for i, v in enumerate(node) for p in _seed_problems(v, f"{path}.{i}", under_seed)]
+    if under_seed and isinstance(node, int) and not isinstance(node, bool):
+        if not 0 <= node <= SEED_MAX:
+            shown = str(node) if len(str(node)) <= 24 else f"an integer of {len(str(node))} digits"
+            return [f"{path}: seed {shown} is outside 0 .. {SEED_MAX}"]
+    return []
+
+
 Backend = Literal["cosine", "plda"]
 
 
@@ -234,6 +257,13 @@ class EvaluationConfig(BaseModel):
             values = getattr(self, field)
             if len(set(values)) != len(values):
                 raise ValueError(f"{field} has duplicate entries: {values}")
+        return self
+
+    @model_validator(mode="after")
+    def _seeds_in_range(self) -> EvaluationConfig:
+        problems = _seed_problems(self.model_dump(mode="python", exclude={"attackers"}), "")
+        if problems:
+            raise ValueError("; ".join(problems))
         return self
 
     @model_validator(mode="after")

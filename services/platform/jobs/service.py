@@ -19,6 +19,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from services.errors import InvalidInputError
 from services.platform import protocols as protocol_records
 from services.platform.jobs import records as job_records
 from services.platform.jobs.config import build_job_config, check_stored_config_cost
@@ -33,6 +34,7 @@ from services.storage.models import (
     Protocol,
     RunState,
     Submission,
+    SubmissionKind,
     SubmissionStatus,
 )
 
@@ -48,6 +50,10 @@ class SubmissionNotAcceptedError(ConflictError):
 
 class JobFinishedError(ConflictError):
     """Only queued or running jobs can be cancelled."""
+
+
+class ArchiveProtocolMismatchError(InvalidInputError):
+    """An archive holds audio of the protocol it was validated against; no other protocol (422)."""
 
 
 class JobWithoutProtocolError(ConflictError):
@@ -114,6 +120,16 @@ def create_job(
     checked against the protocol's current cost limits (:class:`CostLimitError` when they were
     lowered below it since).
     """
+    if (
+        submission.kind == SubmissionKind.ARCHIVE.value
+        and submission.protocol_id is not None
+        and submission.protocol_id != protocol.id
+    ):
+        raise ArchiveProtocolMismatchError(
+            f"body.protocol_id: submission {submission.id} is an archive validated against "
+            f"protocol {submission.protocol_id}; its jobs run under that protocol only, not "
+            f"{protocol.id}"
+        )
     if config is not None:
         job_config = dict(config)
         check_stored_config_cost(
