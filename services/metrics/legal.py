@@ -479,3 +479,40 @@ def legal_report(
         "headline": headline,
         "curves": [c.to_json() for c in curves],
     }
+
+
+@dataclass(frozen=True)
+class PublishedCurve:
+    """A curve the paper published (Common Voice 11.0, original speech): percent per N."""
+
+    metric: str
+    conversation_length: int
+    n: tuple[int, ...]
+    mean_percent: tuple[float, ...]
+    label: str
+
+
+def paper_original_curves() -> list[PublishedCurve]:
+    """The paper's original-speech (non-anonymized) curves of both metrics, shipped with the
+    reference package (``legal_eval/data/paper_results``): the reference for how linkable
+    unprotected voices are on Common Voice (22,024 enrolled speakers, x-vectors)."""
+    from legal_eval.paper import load_paper_results
+
+    names = {"linkability": "linkability_top1", "singling_out": "singling_out"}
+    out: list[PublishedCurve] = []
+    for source, metric in names.items():
+        for length, attackers in sorted(load_paper_results(source)[source].items()):
+            curve = attackers.get("original")
+            if curve is None:
+                continue
+            ns = tuple(curve.speaker_counts)
+            out.append(
+                PublishedCurve(
+                    metric,
+                    int(length),
+                    ns,
+                    tuple(100.0 * curve.means[n] for n in ns),
+                    f"Common Voice, original speech (paper), L={length}",
+                )
+            )
+    return out

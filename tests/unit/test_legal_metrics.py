@@ -90,7 +90,7 @@ def test_singling_out_unequal_calibration_counts_agree() -> None:
 
 @pytest.mark.parametrize(("length", "seed"), [(1, 0), (3, 4), (10, 2)])
 def test_linkability_agrees_with_reference_package(length: int, seed: int) -> None:
-    x, speakers, ids = _embeddings(40, 10, 16, 2.0, seed)
+    x, speakers, _ = _embeddings(40, 10, 16, 2.0, seed)
     enroll = legal.enrollment_embeddings(*_embeddings(40, 5, 16, 2.0, seed)[:2])
     counts = [2, 7, 19, 40]
     curve = legal.linkability_curve(enroll, x, speakers, length, counts, draws=5, seed=seed)
