@@ -72,3 +72,15 @@ def test_docs_table_is_current() -> None:
     assert embedded.strip() == catalogue.markdown_table().strip(), (
         "docs/metrics.md is stale: regenerate with python -m services.metrics.catalogue"
     )
+
+
+def test_legal_metrics_reach_every_surface_with_their_chance_levels() -> None:
+    for m in (catalogue.LINKABILITY_TOP1, catalogue.SINGLING_OUT):
+        assert m in catalogue.leaderboard_metrics() and m in catalogue.event_metrics()
+        assert m in catalogue.table_metrics() and m in catalogue.summarized_metrics()
+        assert not m.higher_is_better and m.unit == "%"
+        assert m.chance_key is not None
+        chance = catalogue.metric(m.chance_key)
+        assert chance in catalogue.seed_summary_metrics() and chance in catalogue.event_metrics()
+        row = {"legal": {"headline": {m.key: 61.0, m.chance_key: 6.25}}}
+        assert m.value_in(row) == 61.0 and chance.value_in(row) == 6.25
