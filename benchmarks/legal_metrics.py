@@ -66,8 +66,8 @@ def population(n_speakers: int, n_trials: int, n_enroll: int, seed: int) -> dict
         "trial": draw(n_trials),
         "trial_spk": trial_spk,
         "trial_gender": np.repeat(genders, n_trials),
-        "trial_ids": [f"{s}-{j:02d}" for s, j in zip(trial_spk, np.tile(range(n_trials), n_speakers), strict=True)],
-    }  # fmt: skip
+        "trial_ids": [f"{s}-{j % n_trials:02d}" for j, s in enumerate(trial_spk)],
+    }
 
 
 def best_of(repeats: int, fn: Callable[[], Any]) -> tuple[float, Any]:
@@ -141,30 +141,39 @@ def main() -> None:
         )  # fmt: skip
 
     rows: list[tuple[str, float, str]] = []
+
+    def pct(curve: legal.Curve) -> float:
+        point = curve.at(n)
+        assert point is not None
+        return 100.0 * float(point.draws.mean())
+
     t, eer = best_of(args.repeats, eer_only)
     rows.append(("EER path: cosine scores + EER", t, f"EER {eer:.2f} %"))
     t_eer, row = best_of(args.repeats, eer_path)
-    rows.append(("EER path: score stage's metrics_row (defaults)", t_eer, f"EER {row['eer_percent']:.2f} %"))  # fmt: skip
+    note = f"EER {row['eer_percent']:.2f} %"
+    rows.append(("EER path: score stage's metrics_row (defaults)", t_eer, note))
     t_link, link = best_of(args.repeats, linkability_curves)
-    head = link[0].at(n)
-    rows.append(("legal: linkability, 4 L x 8 N", t_link, f"top-1 at N={n}, L=1: {100 * head.draws.mean():.1f} %"))  # fmt: skip
+    note = f"top-1 at N={n}, L=1: {pct(link[0]):.1f} %"
+    rows.append(("legal: linkability, 4 L x 8 N", t_link, note))
     t_so, so = best_of(args.repeats, singling_out_curves)
-    head = so[0].at(n)
-    rows.append(("legal: singling out, 3 L x 8 N, 5 folds", t_so, f"at N={n}, L=1: {100 * head.draws.mean():.1f} %"))  # fmt: skip
-    rows.append(("legal: both curves (Unmask defaults)", t_link + t_so, f"{(t_link + t_so) / t_eer:.2f}x the metrics_row path"))  # fmt: skip
-    one = {"lengths": (1,), "folds": 1}
-    t_b, b = best_of(args.repeats, lambda: singling_out_curves(**one))  # type: ignore[arg-type]
-    t_r, r = best_of(args.repeats, lambda: singling_out_curves(**one, sampler="reference"))  # type: ignore[arg-type]
+    note = f"at N={n}, L=1: {pct(so[0]):.1f} %"
+    rows.append(("legal: singling out, 3 L x 8 N, 5 folds", t_so, note))
+    note = f"{(t_link + t_so) / t_eer:.2f}x the metrics_row path"
+    rows.append(("legal: both curves (Unmask defaults)", t_link + t_so, note))
+    t_b, b = best_of(args.repeats, lambda: singling_out_curves((1,), 1))
+    t_r, r = best_of(args.repeats, lambda: singling_out_curves((1,), 1, "reference"))
     t_p, p = best_of(args.repeats, package_sweep)
-    ref_mean = np.mean(p.values[n])
-    rows.append(("singling out L=1, 1 fold: batched sampler", t_b, f"{t_p / t_b:.1f}x faster than the package; at N={n}: {100 * b[0].at(n).draws.mean():.2f} %"))  # fmt: skip
-    rows.append(("singling out L=1, 1 fold: reference sampler", t_r, f"{t_p / t_r:.1f}x faster; |diff| to package {abs(r[0].at(n).draws.mean() - ref_mean):.1e}"))  # fmt: skip
-    rows.append(("singling out L=1, 1 fold: legal_eval.singling_out_sweep", t_p, f"at N={n}: {100 * ref_mean:.2f} %"))  # fmt: skip
+    ref = 100.0 * float(np.mean(p.values[n]))
+    note = f"{t_p / t_b:.1f}x faster than the package; at N={n}: {pct(b[0]):.2f} %"
+    rows.append(("singling out L=1, 1 fold: batched sampler", t_b, note))
+    note = f"{t_p / t_r:.1f}x faster; at N={n}: {pct(r[0]):.2f} % (package: {ref:.2f} %)"
+    rows.append(("singling out L=1, 1 fold: reference sampler", t_r, note))
+    rows.append(("singling out L=1, 1 fold: legal_eval package", t_p, f"at N={n}: {ref:.2f} %"))
 
     print(f"{n} speakers x 30 trial (+10 enrollment) utterances, {DIM}-dim, N grid {grid}")
-    print(f"| path | seconds | note |\n|---|---:|---|")
-    for name, seconds, note in rows:
-        print(f"| {name} | {seconds:.2f} | {note} |")
+    print("| path | seconds | note |\n|---|---:|---|")
+    for name, seconds, text in rows:
+        print(f"| {name} | {seconds:.2f} | {text} |")
 
 
 if __name__ == "__main__":
