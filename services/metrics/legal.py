@@ -284,9 +284,14 @@ def singling_out_outcomes(
     width = int(sizes.max())
     # Calibration scores as (enroll, dataset speaker, conversation), padded with -inf: padding
     # never reaches the top M + 1 because every drawn set holds more than M real scores.
-    cal = np.full((len(scores.enroll_speakers), n_dataset, width), -np.inf)
-    for c, (a, b) in enumerate(scores.calibration_slices):
-        cal[:, c, : b - a] = scores.calibration_scores[:, a:b]
+    starts = np.array([a for a, _ in scores.calibration_slices], dtype=np.intp)
+    if np.all(sizes == width) and np.array_equal(starts, np.arange(n_dataset) * width):
+        # Contiguous equal blocks in speaker order (score_conversations' layout): a view.
+        cal = scores.calibration_scores.reshape(len(scores.enroll_speakers), n_dataset, width)
+    else:
+        cal = np.full((len(scores.enroll_speakers), n_dataset, width), -np.inf)
+        for c, (a, b) in enumerate(scores.calibration_slices):
+            cal[:, c, : b - a] = scores.calibration_scores[:, a:b]
     n_own = sizes[own]
     uniform = bool(np.all(n_own == n_own[0]))
 
