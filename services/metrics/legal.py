@@ -254,6 +254,50 @@ def linkability_curve(
     return curve
 
 
+def _window_size(m: int, n_dataset: int, n: int) -> int:
+    """Highest calibration scores to scan for the top m + 1 of n drawn speakers' out of
+    n_dataset: each score belongs to a drawn speaker with probability n / n_dataset, so about
+    (m + 1) n_dataset / n are needed; three times that plus a margin (else: gathered)."""
+    return int(np.ceil(3 * (m + 1) * n_dataset / n)) + 32
+
+
+class _TopCalibration:
+    """Each evaluated speaker's ``size`` highest calibration scores, sorted descending, with the
+    dataset speaker each belongs to."""
+
+    def __init__(self, flat: NDArray[np.float64], size: int, width: int) -> None:
+        size = min(size, flat.shape[1])
+        idx = np.argpartition(-flat, size - 1, axis=1)[:, :size]
+        vals = np.take_along_axis(flat, idx, axis=1)
+        order = np.argsort(-vals, axis=1, kind="stable")
+        self.values = np.take_along_axis(vals, order, axis=1)
+        self.speaker = np.take_along_axis(idx, order, axis=1) // width
+
+    def bounds(
+        self,
+        who: NDArray[np.intp],
+        chosen: NDArray[np.intp],
+        k: NDArray[np.intp],
+        n_dataset: int,
+        upper: NDArray[np.float64],
+        lower: NDArray[np.float64],
+    ) -> NDArray[np.bool_]:
+        """Fill ``upper`` / ``lower`` with the k-th and (k+1)-th highest calibration scores of
+        the drawn speakers where the window holds k + 1 of them; returns where it did."""
+        b = np.arange(len(who))[:, None]
+        drawn = np.zeros((len(who), n_dataset), dtype=bool)
+        drawn[b, chosen] = True
+        member = drawn[b, self.speaker[who]]
+        count = np.cumsum(member, axis=1)
+        found = count[:, -1] >= k + 1
+        i_upper = np.argmax(count >= k[:, None], axis=1)
+        i_lower = np.argmax(count >= (k + 1)[:, None], axis=1)
+        values = self.values[who]
+        upper[found] = values[found, i_upper[found]]
+        lower[found] = values[found, i_lower[found]]
+        return found
+
+
 def singling_out_outcomes(
     scores: ConversationScores,
     n: int,
@@ -295,6 +339,15 @@ def singling_out_outcomes(
     n_own = sizes[own]
     uniform = bool(np.all(n_own == n_own[0]))
 
+    # Large N: scan each speaker's highest calibration scores (sorted once) for the first M + 1
+    # that belong to drawn speakers, instead of gathering all N M of them; the same values.
+    size = _window_size(int(n_own.max()), n_dataset, n)
+    window = (
+        _TopCalibration(cal[rows].reshape(len(rows), n_dataset * width), size, width)
+        if 4 * size <= n * width
+        else None
+    )
+
     # Every (speaker, draw) pair, speaker-major (the package's loop order).
     pair_speaker = np.repeat(np.arange(len(evaluated)), draws)
     pair_draw = np.tile(np.arange(draws), len(evaluated))
@@ -324,15 +377,23 @@ def singling_out_outcomes(
         others = np.where(others >= own_col, others + 1, others)
         chosen = np.concatenate([own_col, others], axis=1)  # (b, n)
         r = rows[who][:, None]
-        calib = cal[r, chosen].reshape(len(who), n * width)
         k = n_own[who]
-        if uniform:
-            top = -np.partition(-calib, (k[0] - 1, k[0]), axis=1)
-            upper, lower = top[:, k[0] - 1], top[:, k[0]]
+        upper = np.full(len(who), np.nan)
+        lower = np.full(len(who), np.nan)
+        if window is not None:
+            found = window.bounds(who, chosen, k, n_dataset, upper, lower)
         else:
-            desc = -np.sort(-calib, axis=1)
-            upper = desc[np.arange(len(who)), k - 1]
-            lower = desc[np.arange(len(who)), k]
+            found = np.zeros(len(who), dtype=bool)
+        rest = np.flatnonzero(~found)
+        if rest.size:  # gather the drawn speakers' calibration scores, take the top M + 1
+            calib = cal[r[rest], chosen[rest]].reshape(rest.size, n * width)
+            if uniform:
+                top = -np.partition(-calib, (k[0] - 1, k[0]), axis=1)
+                upper[rest], lower[rest] = top[:, k[0] - 1], top[:, k[0]]
+            else:
+                desc = -np.sort(-calib, axis=1)
+                upper[rest] = desc[np.arange(rest.size), k[rest] - 1]
+                lower[rest] = desc[np.arange(rest.size), k[rest]]
         threshold = (lower + upper) / 2.0
         fired = np.count_nonzero(scores.test_scores[r, chosen] > threshold[:, None], axis=1)
         out[sel] = fired == 1

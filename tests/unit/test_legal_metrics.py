@@ -201,3 +201,21 @@ def test_log_spaced_counts() -> None:
     grid = legal.log_spaced_counts(1000, 8)
     assert grid[0] == 2 and grid[-1] == 1000 and np.all(np.diff(np.log(grid)) > 0)
     assert legal.log_spaced_counts(1, 8) == []
+
+
+def test_large_population_window_path_agrees_with_reference_package() -> None:
+    """At large N the thresholds come from each speaker's sorted top calibration scores (not a
+    gather of all N M): outcomes still equal the package's, draw by draw."""
+    x, speakers, ids = _embeddings(150, 12, 16, 1.6, 8)
+    enroll = legal.enrollment_embeddings(*_embeddings(150, 3, 16, 1.6, 8)[:2])
+    spk2utt: dict[str, list[str]] = {}
+    for u, s in zip(ids, speakers, strict=True):
+        spk2utt.setdefault(s, []).append(u)
+    u2e = {u: x[i] for i, u in enumerate(ids)}
+    scored = score_conversations(enroll, build_conversations(spk2utt, u2e, 1, seed=4, fold=1))
+    width = max(b - a for a, b in scored.calibration_slices)
+    for n in (60, 150):
+        assert 4 * legal._window_size(width, 150, n) <= n * width  # the window path runs
+        mine = legal.singling_out_outcomes(scored, n, draws=3, seed=4, fold=1, sampler="reference")
+        theirs = singling_out(scored, n, n_runs=3, seed=4, fold=1)
+        assert mine.astype(int).tolist() == [theirs[s] for s in scored.enroll_speakers]
