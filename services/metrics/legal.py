@@ -267,6 +267,7 @@ class _TopCalibration:
 
     def __init__(self, flat: NDArray[np.float64], size: int, width: int) -> None:
         size = min(size, flat.shape[1])
+        self.size = size
         idx = np.argpartition(-flat, size - 1, axis=1)[:, :size]
         vals = np.take_along_axis(flat, idx, axis=1)
         order = np.argsort(-vals, axis=1, kind="stable")
@@ -306,6 +307,7 @@ def singling_out_outcomes(
     seed: int,
     fold: int,
     sampler: Sampler = "batched",
+    cache: dict[str, Any] | None = None,
 ) -> NDArray[np.bool_]:
     """Isolation outcomes (enrollment speakers in ``scores.dataset_speakers``, ``draws``) for
     sets of ``n`` test speakers: each draw takes the speaker's own test speaker plus n - 1 others,
@@ -315,6 +317,7 @@ def singling_out_outcomes(
     ``sampler="reference"`` draws each (speaker, draw) set from the stream
     ``default_rng((seed, n, fold, row, draw))`` as ``legal_eval.metrics.singling_out`` does, so
     the outcomes equal the package's; ``"batched"`` draws all sets of a batch from one stream.
+    ``cache``: one dict per ``scores`` (fold), shared by its calls for increasing n.
     """
     n_dataset = len(scores.dataset_speakers)
     if not 2 <= n <= n_dataset:
@@ -342,11 +345,13 @@ def singling_out_outcomes(
     # Large N: scan each speaker's highest calibration scores (sorted once) for the first M + 1
     # that belong to drawn speakers, instead of gathering all N M of them; the same values.
     size = _window_size(int(n_own.max()), n_dataset, n)
-    window = (
-        _TopCalibration(cal[rows].reshape(len(rows), n_dataset * width), size, width)
-        if 4 * size <= n * width
-        else None
-    )
+    window = None
+    if 4 * size <= n * width:
+        window = (cache or {}).get("window")
+        if window is None or window.size < size:
+            window = _TopCalibration(cal[rows].reshape(len(rows), n_dataset * width), size, width)
+            if cache is not None:  # the same fold's larger N reuse it (a longer scan is exact)
+                cache["window"] = window
 
     # Every (speaker, draw) pair, speaker-major (the package's loop order).
     pair_speaker = np.repeat(np.arange(len(evaluated)), draws)
@@ -443,9 +448,10 @@ def singling_out_curve(
                 f"conversation length of {conversation_length} needs"
             )
         scored = score_conversations(enroll, conversations)
-        for n in values:
+        cache: dict[str, Any] = {}
+        for n in sorted(values):
             outcomes = singling_out_outcomes(
-                scored, n, draws=draws, seed=seed, fold=fold, sampler=sampler
+                scored, n, draws=draws, seed=seed, fold=fold, sampler=sampler, cache=cache
             )
             values[n].append(outcomes.mean(axis=0))  # per draw: success rate over speakers
     curve = Curve("singling_out", conversation_length)
