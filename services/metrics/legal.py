@@ -570,10 +570,15 @@ def paper_original_curves() -> list[PublishedCurve]:
     unprotected voices are on Common Voice (22,024 enrolled speakers, x-vectors)."""
     from legal_eval.paper import load_paper_results
 
-    names = {"linkability": "linkability_top1", "singling_out": "singling_out"}
+    # The package names its curves linkability and singling_out (and eer, not used); Unmask's
+    # names start with them (linkability alone is the catalogue's D_sys).
+    ours = ("linkability_top1", "singling_out")
     out: list[PublishedCurve] = []
-    for source, metric in names.items():
-        for length, attackers in sorted(load_paper_results(source)[source].items()):
+    for source, by_length in load_paper_results().items():
+        metric = next((m for m in ours if m.startswith(source)), None)
+        if metric is None:
+            continue
+        for length, attackers in sorted(by_length.items()):
             curve = attackers.get("original")
             if curve is None:
                 continue

@@ -222,3 +222,12 @@ def test_large_population_window_path_agrees_with_reference_package() -> None:
         )
         theirs = singling_out(scored, n, n_runs=3, seed=4, fold=1)
         assert mine.astype(int).tolist() == [theirs[s] for s in scored.enroll_speakers]
+
+
+def test_paper_original_curves_come_from_the_package() -> None:
+    curves = {(c.metric, c.conversation_length): c for c in legal.paper_original_curves()}
+    assert {("linkability_top1", 1), ("singling_out", 1)} <= set(curves)
+    link = curves[("linkability_top1", 1)]
+    # The paper: 82 % of original Common Voice speakers linked at N' = 20 from one utterance.
+    assert link.n[0] == 20 and link.mean_percent[0] == pytest.approx(82.2, abs=0.1)
+    assert "Common Voice" in link.label and all(0 <= v <= 100 for v in link.mean_percent)
