@@ -296,7 +296,8 @@ def _threshold_label(metric: catalogue.Metric) -> str:
 class Thresholds:
     """Privacy requirements on the seed-aggregated results. None = not checked.
 
-    Units: EER and IdR in %, SRD MeanD in bits, min Cllr in bits, linkability in [0, 1].
+    Units: EER and IdR in %, SRD MeanD in bits, min Cllr in bits, linkability D_sys in [0, 1],
+    top-1 linkability and singling out in %.
     """
 
     min_eer: float | None = None
@@ -306,6 +307,10 @@ class Thresholds:
     max_linkability: float | None = None
     max_wer_increase: float | None = None
     """Utility: WER increase (percentage points) at most this, and usable speech."""
+    max_linkability_top1: float | None = None
+    """Legal top-1 linkability (%) at the headline point at most this."""
+    max_singling_out: float | None = None
+    """Legal singling out (%) at the headline point at most this."""
 
     def checks(self) -> list[tuple[str, str, str, float]]:
         """(label, metric, ">=" or "<=", bound) of every threshold that is set."""
@@ -315,6 +320,8 @@ class Thresholds:
             (catalogue.SRD_IDENTIFICATION_RATE, self.max_srd_idr),
             (catalogue.MIN_CLLR, self.min_cllr),
             (catalogue.LINKABILITY, self.max_linkability),
+            (catalogue.LINKABILITY_TOP1, self.max_linkability_top1),
+            (catalogue.SINGLING_OUT, self.max_singling_out),
         ]
         return [
             (_threshold_label(m), m.key, ">=" if m.higher_is_better else "<=", bound)

@@ -152,6 +152,16 @@ def submit_command(
         "--max-wer-increase",
         help="Require the WER increase (points) <= this, and usable speech (utility).",
     ),
+    max_linkability_top1: float | None = typer.Option(
+        None,
+        "--max-linkability-top1",
+        help="Require the legal top-1 linkability % (headline N, L) <= this.",
+    ),
+    max_singling_out: float | None = typer.Option(
+        None,
+        "--max-singling-out",
+        help="Require the legal singling out % (headline N, L) <= this.",
+    ),
     scenario: str = typer.Option(
         "semi-informed", "--scenario", help="Scenario the thresholds apply to."
     ),
@@ -169,7 +179,14 @@ def submit_command(
 ) -> int:
     """Submit an anonymizer, wait for its evaluation and check privacy thresholds."""
     thresholds = Thresholds(
-        min_eer, max_srd_meand, max_srd_idr, min_cllr, max_linkability, max_wer_increase
+        min_eer,
+        max_srd_meand,
+        max_srd_idr,
+        min_cllr,
+        max_linkability,
+        max_wer_increase,
+        max_linkability_top1=max_linkability_top1,
+        max_singling_out=max_singling_out,
     )
     try:
         sources = [s for s in (builtin, image, archive) if s is not None]

@@ -33,6 +33,13 @@ PLOT_GROUPS: tuple[tuple[str, str, str], ...] = (
     ("det-", "DET curves", "False acceptance vs false rejection (probit axes), one per seed."),
     ("scores-", "Score distributions", "Target vs non-target scores."),
     ("ranks-", "Rank histograms (SRD)", "Rank of the true speaker among the references."),
+    (
+        "legal-",
+        "Legal metrics",
+        "Top-1 linkability and singling out against the population size N, one line per "
+        "conversation length L with its interval over draws; dashed: chance; dotted: the "
+        "paper's original (unprotected) Common Voice speech.",
+    ),
     ("srd-", "SRD per representation", "Rank histograms of embeddings, F0 and phone units."),
     ("training-", "VER_S / VER_T per epoch", "Validation error rates of the recognizers."),
     ("size-", "Dataset-size study", "EER against the number of speakers / utterances."),

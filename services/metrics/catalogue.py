@@ -99,6 +99,9 @@ class Metric:
     """A column of the CLI result tables (``unmask evaluate``, ``demo``, ``submit``)."""
     interval: tuple[str, str] | None = None
     """Keys of the metrics holding the lower and upper bound of its 95 % interval."""
+    chance_key: str | None = None
+    """Key of the metric holding this metric's chance level where that depends on the
+    evaluation (e.g. 1/N for a population of N speakers): stored beside it in every row."""
 
     def value_in(self, row: Mapping[str, Any]) -> float | None:
         """This metric's value in a ``results.json`` row, or None when the row lacks it."""
@@ -372,6 +375,74 @@ SRD_IDENTIFICATION_RATE = Metric(
     in_event=True,
     in_table=True,
 )
+LEGAL_PATH = ("legal", "headline")
+"""Where a row's legal-metrics block (``services.metrics.legal``) keeps its headline values."""
+
+LINKABILITY_TOP1 = Metric(
+    key="linkability_top1_percent",
+    label="Top-1 link %",
+    description=(
+        "Legal top-1 linkability (Vauquier et al. 2025) at the headline point (N speakers, "
+        "conversations of L utterances): share of speakers whose test conversation is closer to "
+        "their own enrollment than to any other of N; chance 1/N; lower = more privacy."
+    ),
+    unit="%",
+    higher_is_better=False,
+    digits=1,
+    path=(*LEGAL_PATH, "linkability_top1_percent"),
+    seed_summary=True,
+    summarized=True,
+    leaderboard_scenarios=(PROTOCOL_SCENARIO,),
+    in_event=True,
+    in_table=True,
+    chance_key="linkability_top1_chance_percent",
+)
+SINGLING_OUT = Metric(
+    key="singling_out_percent",
+    label="Singling out %",
+    description=(
+        "Legal predicate singling out (Vauquier et al. 2025) at the headline point: share of "
+        "calibrated predicates that fire on exactly one of N speakers' conversations; chance "
+        "(1 - 1/N)^(N-1), about e^-1 = 36.8 %; lower = more privacy."
+    ),
+    unit="%",
+    higher_is_better=False,
+    digits=1,
+    path=(*LEGAL_PATH, "singling_out_percent"),
+    seed_summary=True,
+    summarized=True,
+    leaderboard_scenarios=(PROTOCOL_SCENARIO,),
+    in_event=True,
+    in_table=True,
+    chance_key="singling_out_chance_percent",
+)
+LINKABILITY_TOP1_CHANCE = Metric(
+    key="linkability_top1_chance_percent",
+    label="Top-1 link chance %",
+    description="Chance level of the top-1 linkability at the headline point: 100 / N.",
+    unit="%",
+    higher_is_better=False,
+    digits=1,
+    path=(*LEGAL_PATH, "linkability_top1_chance_percent"),
+    seed_summary=True,
+    summarized=True,
+    in_event=True,
+)
+SINGLING_OUT_CHANCE = Metric(
+    key="singling_out_chance_percent",
+    label="Singling out chance %",
+    description=(
+        "Chance level of singling out at the headline point: 100 (1 - 1/N)^(N-1), a predicate "
+        "firing on each of N conversations with probability 1/N."
+    ),
+    unit="%",
+    higher_is_better=False,
+    digits=1,
+    path=(*LEGAL_PATH, "singling_out_chance_percent"),
+    seed_summary=True,
+    summarized=True,
+    in_event=True,
+)
 ZEBRA_EXPECTED_DISCLOSURE = Metric(
     key="zebra_expected_disclosure_bits",
     label="ZEBRA D_ECE",
@@ -530,6 +601,10 @@ METRICS: tuple[Metric, ...] = (
     LINKABILITY,
     SRD_MEAN_DISCLOSURE,
     SRD_IDENTIFICATION_RATE,
+    LINKABILITY_TOP1,
+    LINKABILITY_TOP1_CHANCE,
+    SINGLING_OUT,
+    SINGLING_OUT_CHANCE,
     ZEBRA_EXPECTED_DISCLOSURE,
     PRERESTORE_EER,
     *UTILITY_METRICS,

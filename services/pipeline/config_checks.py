@@ -80,7 +80,30 @@ def config_problems(cfg: EvaluationConfig, *, engine_url: str | None = None) -> 
     # Local pretrained / SSL weight folders (issue 15): torch-free, reads only their configs.
     problems += [f"training.{p}" for p in local_weights_problems(cfg.training)]
     problems += _utility_problems(cfg)
+    problems += _legal_problems(cfg)
     return problems
+
+
+def _legal_problems(cfg: EvaluationConfig) -> list[str]:
+    """Legal-metrics requests a protocol file's evaluation set cannot serve (the synthetic
+    corpus's are checked with the config itself)."""
+    spec = cfg.metrics.legal
+    if spec is None or spec.adapts or cfg.protocol is None or not cfg.protocol.is_file():
+        return []
+    from services.corpus.protocol import load_protocol_and_manifest
+    from services.metrics.legal import population_of
+    from services.pipeline.config import legal_spec_problems
+
+    try:
+        protocol, manifest = load_protocol_and_manifest(cfg.protocol)
+    except (InvalidInputError, OSError, ValueError):
+        return []  # reported by the corpus check
+    speaker = {u.utt_id: u.speaker_id for u in manifest.utterances}
+    population = population_of(
+        [speaker[i] for i in protocol.trial if i in speaker],
+        [speaker[i] for i in protocol.enrollment if i in speaker],
+    )
+    return legal_spec_problems(spec, population)
 
 
 def _utility_problems(cfg: EvaluationConfig) -> list[str]:

@@ -22,6 +22,7 @@ from services.attacker.probe import probe_error_rate
 from services.corpus.manifest import Manifest
 from services.corpus.protocol import Protocol
 from services.metrics import catalogue
+from services.metrics.legal import paper_original_curves
 from services.pipeline.analyses import copy_analysis_plots
 from services.pipeline.config import EvaluationConfig
 from services.pipeline.stage_runner import StageOutcome
@@ -185,6 +186,24 @@ def _score_plots(
     """DET, rank and score plots of one attacker's rows (``prefix`` names it, empty without a
     zoo)."""
     for scenario in scenarios:
+        # The legal metrics do not depend on the back-end: one plot per scenario, first seed.
+        legal_row = next(
+            (r for r in rows if r["scenario"] == scenario and "curves" in r.get("legal", {})),
+            None,
+        )
+        if legal_row is not None:
+            legal = legal_row["legal"]
+            head = legal["headline"]
+            plot_files[f"legal-{prefix}{scenario}"] = plots.plot_legal_curves(
+                legal["curves"],
+                [
+                    (c.metric, c.conversation_length, c.n, c.mean_percent, c.label)
+                    for c in paper_original_curves()
+                ],
+                plot_dir / f"legal-{prefix}{scenario}",
+                f"Legal metrics: {prefix}{scenario}, seed {legal_row['seed']} (headline N = "
+                f"{head['n']}, L = {head['conversation_length']})",
+            )
         for backend in backends:
             sel = [r for r in rows if r["scenario"] == scenario and r["backend"] == backend]
             curves = {

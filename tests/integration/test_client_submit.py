@@ -81,6 +81,13 @@ class PlayedWorkers:
                 ),
                 result_records.ResultRow("semi-informed", "cosine", 0, "eer_percent", eer),
                 result_records.ResultRow("ignorant", "cosine", -1, "eer_percent", eer / 2),
+                # Legal metrics: top-1 linkability 100 - EER, singling out 90 - EER (%).
+                result_records.ResultRow(
+                    "semi-informed", "cosine", -1, "linkability_top1_percent", 100.0 - eer
+                ),
+                result_records.ResultRow(
+                    "semi-informed", "cosine", -1, "singling_out_percent", 90.0 - eer
+                ),
             ]
             result_records.record_results_and_artifacts(session, job_id, results=rows)
             job_records.transition_job(session, job_id, "succeeded")
@@ -216,6 +223,35 @@ def test_submit_passes_and_fails_on_thresholds(
     captured = capsys.readouterr()
     assert code == 1, captured.out
     assert "FAIL  report trust check: unknown" in captured.out
+
+
+def test_legal_metric_thresholds_fail_a_run_when_exceeded(
+    server: tuple[str, str, str],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    url, token, _ = server
+    pitch = ("--builtin", "pitch", "--param", "semitones=4")  # top-1 60 %, singling out 50 %
+    code = _submit(
+        monkeypatch, url, token, *pitch, "--max-linkability-top1", "70", "--max-singling-out", "55"
+    )
+    captured = capsys.readouterr()
+    assert code == 0, captured.out
+    assert "Top-1 link % [semi-informed, cosine] = 60 (ok: required <= 70)" in captured.out
+    assert "Singling out % [semi-informed, cosine] = 50 (ok: required <= 55)" in captured.out
+    code = _submit(monkeypatch, url, token, *pitch, "--max-linkability-top1", "50")
+    captured = capsys.readouterr()
+    assert code == 1
+    assert "FAIL  Top-1 link % [semi-informed, cosine] = 60" in captured.out
+    code = _submit(monkeypatch, url, token, *pitch, "--max-singling-out", "40")
+    captured = capsys.readouterr()
+    assert code == 1
+    assert "FAIL  Singling out % [semi-informed, cosine] = 50" in captured.out
+    # Not measured (the ignorant rows carry no legal metrics): fails, never passes silently.
+    code = _submit(
+        monkeypatch, url, token, *pitch, "--scenario", "ignorant", "--max-singling-out", "99"
+    )
+    assert code == 1 and "Singling out % [ignorant, cosine]: missing" in capsys.readouterr().out
 
 
 def test_submit_exit_codes_for_bad_input_failed_jobs_and_api_errors(

@@ -496,3 +496,4 @@ def test_every_phase_has_a_queue() -> None:
     # The analyze phase's stages carry their own names; they are recorded under the phase.
     assert phase_of_stage("analysis-srd") == "analyze"
     assert phase_of_stage("train") == "train"
+    assert phase_of_stage("legal") == "score"  # the legal metrics' stage, run with the rows

@@ -139,3 +139,15 @@ def test_worst_for_maker_reads_each_metrics_direction() -> None:
     disclosure = {"baseline": 0.2, "long": 0.9}
     assert catalogue.worst_for_maker(catalogue.SRD_MEAN_DISCLOSURE.key, disclosure) == "long"
     assert catalogue.worst_for_maker(catalogue.EER.key, {"a": None}) is None
+
+
+def test_legal_metrics_reach_every_surface_with_their_chance_levels() -> None:
+    for m in (catalogue.LINKABILITY_TOP1, catalogue.SINGLING_OUT):
+        assert m in catalogue.leaderboard_metrics() and m in catalogue.event_metrics()
+        assert m in catalogue.table_metrics() and m in catalogue.summarized_metrics()
+        assert not m.higher_is_better and m.unit == "%"
+        assert m.chance_key is not None
+        chance = catalogue.metric(m.chance_key)
+        assert chance in catalogue.seed_summary_metrics() and chance in catalogue.event_metrics()
+        row = {"legal": {"headline": {m.key: 61.0, m.chance_key: 6.25}}}
+        assert m.value_in(row) == 61.0 and chance.value_in(row) == 6.25

@@ -22,6 +22,7 @@ from services.metrics import (
 )
 from services.pipeline.config import MetricsSpec
 from services.pipeline.stages.context import StageContext
+from services.pipeline.stages.legal import legal_block
 from services.scoring import (
     ASNorm,
     CosineBackend,
@@ -76,7 +77,8 @@ def score_row(
         "trial": trial[2],
         "plda_train": plda_train[2] if plda_train else None,
         "gender_mode": gender_mode,
-        "metrics": cfg.metrics.model_dump(mode="json"),
+        # The legal metrics are a stage of their own (``stages.legal``): not a score input.
+        "metrics": cfg.metrics.model_dump(mode="json", exclude={"legal"}),
         "scoring": cfg.scoring.model_dump(mode="json"),
     }
 
@@ -139,6 +141,8 @@ def score_row(
     row.update(
         {"scenario": scenario, "backend": backend_name, "seed": seed, "stage_key": outcome.key}
     )
+    if cfg.metrics.legal is not None:
+        row["legal"] = legal_block(ctx, cfg.metrics.legal, seed, enrollment, trial)
     return row
 
 

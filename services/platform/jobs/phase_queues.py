@@ -37,8 +37,13 @@ DEFAULT_STAGE_TIME_LIMITS_S: dict[Phase, float] = {
     "report": 3600.0,
 }
 
-# Stage-runner names that belong to a phase of another name (``analysis-srd`` -> analyze).
-_STAGE_PREFIX_PHASE: dict[str, Phase] = {"analysis-": "analyze", "utility-": "utility"}
+# Stage-runner names that belong to a phase of another name (``analysis-srd`` -> analyze; the
+# legal metrics' stage runs with the score rows).
+_STAGE_PREFIX_PHASE: dict[str, Phase] = {
+    "analysis-": "analyze",
+    "utility-": "utility",
+    "legal": "score",
+}
 
 
 def phase_of_stage(stage: str) -> str:
