@@ -129,8 +129,11 @@ def _anonymizer_problems(cfg: EvaluationConfig, engine_url: str | None) -> list[
         return []
     if spec.kind == "archive":
         archive = spec.archive
-        if archive is None or not archive.is_dir():
-            return [f"anonymizer.archive: folder {archive} not found (the extracted archive)"]
+        if archive is None or not (archive.is_dir() or archive.is_file()):
+            return [
+                f"anonymizer.archive: {archive} not found (an archive file, or a folder: "
+                "extracted, or in the VoicePrivacy layout)"
+            ]
         return []
     problems: list[str] = []
     image = spec.image or ""
