@@ -96,7 +96,13 @@ def anonymize_sets(
             nonlocal voices
             if voices is None:
                 voices = build_target_voices(target_manifest)
-            mapping = select_targets_with(tsa, subset, voices, salt=name, granularity=g)  # type: ignore[arg-type]
+            # A protocol without a target pool (the VoicePrivacy lists: the anonymizer brings its
+            # own voices) anonymizes in the no-target mode.
+            mapping = (
+                select_targets_with(tsa, subset, voices, salt=name, granularity=g)  # type: ignore[arg-type]
+                if voices
+                else {}
+            )
             targets = targets_for_utterances(mapping, voices)
 
             def report(done: int, total: int) -> None:
