@@ -84,9 +84,7 @@ def build_vpc_tree(root: Path, *, suffix: str | None = "_anon") -> VPCTree:
     data = root / "data"
     tree = VPCTree(root=root, data=data, corpus=corpus)
     groups = corpus.by_speaker()
-    by_gender = {
-        g: [s for s in sorted(groups) if groups[s][0].gender == g] for g in ("f", "m")
-    }
+    by_gender = {g: [s for s in sorted(groups) if groups[s][0].gender == g] for g in ("f", "m")}
     # 7 f / 7 m (the generator alternates genders): 3+3 train, 2+2 dev, 2+2 test.
     train_spk = by_gender["f"][:3] + by_gender["m"][:3]
     eval_spk = {
