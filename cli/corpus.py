@@ -75,15 +75,26 @@ def import_command(
     skip_invalid: Annotated[
         bool, typer.Option("--skip-invalid", help="Skip and report bad rows/files.")
     ] = False,
-    min_duration: Annotated[float, typer.Option(help="Shortest kept utterance (s).")] = 2.0,
-    max_duration: Annotated[float, typer.Option(help="Longest kept utterance (s).")] = 25.0,
+    min_duration: Annotated[
+        float | None,
+        typer.Option(help="Shortest kept utterance (s); default 2, kaldi layout: no bound."),
+    ] = None,
+    max_duration: Annotated[
+        float | None,
+        typer.Option(help="Longest kept utterance (s); default 25, kaldi layout: no bound."),
+    ] = None,
 ) -> None:
     """Import a corpus into a manifest (durations from the audio headers, duration filter)."""
+    # The VoicePrivacy lists are used as published: the kaldi layout keeps every duration
+    # unless asked otherwise, so every listed utterance stays in the manifest.
+    unbounded = layout == "kaldi"
+    lowest = min_duration if min_duration is not None else (0.0 if unbounded else 2.0)
+    longest = max_duration if max_duration is not None else (1e9 if unbounded else 25.0)
     report = import_corpus(
         layout,
         src,
         skip_invalid=skip_invalid,
-        duration_filter=_duration_filter(min_duration, max_duration),
+        duration_filter=_duration_filter(lowest, longest),
     )
     console = _console()
     _print_skipped(console, report.problems)
