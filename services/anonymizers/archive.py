@@ -421,6 +421,27 @@ def source_fingerprint(source: Path) -> str:
     return _sha256_file(source) if source.is_file() else _folder_fingerprint(source)
 
 
+def pack_folder(folder: Path, dest: Path) -> Path:
+    """A tar of a local submission folder's audio files (``.wav``/``.flac``, any depth: the
+    Unmask layout or the VoicePrivacy one) and its top-level ``metadata.json``; Kaldi files and
+    other text stay behind. Symlinked files are stored as the files they point to."""
+    if not folder.is_dir():
+        raise ArchiveError(f"{folder}: not a folder")
+    files = sorted(
+        p
+        for p in folder.rglob("*")
+        if p.is_file()
+        and (p.suffix.lower() in AUDIO_EXTENSIONS or p.relative_to(folder) == Path(METADATA_NAME))
+    )
+    if not files:
+        raise ArchiveError(f"{folder}: no .wav or .flac file to submit")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(dest, "w", dereference=True) as tf:
+        for p in files:
+            tf.add(p, arcname=p.relative_to(folder).as_posix(), recursive=False)
+    return dest
+
+
 def _folder_fingerprint(root: Path) -> str:
     """SHA-256 of a folder's listing (relative path, size, modification time of every file)."""
     h = hashlib.sha256()

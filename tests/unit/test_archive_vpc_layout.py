@@ -14,6 +14,7 @@ import soundfile as sf
 from services.anonymizers.archive import (
     ArchiveAnonymizer,
     expected_from_protocol,
+    pack_folder,
     validate_archive,
     vpc_folders_of,
 )
@@ -148,3 +149,17 @@ def test_read_result_names_a_folder_without_results(tmp_path: Path) -> None:
 
     with pytest.raises(InvalidInputError, match=r"no results\.json"):
         read_result(tmp_path)
+
+
+def test_a_packed_folder_validates_like_the_folder(
+    tree: VPCTree, protocol: Protocol, tmp_path: Path
+) -> None:
+    """`unmask submit --archive DIR` packs the folder's audio (not its Kaldi files) first."""
+    packed = pack_folder(tree.data, tmp_path / "data.tar")
+    with tarfile.open(packed) as tf:
+        names = tf.getnames()
+    assert names and all(n.endswith(".wav") for n in names)
+    assert all("_anon/wav/" in n for n in names)
+    report = _validate(tree, protocol, packed, tmp_path / "out")
+    assert report.ok, report.problems
+    assert report.vpc_suffix == "_anon"
