@@ -441,7 +441,8 @@ class _Trainer:
             )
             ssl_trainable = [p for n, p in self.ssl_front.ssl.named_parameters() if n not in frozen]
             groups.append({"params": ssl_trainable, "lr_scale": config.ssl_lr_scale})
-        self.optimizer = torch.optim.Adam(groups, lr=config.lr, weight_decay=config.weight_decay)
+        optimizer = torch.optim.AdamW if config.optimizer == "adamw" else torch.optim.Adam
+        self.optimizer = optimizer(groups, lr=config.lr, weight_decay=config.weight_decay)
         self.source_loss = LogSoftmaxWrapper(
             AdditiveAngularMargin(margin=config.aam_margin, scale=config.aam_scale)
         )

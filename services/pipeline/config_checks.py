@@ -77,7 +77,24 @@ def config_problems(cfg: EvaluationConfig, *, engine_url: str | None = None) -> 
     problems += _corpus_problems(cfg)
     # Local pretrained / SSL weight folders (issue 15): torch-free, reads only their configs.
     problems += [f"training.{p}" for p in local_weights_problems(cfg.training)]
+    problems += _zoo_weight_problems(cfg)
     problems += _utility_problems(cfg)
+    return problems
+
+
+def _zoo_weight_problems(cfg: EvaluationConfig) -> list[str]:
+    """The local weight folders of each zoo attacker's resolved training (vpc2026's WavLM and
+    verifier, an attacker with its own ``init_from``), beyond the config's own."""
+    if cfg.attackers is None:
+        return []
+    from services.pipeline.zoo import resolve_training, zoo_specs
+
+    own = set(local_weights_problems(cfg.training))
+    problems: list[str] = []
+    for spec in zoo_specs(cfg.attackers):
+        for p in local_weights_problems(resolve_training(cfg.training, spec)):
+            if p not in own:
+                problems.append(f"attackers ({spec.name}): training.{p}")
     return problems
 
 

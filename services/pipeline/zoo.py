@@ -9,7 +9,9 @@ disclosure), naming the attacker and back-end that achieved it.
 
 ``attackers: null`` (the default) is one attacker, ``baseline``, that is the config itself: the
 same stages, stage keys and ``results.json`` as an evaluation without a zoo. Named zoos
-(:data:`NAMED_ZOOS`): ``baseline`` (that attacker alone) and ``strongest`` (the baseline plus
+(:data:`NAMED_ZOOS`): ``vpc2024``, ``vpc2026`` and ``voiceprivacy`` (the VoicePrivacy
+Challenge attackers, ``zoo_voiceprivacy``), ``baseline`` (that attacker alone) and ``strongest``
+(the baseline plus
 ``long``, trained 3x the config's epochs, and ``augmented``, the same with augmentation (the
 ``AugmentationConfig`` defaults); both scored with cosine and PLDA, and again with AS-norm as
 ``long-asnorm`` and ``augmented-asnorm``, which share their recognizers).
@@ -158,6 +160,24 @@ NAMED_ZOOS: dict[str, Callable[[], list[AttackerSpec]]] = {
     "strongest": _strongest_zoo,
 }
 """The zoos a config may name with ``attackers: <name>``."""
+
+
+def _voiceprivacy() -> Any:
+    # Imported when named: the module imports this one (AttackerSpec).
+    from services.pipeline import zoo_voiceprivacy
+
+    return zoo_voiceprivacy
+
+
+# The VoicePrivacy Challenge attackers (services/pipeline/zoo_voiceprivacy.py): each alone, and
+# ``voiceprivacy`` = both where their weights exist.
+NAMED_ZOOS.update(
+    {
+        "vpc2024": lambda: [_voiceprivacy().vpc2024_attacker()],
+        "vpc2026": lambda: [_voiceprivacy().vpc2026_attacker()],
+        "voiceprivacy": lambda: _voiceprivacy().voiceprivacy_zoo(),
+    }
+)
 
 
 def resolve_training(base: TrainingConfig, spec: AttackerSpec) -> TrainingConfig:
