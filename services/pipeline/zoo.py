@@ -38,6 +38,7 @@ from pydantic import (
 
 from services.attacker.training_config import AugmentationConfig, TrainingConfig
 from services.metrics import catalogue
+from services.pipeline import zoo_voiceprivacy
 
 BASELINE = "baseline"
 """Name of the attacker that is the config's own training and back-ends (today's attacker)."""
@@ -162,20 +163,13 @@ NAMED_ZOOS: dict[str, Callable[[], list[AttackerSpec]]] = {
 """The zoos a config may name with ``attackers: <name>``."""
 
 
-def _voiceprivacy() -> Any:
-    # Imported when named: the module imports this one (AttackerSpec).
-    from services.pipeline import zoo_voiceprivacy
-
-    return zoo_voiceprivacy
-
-
 # The VoicePrivacy Challenge attackers (services/pipeline/zoo_voiceprivacy.py): each alone, and
 # ``voiceprivacy`` = both where their weights exist.
 NAMED_ZOOS.update(
     {
-        "vpc2024": lambda: [_voiceprivacy().vpc2024_attacker()],
-        "vpc2026": lambda: [_voiceprivacy().vpc2026_attacker()],
-        "voiceprivacy": lambda: _voiceprivacy().voiceprivacy_zoo(),
+        "vpc2024": lambda: [AttackerSpec(**zoo_voiceprivacy.vpc2024_attacker())],
+        "vpc2026": lambda: [AttackerSpec(**zoo_voiceprivacy.vpc2026_attacker())],
+        "voiceprivacy": lambda: [AttackerSpec(**m) for m in zoo_voiceprivacy.voiceprivacy_zoo()],
     }
 )
 

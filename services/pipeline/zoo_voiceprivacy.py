@@ -15,6 +15,8 @@ sources of every value are cited in docs/attacker.md, "The VoicePrivacy attacker
   error, never a download.
 
 The named zoo ``voiceprivacy`` is both where their weights exist (``vpc2024`` needs none).
+Members are given as `AttackerSpec` fields (``services.pipeline.zoo`` builds the specs, so this
+module does not import it).
 """
 
 from __future__ import annotations
@@ -23,7 +25,6 @@ from pathlib import Path
 from typing import Any
 
 from services.attacker.training_config import AugmentationConfig
-from services.pipeline.zoo import AttackerSpec
 from services.settings import get_settings
 
 VPC2024 = "vpc2024"
@@ -66,9 +67,9 @@ VPC2026_TRAINING: dict[str, Any] = {
 """The 2026 evaluation plan's attacker, without its two local folders."""
 
 
-def vpc2024_attacker() -> AttackerSpec:
-    """The VoicePrivacy 2024 attacker (no weights needed)."""
-    return AttackerSpec(name=VPC2024, training=dict(VPC2024_TRAINING), backends=["cosine"])
+def vpc2024_attacker() -> dict[str, Any]:
+    """The VoicePrivacy 2024 attacker's `AttackerSpec` fields (no weights needed)."""
+    return {"name": VPC2024, "training": dict(VPC2024_TRAINING), "backends": ["cosine"]}
 
 
 def vpc2026_folders() -> tuple[Path, Path] | None:
@@ -79,8 +80,9 @@ def vpc2026_folders() -> tuple[Path, Path] | None:
     return settings.vpc2026_ssl_model, settings.vpc2026_verifier
 
 
-def vpc2026_attacker() -> AttackerSpec:
-    """The VoicePrivacy 2026 attacker; ``ValueError`` (one line) when its folders are not set.
+def vpc2026_attacker() -> dict[str, Any]:
+    """The VoicePrivacy 2026 attacker's `AttackerSpec` fields; ``ValueError`` (one line) when
+    its folders are not set.
 
     The folders themselves are checked with the rest of the config (``config_checks``) before
     any work: a missing or mismatched folder is named there.
@@ -94,10 +96,10 @@ def vpc2026_attacker() -> AttackerSpec:
         )
     ssl, verifier = folders
     training = {**VPC2026_TRAINING, "ssl_model_path": str(ssl), "init_from": str(verifier)}
-    return AttackerSpec(name=VPC2026, training=training, backends=["cosine"])
+    return {"name": VPC2026, "training": training, "backends": ["cosine"]}
 
 
-def voiceprivacy_zoo() -> list[AttackerSpec]:
+def voiceprivacy_zoo() -> list[dict[str, Any]]:
     """``vpc2024``, and ``vpc2026`` when its weight folders are configured."""
     zoo = [vpc2024_attacker()]
     if vpc2026_folders() is not None:
