@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from services.errors import InvalidInputError
+from services.metrics import catalogue
 
 SCENARIO_DATA: dict[str, tuple[str, str]] = {
     "original": ("original", "original"),
@@ -96,8 +97,9 @@ def asv_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
         attacker = str(r.get("attacker") or doc.get("provenance", {}).get("attacker") or "default")
         for name, entry in r["trial_lists"].items():
             meta[name] = entry
-            if entry.get("eer_percent") is not None:
-                eers[(name, r["scenario"], attacker)].append(float(entry["eer_percent"]))
+            eer = entry.get(catalogue.EER.key)
+            if eer is not None:
+                eers[(name, r["scenario"], attacker)].append(float(eer))
     out = []
     for (name, scenario, attacker), values in sorted(eers.items()):
         dataset, split = _dataset_split(meta[name]["dataset"])
@@ -119,8 +121,10 @@ def asv_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
 
 def asr_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
     """The WER rows (original and anonymized speech) when the result measured WER."""
-    wer = (doc.get("utility") or {}).get("wer")
-    if not isinstance(wer, dict) or wer.get("wer_original_percent") is None:
+    original, anonymized = catalogue.WER_ORIGINAL, catalogue.WER_ANONYMIZED
+    assert original.path is not None
+    wer = (doc.get("utility") or {}).get(original.path[0])
+    if not isinstance(wer, dict) or wer.get(original.key) is None:
         return []
     datasets = sorted(
         {e["dataset"] for r in doc["rows"] for e in (r.get("trial_lists") or {}).values()}
@@ -132,9 +136,9 @@ def asr_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
             "dataset": "+".join(names),
             "split": splits,
             "asr": data,
-            "WER": round(float(wer[f"wer_{key}_percent"]), 3),
+            "WER": round(float(wer[metric.key]), 3),
         }
-        for data, key in (("original", "original"), ("anon", "anonymized"))
+        for data, metric in (("original", original), ("anon", anonymized))
     ]
 
 

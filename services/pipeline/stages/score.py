@@ -296,7 +296,7 @@ def trial_list_metrics(fixed: FixedTrials, listed: ListedScores) -> dict[str, An
         out[t.name] = {
             "dataset": t.dataset,
             "gender": t.gender,
-            "eer_percent": result.eer_percent if result is not None else None,
+            catalogue.EER.key: result.eer_percent if result is not None else None,
             "eer_threshold": result.threshold if result is not None else None,
             "n_target": int(tar.size),
             "n_nontarget": int(non.size),
