@@ -21,6 +21,7 @@ from cli.anonymize import anonymize_command
 from cli.container import container_app
 from cli.corpus import corpus_app
 from cli.evaluate import demo_command, evaluate_command
+from cli.export import export_command
 from cli.submit import submit_command
 from services.anonymizers.container import ContainerEngineError
 
@@ -49,6 +50,9 @@ app.command("demo", help="Run the demo evaluation (synthetic corpus, built-in pi
 )
 app.command("submit", help="Submit to an Unmask server, wait, gate CI on privacy thresholds.")(
     submit_command
+)
+app.command("export", help="Write an evaluation's results in the VoicePrivacy layout.")(
+    export_command
 )
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -109,6 +110,19 @@ def _exit_for_api_error(exc: UnmaskApiError) -> int:
     return EXIT_JOB_OR_API_FAILED
 
 
+def _submit_archive(
+    client: UnmaskClient, name: str, archive: Path, protocol_id: int, visibility: str
+) -> dict[str, Any]:
+    """Upload an archive file, or a folder packed into a temporary tar first."""
+    if not archive.is_dir():
+        return client.submit_archive(name, archive, protocol_id, visibility=visibility)
+    from services.anonymizers.archive import pack_folder
+
+    with tempfile.TemporaryDirectory(prefix="unmask-archive-") as tmp:
+        packed = pack_folder(archive, Path(tmp) / f"{archive.name}.tar")
+        return client.submit_archive(name, packed, protocol_id, visibility=visibility)
+
+
 def submit_command(
     protocol: str = typer.Option(
         ..., "--protocol", "-p", help="Protocol name (latest version), name@VERSION or id."
@@ -121,7 +135,10 @@ def submit_command(
         None, "--image", help="Container image pinned by digest: name@sha256:<64 hex>."
     ),
     archive: Path | None = typer.Option(
-        None, "--archive", help="Pre-anonymized audio archive for the protocol."
+        None,
+        "--archive",
+        help="Pre-anonymized audio for the protocol: an archive, or a folder (packed here; "
+        "the Unmask layout or the VoicePrivacy <set><suffix>/wav/<utt>.wav).",
     ),
     name: str | None = typer.Option(None, "--name", help="Submission name (default: derived)."),
     public: bool = typer.Option(False, "--public", help="List it on the public leaderboard."),
@@ -206,8 +223,8 @@ def submit_command(
                 submission = client.submit_container(name or image, image, visibility=visibility)
             else:
                 assert archive is not None
-                submission = client.submit_archive(
-                    name or archive.name, archive, found["id"], visibility=visibility
+                submission = _submit_archive(
+                    client, name or archive.name, archive, found["id"], visibility
                 )
                 if wait:
                     err.print(

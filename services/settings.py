@@ -183,6 +183,19 @@ class Settings(BaseSettings):
     cache_dir: Path | None = Field(
         None, description="Feature/embedding cache; default data_dir/cache."
     )
+    # The VoicePrivacy 2026 attacker (zoo member vpc2026) starts from weights the operator copies
+    # onto the machine; nothing is downloaded. Unset: the member is unavailable.
+    vpc2026_ssl_model: Path | None = Field(
+        None,
+        description="Local Hugging Face WavLM-Large folder (config.json + weights) of the "
+        "vpc2026 attacker's SSL front end.",
+    )
+    vpc2026_verifier: Path | None = Field(
+        None,
+        description="Local SpeechBrain ECAPA-TDNN folder (hyperparams.yaml + "
+        "embedding_model.ckpt, 1024 channels, input 1024 = WavLM-Large's hidden size) the "
+        "vpc2026 attacker is fine-tuned from.",
+    )
 
     # Anonymizer containers (docs/container-contract.md): engine, sandbox limits per shard run.
     container_engine_url: str = Field(

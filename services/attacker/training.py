@@ -463,9 +463,10 @@ class _Trainer:
         # Issue 15: augmentation of the crops, drawn per (seed, epoch, step) (augmentation.py).
         self.augmenter = BatchAugmenter(config.augmentation) if config.augmentation else None
 
-    def _optimizer(self, params: list[torch.nn.Parameter]) -> torch.optim.Adam:
-        """Adam over ``params`` (the recognizer without its SSL model, and the heads) and, with
-        an SSL front end, the SSL model's trainable parameters as a second group."""
+    def _optimizer(self, params: list[torch.nn.Parameter]) -> torch.optim.Optimizer:
+        """Adam (or AdamW, ``config.optimizer``) over ``params`` (the recognizer without its SSL
+        model, and the heads) and, with an SSL front end, the SSL model's trainable parameters
+        as a second group."""
         config = self.config
         # Each group's learning rate is the cyclic schedule's times its lr_scale (_step).
         groups: list[dict[str, Any]] = [{"params": params, "lr_scale": 1.0}]
@@ -478,7 +479,8 @@ class _Trainer:
             )
             ssl_trainable = [p for n, p in self.ssl_front.ssl.named_parameters() if n not in frozen]
             groups.append({"params": ssl_trainable, "lr_scale": config.ssl_lr_scale})
-        return torch.optim.Adam(groups, lr=config.lr, weight_decay=config.weight_decay)
+        optimizer = torch.optim.AdamW if config.optimizer == "adamw" else torch.optim.Adam
+        return optimizer(groups, lr=config.lr, weight_decay=config.weight_decay)
 
     # ----------------------------------------------------------------- checkpoints
     def _payload(self, *, resumable: bool) -> dict[str, Any]:

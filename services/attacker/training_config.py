@@ -125,6 +125,13 @@ class TrainingConfig(BaseModel):
         "lr_half_cycle_epochs.",
     )
     weight_decay: float = Field(2e-6, ge=0, description="Adam weight decay.")
+    optimizer: Literal["adam", "adamw"] = Field(
+        "adam",
+        # Left out of dumps at its default: train stage keys of existing runs stay as they were.
+        exclude_if=lambda value: value == "adam",
+        description="adam (L2 weight decay in the gradient) or adamw (decoupled weight decay, "
+        "the VoicePrivacy 2026 attacker's).",
+    )
     aam_margin: float = Field(0.2, ge=0, description="Additive angular margin (radians).")
     aam_scale: float = Field(30.0, gt=0, description="AAM-softmax scale.")
     source_weight: float = Field(1.0, gt=0, description="w_S, weight of the source loss.")

@@ -79,6 +79,7 @@ def config_problems(cfg: EvaluationConfig, *, engine_url: str | None = None) -> 
     problems += _corpus_problems(cfg)
     # Local pretrained / SSL weight folders (issue 15): torch-free, reads only their configs.
     problems += [f"training.{p}" for p in local_weights_problems(cfg.training)]
+    problems += _zoo_weight_problems(cfg)
     problems += _utility_problems(cfg)
     problems += _legal_problems(cfg)
     return problems
@@ -104,6 +105,22 @@ def _legal_problems(cfg: EvaluationConfig) -> list[str]:
         [speaker[i] for i in protocol.enrollment if i in speaker],
     )
     return legal_spec_problems(spec, population)
+
+
+def _zoo_weight_problems(cfg: EvaluationConfig) -> list[str]:
+    """The local weight folders of each zoo attacker's resolved training (vpc2026's WavLM and
+    verifier, an attacker with its own ``init_from``), beyond the config's own."""
+    if cfg.attackers is None:
+        return []
+    from services.pipeline.zoo import resolve_training, zoo_specs
+
+    own = set(local_weights_problems(cfg.training))
+    problems: list[str] = []
+    for spec in zoo_specs(cfg.attackers):
+        for p in local_weights_problems(resolve_training(cfg.training, spec)):
+            if p not in own:
+                problems.append(f"attackers ({spec.name}): training.{p}")
+    return problems
 
 
 def _utility_problems(cfg: EvaluationConfig) -> list[str]:
@@ -154,8 +171,11 @@ def _anonymizer_problems(cfg: EvaluationConfig, engine_url: str | None) -> list[
         return []
     if spec.kind == "archive":
         archive = spec.archive
-        if archive is None or not archive.is_dir():
-            return [f"anonymizer.archive: folder {archive} not found (the extracted archive)"]
+        if archive is None or not (archive.is_dir() or archive.is_file()):
+            return [
+                f"anonymizer.archive: {archive} not found (an archive file, or a folder: "
+                "extracted, or in the VoicePrivacy layout)"
+            ]
         return []
     problems: list[str] = []
     image = spec.image or ""

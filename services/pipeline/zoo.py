@@ -9,7 +9,9 @@ disclosure), naming the attacker and back-end that achieved it.
 
 ``attackers: null`` (the default) is one attacker, ``baseline``, that is the config itself: the
 same stages, stage keys and ``results.json`` as an evaluation without a zoo. Named zoos
-(:data:`NAMED_ZOOS`): ``baseline`` (that attacker alone) and ``strongest`` (the baseline plus
+(:data:`NAMED_ZOOS`): ``vpc2024``, ``vpc2026`` and ``voiceprivacy`` (the VoicePrivacy
+Challenge attackers, ``zoo_voiceprivacy``), ``baseline`` (that attacker alone) and ``strongest``
+(the baseline plus
 ``long``, trained 3x the config's epochs, and ``augmented``, the same with augmentation (the
 ``AugmentationConfig`` defaults); both scored with cosine and PLDA, and again with AS-norm as
 ``long-asnorm`` and ``augmented-asnorm``, which share their recognizers).
@@ -36,6 +38,7 @@ from pydantic import (
 
 from services.attacker.training_config import AugmentationConfig, TrainingConfig
 from services.metrics import catalogue
+from services.pipeline import zoo_voiceprivacy
 
 BASELINE = "baseline"
 """Name of the attacker that is the config's own training and back-ends (today's attacker)."""
@@ -158,6 +161,17 @@ NAMED_ZOOS: dict[str, Callable[[], list[AttackerSpec]]] = {
     "strongest": _strongest_zoo,
 }
 """The zoos a config may name with ``attackers: <name>``."""
+
+
+# The VoicePrivacy Challenge attackers (services/pipeline/zoo_voiceprivacy.py): each alone, and
+# ``voiceprivacy`` = both where their weights exist.
+NAMED_ZOOS.update(
+    {
+        "vpc2024": lambda: [AttackerSpec(**zoo_voiceprivacy.vpc2024_attacker())],
+        "vpc2026": lambda: [AttackerSpec(**zoo_voiceprivacy.vpc2026_attacker())],
+        "voiceprivacy": lambda: [AttackerSpec(**m) for m in zoo_voiceprivacy.voiceprivacy_zoo()],
+    }
+)
 
 
 def resolve_training(base: TrainingConfig, spec: AttackerSpec) -> TrainingConfig:

@@ -26,7 +26,11 @@ otherwise the tokens are characters, space included (real corpora: LibriSpeech, 
 ``tokenizer`` and a ``pretrainer`` whose files lie in the folder), e.g. a copy of
 ``speechbrain/asr-wav2vec2-librispeech``. It is loaded with no network access: files are read in
 place (no links or copies), a top-level ``pretrained_path`` key is pointed at the folder, and a
-file the folder lacks is an error, never a download.
+file the folder lacks is an error, never a download. Or a Hugging Face wav2vec 2.0 CTC folder
+(``config.json`` naming ``Wav2Vec2ForCTC``, the weights, ``vocab.json`` and the processor's
+``preprocessor_config.json`` or ``processor_config.json``, as ``save_pretrained`` writes them,
+e.g. a copy of ``facebook/wav2vec2-large-960h-lv60-self``), loaded with ``transformers``'
+``from_pretrained(folder, local_files_only=True)`` and decoded greedily (special tokens dropped).
 
 **Frequency-warp augmentation** (VTLP, Jaitly & Hinton 2013; ``AsrSpec.warp_range``, default
 0.8-1.25): in training only, each utterance's log-mels are warped along frequency by a factor
@@ -296,6 +300,94 @@ class PretrainedAsr(AsrModel):
         }
 
 
+class HuggingFaceCtcAsr(AsrModel):
+    """An operator's Hugging Face wav2vec 2.0 CTC folder (``Wav2Vec2ForCTC`` + its processor),
+    loaded from local files only; greedy CTC decoding, one utterance at a time."""
+
+    def __init__(self, model: Any, processor: Any, folder: Path, device: torch.device) -> None:
+        self.model = model.to(device).eval()
+        self.processor = processor
+        self.folder = folder
+        self.device = device
+
+    def transcribe(self, audio: list[np.ndarray]) -> list[str]:
+        wavs = _check_audio(audio, "transcribe")
+        out = []
+        with torch.no_grad():
+            for wav in wavs:
+                inputs = self.processor(
+                    wav.numpy(), sampling_rate=SAMPLE_RATE_HZ, return_tensors="pt"
+                )
+                logits = self.model(inputs.input_values.to(self.device)).logits
+                ids = torch.argmax(logits, dim=-1)
+                text = self.processor.batch_decode(ids, skip_special_tokens=True)[0]
+                out.append(normalize_text(str(text)))
+        return out
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "kind": "huggingface-pretrained",
+            "folder": str(self.folder),
+            "class": "transformers.Wav2Vec2ForCTC",
+            "n_parameters": int(sum(p.numel() for p in self.model.parameters())),
+        }
+
+
+HF_CONFIG = "config.json"
+HF_WEIGHTS = ("model.safetensors", "pytorch_model.bin")
+HF_PROCESSOR_FILES = ("vocab.json",)
+HF_FEATURE_EXTRACTOR_FILES = ("preprocessor_config.json", "processor_config.json")
+"""Where the feature extractor's settings are (transformers 4 writes the first, 5 the second)."""
+
+
+def _is_huggingface_folder(folder: Path) -> bool:
+    return (folder / HF_CONFIG).is_file() and not (folder / HPARAMS_FILE).is_file()
+
+
+def _check_huggingface_folder(folder: Path) -> None:
+    try:
+        config = json.loads((folder / HF_CONFIG).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"ASR folder {folder}: {HF_CONFIG} unreadable ({exc})") from exc
+    architectures = config.get("architectures") or []
+    if "Wav2Vec2ForCTC" not in architectures:
+        raise ConfigError(
+            f"ASR folder {folder}: {HF_CONFIG} names {architectures or 'no architecture'}; a "
+            "Hugging Face ASR folder must hold a Wav2Vec2ForCTC model"
+        )
+    if not any((folder / w).is_file() for w in HF_WEIGHTS):
+        raise ConfigError(
+            f"ASR folder {folder}: no weights ({' or '.join(HF_WEIGHTS)}); copy them into the "
+            "folder (nothing is downloaded)"
+        )
+    missing = [f for f in HF_PROCESSOR_FILES if not (folder / f).is_file()]
+    if not any((folder / f).is_file() for f in HF_FEATURE_EXTRACTOR_FILES):
+        missing.append(" or ".join(HF_FEATURE_EXTRACTOR_FILES))
+    if missing:
+        raise ConfigError(
+            f"ASR folder {folder}: {', '.join(missing)} missing (the CTC tokenizer and feature "
+            "extractor: save the model's Wav2Vec2Processor into the folder too)"
+        )
+
+
+def _load_huggingface(folder: Path, device: torch.device) -> HuggingFaceCtcAsr:
+    import transformers
+
+    transformers.utils.logging.disable_progress_bar()
+    transformers.utils.logging.set_verbosity_error()
+    try:
+        model = transformers.Wav2Vec2ForCTC.from_pretrained(str(folder), local_files_only=True)
+        processor = transformers.Wav2Vec2Processor.from_pretrained(
+            str(folder), local_files_only=True
+        )
+    except (OSError, ValueError, KeyError) as exc:
+        raise ConfigError(
+            f"ASR folder {folder}: transformers could not load it as a Wav2Vec2ForCTC with its "
+            f"processor ({' '.join(str(exc).split())})"
+        ) from exc
+    return HuggingFaceCtcAsr(model, processor, folder, device)
+
+
 def _lr_factor(step: int, warmup: int, total: int) -> float:
     """Linear warm-up over ``warmup`` steps, then cosine decay to 5 % at ``total``."""
     if step < warmup:
@@ -461,13 +553,15 @@ def _is_unmask_folder(folder: Path) -> bool:
 
 def check_asr_folder(path: Path) -> None:
     """Raise ``ConfigError`` unless ``path`` holds a loadable ASR: a folder ``train_asr`` wrote
-    (``model.pt``, ``vocabulary.json``) or a SpeechBrain ASR folder (``hyperparams.yaml`` and the
+    (``model.pt``, ``vocabulary.json``), a SpeechBrain ASR folder (``hyperparams.yaml`` and the
     checkpoint files its ``pretrainer`` names as ``<pretrained_path>/<file>``, or at least one
-    ``*.ckpt``). Cheap: reads no weights; call it before any work starts."""
+    ``*.ckpt``) or a Hugging Face wav2vec 2.0 CTC folder (``config.json``, weights, ``vocab.json``,
+    the processor's config). Cheap: reads no weights; call it before any work starts."""
     folder = Path(path)
     fix = (
         "point utility.asr.pretrained_path at a local SpeechBrain ASR folder (hyperparams.yaml "
-        "+ checkpoint files), or use utility.asr.source: train"
+        "+ checkpoint files) or a Hugging Face wav2vec 2.0 CTC folder, or use "
+        "utility.asr.source: train"
     )
     if not folder.exists():
         raise ConfigError(f"ASR folder {folder} does not exist; {fix}")
@@ -480,6 +574,9 @@ def check_asr_folder(path: Path) -> None:
                 f"ASR folder {folder}: {', '.join(missing)} missing (an incomplete Unmask-trained "
                 "ASR); train it again or remove the folder"
             )
+        return
+    if _is_huggingface_folder(folder):
+        _check_huggingface_folder(folder)
         return
     hparams = folder / HPARAMS_FILE
     if not hparams.is_file():
@@ -522,6 +619,8 @@ def load_asr(folder: Path, device: str = "cpu") -> AsrModel:
         info_path = folder / DESCRIBE_FILE
         info = json.loads(info_path.read_text(encoding="utf-8")) if info_path.is_file() else {}
         return TrainedAsr(encoder, tokens, vocab["tokenization"], info, dev)
+    if _is_huggingface_folder(folder):
+        return _load_huggingface(folder, dev)
     return _load_speechbrain(folder, dev)
 
 
@@ -556,6 +655,7 @@ def _load_speechbrain(folder: Path, device: torch.device) -> PretrainedAsr:
 
 __all__ = [
     "AsrModel",
+    "HuggingFaceCtcAsr",
     "PretrainedAsr",
     "TrainedAsr",
     "band_centres_hz",

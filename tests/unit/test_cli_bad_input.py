@@ -95,7 +95,11 @@ def tiny_protocol(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
         )
         == 0
     )
-    return {"protocol": str(proto), "anon": str(anon)}
+    return {
+        "protocol": str(proto),
+        "anon": str(anon),
+        "manifest": str(root / "c" / "manifest.jsonl"),
+    }
 
 
 @pytest.fixture()
@@ -153,6 +157,11 @@ CASES: dict[tuple[str, ...], list[list[str]]] = {
         ["evaluate", "{sizes}"],
     ],
     ("demo",): [["demo", "--out", "{garbage}"]],
+    ("export",): [
+        ["export", "{dir}", "--out", "{dir}/vpc"],
+        ["export", "{garbage}", "--out", "{dir}/vpc"],
+        ["export", "{dir}", "--out", "{dir}/vpc", "--format", "csv"],
+    ],
     # (submit's exit 3 = the server failed or is unreachable: not bad input, not walked here)
     ("submit",): [
         ["submit", "--protocol", "p", "--builtin", "pitch", "--override", "{garbage}"],
@@ -164,10 +173,12 @@ CASES: dict[tuple[str, ...], list[list[str]]] = {
         ["corpus", "import", "{garbage}", "--out", "{dir}/m.jsonl", "--layout", "jsonl"],
         ["corpus", "import", "{dir}", "--out", "{dir}/m.jsonl", "--layout", "librispeech"],
         ["corpus", "import", "{dir}", "--out", "{dir}/m.jsonl", "--layout", "folder"],
+        ["corpus", "import", "{dir}", "--out", "{dir}/m.jsonl", "--layout", "kaldi"],
     ],
     ("corpus", "synth"): [["corpus", "synth", "--out", "{garbage}", "--speakers", "1"]],
     ("corpus", "protocol"): [
         ["corpus", "protocol", "{garbage}", "--out", "{dir}/p.json"],
+        ["corpus", "protocol", "{manifest}", "--out", "{dir}/p.json", "--vpc-lists", "{dir}"],
         ["corpus", "protocol", "{dir}", "--out", "{dir}/p.json"],
     ],
     ("corpus", "validate"): [

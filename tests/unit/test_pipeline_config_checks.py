@@ -72,7 +72,8 @@ def test_missing_archive_protocol_and_unreachable_engine(tmp_path: Path) -> None
         {"anonymizer": {"kind": "archive", "archive": str(tmp_path / "none")}}
     )
     assert config_problems(archive) == [
-        f"anonymizer.archive: folder {tmp_path / 'none'} not found (the extracted archive)"
+        f"anonymizer.archive: {tmp_path / 'none'} not found (an archive file, or a folder: "
+        "extracted, or in the VoicePrivacy layout)"
     ]
     proto = EvaluationConfig.model_validate({"protocol": str(tmp_path / "p.json")})
     (problem,) = config_problems(proto)

@@ -9,6 +9,7 @@ import pytest
 
 from services.errors import ConfigError
 from services.pipeline.config import parse_config
+from services.pipeline.plan import plan_evaluation
 from services.platform.jobs.config import build_job_config, check_stored_config_cost
 from services.platform.jobs.cost import COST_KNOBS, CostLimitError, training_work
 from services.settings import Settings
@@ -91,8 +92,8 @@ def test_training_work_is_the_product_of_its_factors() -> None:
             "attackers": [{"name": "baseline"}, {"name": "long", "epochs_scale": 3}],
         }
     )
-    # 2 seeds x 2 trained scenarios x (4 x 2 s + 12 x 2 s)
-    assert training_work(config) == pytest.approx(2 * 2 * (8 + 24))
+    # 2 seeds x 2 trained recognizers (original, anonymized) x (4 x 2 s + 12 x 2 s)
+    assert training_work(plan_evaluation(config)) == pytest.approx(2 * 2 * (8 + 24))
 
 
 def test_every_knob_has_a_setting_and_a_protocol_limit() -> None:

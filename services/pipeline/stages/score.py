@@ -10,10 +10,12 @@ import numpy as np
 
 from services.attacks.srd_representations import srd_report
 from services.corpus.manifest import Manifest
+from services.corpus.protocol import FixedTrials
 from services.metrics import (
     bootstrap_eer,
     catalogue,
     compute_cllr,
+    compute_eer,
     compute_linkability,
     compute_min_cllr,
     compute_zebra,
@@ -21,6 +23,7 @@ from services.metrics import (
     detection_rate_at_far,
 )
 from services.pipeline.config import MetricsSpec
+from services.pipeline.sets import fixed_trials_of
 from services.pipeline.stages.context import StageContext
 from services.pipeline.stages.legal import legal_block
 from services.scoring import (
@@ -36,6 +39,7 @@ from services.scoring import (
     score_trials,
     train_plda,
 )
+from services.scoring.listed import ListedScores, score_listed_trials
 
 EmbeddedSet = tuple[Manifest, np.ndarray, str]
 """A set, its embeddings (n, dim) in manifest order and the key naming (recognizer, set)."""
@@ -81,17 +85,24 @@ def score_row(
         "metrics": cfg.metrics.model_dump(mode="json", exclude={"legal"}),
         "scoring": cfg.scoring.model_dump(mode="json"),
     }
+    fixed = fixed_trials_of(ctx)
+    if fixed is not None:  # only then, so the keys of other rows stay as they were
+        inputs["fixed_trials"] = fixed.model_dump(mode="json")
 
     def make(folder: Path) -> dict[str, Any]:
         e_man, e_emb, _ = enrollment
         t_man, t_emb, _ = trial
-        trial_set = TrialSet.from_arrays(
+        trial_embeddings = EmbeddingSet(
             t_emb,
             np.array([u.speaker_id for u in t_man.utterances]),
             np.array([u.gender for u in t_man.utterances]),
+            "trial",
+        )
+        enrollment_embeddings = EmbeddingSet(
             e_emb,
             np.array([u.speaker_id for u in e_man.utterances]),
             np.array([u.gender for u in e_man.utterances]),
+            "enrollment",
         )
         backend: Any
         if backend_name == "cosine":
@@ -115,15 +126,30 @@ def score_row(
                 ),
                 top_k=cfg.scoring.cohort_top_k,
             )
-        scored = score_trials(
-            backend,
-            trial_set,
-            gender_mode=gender_mode,  # type: ignore[arg-type]
-            normalization=normalization,
-        )
+        listed: ListedScores | None = None
+        if fixed is None:
+            scored = score_trials(
+                backend,
+                TrialSet(trial_embeddings, enrollment_embeddings),
+                gender_mode=gender_mode,  # type: ignore[arg-type]
+                normalization=normalization,
+            )
+        else:
+            listed = score_listed_trials(
+                backend,
+                trial_embeddings,
+                [u.utt_id for u in t_man.utterances],
+                enrollment_embeddings,
+                [p for t in fixed.lists for p in t.pairs()],
+                gender_mode=gender_mode,  # type: ignore[arg-type]
+                normalization=normalization,
+            )
+            scored = listed.scored
         # AS-normalized PLDA scores are no longer log-likelihood ratios: no raw Cllr then.
         llr = backend_name == "plda" and normalization is None
         row = metrics_row(scored, cfg.metrics, seed, llr_scores=llr)
+        if fixed is not None and listed is not None:
+            row.update(trial_list_metrics(fixed, listed))
         row["score_normalization"] = _normalization_record(normalization, scored)
         # SRD on the embeddings: inputs = trial utterances, references = enrollment speakers.
         if cfg.metrics.srd:
@@ -197,10 +223,14 @@ def metrics_row(
         "n_nontarget": int(non.size),
     }
     if spec.bootstrap_resamples > 0:
-        scores = np.concatenate([m.scores.ravel() for m in parts])
-        is_target = np.concatenate([m.target_mask().ravel() for m in parts])
+        trials = [m.trial_mask() for m in parts]
+        scores = np.concatenate([m.scores[t] for m, t in zip(parts, trials, strict=True)])
+        is_target = np.concatenate([m.target_mask()[t] for m, t in zip(parts, trials, strict=True)])
         speakers = np.concatenate(
-            [np.broadcast_to(m.row_speaker_ids[:, None], m.scores.shape).ravel() for m in parts]
+            [
+                np.broadcast_to(m.row_speaker_ids[:, None], m.scores.shape)[t]
+                for m, t in zip(parts, trials, strict=True)
+            ]
         )
         ci = bootstrap_eer(
             scores, is_target, speakers, n_resamples=spec.bootstrap_resamples, seed=seed
@@ -247,6 +277,39 @@ def _srd_of(scored: ScoredTrials, resamples: int, seed: int) -> dict[str, Any]:
     # Per-gender mode: the partitions have different N; the larger one is reported.
     m = max(parts, key=lambda p: p.scores.shape[1])
     col_index = {s: i for i, s in enumerate(m.col_speaker_ids.tolist())}
-    ref = np.array([col_index[s] for s in m.row_speaker_ids.tolist()])
-    report, _ = srd_report(m.scores, ref, m.row_speaker_ids, n_resamples=resamples, seed=seed)
+    # With fixed trial lists a trial speaker need not be enrolled: it has no rank to disclose.
+    rows = np.array([s in col_index for s in m.row_speaker_ids.tolist()], dtype=bool)
+    ref = np.array([col_index[s] for s in m.row_speaker_ids[rows].tolist()], dtype=np.int64)
+    report, _ = srd_report(
+        m.scores[rows], ref, m.row_speaker_ids[rows], n_resamples=resamples, seed=seed
+    )
     return report
+
+
+def trial_list_metrics(fixed: FixedTrials, listed: ListedScores) -> dict[str, Any]:
+    """Per fixed trial list (VoicePrivacy): dataset, gender, EER (%) and threshold, trial
+    counts; and the trial counts per trial-utterance gender (``n_trials_per_gender``)."""
+    out: dict[str, Any] = {}
+    start = 0
+    for t in fixed.lists:
+        scores = listed.pair_scores[start : start + len(t)]
+        target = listed.pair_is_target[start : start + len(t)]
+        start += len(t)
+        tar, non = scores[target], scores[~target]
+        result = compute_eer(tar, non) if tar.size and non.size else None
+        out[t.name] = {
+            "dataset": t.dataset,
+            "gender": t.gender,
+            catalogue.EER.key: result.eer_percent if result is not None else None,
+            "eer_threshold": result.threshold if result is not None else None,
+            "n_target": int(tar.size),
+            "n_nontarget": int(non.size),
+        }
+    per_gender: dict[str, dict[str, int]] = {}
+    for m in listed.scored.partitions.values():
+        for g in np.unique(m.row_genders).tolist():
+            sub = m.rows_of_gender(g)
+            counts = per_gender.setdefault(str(g), {"n_target": 0, "n_nontarget": 0})
+            counts["n_target"] += int(sub.target_mask().sum())
+            counts["n_nontarget"] += int(sub.nontarget_mask().sum())
+    return {"trial_lists": out, "n_trials_per_gender": dict(sorted(per_gender.items()))}
