@@ -20,7 +20,17 @@ from api.auth import BEARER_SCHEME_NAME
 from api.body_limit import BodyLimitMiddleware
 from api.context import ApiContext
 from api.problems import PROBLEM_MEDIA_TYPE, install_problem_handlers, problem_responses
-from api.routes import admin, blobs, health, jobs, pages, protocols, submissions, webhooks
+from api.routes import (
+    admin,
+    blobs,
+    health,
+    jobs,
+    pages,
+    phases,
+    protocols,
+    submissions,
+    webhooks,
+)
 from api.security_headers import SecurityHeadersMiddleware
 from services.platform.outbox import MessageSender
 from services.settings import Settings, get_settings
@@ -132,6 +142,7 @@ def create_app(
     for module in (health, admin, protocols, submissions, jobs, blobs):
         app.include_router(module.router)
     app.include_router(jobs.submission_jobs_router)
+    app.include_router(phases.router)
     # Outgoing webhooks (/v1/webhooks) and the server-rendered pages (/, /protocols/..., HTML).
     app.include_router(webhooks.router)
     app.include_router(pages.router)

@@ -579,6 +579,11 @@ class JobCreate(StrictModel):
         examples=[{"seeds": [0, 1], "training": {"epochs": 8}}],
         json_schema_extra={"propertyNames": {"enum": list(OVERRIDABLE_CONFIG_FIELDS)}},
     )
+    phase: Text(64) | None = Field(  # type: ignore[valid-type]
+        None,
+        description="The protocol's phase to submit to (default: the one open now); 409 after "
+        "its end or over its per-team limit.",
+    )
 
 
 class StageOut(BaseModel):
@@ -631,6 +636,14 @@ class JobOut(BaseModel):
     started_at: dt.datetime | None
     finished_at: dt.datetime | None
     stages: list[StageOut]
+    phase_id: int | None = Field(None, description="The challenge phase the job is in.")
+    evaluator: dict[str, Any] | None = Field(
+        None,
+        description="Unmask version, git commit, stage versions, config hash and scorer id of "
+        "the code that evaluated it (at creation, then the worker's that completed it).",
+    )
+    charged: bool = Field(True, description="False: an administrator's uncharged re-run.")
+    rerun_of_job_id: int | None = None
 
     @classmethod
     def of(cls, job: Job, *, log_chars: int = 2000, show_key: bool = False) -> JobOut:
@@ -651,6 +664,10 @@ class JobOut(BaseModel):
             started_at=job.started_at,
             finished_at=job.finished_at,
             stages=stages,
+            phase_id=job.phase_id,
+            evaluator=job.evaluator,
+            charged=job.charged,
+            rerun_of_job_id=job.rerun_of_job_id,
         )
 
 

@@ -36,6 +36,7 @@ from sqlalchemy.orm import Session, joinedload
 
 from api.auth import Principal
 from api.auth_limits import client_address
+from api.challenge_html import evaluator_html, phases_html
 from api.context import ApiContext, get_context
 from api.page_session import (
     clear_session_cookie,
@@ -70,6 +71,7 @@ from services.platform.leaderboard import (
     sort_rows,
     utility_tier,
 )
+from services.platform.phases import list_phases
 from services.storage.errors import AuthenticationError, NotFoundError, PermissionDeniedError
 from services.storage.models import (
     AGGREGATE_SEED,
@@ -432,6 +434,7 @@ def _name_cell(row: LeaderboardTableRow, scenario: str = "") -> str:
                 f"{label}</a>"
             )
     extra = f' <span class="links">{" · ".join(links)}</span>' if links else ""
+    extra += evaluator_html(row.evaluator)
     description = ""
     if row.description:
         preview = row.description
@@ -698,6 +701,7 @@ def leaderboard_page(
     with context.database.session_scope() as session:
         top = [row.job_id for row in view.ranked[:DET_TOP]]
         n_curves = len(det_curves_of(session, top, det_key(view.scenario, view.backend)))
+        phases = phases_html(list_phases(session, protocol_id), dt.datetime.now(dt.UTC))
     columns = [
         {
             "column": column,
@@ -745,6 +749,7 @@ def leaderboard_page(
             else None
         ),
         reference_html=_reference_html(view.reference, view.columns),
+        phases_html=phases,
         protocol=view.protocol,
         scenario=view.scenario,
         backend=view.backend,

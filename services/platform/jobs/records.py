@@ -283,9 +283,13 @@ def count_jobs(
     states: Iterable[str] | None = None,
     exclude_states: Iterable[str] = (),
     since: dt.datetime | None = None,
+    charged_only: bool = False,
 ) -> WindowUsage:
-    """Jobs of a team in ``states`` (default all), minus ``exclude_states``, created ``since``."""
+    """Jobs of a team in ``states`` (default all), minus ``exclude_states``, created ``since``
+    (``charged_only``: without administrators' uncharged re-runs)."""
     query = select(func.count(Job.id), func.min(Job.created_at)).where(Job.team_id == team_id)
+    if charged_only:
+        query = query.where(Job.charged.is_(True))
     if states is not None:
         query = query.where(Job.state.in_([RunState(s).value for s in states]))
     excluded = [RunState(s).value for s in exclude_states]
