@@ -244,16 +244,35 @@ class UnmaskClient:
         *,
         config_overrides: Mapping[str, Any] | None = None,
         idempotency_key: str | None = None,
+        phase: str | None = None,
     ) -> dict[str, Any]:
-        """Start a job (a retried call with the same ``idempotency_key`` returns the same job)."""
+        """Start a job (a retried call with the same ``idempotency_key`` returns the same job),
+        in the protocol's ``phase`` (default: the one open now, if it has phases)."""
         headers = {"Idempotency-Key": idempotency_key} if idempotency_key else {}
-        body = {
+        body: dict[str, Any] = {
             "submission_id": submission_id,
             "protocol_id": protocol_id,
             "config_overrides": dict(config_overrides or {}),
         }
+        if phase is not None:
+            body["phase"] = phase
         result: dict[str, Any] = self.request(
             "POST", "/v1/jobs", json=body, headers=headers, expected=(200, 201)
+        )
+        return result
+
+    def phases(self, protocol_id: int) -> list[dict[str, Any]]:
+        """The protocol's phases in order."""
+        result: list[dict[str, Any]] = self.request("GET", f"/v1/protocols/{protocol_id}/phases")
+        return result
+
+    def rerun_outdated(self, protocol_id: int, *, include_current: bool = False) -> dict[str, Any]:
+        """Administrators: queue uncharged re-runs of the protocol's results of an older
+        scorer (``include_current``: of every result)."""
+        result: dict[str, Any] = self.request(
+            "POST",
+            f"/v1/protocols/{protocol_id}/rerun-outdated",
+            json={"include_current": include_current},
         )
         return result
 
