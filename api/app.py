@@ -22,6 +22,7 @@ from api.context import ApiContext
 from api.problems import PROBLEM_MEDIA_TYPE, install_problem_handlers, problem_responses
 from api.routes import (
     admin,
+    badges,
     blobs,
     health,
     jobs,
@@ -143,6 +144,7 @@ def create_app(
         app.include_router(module.router)
     app.include_router(jobs.submission_jobs_router)
     app.include_router(phases.router)
+    app.include_router(badges.router)
     # Outgoing webhooks (/v1/webhooks) and the server-rendered pages (/, /protocols/..., HTML).
     app.include_router(webhooks.router)
     app.include_router(pages.router)

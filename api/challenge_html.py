@@ -9,11 +9,13 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
+from fastapi import Request
 from markupsafe import Markup
 
 from services.pipeline.stage_versions import current_scorer, evaluator_label, is_outdated
 from services.platform import phases as phase_rules
-from services.storage.models import Phase, PhaseVisibility
+from services.platform.badges import badge_markdown
+from services.storage.models import Job, Phase, PhaseVisibility, RunState, Submission, Visibility
 
 
 def _when(value: dt.datetime | None) -> str:
@@ -69,3 +71,24 @@ def evaluator_html(evaluator: Mapping[str, Any] | None, current: str | None = No
             f'one ({escape(current)}); a re-run is due">older scorer</span>'
         )
     return label
+
+
+def submission_badge(
+    request: Request, submission: Submission, job: Job | None
+) -> dict[str, str] | None:
+    """The README badge of a public submission whose shown job succeeded under a protocol: its
+    image URL and Markdown snippet (None otherwise: private submissions have no badge)."""
+    if (
+        job is None
+        or job.protocol_id is None
+        or job.state != RunState.SUCCEEDED.value
+        or submission.visibility != Visibility.PUBLIC.value
+    ):
+        return None
+    base = str(request.base_url).rstrip("/")
+    return {
+        "image": f"/protocols/{job.protocol_id}/submissions/{submission.id}/badge.svg",
+        "markdown": badge_markdown(
+            base_url=base, protocol_id=job.protocol_id, submission_id=submission.id
+        ),
+    }

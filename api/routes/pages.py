@@ -36,7 +36,7 @@ from sqlalchemy.orm import Session, joinedload
 
 from api.auth import Principal
 from api.auth_limits import client_address
-from api.challenge_html import evaluator_html, phases_html
+from api.challenge_html import evaluator_html, phases_html, submission_badge
 from api.context import ApiContext, get_context
 from api.page_session import (
     clear_session_cookie,
@@ -71,7 +71,7 @@ from services.platform.leaderboard import (
     sort_rows,
     utility_tier,
 )
-from services.platform.phases import list_phases
+from services.platform.phases import list_phases, revealed_jobs_clause
 from services.storage.errors import AuthenticationError, NotFoundError, PermissionDeniedError
 from services.storage.models import (
     AGGREGATE_SEED,
@@ -1086,6 +1086,12 @@ def submission_page(
                 select(Job)
                 .options(joinedload(Job.protocol))
                 .where(Job.submission_id == submission.id)
+                .where(
+                    revealed_jobs_clause(
+                        viewer_team_id=viewer.team_id if viewer else None,
+                        include_all=bool(viewer and viewer.is_admin),
+                    )
+                )
                 .order_by(Job.id.desc())
                 .limit(50)
             )
@@ -1118,6 +1124,7 @@ def submission_page(
             worst_case=_worst_case_of(document),
             stages=document.get("stages") or [],
             config_json=json.dumps(selected.config, indent=2, sort_keys=True) if selected else "",
+            badge=submission_badge(request, submission, selected),
         )
 
 
