@@ -187,7 +187,9 @@ def test_jobs_go_to_the_open_phase_refused_after_its_end_and_limited_per_team(
     assert env.patch("development", ends_at=_iso(now - HOUR)).status_code == 200
     detail = _problem(env.job(sub, env.a, phase="development"), 409)
     assert "phase 'development' ended at" in detail
-    assert "no phase of protocol" in _problem(env.job(sub, env.a), 409)
+    detail = _problem(env.job(sub, env.a), 409)  # no phase named: the one that ended is
+    assert "no phase of protocol" in detail and "phase 'development' ended at" in detail
+    assert "phase 'evaluation' opens at" in detail
 
 
 def test_hidden_phase_results_and_events_appear_at_the_reveal(

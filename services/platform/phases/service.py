@@ -236,10 +236,7 @@ def phase_for_new_job(
     else:
         open_now = [p for p in phases if is_open(p, now)]
         if not open_now:
-            schedule = "; ".join(_window_text(p) for p in phases)
-            raise PhaseClosedError(
-                f"no phase of protocol {protocol_id} is open at {now.isoformat()} ({schedule})"
-            )
+            raise PhaseClosedError(_none_open(protocol_id, phases, now))
         phase = open_now[0]
     if now < phase.starts_at:
         raise PhaseClosedError(
@@ -277,6 +274,25 @@ def charged_jobs_in_phase(session: Session, *, phase_id: int, team_id: int) -> i
 def is_open(phase: Phase, now: dt.datetime) -> bool:
     """Whether the phase accepts jobs at ``now``."""
     return phase.starts_at <= now and (phase.ends_at is None or now < phase.ends_at)
+
+
+def _none_open(protocol_id: int, phases: list[Phase], now: dt.datetime) -> str:
+    """Why no phase accepts a job now, naming the phase that ended last and the next one."""
+    ended = [p for p in phases if p.ends_at is not None and p.ends_at <= now]
+    upcoming = [p for p in phases if now < p.starts_at]
+    parts = []
+    if ended:
+        last = max(ended, key=lambda p: p.ends_at or now)
+        parts.append(f"phase {last.name!r} ended at {_iso(last.ends_at)}")
+    if upcoming:
+        following = min(upcoming, key=lambda p: p.starts_at)
+        parts.append(f"phase {following.name!r} opens at {_iso(following.starts_at)}")
+    reason = "; ".join(parts) or "; ".join(_window_text(p) for p in phases)
+    return f"no phase of protocol {protocol_id} accepts jobs now: {reason}"
+
+
+def _iso(value: dt.datetime | None) -> str:
+    return value.isoformat() if value is not None else "no end"
 
 
 def _window_text(phase: Phase) -> str:
