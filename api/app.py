@@ -24,6 +24,7 @@ from api.routes import (
     admin,
     badges,
     blobs,
+    compare,
     health,
     jobs,
     pages,
@@ -145,6 +146,7 @@ def create_app(
     app.include_router(jobs.submission_jobs_router)
     app.include_router(phases.router)
     app.include_router(badges.router)
+    app.include_router(compare.router)
     # Outgoing webhooks (/v1/webhooks) and the server-rendered pages (/, /protocols/..., HTML).
     app.include_router(webhooks.router)
     app.include_router(pages.router)

@@ -198,6 +198,14 @@ def worst_over_attackers(
     return out
 
 
+def job_metric_values(
+    session: Session, job_ids: Sequence[int], metrics: Sequence[str] | None = None
+) -> dict[int, dict[str, float | None]]:
+    """``{job_id: {summary_key: value}}`` of the jobs' results, aggregated like every
+    leaderboard view (seeds, then the worst case over attackers); ``metrics`` None: all."""
+    return _aggregated_values(session, job_ids, metrics)
+
+
 # --- ranked by one metric (the JSON API) ---------------------------------------------------------
 
 
