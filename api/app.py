@@ -14,6 +14,7 @@ from typing import Any
 
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
+from fastapi.routing import APIRoute
 from fastapi.staticfiles import StaticFiles
 
 from api.auth import BEARER_SCHEME_NAME
@@ -102,6 +103,12 @@ def _openapi_with_problems(app: FastAPI) -> dict[str, Any]:
     return schema
 
 
+def operation_id(route: APIRoute) -> str:
+    """The OpenAPI operation id of a route: ``<first tag>-<route name>`` (e.g.
+    ``jobs-create_job``), stable names for the generated client's functions."""
+    return f"{route.tags[0]}-{route.name}" if route.tags else route.name
+
+
 def create_app(
     settings: Settings | None = None,
     *,
@@ -129,6 +136,7 @@ def create_app(
         context.close()
 
     app = FastAPI(
+        generate_unique_id_function=operation_id,
         title="Unmask API",
         version=API_VERSION,
         description=DESCRIPTION,

@@ -118,7 +118,9 @@ def compare_json(
         return ComparisonOut.of(_compare(session, principal, protocol_id, a, b))
 
 
-@router.get("/protocols/{protocol_id}/compare", response_class=HTMLResponse)
+@router.get(
+    "/protocols/{protocol_id}/compare", response_class=HTMLResponse, include_in_schema=False
+)
 def compare_page(
     request: Request,
     protocol_id: DbId,
@@ -148,7 +150,7 @@ def compare_page(
         )
 
 
-@router.get("/protocols/{protocol_id}/compare/det.{fmt}")
+@router.get("/protocols/{protocol_id}/compare/det.{fmt}", include_in_schema=False)
 def compare_det_plot(
     request: Request,
     protocol_id: DbId,
