@@ -9,6 +9,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, Response
 
 from api.context import ApiContext, get_context
+from api.problems import problem_responses
 from api.schemas import DbId
 from services.platform import access, badges
 from services.platform.protocols import get_protocol_by_id
@@ -24,9 +25,8 @@ CACHE_SECONDS = 300
     response_class=Response,
     summary="A submission's README badge (SVG)",
     responses={
+        **problem_responses(404, 409, 422, 500),
         200: {"content": {SVG_MEDIA_TYPE: {}}, "description": "The badge."},
-        404: {"description": "No such protocol, or the submission is private or missing."},
-        409: {"description": "The submission has no succeeded public job under the protocol."},
     },
 )
 def submission_badge(

@@ -171,7 +171,11 @@ def test_jobs_go_to_the_open_phase_refused_after_its_end_and_limited_per_team(
     )
     assert env.phase(name="evaluation", starts_at=_iso(now + HOUR)).status_code == 201
     sub = env.submission(env.a, "a")
-    first = env.job(sub, env.a)
+    first = env.client.post(
+        "/v1/jobs",
+        json={"submission_id": sub, "protocol_id": env.protocol_id},
+        headers={**env.a, "Idempotency-Key": "first"},
+    )
     assert first.status_code == 201, first.text
     second = env.job(sub, env.a, phase="development")
     assert second.status_code == 201, second.text
@@ -187,6 +191,13 @@ def test_jobs_go_to_the_open_phase_refused_after_its_end_and_limited_per_team(
     assert env.patch("development", ends_at=_iso(now - HOUR)).status_code == 200
     detail = _problem(env.job(sub, env.a, phase="development"), 409)
     assert "phase 'development' ended at" in detail
+    # An idempotent replay still answers the job created while the phase was open.
+    replay = env.client.post(
+        "/v1/jobs",
+        json={"submission_id": sub, "protocol_id": env.protocol_id},
+        headers={**env.a, "Idempotency-Key": "first"},
+    )
+    assert replay.status_code == 200 and replay.json()["id"] == first.json()["id"]
     detail = _problem(env.job(sub, env.a), 409)  # no phase named: the one that ended is
     assert "no phase of protocol" in detail and "phase 'development' ended at" in detail
     assert "phase 'evaluation' opens at" in detail

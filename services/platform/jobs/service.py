@@ -142,11 +142,12 @@ def create_job(
             )
         if check_quota is not None and rerun_of is None:
             check_quota(session, team_id)
-    phase_id = (
-        rerun_of.phase_id
-        if rerun_of is not None
-        else _checked_phase_id(session, protocol_id=protocol.id, team_id=team_id, name=phase)
-    )
+    # An idempotent replay answers the first job whatever the phase's state now.
+    phase_id: int | None = None
+    if rerun_of is not None:
+        phase_id = rerun_of.phase_id
+    elif not replay:
+        phase_id = _checked_phase_id(session, protocol_id=protocol.id, team_id=team_id, name=phase)
     creation = job_records.create_job(
         session,
         team_id=team_id,

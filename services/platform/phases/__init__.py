@@ -3,6 +3,7 @@
 from services.platform.phases.errors import (
     PhaseClosedError,
     PhaseDefinitionError,
+    PhaseInUseError,
     PhaseLimitError,
     PhaseOverlapError,
 )
@@ -26,6 +27,7 @@ from services.platform.phases.service import (
 __all__ = [
     "PhaseClosedError",
     "PhaseDefinitionError",
+    "PhaseInUseError",
     "PhaseLimitError",
     "PhaseOverlapError",
     "PhaseSpec",

@@ -20,3 +20,7 @@ class PhaseClosedError(ConflictError):
 
 class PhaseLimitError(ConflictError):
     """The team used the phase's submission limit (409)."""
+
+
+class PhaseInUseError(ConflictError):
+    """A phase with jobs cannot be deleted (409)."""

@@ -28,6 +28,7 @@ from sqlalchemy.orm import Session
 from services.platform.phases.errors import (
     PhaseClosedError,
     PhaseDefinitionError,
+    PhaseInUseError,
     PhaseLimitError,
     PhaseOverlapError,
 )
@@ -175,6 +176,8 @@ def update_phase(session: Session, *, phase: Phase, changes: dict[str, Any]) -> 
     unknown = sorted(set(changes) - set(PhaseSpec.__dataclass_fields__))
     if unknown:
         raise PhaseDefinitionError(f"unknown phase fields: {', '.join(unknown)}")
+    if "starts_at" in changes and changes["starts_at"] is None:
+        raise PhaseDefinitionError(f"phase {phase.name!r}: starts_at cannot be removed")
     current = {name: getattr(phase, name) for name in PhaseSpec.__dataclass_fields__}
     if changes.get("visibility") == PhaseVisibility.PUBLIC.value and "reveal_at" not in changes:
         changes = {**changes, "reveal_at": None}
@@ -196,10 +199,10 @@ def update_phase(session: Session, *, phase: Phase, changes: dict[str, Any]) -> 
 
 
 def delete_phase(session: Session, *, phase: Phase) -> None:
-    """Remove a phase that has no jobs (:class:`PhaseDefinitionError` otherwise)."""
+    """Remove a phase that has no jobs (:class:`PhaseInUseError` otherwise)."""
     used = session.scalar(select(func.count(Job.id)).where(Job.phase_id == phase.id)) or 0
     if used:
-        raise PhaseOverlapError(
+        raise PhaseInUseError(
             f"phase {phase.name!r} has {used} jobs and cannot be deleted; end it instead"
         )
     protocol_id = phase.protocol_id

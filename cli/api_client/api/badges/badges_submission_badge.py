@@ -6,6 +6,7 @@ import httpx
 
 from ... import errors
 from ...client import AuthenticatedClient, Client
+from ...models.problem import Problem
 from ...types import Response
 
 
@@ -27,12 +28,26 @@ def _get_kwargs(
 
 def _parse_response(
     *, client: AuthenticatedClient | Client, response: httpx.Response
-) -> Any | None:
+) -> Problem | None:
     if response.status_code == 404:
-        return None
+        response_404 = Problem.from_dict(response.json())
+
+        return response_404
 
     if response.status_code == 409:
-        return None
+        response_409 = Problem.from_dict(response.json())
+
+        return response_409
+
+    if response.status_code == 422:
+        response_422 = Problem.from_dict(response.json())
+
+        return response_422
+
+    if response.status_code == 500:
+        response_500 = Problem.from_dict(response.json())
+
+        return response_500
 
     if client.raise_on_unexpected_status:
         raise errors.UnexpectedStatus(response.status_code, response.content)
@@ -42,7 +57,7 @@ def _parse_response(
 
 def _build_response(
     *, client: AuthenticatedClient | Client, response: httpx.Response
-) -> Response[Any]:
+) -> Response[Problem]:
     return Response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
@@ -56,7 +71,7 @@ def sync_detailed(
     submission_id: int,
     *,
     client: AuthenticatedClient | Client,
-) -> Response[Any]:
+) -> Response[Problem]:
     """A submission's README badge (SVG)
 
      Worst-case semi-informed EER, the trust mark and a colour from the EER's thresholds.
@@ -70,7 +85,7 @@ def sync_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[Any]
+        Response[Problem]
     """
 
     kwargs = _get_kwargs(
@@ -85,12 +100,12 @@ def sync_detailed(
     return _build_response(client=client, response=response)
 
 
-async def asyncio_detailed(
+def sync(
     protocol_id: int,
     submission_id: int,
     *,
     client: AuthenticatedClient | Client,
-) -> Response[Any]:
+) -> Problem | None:
     """A submission's README badge (SVG)
 
      Worst-case semi-informed EER, the trust mark and a colour from the EER's thresholds.
@@ -104,7 +119,36 @@ async def asyncio_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[Any]
+        Problem
+    """
+
+    return sync_detailed(
+        protocol_id=protocol_id,
+        submission_id=submission_id,
+        client=client,
+    ).parsed
+
+
+async def asyncio_detailed(
+    protocol_id: int,
+    submission_id: int,
+    *,
+    client: AuthenticatedClient | Client,
+) -> Response[Problem]:
+    """A submission's README badge (SVG)
+
+     Worst-case semi-informed EER, the trust mark and a colour from the EER's thresholds.
+
+    Args:
+        protocol_id (int):
+        submission_id (int):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Problem]
     """
 
     kwargs = _get_kwargs(
@@ -115,3 +159,34 @@ async def asyncio_detailed(
     response = await client.get_async_httpx_client().request(**kwargs)
 
     return _build_response(client=client, response=response)
+
+
+async def asyncio(
+    protocol_id: int,
+    submission_id: int,
+    *,
+    client: AuthenticatedClient | Client,
+) -> Problem | None:
+    """A submission's README badge (SVG)
+
+     Worst-case semi-informed EER, the trust mark and a colour from the EER's thresholds.
+
+    Args:
+        protocol_id (int):
+        submission_id (int):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Problem
+    """
+
+    return (
+        await asyncio_detailed(
+            protocol_id=protocol_id,
+            submission_id=submission_id,
+            client=client,
+        )
+    ).parsed
