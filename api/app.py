@@ -59,7 +59,6 @@ TAGS = [
     {"name": "webhooks", "description": "Signed job events POSTed to a team's URLs."},
     {"name": "phases", "description": "Challenge phases of a protocol; re-runs of old results."},
     {"name": "compare", "description": "Two submissions of a protocol side by side."},
-    {"name": "badges", "description": "README badges of public submissions (SVG, no token)."},
 ]
 
 

@@ -23,6 +23,8 @@ CACHE_SECONDS = 300
 @router.get(
     "/protocols/{protocol_id}/submissions/{submission_id}/badge.svg",
     response_class=Response,
+    # A page-like image outside /v1 (no token), as the other pages: not in the API document.
+    include_in_schema=False,
     summary="A submission's README badge (SVG)",
     responses={
         **problem_responses(404, 409, 422, 500),
