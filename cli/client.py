@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -52,6 +53,8 @@ from services.metrics import catalogue
 TERMINAL_JOB_STATES = frozenset({"succeeded", "failed", "cancelled"})
 DEFAULT_TIMEOUT_S = 60.0
 UPLOAD_CHUNK_BYTES = 1024 * 1024
+# A protocol id, or its name (the API's name rule) with an optional @VERSION.
+PROTOCOL_REFERENCE = re.compile(r"[0-9]+|[a-z0-9][a-z0-9._-]{0,127}(@[0-9]+)?")
 
 
 class UnmaskApiError(RuntimeError):
@@ -169,6 +172,11 @@ class UnmaskClient:
     def find_protocol(self, name_or_id: str | int) -> dict[str, Any]:
         """A protocol by id, or by name (its latest version; ``name@3`` for version 3)."""
         text = str(name_or_id)
+        if not PROTOCOL_REFERENCE.fullmatch(text):
+            raise UnmaskConfigError(
+                f"--protocol {text[:40]!r} is not a protocol name (lowercase letters, digits, "
+                "'.', '_', '-'), name@VERSION or id"
+            )
         if text.isdigit():
             result: dict[str, Any] = self._call(protocols_get_protocol, protocol_id=int(text))
             return result
