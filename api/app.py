@@ -14,6 +14,7 @@ from typing import Any
 
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
+from fastapi.routing import APIRoute
 from fastapi.staticfiles import StaticFiles
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 
@@ -25,7 +26,18 @@ from api.faults import install_fault_handlers
 from api.http_semantics import HttpSemanticsMiddleware
 from api.problems import PROBLEM_MEDIA_TYPE, install_problem_handlers, problem_responses
 from api.request_body import RequestBodyMiddleware
-from api.routes import admin, blobs, health, jobs, protocols, submissions, webhooks
+from api.routes import (
+    admin,
+    badges,
+    blobs,
+    compare,
+    health,
+    jobs,
+    phases,
+    protocols,
+    submissions,
+    webhooks,
+)
 from api.security_headers import SecurityHeadersMiddleware
 from services.json_values import JSON_VALUE_SCHEMA
 from services.platform.outbox import MessageSender
@@ -50,6 +62,8 @@ TAGS = [
     {"name": "admin", "description": "Teams, tokens, protocols (admin scope)."},
     {"name": "blobs", "description": "Signed URLs of the local blob store (embedded mode)."},
     {"name": "webhooks", "description": "Signed job events POSTed to a team's URLs."},
+    {"name": "phases", "description": "Challenge phases of a protocol; re-runs of old results."},
+    {"name": "compare", "description": "Two submissions of a protocol side by side."},
 ]
 
 
@@ -98,6 +112,12 @@ def _openapi_with_problems(app: FastAPI) -> dict[str, Any]:
     return schema
 
 
+def operation_id(route: APIRoute) -> str:
+    """The OpenAPI operation id of a route: ``<first tag>-<route name>`` (e.g.
+    ``jobs-create_job``), stable names for the generated client's functions."""
+    return f"{route.tags[0]}-{route.name}" if route.tags else route.name
+
+
 def create_app(
     settings: Settings | None = None,
     *,
@@ -125,6 +145,7 @@ def create_app(
         context.close()
 
     app = FastAPI(
+        generate_unique_id_function=operation_id,
         title="Unmask API",
         version=API_VERSION,
         description=DESCRIPTION,
@@ -143,6 +164,9 @@ def create_app(
     for module in (health, admin, protocols, submissions, jobs, blobs):
         app.include_router(module.router)
     app.include_router(jobs.submission_jobs_router)
+    app.include_router(phases.router)
+    app.include_router(badges.router)
+    app.include_router(compare.router)
     # Outgoing webhooks (/v1/webhooks) and the server-rendered pages (/, /protocols/..., HTML).
     app.include_router(webhooks.router)
     app.include_router(pages.router)

@@ -18,6 +18,7 @@ from typer._click import exceptions as typer_click_exceptions
 from cli.admin import admin_app
 from cli.analyses import analyses_app
 from cli.anonymize import anonymize_command
+from cli.challenge import phases_command, rerun_outdated_command
 from cli.container import container_app
 from cli.corpus import corpus_app
 from cli.evaluate import demo_command, evaluate_command
@@ -54,6 +55,11 @@ app.command("submit", help="Submit to an Unmask server, wait, gate CI on privacy
 app.command("export", help="Write an evaluation's results in the VoicePrivacy layout.")(
     export_command
 )
+app.command("phases", help="List a protocol's challenge phases (Unmask server).")(phases_command)
+app.command(
+    "rerun-outdated",
+    help="Administrators: re-run results of an older scorer with the current one (not charged).",
+)(rerun_outdated_command)
 
 
 # Unreadable or malformed input files (a directory, random bytes, a truncated archive) and an

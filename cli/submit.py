@@ -145,6 +145,9 @@ def submit_command(
     override: list[str] = typer.Option(
         [], "--override", help="Config override PATH=VALUE, e.g. training.epochs=3; repeatable."
     ),
+    phase: str | None = typer.Option(
+        None, "--phase", help="The protocol's phase to submit to (default: the one open now)."
+    ),
     idempotency_key: str | None = typer.Option(
         None, "--idempotency-key", help="Retrying with the same key returns the same job."
     ),
@@ -238,6 +241,7 @@ def submit_command(
                 found["id"],
                 config_overrides=overrides,
                 idempotency_key=idempotency_key,
+                phase=phase,
             )
             err.print(
                 f"submission {submission['id']} ({submission['name']}), job {job['id']} on "

@@ -7,6 +7,7 @@ reference row, ranking), as do the JSON route and the plots (``api/pages/leaderb
 from __future__ import annotations
 
 import csv
+import datetime as dt
 import io
 from typing import Any
 from urllib.parse import urlencode
@@ -15,6 +16,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
 from api.auth import Principal
+from api.challenge_html import phases_html
 from api.context import ApiContext
 from api.deps import ContextDep
 from api.pages.leaderboard_html import reference_html, row_html, sort_link
@@ -32,6 +34,7 @@ from services.platform.leaderboard import (
     interval_of,
     std_of,
 )
+from services.platform.phases import list_phases
 from services.storage.errors import NotFoundError
 
 router = APIRouter(include_in_schema=False)
@@ -104,6 +107,7 @@ def leaderboard_page(
     with context.database.session_scope() as session:
         top = [row.job_id for row in view.det_rows()]
         n_curves = len(det_curves_of(session, top, det_key(view.scenario, view.backend)))
+        phases = phases_html(list_phases(session, protocol_id), dt.datetime.now(dt.UTC))
     query = {k: v for k, v in request.query_params.items() if k in ("backend", "sort", "order")}
     suffix = f"?{urlencode(query)}" if query else ""
     plot_query = urlencode({"backend": view.backend})
@@ -131,6 +135,7 @@ def leaderboard_page(
             else None
         ),
         reference_html=reference_html(view.reference, view.columns),
+        phases_html=phases,
         protocol=view.protocol,
         scenario=view.scenario,
         backend=view.backend,

@@ -14,6 +14,7 @@ from urllib.parse import urlencode
 from fastapi import Request
 from markupsafe import Markup, escape
 
+from api.challenge_html import evaluator_html
 from api.pages.rendering import fmt_datetime, fmt_number
 from services.pipeline.zoo import headline
 from services.platform.leaderboard import (
@@ -101,6 +102,7 @@ def _name_cell(row: LeaderboardTableRow, scenario: str = "") -> str:
                 f"{label}</a>"
             )
     extra = f' <span class="links">{" · ".join(links)}</span>' if links else ""
+    extra += evaluator_html(row.evaluator)
     description = ""
     if row.description:
         preview = row.description

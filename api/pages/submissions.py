@@ -12,6 +12,7 @@ from typing import Any
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
+from api.challenge_html import submission_badge
 from api.context import ApiContext
 from api.deps import ContextDep
 from api.pages.rendering import not_found, page_viewer, render
@@ -19,6 +20,7 @@ from api.schemas import DbId
 from services.metrics import catalogue
 from services.platform import access, results
 from services.platform.jobs.records import list_jobs
+from services.platform.phases import revealed_jobs_clause
 from services.storage.errors import NotFoundError
 from services.storage.models import AGGREGATE_SEED, Artifact, Result, RunState
 
@@ -161,7 +163,13 @@ def submission_page(
             submission = access.visible_submission(session, viewer, submission_id)
         except NotFoundError as exc:
             return not_found(request, viewer, str(exc))
-        jobs = list_jobs(session, submission_id=submission.id, limit=JOBS_LISTED).items
+        revealed = revealed_jobs_clause(
+            viewer_team_id=viewer.team_id if viewer else None,
+            include_all=bool(viewer and viewer.is_admin),
+        )
+        jobs = list_jobs(
+            session, submission_id=submission.id, limit=JOBS_LISTED, where=revealed
+        ).items
         selected = next((j for j in jobs if j.id == job), None) if job is not None else None
         if selected is None:
             selected = next((j for j in jobs if j.state == RunState.SUCCEEDED.value), None)
@@ -187,4 +195,5 @@ def submission_page(
             worst_case=_worst_case_of(document),
             stages=document.get("stages") or [],
             config_json=json.dumps(selected.config, indent=2, sort_keys=True) if selected else "",
+            badge=submission_badge(request, submission, selected),
         )

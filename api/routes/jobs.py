@@ -141,6 +141,7 @@ def create_job(
             idempotency_key=idempotency_key,
             check_quota=_quota_check(context),
             settings=context.settings,
+            phase=body.phase,
         )
     return _answer_new_job(context, principal, new, response)
 

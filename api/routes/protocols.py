@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Query
 
-from api.auth import Reader, reader_read
 from api.deps import ReadReader
 from api.routes.common import errors, scope
 from api.schemas import DbId, LeaderboardOut, LeaderboardRow, ProtocolOut, Text
@@ -35,8 +34,8 @@ LEADERBOARD_RULES = [
     openapi_extra=scope("read"),
 )
 def list_protocols(
+    reader: ReadReader,
     name: Text(128) | None = Query(None, description="Only versions of this name."),  # type: ignore[valid-type]
-    reader: Reader = Depends(reader_read),
 ) -> list[ProtocolOut]:
     """Every registered protocol version, by name then version."""
     with reader.open() as (_principal, session):

@@ -7,7 +7,7 @@ import logging
 import time
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Header, Query, Request, Response, status
+from fastapi import APIRouter, Header, Query, Request, Response, status
 from fastapi.concurrency import run_in_threadpool
 
 from api.archive_transfer import (
@@ -24,8 +24,8 @@ from api.archive_transfer import (
     upload_slots,
     upload_timeout_problem,
 )
-from api.auth import Principal, require_submit
-from api.context import ApiContext, get_context
+from api.auth import Principal
+from api.context import ApiContext
 from api.deps import ContextDep, ReadReader, SubmitPrincipal
 from api.problems import ApiProblem
 from api.routes.common import PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX, errors, scope
@@ -209,6 +209,8 @@ def _precheck_archive(
     },
 )
 async def upload_archive(
+    principal: SubmitPrincipal,
+    context: ContextDep,
     request: Request,
     name: Annotated[NameText, Query(description="Submission name.")],
     protocol_id: Annotated[
@@ -221,8 +223,6 @@ async def upload_archive(
         description="Optional hex SHA-256 of the archive; a mismatch stores nothing (422).",
     ),
     content_length: int | None = Header(None, alias="Content-Length", ge=0),
-    principal: Principal = Depends(require_submit),
-    context: ApiContext = Depends(get_context),
 ) -> SubmissionOut:
     """Reads the body in chunks (never whole in memory) and stores it. Larger than
     `max_archive_bytes` -> 413; no bytes for `upload_read_timeout_s` or longer than

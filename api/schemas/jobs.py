@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from api.schemas.common import DbId, JobState, JsonObject, StrictModel
+from api.schemas.common import DbId, JobState, JsonObject, StrictModel, Text
 from services.pipeline.config import EvaluationConfig
 from services.platform.jobs.config import PROTOCOL_FIXED_FIELDS
 from services.storage.models import Job, Stage
@@ -29,6 +29,11 @@ class JobCreate(StrictModel):
         "be overridden; the cost knobs are bounded by the protocol's `limits`.",
         examples=[{"seeds": [0, 1], "training": {"epochs": 8}}],
         json_schema_extra={"propertyNames": {"enum": list(OVERRIDABLE_CONFIG_FIELDS)}},
+    )
+    phase: Text(64) | None = Field(  # type: ignore[valid-type]
+        None,
+        description="The protocol's phase to submit to (default: the one open now); 409 after "
+        "its end or over its per-team limit.",
     )
 
 
@@ -82,6 +87,14 @@ class JobOut(BaseModel):
     started_at: dt.datetime | None
     finished_at: dt.datetime | None
     stages: list[StageOut]
+    phase_id: int | None = Field(None, description="The challenge phase the job is in.")
+    evaluator: dict[str, Any] | None = Field(
+        None,
+        description="Unmask version, git commit, stage versions, config hash and scorer id of "
+        "the code that evaluated it (at creation, then the worker's that completed it).",
+    )
+    charged: bool = Field(True, description="False: an administrator's uncharged re-run.")
+    rerun_of_job_id: int | None = None
 
     @classmethod
     def of(cls, job: Job, *, log_chars: int = 2000, show_key: bool = False) -> JobOut:
@@ -102,6 +115,10 @@ class JobOut(BaseModel):
             started_at=job.started_at,
             finished_at=job.finished_at,
             stages=stages,
+            phase_id=job.phase_id,
+            evaluator=job.evaluator,
+            charged=job.charged,
+            rerun_of_job_id=job.rerun_of_job_id,
         )
 
 

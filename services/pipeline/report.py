@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import platform
 import socket
-import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -24,6 +23,7 @@ from services.corpus.protocol import Protocol
 from services.metrics import catalogue
 from services.metrics.legal import paper_original_curves
 from services.pipeline.analyses import copy_analysis_plots
+from services.pipeline.code_version import git_revision
 from services.pipeline.config import EvaluationConfig
 from services.pipeline.stage_runner import StageOutcome
 from services.pipeline.stages.context import StageContext, json_default
@@ -293,20 +293,6 @@ def summarize_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
-def _git_revision() -> str | None:
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "HEAD"],
-            capture_output=True,
-            text=True,
-            timeout=5,
-            cwd=Path(__file__).resolve().parent,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.strip() or None if out.returncode == 0 else None
-
-
 def compute_time(log: Sequence[StageOutcome]) -> dict[str, Any]:
     """What the result cost to compute, reused stages included: ``compute_seconds`` (s) sums
     each distinct stage key's recorded compute time (by whichever process or host computed it);
@@ -336,7 +322,7 @@ def provenance(cfg: EvaluationConfig, protocol_key: str, seconds: float) -> dict
         "config_hash": cfg.content_hash(),
         "protocol_hash": protocol_key,
         "seeds": cfg.seeds,
-        "code_version": _git_revision(),
+        "code_version": git_revision(),
         "packages": packages,
         "python": platform.python_version(),
         "device": device,

@@ -309,3 +309,71 @@ def test_no_wait_prints_the_job_id_and_the_client_reads_it_back(
         protocol = client.find_protocol("synthetic-ci")
         again = client.create_job(job["submission_id"], protocol["id"], idempotency_key="ci-run-7")
         assert again["id"] == job_id
+
+
+def test_submit_to_a_phase_and_rerun_outdated_from_the_command_line(
+    server: tuple[str, str, str],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import datetime as dt
+
+    import httpx
+
+    from services.pipeline import stage_versions
+
+    url, token, admin = server
+    now = dt.datetime.now(dt.UTC)
+    hour = dt.timedelta(hours=1)
+    headers = {"Authorization": f"Bearer {admin}"}
+    protocol_id = httpx.get(f"{url}/v1/protocols", headers=headers).json()[0]["id"]
+    for body in (
+        {
+            "name": "warm-up",
+            "starts_at": (now - 3 * hour).isoformat(),
+            "ends_at": (now - 2 * hour).isoformat(),
+        },
+        {"name": "main", "starts_at": (now - hour).isoformat()},
+    ):
+        created = httpx.post(f"{url}/v1/protocols/{protocol_id}/phases", json=body, headers=headers)
+        assert created.status_code == 201, created.text
+    monkeypatch.setenv("UNMASK_URL", url)
+    monkeypatch.setenv("UNMASK_TOKEN", token)
+    assert main(["phases", "--protocol", "synthetic-ci"]) == 0
+    listed = capsys.readouterr().out
+    assert "warm-up:" in listed and "closed" in listed and "main:" in listed and "open" in listed
+    # After a phase's end: exit 2 with one line naming the phase.
+    code = _submit(
+        monkeypatch,
+        url,
+        token,
+        "--builtin",
+        "pitch",
+        "--param",
+        "semitones=3",
+        "--phase",
+        "warm-up",
+    )
+    captured = capsys.readouterr()
+    assert code == 2
+    assert "phase 'warm-up' ended at" in captured.err
+    assert len(captured.err.strip().splitlines()) == 1
+    code = _submit(
+        monkeypatch, url, token, "--builtin", "pitch", "--param", "semitones=3", "--phase", "main"
+    )
+    assert code == 0, capsys.readouterr().err
+    capsys.readouterr()
+    # A scorer version bump: the administrator re-runs the outdated result (not charged).
+    monkeypatch.setitem(stage_versions.STAGE_VERSIONS, "score", 2)
+    monkeypatch.setenv("UNMASK_TOKEN", admin)
+    assert main(["rerun-outdated", "--protocol", "synthetic-ci"]) == 0
+    out = capsys.readouterr().out
+    assert "1 re-runs queued (not charged)" in out
+    rerun_id = int(out.split("re-run job ")[1].split()[0])
+    with UnmaskClient(url, token) as client:
+        rerun = client.wait_for_job(rerun_id, timeout_s=30, poll_s=0.2)
+    assert rerun["state"] == "succeeded" and rerun["charged"] is False
+    assert rerun["evaluator"]["stage_versions"]["score"] == 2
+    monkeypatch.setenv("UNMASK_TOKEN", token)
+    assert main(["rerun-outdated", "--protocol", "synthetic-ci"]) == 3  # 403: not an admin
+    assert "admin" in capsys.readouterr().err

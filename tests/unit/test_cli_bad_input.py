@@ -168,6 +168,8 @@ CASES: dict[tuple[str, ...], list[list[str]]] = {
         ["submit", "--protocol", "p", "--builtin", "pitch", "--image", "x"],
         ["submit", "--protocol", "p", "--builtin", "pitch", "--param", "no-equals-sign"],
     ],
+    ("phases",): [["phases", "--protocol", "Not A Name!"]],
+    ("rerun-outdated",): [["rerun-outdated", "--protocol", "{garbage}"]],
     ("corpus", "import"): [
         ["corpus", "import", "{garbage}", "--out", "{dir}/m.jsonl", "--layout", "csv"],
         ["corpus", "import", "{garbage}", "--out", "{dir}/m.jsonl", "--layout", "jsonl"],

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import ColumnElement, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -280,9 +280,13 @@ def list_jobs(
     limit: int = DEFAULT_PAGE_SIZE,
     cursor: str | None = None,
     protocol_id: int | None = None,
+    where: ColumnElement[bool] | None = None,
 ) -> JobPage:
-    """Jobs newest first, keyset-paginated on the job id (see :func:`keyset_page`)."""
+    """Jobs newest first, keyset-paginated on the job id (see :func:`keyset_page`); ``where``:
+    one more condition on :class:`Job` (e.g. the viewer's revealed jobs of challenge phases)."""
     query = select(Job)
+    if where is not None:
+        query = query.where(where)
     if team_id is not None:
         query = query.where(Job.team_id == team_id)
     if state is not None:
@@ -302,9 +306,13 @@ def count_jobs(
     states: Iterable[str] | None = None,
     exclude_states: Iterable[str] = (),
     since: dt.datetime | None = None,
+    charged_only: bool = False,
 ) -> WindowUsage:
-    """Jobs of a team in ``states`` (default all), minus ``exclude_states``, created ``since``."""
+    """Jobs of a team in ``states`` (default all), minus ``exclude_states``, created ``since``
+    (``charged_only``: without administrators' uncharged re-runs)."""
     query = select(func.count(Job.id), func.min(Job.created_at)).where(Job.team_id == team_id)
+    if charged_only:
+        query = query.where(Job.charged.is_(True))
     if states is not None:
         query = query.where(Job.state.in_([RunState(s).value for s in states]))
     excluded = [RunState(s).value for s in exclude_states]

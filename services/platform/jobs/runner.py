@@ -40,6 +40,7 @@ from services.anonymizers.container import ContainerSandbox
 from services.errors import ConfigError, InvalidInputError
 from services.pipeline.config import EvaluationConfig
 from services.pipeline.phases import PHASES
+from services.pipeline.stage_versions import current_evaluator
 from services.pipeline.workspace import StageWorkspace, SyncedStageRunner, stage_index_key
 from services.platform import results as result_records
 from services.platform.archives.service import prepare_archive
@@ -276,6 +277,8 @@ def complete_phase(
                 stage_id=stage.id,
                 report=report,
             )
+            # What actually ran: this worker's code, which may differ from the API's at creation.
+            job.evaluator = current_evaluator(job.config_hash)
             job_records.transition_job(session, job_id, RunState.SUCCEEDED.value)
             following = None
         elif following is not None:

@@ -34,6 +34,7 @@ from sqlalchemy.orm import Session
 
 from services.metrics import catalogue
 from services.platform.access import visible_submissions_clause
+from services.platform.phases import revealed_jobs_clause
 from services.platform.rows import get_row
 from services.storage.errors import NotFoundError
 from services.storage.models import (
@@ -70,10 +71,13 @@ _JOB_ID_CHUNK = 500
 # --- the shared rule: which job, which value ----------------------------------------------------
 
 
-def latest_succeeded_jobs(protocol_id: int) -> Any:
+def latest_succeeded_jobs(
+    protocol_id: int, *, viewer_team_id: int | None = None, include_all: bool = False
+) -> Any:
     """Subquery ``latest(job_id, submission_id, finished_at, recency)`` of the succeeded jobs
-    under ``protocol_id``; ``recency == 1`` is each submission's latest (by ``finished_at``, then
-    job id)."""
+    under ``protocol_id`` whose results the viewer may see (a hidden phase's: its team's and,
+    ``include_all``, administrators'); ``recency == 1`` is each submission's latest (by
+    ``finished_at``, then job id)."""
     return (
         select(
             Job.id.label("job_id"),
@@ -87,6 +91,7 @@ def latest_succeeded_jobs(protocol_id: int) -> Any:
             .label("recency"),
         )
         .where(Job.protocol_id == protocol_id, Job.state == RunState.SUCCEEDED.value)
+        .where(revealed_jobs_clause(viewer_team_id=viewer_team_id, include_all=include_all))
         .subquery("latest")
     )
 
@@ -237,6 +242,14 @@ def worst_over_attackers(
     return out
 
 
+def job_metric_values(
+    session: Session, job_ids: Sequence[int], metrics: Sequence[str] | None = None
+) -> dict[int, dict[str, float | None]]:
+    """``{job_id: {summary_key: value}}`` of the jobs' results, aggregated like every
+    leaderboard view (seeds, then the worst case over attackers); ``metrics`` None: all."""
+    return _aggregated_values(session, job_ids, metrics)
+
+
 # --- many metrics per row (the leaderboard view) ------------------------------------------------
 
 
@@ -261,6 +274,9 @@ class LeaderboardTableRow:
     trust_reasons: list[dict[str, Any]] = field(default_factory=list)
     worst_case: dict[str, Any] | None = None
     """The report's ``worst_case`` (an attacker zoo's, per scenario); None = one attacker."""
+    evaluator: dict[str, Any] | None = None
+    """The job's evaluator (``services.pipeline.stage_versions.current_evaluator``); None =
+    recorded before evaluators were."""
 
     @property
     def is_baseline(self) -> bool:
@@ -362,7 +378,9 @@ def leaderboard_table(
 
     ``include_all_private`` (administrators) lists every team's private submissions too.
     """
-    latest = latest_succeeded_jobs(protocol_id)
+    latest = latest_succeeded_jobs(
+        protocol_id, viewer_team_id=viewer_team_id, include_all=include_all_private
+    )
     query = (
         select(
             Submission.id,
@@ -380,9 +398,11 @@ def leaderboard_table(
             JobSummary.trustworthy,
             JobSummary.trust_reasons,
             JobSummary.worst_case,
+            Job.evaluator,
         )
         .join(latest, and_(latest.c.submission_id == Submission.id, latest.c.recency == 1))
         .join(Team, Team.id == Submission.team_id)
+        .join(Job, Job.id == latest.c.job_id)
         .outerjoin(JobSummary, JobSummary.job_id == latest.c.job_id)
         .order_by(Submission.created_at, Submission.id)
     )
@@ -425,6 +445,7 @@ def leaderboard_table(
                 trustworthy=r.trustworthy,
                 trust_reasons=list(r.trust_reasons or []),
                 worst_case=dict(r.worst_case) if r.worst_case else None,
+                evaluator=dict(r.evaluator) if r.evaluator else None,
             )
         )
     return rows

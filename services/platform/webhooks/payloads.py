@@ -13,12 +13,13 @@ import datetime as dt
 import secrets
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
 from services.metrics import catalogue
 from services.platform.leaderboard import job_values
 from services.platform.outbox import DELIVER_WEBHOOK, add_message
+from services.platform.phases import phases_due_for_release, withholds_events
 from services.storage.models import (
     TERMINAL_STATES,
     Job,
@@ -83,6 +84,8 @@ def record_job_event(session: Session, job: Job, *, now: dt.datetime | None = No
     """
     if RunState(job.state) not in TERMINAL_STATES:
         return []
+    if withholds_events(session, job, now):
+        return []  # a hidden phase's job: recorded at its reveal (release_held_events)
     event_type = f"job.{job.state}"
     endpoints = [
         e
@@ -117,3 +120,32 @@ def record_job_event(session: Session, job: Job, *, now: dt.datetime | None = No
     for delivery_id in ids:
         add_message(session, topic=DELIVER_WEBHOOK, payload={"delivery_id": delivery_id})
     return ids
+
+
+def release_held_events(session: Session, *, now: dt.datetime | None = None) -> dict[int, int]:
+    """Record the events held back by hidden phases whose reveal time has come.
+
+    For each such phase (locked; :func:`services.platform.phases.phases_due_for_release`), every
+    terminal job in it gets its event now (:func:`record_job_event`), and the phase is marked
+    released, in the caller's transaction. Returns ``{phase_id: deliveries recorded}``. Called
+    from the periodic outbox relay, so a reveal goes out within one relay period.
+    """
+    now = now or utc_now()
+    released: dict[int, int] = {}
+    for phase in phases_due_for_release(session, now):
+        jobs = session.scalars(
+            select(Job)
+            .where(Job.phase_id == phase.id, Job.state.in_([s.value for s in TERMINAL_STATES]))
+            .order_by(Job.finished_at, Job.id)
+        ).all()
+        released[phase.id] = sum(len(record_job_event(session, job, now=now)) for job in jobs)
+        phase.events_released_at = now
+    session.flush()
+    return released
+
+
+def release_due_events(bind: Engine, *, now: dt.datetime | None = None) -> dict[int, int]:
+    """:func:`release_held_events` in a transaction of its own (the relay's and reaper's pass);
+    the deliveries' outbox messages go out after its commit or with the next relay pass."""
+    with Session(bind) as session, session.begin():
+        return release_held_events(session, now=now)
