@@ -23,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "cli" / "api_client"
@@ -42,6 +43,18 @@ def openapi_document() -> dict[str, object]:
     return document
 
 
+def generator_document(document: dict[str, Any]) -> dict[str, Any]:
+    """``document`` as the generator reads it: the recursive ``JsonValue`` component (any JSON
+    value storage holds, a union that refers to itself) becomes an unconstrained value, which
+    openapi-python-client can parse (it drops every operation that refers to a recursive union).
+    The client then sends configs as plain dicts; the server still enforces the rule."""
+    out = json.loads(json.dumps(document))
+    schemas = out.get("components", {}).get("schemas", {})
+    if "JsonValue" in schemas:
+        schemas["JsonValue"] = {"description": schemas["JsonValue"].get("description", "")}
+    return out
+
+
 def tool_available() -> bool:
     """Whether the pinned generator is installed in ``.tools``."""
     return (TOOL_DIR / "openapi_python_client").is_dir()
@@ -56,7 +69,9 @@ def generate(output: Path) -> None:
         )
     with tempfile.TemporaryDirectory() as tmp:
         spec = Path(tmp) / "openapi.json"
-        spec.write_text(json.dumps(openapi_document(), indent=1, sort_keys=True))
+        spec.write_text(
+            json.dumps(generator_document(openapi_document()), indent=1, sort_keys=True)
+        )
         config = Path(tmp) / "config.json"
         config.write_text(json.dumps(CONFIG))
         env = {

@@ -6,6 +6,8 @@ from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
 
+from ..types import UNSET, Unset
+
 if TYPE_CHECKING:
     from ..models.leaderboard_row import LeaderboardRow
 
@@ -27,6 +29,7 @@ class LeaderboardOut:
         protocol_version (int):
         rules (list[str]):
         scenario (str):
+        tiers (list[str] | Unset): The utility tiers, best first: a row never ranks above one of a better tier.
     """
 
     backend: str
@@ -38,6 +41,7 @@ class LeaderboardOut:
     protocol_version: int
     rules: list[str]
     scenario: str
+    tiers: list[str] | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -62,6 +66,10 @@ class LeaderboardOut:
 
         scenario = self.scenario
 
+        tiers: list[str] | Unset = UNSET
+        if not isinstance(self.tiers, Unset):
+            tiers = self.tiers
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -77,6 +85,8 @@ class LeaderboardOut:
                 "scenario": scenario,
             }
         )
+        if tiers is not UNSET:
+            field_dict["tiers"] = tiers
 
         return field_dict
 
@@ -108,6 +118,8 @@ class LeaderboardOut:
 
         scenario = d.pop("scenario")
 
+        tiers = cast(list[str], d.pop("tiers", UNSET))
+
         leaderboard_out = cls(
             backend=backend,
             entries=entries,
@@ -118,6 +130,7 @@ class LeaderboardOut:
             protocol_version=protocol_version,
             rules=rules,
             scenario=scenario,
+            tiers=tiers,
         )
 
         leaderboard_out.additional_properties = d

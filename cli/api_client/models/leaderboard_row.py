@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
 
+from ..types import UNSET, Unset
+
 if TYPE_CHECKING:
     from ..models.leaderboard_row_metrics import LeaderboardRowMetrics
 
@@ -26,7 +28,8 @@ class LeaderboardRow:
         submission_name (str):
         submitted_at (datetime.datetime):
         team_slug (str):
-        value (float | None): The primary metric; null = missing (ranked last).
+        value (float | None): The primary metric; null = missing (ranked last in its tier).
+        tier (int | Unset): Index into the leaderboard's `tiers` (0 = the best): rows rank by tier first. Default: 0.
     """
 
     job_id: int
@@ -37,6 +40,7 @@ class LeaderboardRow:
     submitted_at: datetime.datetime
     team_slug: str
     value: float | None
+    tier: int | Unset = 0
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -57,6 +61,8 @@ class LeaderboardRow:
         value: float | None
         value = self.value
 
+        tier = self.tier
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -71,6 +77,8 @@ class LeaderboardRow:
                 "value": value,
             }
         )
+        if tier is not UNSET:
+            field_dict["tier"] = tier
 
         return field_dict
 
@@ -100,6 +108,8 @@ class LeaderboardRow:
 
         value = _parse_value(d.pop("value"))
 
+        tier = d.pop("tier", UNSET)
+
         leaderboard_row = cls(
             job_id=job_id,
             metrics=metrics,
@@ -109,6 +119,7 @@ class LeaderboardRow:
             submitted_at=submitted_at,
             team_slug=team_slug,
             value=value,
+            tier=tier,
         )
 
         leaderboard_row.additional_properties = d

@@ -79,7 +79,8 @@ def sync_detailed(
     `signature`.
 
     Args:
-        key (str):
+        key (str): '/'-separated segments of letters, digits and ._=+@-; none empty or starting
+            with '.'.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -111,7 +112,8 @@ def sync(
     `signature`.
 
     Args:
-        key (str):
+        key (str): '/'-separated segments of letters, digits and ._=+@-; none empty or starting
+            with '.'.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -138,7 +140,8 @@ async def asyncio_detailed(
     `signature`.
 
     Args:
-        key (str):
+        key (str): '/'-separated segments of letters, digits and ._=+@-; none empty or starting
+            with '.'.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -168,7 +171,8 @@ async def asyncio(
     `signature`.
 
     Args:
-        key (str):
+        key (str): '/'-separated segments of letters, digits and ._=+@-; none empty or starting
+            with '.'.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.

@@ -94,7 +94,8 @@ def sync_detailed(
     `signature`. Body: the bytes; a sha256 mismatch stores nothing (422).
 
     Args:
-        key (str):
+        key (str): '/'-separated segments of letters, digits and ._=+@-; none empty or starting
+            with '.'.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -126,7 +127,8 @@ def sync(
     `signature`. Body: the bytes; a sha256 mismatch stores nothing (422).
 
     Args:
-        key (str):
+        key (str): '/'-separated segments of letters, digits and ._=+@-; none empty or starting
+            with '.'.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -153,7 +155,8 @@ async def asyncio_detailed(
     `signature`. Body: the bytes; a sha256 mismatch stores nothing (422).
 
     Args:
-        key (str):
+        key (str): '/'-separated segments of letters, digits and ._=+@-; none empty or starting
+            with '.'.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -183,7 +186,8 @@ async def asyncio(
     `signature`. Body: the bytes; a sha256 mismatch stores nothing (422).
 
     Args:
-        key (str):
+        key (str): '/'-separated segments of letters, digits and ._=+@-; none empty or starting
+            with '.'.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.

@@ -59,7 +59,7 @@ def sync_detailed(
     *,
     client: AuthenticatedClient | Client,
 ) -> Response[Problem | Readiness]:
-    """Readiness: database, broker and blob store answer
+    """Readiness: database, broker and blob store answer; the disk has free space
 
      Checks each dependency; 200 when all are `ok` or `skipped`, else 503 with the report.
 
@@ -84,7 +84,7 @@ def sync(
     *,
     client: AuthenticatedClient | Client,
 ) -> Problem | Readiness | None:
-    """Readiness: database, broker and blob store answer
+    """Readiness: database, broker and blob store answer; the disk has free space
 
      Checks each dependency; 200 when all are `ok` or `skipped`, else 503 with the report.
 
@@ -105,7 +105,7 @@ async def asyncio_detailed(
     *,
     client: AuthenticatedClient | Client,
 ) -> Response[Problem | Readiness]:
-    """Readiness: database, broker and blob store answer
+    """Readiness: database, broker and blob store answer; the disk has free space
 
      Checks each dependency; 200 when all are `ok` or `skipped`, else 503 with the report.
 
@@ -128,7 +128,7 @@ async def asyncio(
     *,
     client: AuthenticatedClient | Client,
 ) -> Problem | Readiness | None:
-    """Readiness: database, broker and blob store answer
+    """Readiness: database, broker and blob store answer; the disk has free space
 
      Checks each dependency; 200 when all are `ok` or `skipped`, else 503 with the report.
 

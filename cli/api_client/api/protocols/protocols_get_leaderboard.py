@@ -133,7 +133,7 @@ def sync_detailed(
 ) -> Response[LeaderboardOut | Problem]:
     """Leaderboard of a protocol
 
-     Submissions ranked by the primary metric; `rules` states the ranking rules.
+     Submissions ranked by the protocol's rule (`rules`), as the leaderboard page ranks them.
 
     Args:
         protocol_id (int):
@@ -179,7 +179,7 @@ def sync(
 ) -> LeaderboardOut | Problem | None:
     """Leaderboard of a protocol
 
-     Submissions ranked by the primary metric; `rules` states the ranking rules.
+     Submissions ranked by the protocol's rule (`rules`), as the leaderboard page ranks them.
 
     Args:
         protocol_id (int):
@@ -220,7 +220,7 @@ async def asyncio_detailed(
 ) -> Response[LeaderboardOut | Problem]:
     """Leaderboard of a protocol
 
-     Submissions ranked by the primary metric; `rules` states the ranking rules.
+     Submissions ranked by the protocol's rule (`rules`), as the leaderboard page ranks them.
 
     Args:
         protocol_id (int):
@@ -264,7 +264,7 @@ async def asyncio(
 ) -> LeaderboardOut | Problem | None:
     """Leaderboard of a protocol
 
-     Submissions ranked by the primary metric; `rules` states the ranking rules.
+     Submissions ranked by the protocol's rule (`rules`), as the leaderboard page ranks them.
 
     Args:
         protocol_id (int):
