@@ -279,7 +279,7 @@ class EvaluationConfig(BaseModel):
     )
     scenarios: list[Scenario] = Field(
         default_factory=lambda: list[Scenario](["ignorant", "semi-informed"]),
-        description="Attack scenarios (PROTOCOLS.md section 3); `original` scores unprotected "
+        description="Attack scenarios (who trained the recognizer on what); `original` scores unprotected "
         "speech as a reference.",
         min_length=1,
     )
