@@ -279,8 +279,8 @@ class EvaluationConfig(BaseModel):
     )
     scenarios: list[Scenario] = Field(
         default_factory=lambda: list[Scenario](["ignorant", "semi-informed"]),
-        description="Attack scenarios (who trained the recognizer on what); `original` scores unprotected "
-        "speech as a reference.",
+        description="Attack scenarios (what the attacker's recognizer was trained on, and the "
+        "enrollment it uses); `original` scores unprotected speech as a reference.",
         min_length=1,
     )
     training: TrainingConfig = Field(
