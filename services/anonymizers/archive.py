@@ -675,22 +675,14 @@ def validate_archive(
     if not src.is_file() and not src.is_dir():
         raise ArchiveError(f"{src}: archive not found")
     set_of = _normalize_expected(expected)
-    stem_to_utt: dict[str, str] = {}
-    for utt in set_of:
-        stem = output_stem(utt)
-        if stem in stem_to_utt:
-            raise ValueError(f"utterances {stem_to_utt[stem]!r} and {utt!r} share a file name")
-        stem_to_utt[stem] = utt
+    stem_to_utt = _stems_to_utterances(set_of)
     durations = dict(original_durations_s or {})
     report = ArchiveValidation(
         archive=src.name,
         archive_sha256=source_fingerprint(src),
         out_dir=str(out.resolve()),
     )
-    budget = lim.max_unpacked_bytes
-    if durations and set(durations) >= set(set_of):
-        need = sum(lim.max_audio_bytes(d) for u, d in durations.items() if u in set_of)
-        budget = min(budget, need)
+    budget = _unpacked_budget(lim, set_of, durations)
 
     # A valid archive holds the expected files, their set folders (two each in the VoicePrivacy
     # layout: `<set><suffix>/wav/`), one wrapper folder and metadata.json: more members than that
@@ -702,6 +694,41 @@ def validate_archive(
     check = _MemberCheck(
         report, lim, budget, set_of, stem_to_utt, durations, audio_dir, dict(vpc_folders or {})
     )
+    _check_members(src, check, cap, report)
+    if report.problems:
+        shutil.rmtree(audio_dir, ignore_errors=True)
+        report.files, report.durations_s, report.sha256 = {}, {}, {}
+    _write_report(out, report)
+    return report
+
+
+def _stems_to_utterances(set_of: Mapping[str, str]) -> dict[str, str]:
+    """Output file stem -> utterance id; two utterances may not share a stem."""
+    stem_to_utt: dict[str, str] = {}
+    for utt in set_of:
+        stem = output_stem(utt)
+        if stem in stem_to_utt:
+            raise ValueError(f"utterances {stem_to_utt[stem]!r} and {utt!r} share a file name")
+        stem_to_utt[stem] = utt
+    return stem_to_utt
+
+
+def _unpacked_budget(
+    lim: ArchiveLimits, set_of: Mapping[str, str], durations: Mapping[str, float]
+) -> int:
+    """Bytes the archive may unpack to: the limit, tightened by the original durations (when
+    every expected utterance has one) to what audio of those lengths can take."""
+    budget = lim.max_unpacked_bytes
+    if durations and set(durations) >= set(set_of):
+        need = sum(lim.max_audio_bytes(d) for u, d in durations.items() if u in set_of)
+        budget = min(budget, need)
+    return budget
+
+
+def _check_members(src: Path, check: _MemberCheck, cap: int, report: ArchiveValidation) -> None:
+    """List and check the members of the folder, zip or tar at ``src``; every problem, the
+    decoders' errors included, lands in ``report.problems``."""
+    lim, budget = check.lim, check.budget
     try:
         if src.is_dir():
             # A folder is not compressed: the ratio bound is moot, its own size stands in.
@@ -729,13 +756,13 @@ def validate_archive(
         report.problems.append(f"corrupt archive ({exception_line(exc)})")
     except NotImplementedError as exc:
         report.problems.append(f"unsupported archive feature ({exception_line(exc)})")
-    if report.problems:
-        shutil.rmtree(audio_dir, ignore_errors=True)
-        report.files, report.durations_s, report.sha256 = {}, {}, {}
+
+
+def _write_report(out: Path, report: ArchiveValidation) -> None:
+    """Write ``out/validation.json`` atomically (a reader never sees half a report)."""
     tmp = out / (REPORT_NAME + ".part")
     tmp.write_text(json.dumps(report.to_json(), indent=1, sort_keys=True) + "\n", "utf-8")
     os.replace(tmp, out / REPORT_NAME)
-    return report
 
 
 @dataclass

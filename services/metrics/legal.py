@@ -329,16 +329,7 @@ def singling_out_outcomes(
     own = np.array([dataset_index[s] for s in evaluated], dtype=np.intp)
     sizes = np.array([b - a for a, b in scores.calibration_slices], dtype=np.intp)
     width = int(sizes.max())
-    # Calibration scores as (enroll, dataset speaker, conversation), padded with -inf: padding
-    # never reaches the top M + 1 because every drawn set holds more than M real scores.
-    starts = np.array([a for a, _ in scores.calibration_slices], dtype=np.intp)
-    if np.all(sizes == width) and np.array_equal(starts, np.arange(n_dataset) * width):
-        # Contiguous equal blocks in speaker order (score_conversations' layout): a view.
-        cal = scores.calibration_scores.reshape(len(scores.enroll_speakers), n_dataset, width)
-    else:
-        cal = np.full((len(scores.enroll_speakers), n_dataset, width), -np.inf)
-        for c, (a, b) in enumerate(scores.calibration_slices):
-            cal[:, c, : b - a] = scores.calibration_scores[:, a:b]
+    cal = _calibration_cube(scores, sizes, width)
     n_own = sizes[own]
     uniform = bool(np.all(n_own == n_own[0]))
 
@@ -363,46 +354,96 @@ def singling_out_outcomes(
         sel = slice(start, min(start + batch, pair_speaker.size))
         who, which = pair_speaker[sel], pair_draw[sel]
         if sampler == "reference":
-            others = np.stack(
-                [
-                    np.random.default_rng((seed, n, fold, int(rows[i]), int(r))).choice(
-                        n_dataset - 1, size=n - 1, replace=False
-                    )
-                    for i, r in zip(who, which, strict=True)
-                ]
-            ).reshape(len(who), n - 1)
+            others = _reference_others(rows[who], which, n, n_dataset, seed=seed, fold=fold)
         else:
-            keys = batched_rng.random((len(who), n_dataset - 1))
-            others = (
-                np.argpartition(keys, n - 2, axis=1)[:, : n - 1]
-                if n - 1 < n_dataset - 1
-                else np.broadcast_to(np.arange(n_dataset - 1), keys.shape)
-            )
+            others = _batched_others(batched_rng, len(who), n, n_dataset)
         own_col = own[who][:, None]
         others = np.where(others >= own_col, others + 1, others)
         chosen = np.concatenate([own_col, others], axis=1)  # (b, n)
         r = rows[who][:, None]
         k = n_own[who]
-        upper = np.full(len(who), np.nan)
-        lower = np.full(len(who), np.nan)
-        if window is not None:
-            found = window.bounds(who, chosen, k, n_dataset, upper, lower)
-        else:
-            found = np.zeros(len(who), dtype=bool)
-        rest = np.flatnonzero(~found)
-        if rest.size:  # gather the drawn speakers' calibration scores, take the top M + 1
-            calib = cal[r[rest], chosen[rest]].reshape(rest.size, n * width)
-            if uniform:
-                top = -np.partition(-calib, (k[0] - 1, k[0]), axis=1)
-                upper[rest], lower[rest] = top[:, k[0] - 1], top[:, k[0]]
-            else:
-                desc = -np.sort(-calib, axis=1)
-                upper[rest] = desc[np.arange(rest.size), k[rest] - 1]
-                lower[rest] = desc[np.arange(rest.size), k[rest]]
+        upper, lower = _calibration_bounds(cal, window, who, r, chosen, k, uniform=uniform)
         threshold = (lower + upper) / 2.0
         fired = np.count_nonzero(scores.test_scores[r, chosen] > threshold[:, None], axis=1)
         out[sel] = fired == 1
     return out.reshape(len(evaluated), draws)
+
+
+def _calibration_cube(
+    scores: ConversationScores, sizes: NDArray[np.intp], width: int
+) -> NDArray[np.float64]:
+    """Calibration scores as (enroll, dataset speaker, conversation), padded with -inf: padding
+    never reaches the top M + 1 because every drawn set holds more than M real scores."""
+    n_dataset = len(scores.dataset_speakers)
+    starts = np.array([a for a, _ in scores.calibration_slices], dtype=np.intp)
+    if np.all(sizes == width) and np.array_equal(starts, np.arange(n_dataset) * width):
+        # Contiguous equal blocks in speaker order (score_conversations' layout): a view.
+        return scores.calibration_scores.reshape(len(scores.enroll_speakers), n_dataset, width)
+    cal = np.full((len(scores.enroll_speakers), n_dataset, width), -np.inf)
+    for c, (a, b) in enumerate(scores.calibration_slices):
+        cal[:, c, : b - a] = scores.calibration_scores[:, a:b]
+    return cal
+
+
+def _reference_others(
+    rows: NDArray[np.intp], draws: NDArray[np.intp], n: int, n_dataset: int, *, seed: int, fold: int
+) -> NDArray[np.intp]:
+    """The n - 1 other speakers (indices into the n_dataset - 1 others) of each (row, draw), each
+    from its own stream ``default_rng((seed, n, fold, row, draw))`` as the package draws them."""
+    return np.stack(
+        [
+            np.random.default_rng((seed, n, fold, int(row), int(d))).choice(
+                n_dataset - 1, size=n - 1, replace=False
+            )
+            for row, d in zip(rows, draws, strict=True)
+        ]
+    ).reshape(len(rows), n - 1)
+
+
+def _batched_others(
+    rng: np.random.Generator, count: int, n: int, n_dataset: int
+) -> NDArray[np.intp]:
+    """The n - 1 other speakers of ``count`` sets at once, from one stream: the n - 1 smallest
+    of uniform keys per row, a uniform draw without replacement."""
+    keys = rng.random((count, n_dataset - 1))
+    return (
+        np.argpartition(keys, n - 2, axis=1)[:, : n - 1]
+        if n - 1 < n_dataset - 1
+        else np.broadcast_to(np.arange(n_dataset - 1), keys.shape)
+    )
+
+
+def _calibration_bounds(
+    cal: NDArray[np.float64],
+    window: _TopCalibration | None,
+    who: NDArray[np.intp],
+    r: NDArray[np.intp],
+    chosen: NDArray[np.intp],
+    k: NDArray[np.intp],
+    *,
+    uniform: bool,
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """The k-th and (k + 1)-th highest calibration scores of each drawn set (``upper``,
+    ``lower``): from the sorted window where it holds them, else gathered from ``cal``."""
+    n_dataset, width = cal.shape[1], cal.shape[2]
+    n = chosen.shape[1]
+    upper = np.full(len(who), np.nan)
+    lower = np.full(len(who), np.nan)
+    if window is not None:
+        found = window.bounds(who, chosen, k, n_dataset, upper, lower)
+    else:
+        found = np.zeros(len(who), dtype=bool)
+    rest = np.flatnonzero(~found)
+    if rest.size:  # gather the drawn speakers' calibration scores, take the top M + 1
+        calib = cal[r[rest], chosen[rest]].reshape(rest.size, n * width)
+        if uniform:
+            top = -np.partition(-calib, (k[0] - 1, k[0]), axis=1)
+            upper[rest], lower[rest] = top[:, k[0] - 1], top[:, k[0]]
+        else:
+            desc = -np.sort(-calib, axis=1)
+            upper[rest] = desc[np.arange(rest.size), k[rest] - 1]
+            lower[rest] = desc[np.arange(rest.size), k[rest]]
+    return upper, lower
 
 
 def singling_out_curve(

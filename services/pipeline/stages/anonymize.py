@@ -14,6 +14,7 @@ from services.anonymizers.archive import (
     validate_archive,
     vpc_folders_of,
 )
+from services.anonymizers.base import Anonymizer
 from services.anonymizers.registry import build_anonymizer_of_kind
 from services.anonymizers.service import anonymize_manifest, build_target_voices
 from services.anonymizers.target_selection import select_targets_with, targets_for_utterances
@@ -48,23 +49,7 @@ def anonymize_sets(
     tsa: TargetSelection = cfg.tsa or protocol.target_selection
     if tsa_seed is not None:
         tsa = tsa.model_copy(update={"seed": tsa_seed})
-    spec = cfg.anonymizer
-    options: dict[str, Any] = {}
-    if spec.kind == "container":
-        # A container gets the GPU exactly when this worker has one (the gpu queue's hosts).
-        gpu = resolve_device(cfg.training.device).type == "cuda"
-        options = {"gpu": gpu, **ctx.sandbox.anonymizer_options()}
-    archive = spec.archive
-    if spec.kind == "archive" and archive is not None:
-        archive = validated_archive(ctx, protocol, manifest, protocol_key, archive)
-    anonymizer = build_anonymizer_of_kind(
-        spec.kind,
-        name=spec.name,
-        params=spec.params,
-        archive=archive,
-        image=spec.image,
-        **options,
-    )
+    anonymizer = _build_anonymizer(ctx, protocol, manifest, protocol_key)
     # A container runs once per shard: hand it whole shards, not the default small batches.
     batch_size = int(getattr(anonymizer, "shard_size", 16))
     target_manifest = manifest.subset(
@@ -123,13 +108,7 @@ def anonymize_sets(
                 batch_size=batch_size,
             )
             outputs = {"manifest": "audio/manifest.jsonl"}
-            run_record = getattr(anonymizer, "run_record", None)
-            if callable(run_record):
-                # A container's runs (exit code, wall time, log tail, metadata.json per shard)
-                # are otherwise lost on success: keep those of this set with its audio.
-                record = run_record()
-                record["runs"] = record["runs"][runs_before:]
-                (folder / CONTAINER_RUNS_NAME).write_text(json.dumps(record, indent=1))
+            if _keep_container_runs(anonymizer, runs_before, folder):
                 outputs["container_runs"] = CONTAINER_RUNS_NAME
             return outputs
 
@@ -137,6 +116,44 @@ def anonymize_sets(
         out[name] = read_manifest(outcome.folder / outcome.outputs["manifest"], check_audio=False)
         keys[name] = f"anonymize:{outcome.key}"
     return ConditionSets(out["train"], out["validation"], out["enrollment"], out["trial"], keys)
+
+
+def _build_anonymizer(
+    ctx: StageContext, protocol: Protocol, manifest: Manifest, protocol_key: str
+) -> Anonymizer:
+    """The configured anonymizer; an archive submission is validated (and extracted) first."""
+    cfg = ctx.config
+    spec = cfg.anonymizer
+    options: dict[str, Any] = {}
+    if spec.kind == "container":
+        # A container gets the GPU exactly when this worker has one (the gpu queue's hosts).
+        gpu = resolve_device(cfg.training.device).type == "cuda"
+        options = {"gpu": gpu, **ctx.sandbox.anonymizer_options()}
+    archive = spec.archive
+    if spec.kind == "archive" and archive is not None:
+        archive = validated_archive(ctx, protocol, manifest, protocol_key, archive)
+    return build_anonymizer_of_kind(
+        spec.kind,
+        name=spec.name,
+        params=spec.params,
+        archive=archive,
+        image=spec.image,
+        **options,
+    )
+
+
+def _keep_container_runs(anonymizer: Anonymizer, runs_before: int, folder: Path) -> bool:
+    """Write the runs since ``runs_before`` of an anonymizer that records them (a container) to
+    ``folder/container-runs.json``; False for one that does not."""
+    run_record = getattr(anonymizer, "run_record", None)
+    if not callable(run_record):
+        return False
+    # A container's runs (exit code, wall time, log tail, metadata.json per shard) are otherwise
+    # lost on success: keep those of this set with its audio.
+    record = run_record()
+    record["runs"] = record["runs"][runs_before:]
+    (folder / CONTAINER_RUNS_NAME).write_text(json.dumps(record, indent=1))
+    return True
 
 
 def validated_archive(

@@ -90,41 +90,15 @@ def score_row(
         inputs["fixed_trials"] = fixed.model_dump(mode="json")
 
     def make(folder: Path) -> dict[str, Any]:
-        e_man, e_emb, _ = enrollment
-        t_man, t_emb, _ = trial
-        trial_embeddings = EmbeddingSet(
-            t_emb,
-            np.array([u.speaker_id for u in t_man.utterances]),
-            np.array([u.gender for u in t_man.utterances]),
-            "trial",
-        )
-        enrollment_embeddings = EmbeddingSet(
-            e_emb,
-            np.array([u.speaker_id for u in e_man.utterances]),
-            np.array([u.gender for u in e_man.utterances]),
-            "enrollment",
-        )
-        backend: Any
-        if backend_name == "cosine":
-            backend = CosineBackend()
-        else:
-            assert plda_train is not None
-            p_man, p_emb, _ = plda_train
-            backend = PLDABackend(
-                train_plda(p_emb, np.array([u.speaker_id for u in p_man.utterances]))
-            )
+        t_man = trial[0]
+        trial_embeddings = _embedding_set(trial, "trial")
+        enrollment_embeddings = _embedding_set(enrollment, "enrollment")
+        backend = _build_backend(backend_name, plda_train)
         normalization = None
         if as_norm:
             assert plda_train is not None
-            p_man, p_emb, _ = plda_train
             normalization = ASNorm(
-                EmbeddingSet(
-                    p_emb,
-                    np.array([u.speaker_id for u in p_man.utterances]),
-                    np.array([u.gender for u in p_man.utterances]),
-                    "AS-norm cohort",
-                ),
-                top_k=cfg.scoring.cohort_top_k,
+                _embedding_set(plda_train, "AS-norm cohort"), top_k=cfg.scoring.cohort_top_k
             )
         listed: ListedScores | None = None
         if fixed is None:
@@ -154,13 +128,7 @@ def score_row(
         # SRD on the embeddings: inputs = trial utterances, references = enrollment speakers.
         if cfg.metrics.srd:
             row["srd"] = _srd_of(scored, cfg.metrics.bootstrap_resamples, seed)
-        matrices = {k: m.scores for k, m in scored.partitions.items()}
-        np.savez_compressed(folder / "scores.npz", allow_pickle=False, **matrices)
-        np.savez_compressed(
-            folder / SCORE_SAMPLE_NAME, allow_pickle=False, **_score_sample(scored, seed)
-        )
-        (folder / "row.json").write_text(json.dumps(row, indent=2))
-        return {"row": "row.json", "scores": "scores.npz", "score_sample": SCORE_SAMPLE_NAME}
+        return _write_row(folder, row, scored, seed)
 
     outcome = ctx.runner.run("score", inputs, make)
     row: dict[str, Any] = json.loads((outcome.folder / "row.json").read_text())
@@ -170,6 +138,40 @@ def score_row(
     if cfg.metrics.legal is not None:
         row["legal"] = legal_block(ctx, cfg.metrics.legal, seed, enrollment, trial)
     return row
+
+
+def _embedding_set(embedded: EmbeddedSet, name: str) -> EmbeddingSet:
+    """A set's embeddings with the speaker and gender of each utterance."""
+    manifest, embeddings, _ = embedded
+    return EmbeddingSet(
+        embeddings,
+        np.array([u.speaker_id for u in manifest.utterances]),
+        np.array([u.gender for u in manifest.utterances]),
+        name,
+    )
+
+
+def _build_backend(backend_name: str, plda_train: EmbeddedSet | None) -> Any:
+    """The cosine back-end, or a PLDA trained on the attacker-train embeddings."""
+    if backend_name == "cosine":
+        return CosineBackend()
+    assert plda_train is not None
+    p_man, p_emb, _ = plda_train
+    return PLDABackend(train_plda(p_emb, np.array([u.speaker_id for u in p_man.utterances])))
+
+
+def _write_row(
+    folder: Path, row: dict[str, Any], scored: ScoredTrials, seed: int
+) -> dict[str, str]:
+    """Write the score matrices, the plot's score sample and the row into ``folder``; returns
+    the stage's outputs."""
+    matrices = {k: m.scores for k, m in scored.partitions.items()}
+    np.savez_compressed(folder / "scores.npz", allow_pickle=False, **matrices)
+    np.savez_compressed(
+        folder / SCORE_SAMPLE_NAME, allow_pickle=False, **_score_sample(scored, seed)
+    )
+    (folder / "row.json").write_text(json.dumps(row, indent=2))
+    return {"row": "row.json", "scores": "scores.npz", "score_sample": SCORE_SAMPLE_NAME}
 
 
 def _normalization_record(normalization: ASNorm | None, scored: ScoredTrials) -> dict[str, Any]:
