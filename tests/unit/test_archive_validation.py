@@ -401,8 +401,9 @@ def test_tar_member_count_is_bounded_by_the_protocol_while_listing(tmp_path: Pat
             info.type = tarfile.DIRTYPE
             tf.addfile(info)
     report = check(path, tmp_path / "o")
-    # 3 expected files + 2 set folders + 1000 listed extras: the 1006th header stops the listing.
-    assert "more members than the limit of 1005" in joined(report)
+    # 3 expected files + 2 folders for each of 2 sets (`<set>/` and, in the VoicePrivacy
+    # layout, `<set><suffix>/wav/`) + 1000 listed extras: the 1008th header stops the listing.
+    assert "more members than the limit of 1007" in joined(report)
 
 
 def test_zip_member_count_is_checked_before_the_directory_is_read(
@@ -419,7 +420,7 @@ def test_zip_member_count_is_checked_before_the_directory_is_read(
 
     monkeypatch.setattr(archive_module.zipfile, "ZipFile", never)
     report = check(path, tmp_path / "o")
-    assert "5000 members, more than the limit of 1005" in joined(report)
+    assert "5000 members, more than the limit of 1007" in joined(report)
 
 
 def test_float_samples_far_above_full_scale_are_refused(tmp_path: Path) -> None:
