@@ -59,7 +59,12 @@ from services.pipeline.stages.context import (
 )
 from services.pipeline.stages.embed import embed_manifest
 from services.pipeline.stages.score import EmbeddedSet, score_row
-from services.pipeline.stages.train import TrainedModels, train_recognizer
+from services.pipeline.stages.train import (
+    TrainedModels,
+    train_recognizer,
+    transfer_source,
+    with_transfer_sources,
+)
 from services.pipeline.stages.utility import utility_stage
 from services.pipeline.trust import measure_enrollment_leak
 from services.pipeline.zoo import zoo_specs
@@ -140,11 +145,13 @@ class EvaluationRun:
         position: tuple[int, int] = (1, 1),
         *,
         context: StageContext | None = None,
+        init_from: tuple[TrainedAttacker, StageOutcome] | None = None,
     ) -> tuple[TrainedAttacker, StageOutcome]:
         """Train the recognizer on ``data`` (original or anonymized speech) with ``seed``;
         ``position``: (i, n), recognizer i of the run's n (for progress); ``context``: an
-        attacker's (default: the config's own)."""
-        return train_recognizer(context or self.context, data, condition, seed, position)
+        attacker's (default: the config's own); ``init_from``: the recognizer it starts from
+        (transfer; ``stages.train.transfer_source``)."""
+        return train_recognizer(context or self.context, data, condition, seed, position, init_from)
 
     def embed_stage(
         self,
@@ -228,15 +235,25 @@ class EvaluationRun:
             needed = sorted({*needed, ("original", cfg.seeds[0])})
         leak_keys = enrollment_leak_plan(cfg, needed)
         models_of: dict[str, dict[tuple[str, int], tuple[TrainedAttacker, StageOutcome]]] = {}
-        n_models = len(needed) * len(attackers)
-        for a, (name, actx) in enumerate(attackers):
+        # Transfer (stages/train.py): an attacker whose anonymized-speech recognizers start from
+        # the same seed's original-speech ones trains those first (and also when no scenario
+        # needs them).
+        trained_of = {name: with_transfer_sources(actx.config, needed) for name, actx in attackers}
+        n_models = sum(len(keys) for keys in trained_of.values())
+        done = 0
+        for name, actx in attackers:
             models = models_of.setdefault(name, {})
-            for i, (condition, seed) in enumerate(needed, start=1):
+            for condition, seed in trained_of[name]:
                 data = conditions[condition]
                 assert data is not None
-                position = (a * len(needed) + i, n_models)
+                done += 1
                 models[(condition, seed)] = self.train_stage(
-                    data, condition, seed, position, context=actx
+                    data,
+                    condition,
+                    seed,
+                    (done, n_models),
+                    context=actx,
+                    init_from=transfer_source(actx.config, condition, seed, models),
                 )
         if last == PHASES.index("train"):
             return None
