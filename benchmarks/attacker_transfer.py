@@ -60,11 +60,12 @@ def make_config(
     anonymizer: str,
     attacker: Attacker,
     *,
-    seeds: list[int],
+    seed: int,
     quick: bool = False,
     eval_speakers: int | None = None,
 ) -> EvaluationConfig:
-    """One evaluation: scenarios original and semi-informed, cosine, one attacker, all seeds.
+    """One evaluation: scenarios original and semi-informed, cosine, one attacker, one seed (so
+    that a table of the seeds done so far can be printed while the others run).
 
     ``eval_speakers``: evaluation speakers instead of the demo-size corpus's 16 (the attacker's
     training speakers and the targets stay as many), for EERs 128 target trials cannot resolve.
@@ -93,7 +94,7 @@ def make_config(
         )
         suffix += f"-eval{eval_speakers}"
     return EvaluationConfig(
-        name=f"transfer-{anonymizer}-{attacker.init}{attacker.epochs}{suffix}",
+        name=f"transfer-{anonymizer}-{attacker.init}{attacker.epochs}-seed{seed}{suffix}",
         synthetic=synthetic,
         anonymizer=AnonymizerSpec(name=anonymizer),
         tsa=TargetSelection(strategy="same-gender", granularity="utterance", seed=0),
@@ -101,7 +102,7 @@ def make_config(
         training=TrainingConfig(
             preset="tiny", epochs=attacker.epochs, batch_size=32, init=attacker.init
         ),
-        seeds=seeds,
+        seeds=[seed],
         backends=["cosine"],
         metrics=MetricsSpec(srd=False, linkability=False, zebra=False),
     )
@@ -123,13 +124,18 @@ def load_or_run(out: Path, cfg: EvaluationConfig, *, run: bool) -> dict[str, Any
     return run_evaluation(cfg, run_dir(out, cfg), stages_dir=out / "stages")
 
 
-def per_seed(result: dict[str, Any]) -> dict[str, np.ndarray]:
-    """Per seed (ordered): semi-informed EER (%) and its 95 % interval, VER_S (%) at the epoch
-    used, epochs run, training seconds of the anonymized- and original-speech recognizers."""
+def per_seed(results: list[dict[str, Any]]) -> dict[str, np.ndarray]:
+    """Per seed (one result each, ordered): semi-informed EER (%) and its 95 % interval, VER_S
+    (%) at the epoch used, epochs run, training seconds of the anonymized- and original-speech
+    recognizers, the trust verdict."""
     rows = sorted(
-        (r for r in result["rows"] if r["scenario"] == "semi-informed"), key=lambda r: r["seed"]
+        (r for result in results for r in result["rows"] if r["scenario"] == "semi-informed"),
+        key=lambda r: r["seed"],
     )
-    training = result["training"]
+    training = {k: v for result in results for k, v in result["training"].items()}
+    trust = {
+        r["seed"]: result["trust"]["trustworthy"] for result in results for r in result["rows"]
+    }
 
     def used_ver(entry: dict[str, Any]) -> float:
         rec = next(h for h in entry["history"] if h["epoch"] == entry["best_epoch"])
@@ -150,13 +156,17 @@ def per_seed(result: dict[str, Any]) -> dict[str, np.ndarray]:
         "epochs": np.array([len(e["history"]) for e in anon]),
         "train_s": np.array([seconds(e) for e in anon]),
         "original_train_s": np.array([seconds(e) for e in orig]),
-        "trustworthy": np.array([bool(result["trust"]["trustworthy"])] * len(rows)),
+        "trustworthy": np.array([bool(trust[r["seed"]]) for r in rows]),
     }
 
 
+def std(x: np.ndarray) -> float:
+    """Sample standard deviation; 0 for one value."""
+    return float(np.std(x, ddof=1)) if x.size > 1 else 0.0
+
+
 def mean_std(x: np.ndarray, digits: int = 1) -> str:
-    std = float(np.std(x, ddof=1)) if x.size > 1 else 0.0
-    return f"{float(np.mean(x)):.{digits}f} ± {std:.{digits}f}"
+    return f"{float(np.mean(x)):.{digits}f} ± {std(x):.{digits}f} (n={x.size})"
 
 
 def attackers(epochs: int, long_scale: int) -> dict[str, Attacker]:
@@ -177,6 +187,13 @@ def main() -> None:
     ap.add_argument("--eval-speakers", type=int, default=None)
     ap.add_argument("--quick", action="store_true", help="tiny corpus, E = 2, seed 0, pitch")
     ap.add_argument("--report-only", action="store_true", help="print the table, run nothing")
+    ap.add_argument(
+        "--order",
+        default="seed",
+        choices=["seed", "anonymizer"],
+        help="run every anonymizer of a seed before the next seed (a partial table has all "
+        "anonymizers), or every seed of an anonymizer first",
+    )
     ap.add_argument("--json", type=Path, default=None, help="also write the per-seed records")
     args = ap.parse_args()
     anonymizers = ["pitch"] if args.quick else [a for a in args.anonymizers.split(",") if a]
@@ -190,20 +207,32 @@ def main() -> None:
         "|---|---|---:|---:|---:|---:|---:|:---:|",
     ]
     goals = []
+
+    def config(anonymizer: str, attacker: Attacker, seed: int) -> EvaluationConfig:
+        return make_config(
+            anonymizer, attacker, seed=seed, quick=args.quick, eval_speakers=args.eval_speakers
+        )
+
+    if not args.report_only:
+        order = (
+            [(s, a) for s in seeds for a in anonymizers]
+            if args.order == "seed"
+            else [(s, a) for a in anonymizers for s in seeds]
+        )
+        for seed, anonymizer in order:
+            for attacker in table.values():
+                load_or_run(args.out, config(anonymizer, attacker, seed), run=True)
     for anonymizer in anonymizers:
         found: dict[str, dict[str, np.ndarray]] = {}
         for label, attacker in table.items():
-            cfg = make_config(
-                anonymizer,
-                attacker,
-                seeds=seeds,
-                quick=args.quick,
-                eval_speakers=args.eval_speakers,
-            )
-            result = load_or_run(args.out, cfg, run=not args.report_only)
-            if result is None:
+            results = [
+                r
+                for seed in seeds
+                if (r := load_or_run(args.out, config(anonymizer, attacker, seed), run=False))
+            ]
+            if not results:
                 continue
-            values = found[label] = per_seed(result)
+            values = found[label] = per_seed(results)
             lines.append(
                 f"| {anonymizer} | {label} | {mean_std(values['eer'])} | "
                 f"{mean_std(values['ver_s'])} | {mean_std(values['epochs'])} | "
@@ -217,7 +246,7 @@ def main() -> None:
         long_label, transfer_label = list(table)[1], list(table)[2]
         if long_label in found and transfer_label in found:
             long, tr = found[long_label], found[transfer_label]
-            spread = float(np.std(long["eer"], ddof=1) + np.std(tr["eer"], ddof=1))
+            spread = std(long["eer"]) + std(tr["eer"])
             diff = float(np.mean(tr["eer"]) - np.mean(long["eer"]))
             ratio = float(np.mean(tr["train_s"]) / np.mean(long["train_s"]))
             reached = diff <= spread

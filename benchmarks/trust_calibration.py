@@ -77,31 +77,31 @@ def main() -> None:
     seeds = [0] if args.quick else [int(s) for s in args.seeds.split(",") if s]
     caps = [1] if args.quick else [int(c) for c in args.caps.split(",") if c]
     needed = sorted({(i, e) for c in caps for i in ("scratch", "original") for e in (c, 3 * c)})
-    results: dict[tuple[str, str, int], dict[str, Any]] = {}
-    # Shortest caps first, so the judged runs exist early; the long references come last.
-    for (init, epochs), anonymizer in itertools.product(
-        sorted(needed, key=lambda k: (k[1], k[0])), anonymizers
+    results: dict[tuple[str, str, int, int], dict[str, Any]] = {}
+    # Seed by seed (a partial run has every anonymizer), shortest caps first.
+    for seed, anonymizer, (init, epochs) in itertools.product(
+        seeds, anonymizers, sorted(needed, key=lambda k: (k[1], k[0]))
     ):
         attacker = Attacker(init, epochs)  # type: ignore[arg-type]
-        cfg = make_config(anonymizer, attacker, seeds=seeds, quick=args.quick)
+        cfg = make_config(anonymizer, attacker, seed=seed, quick=args.quick)
         result = load_or_run(args.out, cfg, run=not args.report_only)
         if result is not None:
-            results[(anonymizer, init, epochs)] = result
+            results[(anonymizer, init, epochs, seed)] = result
 
     runs = []
     for anonymizer, seed, cap, init in itertools.product(
         anonymizers, seeds, caps, ("scratch", "original")
     ):
-        own = results.get((anonymizer, init, cap))
+        own = results.get((anonymizer, init, cap, seed))
         if own is None:
             continue
         alternatives = [(init, 3 * cap), ("original", 3 * cap)]
         if init == "scratch":
             alternatives.append(("original", cap))
         alt = [
-            (semi_row(results[(anonymizer, i, e)], seed)["eer_percent"], f"{i} {e}")
+            (semi_row(results[(anonymizer, i, e, seed)], seed)["eer_percent"], f"{i} {e}")
             for i, e in alternatives
-            if (anonymizer, i, e) in results
+            if (anonymizer, i, e, seed) in results
         ]
         if len(alt) < len(alternatives):
             continue  # the ground truth needs every alternative
