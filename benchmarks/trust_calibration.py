@@ -78,9 +78,9 @@ def main() -> None:
     caps = [1] if args.quick else [int(c) for c in args.caps.split(",") if c]
     needed = sorted({(i, e) for c in caps for i in ("scratch", "original") for e in (c, 3 * c)})
     results: dict[tuple[str, str, int, int], dict[str, Any]] = {}
-    # Seed by seed (a partial run has every anonymizer), shortest caps first.
-    for seed, anonymizer, (init, epochs) in itertools.product(
-        seeds, anonymizers, sorted(needed, key=lambda k: (k[1], k[0]))
+    # Seed by seed, shortest caps first (the short runs are judged once the next cap is done).
+    for seed, (init, epochs), anonymizer in itertools.product(
+        seeds, sorted(needed, key=lambda k: (k[1], k[0])), anonymizers
     ):
         attacker = Attacker(init, epochs)  # type: ignore[arg-type]
         cfg = make_config(anonymizer, attacker, seed=seed, quick=args.quick)

@@ -137,9 +137,9 @@ class TrainingConfig(BaseModel):
         "start from scratch.",
     )
     finetune_lr: float = Field(
-        5e-4,
+        1e-3,
         gt=0,
-        exclude_if=lambda value: value == 5e-4,
+        exclude_if=lambda value: value == 1e-3,
         description="init `original`: the peak learning rate of the fine-tune (replaces the "
         "cyclic schedule): linear warm-up from base_lr over `finetune_warmup_epochs`, then "
         "linear decay to base_lr at the epochs cap.",
