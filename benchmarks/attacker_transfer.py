@@ -220,7 +220,8 @@ def main() -> None:
             else [(s, a) for a in anonymizers for s in seeds]
         )
         for seed, anonymizer in order:
-            for attacker in table.values():
+            # The short runs first: scratch E and transfer, then the 3x-epoch reference.
+            for attacker in sorted(table.values(), key=lambda a: a.epochs):
                 load_or_run(args.out, config(anonymizer, attacker, seed), run=True)
     for anonymizer in anonymizers:
         found: dict[str, dict[str, np.ndarray]] = {}

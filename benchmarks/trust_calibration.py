@@ -5,7 +5,8 @@ Runs (built-ins x seeds x epochs caps x init): pitch, VTLN, McAdams; seeds 0, 1,
 demo-size synthetic corpus; the configs of ``benchmarks/attacker_transfer.py``, so both share
 one stage store). Ground truth per run: "improvable" when a 3x longer attacker (same init, cap
 3c) or a fine-tuned one (init original, cap c or 3c) reaches a semi-informed EER below the lower
-end of the run's 95 % bootstrap interval. The trust check (``services.pipeline.trust``) is
+end of the run's 95 % bootstrap interval (without ``--complete``, over the alternatives that
+were run: the run table says how many). The trust check (``services.pipeline.trust``) is
 re-applied to each run's results.json under a grid of thresholds (``UNMASK_TRUST_MAX_VER_S_PERCENT``
 x ``UNMASK_TRUST_STILL_FALLING_VER_S_POINTS``); "NOT TRUSTWORTHY" is the check's positive.
 Printed: per run its numbers and verdict under the chosen thresholds, and per threshold pair the
@@ -72,6 +73,12 @@ def main() -> None:
         "--falling", type=float, default=5.0, help="still-falling threshold of the run table"
     )
     ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument(
+        "--complete",
+        action="store_true",
+        help="judge only runs whose every alternative exists (default: any; the run table "
+        "names the alternatives found)",
+    )
     args = ap.parse_args()
     anonymizers = ["pitch"] if args.quick else [a for a in args.anonymizers.split(",") if a]
     seeds = [0] if args.quick else [int(s) for s in args.seeds.split(",") if s]
@@ -103,8 +110,8 @@ def main() -> None:
             for i, e in alternatives
             if (anonymizer, i, e, seed) in results
         ]
-        if len(alt) < len(alternatives):
-            continue  # the ground truth needs every alternative
+        if not alt or (args.complete and len(alt) < len(alternatives)):
+            continue  # no ground truth (or, with --complete, not every alternative was run)
         row = semi_row(own, seed)
         low = row["eer_ci95_percent"][0]
         best_alt, best_name = min(alt)
@@ -120,6 +127,7 @@ def main() -> None:
                 "ci_low": low,
                 "best_alternative": best_alt,
                 "best_alternative_name": best_name,
+                "alternatives": f"{len(alt)}/{len(alternatives)}",
                 "improvable": best_alt < low,
                 "ver_s": used["ver_source"],
                 "epochs_run": len(entry["history"]),
@@ -140,7 +148,8 @@ def main() -> None:
         print(
             f"| {r['anonymizer']} | {r['seed']} | {r['cap']} | {r['init']} | "
             f"{r['eer']:.1f} [{r['ci_low']:.1f}] | {r['best_alternative']:.1f} "
-            f"({r['best_alternative_name']}) | {'yes' if r['improvable'] else 'no'} | "
+            f"({r['best_alternative_name']}; {r['alternatives']} run) | "
+            f"{'yes' if r['improvable'] else 'no'} | "
             f"{r['ver_s']:.0f} | {r['epochs_run']} | {r['stopped']} | {'yes' if flag else 'no'} |"
         )
     print()
