@@ -202,18 +202,17 @@ MEASURED = Throughputs()
 
 def plan_lines(cfg: EvaluationConfig, stages_dir: Path, speed: Throughputs = MEASURED) -> list[str]:
     """A few lines: the stages, what the stage store already holds, a rough duration."""
+    from services.pipeline import estimates
+
     scenarios = list(cfg.scenarios)
-    models = int(any(s in ("original", "ignorant") for s in scenarios)) + int(
-        any(s in ("lazy-informed", "semi-informed") for s in scenarios)
-    )
-    n_train_models = max(models, 1) * len(cfg.seeds)
+    recognizers = estimates.recognizer_plan(cfg)
     lines = [
         f"plan: {cfg.name}: {cfg.anonymizer.kind} anonymizer "
         f"{cfg.anonymizer.name if cfg.anonymizer.kind == 'builtin' else ''}".rstrip()
         + f"; scenarios {', '.join(scenarios)}; seeds {cfg.seeds}; back-ends "
         f"{', '.join(cfg.backends)}",
-        f"plan: stages corpus -> anonymize -> train ({n_train_models} recognizer(s), "
-        f"{cfg.training.preset} preset, {cfg.training.epochs} epochs) -> embed -> score -> report"
+        f"plan: stages corpus -> anonymize -> train ({estimates.plan_summary(recognizers)}) -> "
+        "embed -> score -> report"
         + (" -> analyses" if any(cfg.analyses.model_dump().values()) else ""),
     ]
     done = _finished_stages(stages_dir)
@@ -222,29 +221,56 @@ def plan_lines(cfg: EvaluationConfig, stages_dir: Path, speed: Throughputs = MEA
         lines.append(f"plan: stage store {stages_dir} holds {held}; equal inputs are reused")
     else:
         lines.append(f"plan: stage store {stages_dir} is empty; every stage is computed")
-    if cfg.protocol is None and cfg.training.preset == "tiny":
-        s = cfg.synthetic
-        n_utts = s.n_speakers * s.utts_per_speaker
-        n_train = s.n_attacker_train_speakers * s.utts_per_speaker
-        n_eval = s.n_eval_speakers * (s.enrollments_per_speaker + s.trials_per_speaker)
-        anonymized = (n_train if models > 1 or "lazy-informed" in scenarios else 0) + n_eval
-        seconds = (
-            speed.startup_s
-            + n_utts * speed.corpus_s_per_utt
-            + anonymized * speed.anonymize_s_per_utt
-            + n_train_models * cfg.training.epochs * n_train * speed.train_s_per_utt_epoch
-            + n_train_models * 2 * n_eval * speed.embed_s_per_utt
-        )
-        lines.append(
-            f"plan: about {_minutes(seconds)} on a 2-core CPU without reuse (throughputs measured "
-            "on the quick example, services/pipeline/config_checks.py)"
-        )
-    else:
-        lines.append(
-            "plan: no time estimate for this corpus or preset (measured throughputs cover the "
-            "synthetic corpus with the tiny preset); see docs/performance.md"
-        )
+    lines.append(_estimate_line(cfg, recognizers, speed))
     return lines
+
+
+def _estimate_line(
+    cfg: EvaluationConfig, recognizers: list[Any], speed: Throughputs = MEASURED
+) -> str:
+    """The plan's time line: measured throughputs applied to the corpus or protocol's sizes
+    (services/pipeline/estimates.py for training)."""
+    from services.pipeline import estimates
+
+    try:
+        audio = (
+            estimates.synthetic_training_audio(cfg)
+            if cfg.protocol is None
+            else estimates.protocol_training_audio(cfg.protocol)
+        )
+    except Exception as exc:  # an unreadable protocol is reported by the config checks
+        return f"plan: no time estimate ({type(exc).__name__} reading the protocol)"
+    train = estimates.training_seconds(recognizers, audio, cfg.training.crop_seconds)
+    if train is None:
+        measured = set(estimates.TRAIN_AUDIO_SECONDS_PER_SECOND)
+        presets = sorted({r.preset for r in recognizers} - measured)
+        return (
+            f"plan: no time estimate for preset {', '.join(presets)} (no measured CPU throughput; "
+            "docs/performance.md)"
+        )
+    anonymizes_training = any(s != "original" for s in cfg.scenarios)
+    anonymized = audio.n_eval + (audio.n_train if anonymizes_training else 0)
+    seconds = (
+        speed.startup_s
+        + (audio.n_corpus * speed.corpus_s_per_utt if cfg.protocol is None else 0.0)
+        + anonymized * speed.anonymize_s_per_utt
+        + train
+        + len(recognizers) * 2 * audio.n_eval * speed.embed_s_per_utt
+    )
+    extra = [
+        name
+        for name, present in (
+            ("utility", cfg.utility is not None),
+            ("analyses", any(cfg.analyses.model_dump().values())),
+        )
+        if present
+    ]
+    left_out = f"; {', '.join(extra)} not included" if extra else ""
+    return (
+        f"plan: at most about {_minutes(seconds)} on a 2-core CPU without reuse (training to the "
+        f"epochs caps, patience usually stops earlier; throughputs measured per preset, "
+        f"services/pipeline/estimates.py{left_out})"
+    )
 
 
 def _minutes(seconds: float) -> str:

@@ -9,11 +9,13 @@ names where it came from; stages that read a set put its key in their inputs.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from services.anonymizers.contract import SET_NAMES
+from services.attacker.training_config import InitName
 from services.corpus.manifest import Manifest
 from services.corpus.protocol import (
     Protocol,
@@ -22,6 +24,7 @@ from services.corpus.protocol import (
     save_protocol,
 )
 from services.corpus.synthetic import generate_synthetic_corpus
+from services.pipeline.config import EvaluationConfig
 from services.pipeline.stages.context import StageContext
 
 SCENARIO_PLAN: dict[str, tuple[str, str, str]] = {
@@ -112,3 +115,31 @@ def original_sets(protocol: Protocol, manifest: Manifest, key: str) -> Condition
     )
     sets.keys = {name: f"original:{key}:{name}" for name in SET_NAMES}
     return sets
+
+
+# -- transfer: which recognizers start from the original-speech ones (stages/train.py) ----------
+
+
+def resolved_init(cfg: EvaluationConfig) -> InitName:
+    """Where ``cfg``'s anonymized-speech recognizers start: ``training.init``, or by default
+    ``original`` when a scenario trains a recognizer on original speech anyway."""
+    if cfg.training.init is not None:
+        return cfg.training.init
+    trains_original = any(SCENARIO_PLAN[s][0] == "original" for s in cfg.scenarios)
+    return "original" if trains_original else "scratch"
+
+
+def with_transfer_sources(
+    cfg: EvaluationConfig, needed: Sequence[tuple[str, int]]
+) -> list[tuple[str, int]]:
+    """``needed`` (data condition, seed) plus, for init ``original``, the same seed's
+    original-speech recognizer of every anonymized one; originals first (``transfer_order``)."""
+    out = set(needed)
+    if resolved_init(cfg) == "original":
+        out |= {("original", seed) for condition, seed in needed if condition == "anonymized"}
+    return transfer_order(out)
+
+
+def transfer_order(needed: Iterable[tuple[str, int]]) -> list[tuple[str, int]]:
+    """Recognizers in training order: original speech first (the transfer sources), by seed."""
+    return sorted(needed, key=lambda k: (k[0] != "original", k[1], k[0]))

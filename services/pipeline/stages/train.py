@@ -10,7 +10,7 @@ inputs then name the original stage's key, so caching stays exact.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -20,17 +20,31 @@ from services.attacker.training import (
     TrainingItem,
     train_attacker,
 )
-from services.attacker.training_config import InitName, TrainingConfig
+from services.attacker.training_config import TrainingConfig
 from services.corpus.manifest import Manifest
 from services.pipeline.checkpoint_sync import CheckpointSync
 from services.pipeline.config import EvaluationConfig
-from services.pipeline.sets import SCENARIO_PLAN, ConditionSets
+from services.pipeline.sets import (
+    ConditionSets,
+    resolved_init,
+    transfer_order,
+    with_transfer_sources,
+)
 from services.pipeline.stage_runner import StageOutcome, stage_key
 from services.pipeline.stages.context import StageContext
 from services.pipeline.workspace import SyncedStageRunner
 from services.storage.errors import BlobStoreError
 
 log = logging.getLogger(__name__)
+
+__all__ = [
+    "TrainedModels",
+    "resolved_init",
+    "train_recognizer",
+    "transfer_order",
+    "transfer_source",
+    "with_transfer_sources",
+]
 
 TrainedModels = Mapping[tuple[str, int], tuple[TrainedAttacker, StageOutcome]]
 """The trained recognizers by (data condition trained on, seed), with their train stages."""
@@ -42,31 +56,6 @@ def checkpoint_sync_of(ctx: StageContext, stage: str, key: str) -> CheckpointSyn
     if isinstance(runner, SyncedStageRunner) and runner.workspace is not None:
         return CheckpointSync(runner.workspace.store, stage, key)
     return None
-
-
-def resolved_init(cfg: EvaluationConfig) -> InitName:
-    """Where ``cfg``'s anonymized-speech recognizers start: ``training.init``, or by default
-    ``original`` when a scenario trains a recognizer on original speech anyway."""
-    if cfg.training.init is not None:
-        return cfg.training.init
-    trains_original = any(SCENARIO_PLAN[s][0] == "original" for s in cfg.scenarios)
-    return "original" if trains_original else "scratch"
-
-
-def with_transfer_sources(
-    cfg: EvaluationConfig, needed: Sequence[tuple[str, int]]
-) -> list[tuple[str, int]]:
-    """``needed`` (data condition, seed) plus, for init ``original``, the same seed's
-    original-speech recognizer of every anonymized one; originals first (``transfer_order``)."""
-    out = set(needed)
-    if resolved_init(cfg) == "original":
-        out |= {("original", seed) for condition, seed in needed if condition == "anonymized"}
-    return transfer_order(out)
-
-
-def transfer_order(needed: Iterable[tuple[str, int]]) -> list[tuple[str, int]]:
-    """Recognizers in training order: original speech first (the transfer sources), by seed."""
-    return sorted(needed, key=lambda k: (k[0] != "original", k[1], k[0]))
 
 
 def transfer_source(
