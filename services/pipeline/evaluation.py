@@ -335,6 +335,7 @@ class EvaluationRun:
         blocks: dict[str, Any] = {}
         if cfg.utility is not None:
             assert anonymized is not None
+            self.progress("utility", 0.0, "starting")  # announced before its first long step
             orig_key, anon_key = utility_keys
             pair = (
                 first_embeddings[orig_key][1],
@@ -345,6 +346,8 @@ class EvaluationRun:
             blocks["utility"] = utility_stage(self.context, original, anonymized, pair)
         if last == PHASES.index("utility"):
             return None
+        if any(cfg.analyses.model_dump().values()):
+            self.progress("analyze", 0.0, "starting")
         # The analyses read the first attacker's recognizers (the baseline's, without a zoo).
         analyses = self.analyze_phase(
             protocol, manifest, protocol_key, conditions, models_of[first_name], context=first_ctx
