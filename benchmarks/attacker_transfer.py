@@ -24,9 +24,10 @@ Reported per (anonymizer, attacker): semi-informed EER (%) mean +- sample std ov
 (%) at the epoch the recognizer uses, epochs run (patience may stop before the cap), training
 seconds of the anonymized-speech recognizer (the sum of its epochs' wall times; for `original E`
 the fine-tune alone: the original-speech recognizer is trained by the evaluation anyway, and its
-seconds are given beside). The goal line per anonymizer: transfer reaches the 3x-epoch scratch
-attacker's EER (mean not above it by more than the two spreads) in at most half its training
-time.
+seconds are given beside; the plan's upper-bound estimate of both, from
+services/pipeline/estimates.py, is printed next to them for comparison). The goal line per
+anonymizer: transfer reaches the 3x-epoch scratch attacker's EER (mean not above it by more than
+the two spreads) in at most half its training time.
 """
 
 from __future__ import annotations
@@ -45,6 +46,11 @@ from services.pipeline.config import (
     EvaluationConfig,
     MetricsSpec,
     SyntheticCorpusSpec,
+)
+from services.pipeline.estimates import (
+    recognizer_plan,
+    synthetic_training_audio,
+    training_seconds,
 )
 from services.pipeline.evaluation import run_evaluation
 
@@ -203,8 +209,9 @@ def main() -> None:
     records: list[dict[str, Any]] = []
     lines = [
         "| anonymizer | attacker | semi-informed EER % | VER_S % at epoch used | epochs run | "
-        "training s (anonymized recognizer) | training s (original recognizer) | trustworthy |",
-        "|---|---|---:|---:|---:|---:|---:|:---:|",
+        "training s (anonymized recognizer) | training s (original recognizer) | "
+        "plan's estimate, both (s, cap) | trustworthy |",
+        "|---|---|---:|---:|---:|---:|---:|---:|:---:|",
     ]
     goals = []
 
@@ -234,10 +241,15 @@ def main() -> None:
             if not results:
                 continue
             values = found[label] = per_seed(results)
+            cfg = config(anonymizer, attacker, seeds[0])
+            estimate = training_seconds(
+                recognizer_plan(cfg), synthetic_training_audio(cfg), cfg.training.crop_seconds
+            )
             lines.append(
                 f"| {anonymizer} | {label} | {mean_std(values['eer'])} | "
                 f"{mean_std(values['ver_s'])} | {mean_std(values['epochs'])} | "
                 f"{mean_std(values['train_s'], 0)} | {mean_std(values['original_train_s'], 0)} | "
+                f"{'-' if estimate is None else f'{estimate:.0f}'} | "
                 f"{int(values['trustworthy'].sum())}/{len(values['seed'])} |"
             )
             records.append(
