@@ -28,8 +28,9 @@ among epochs with w_T > 0). Training that is started again in the same folder wi
 config and data resumes after the last completed epoch.
 
 ``epochs`` is a cap: with ``patience`` set (default 3), training stops once the lowest VER_S of
-the last ``patience`` eligible epochs is not ``patience_margin_points`` below the lowest before
-them (``should_stop``; eligible as for ``best.pt``). The decision reads only the history, so a
+the last ``patience`` eligible epochs after the learning-rate peak is not
+``patience_margin_points`` below the lowest before them (``should_stop``; eligible as for
+``best.pt``). The decision reads only the history, so a
 resumed run stops where an uninterrupted one would.
 
 Transfer (``init_checkpoint``): the recognizer (and the source head, when the speakers are the
@@ -235,21 +236,35 @@ def eligible_records(history: Sequence[EpochRecord], config: TrainingConfig) -> 
     return [r for r in history if not (adversarial_only and r.w_target <= 0.0)]
 
 
-def should_stop(history: Sequence[EpochRecord], config: TrainingConfig) -> bool:
+PATIENCE_RULE = "patience counted over eligible epochs after the learning-rate peak"
+"""How ``should_stop`` decides; the pipeline puts it in the train stage's inputs, so recognizers
+stopped under the first rule (patience counted from epoch 1, which stopped long cyclic schedules
+while their learning rate was still rising) are not reused."""
+
+
+def should_stop(
+    history: Sequence[EpochRecord], config: TrainingConfig, rising_epochs: float = 0.0
+) -> bool:
     """True when training has stopped learning (``patience``), before the epochs cap.
 
-    Among the eligible epochs with a VER_S (%), the lowest of the last ``patience`` is not
-    ``patience_margin_points`` below the lowest of those before them. Never without
-    ``patience``, without validation data, or before ``patience + 1`` eligible epochs.
+    The last ``patience`` eligible epochs with a VER_S (%), all after the learning-rate peak
+    (epoch > ``rising_epochs``: the warm-up of a fine-tune, the first half-cycle of the cyclic
+    schedule, during which VER_S may rise with the rate), have a lowest VER_S not
+    ``patience_margin_points`` below the lowest of the eligible epochs before them. Never without
+    ``patience``, without validation data, or before such a window exists.
     """
     if config.patience is None:
         return False
-    values = [r.ver_source for r in eligible_records(history, config)]
-    if any(v is None for v in values) or len(values) <= config.patience:
+    eligible = eligible_records(history, config)
+    if any(r.ver_source is None for r in eligible):
         return False
-    ver = [float(v) for v in values if v is not None]
-    before, recent = min(ver[: -config.patience]), min(ver[-config.patience :])
-    return recent > before - config.patience_margin_points
+    window = [r for r in eligible if r.epoch > rising_epochs][-config.patience :]
+    before = [r for r in eligible if r.epoch < (window[0].epoch if window else 0)]
+    if len(window) < config.patience or not before:
+        return False
+    lowest_before = min(float(r.ver_source or 0.0) for r in before)
+    lowest_recent = min(float(r.ver_source or 0.0) for r in window)
+    return lowest_recent > lowest_before - config.patience_margin_points
 
 
 def cyclic_learning_rate(step: int, base_lr: float, max_lr: float, step_size: float) -> float:
@@ -522,6 +537,12 @@ class _Trainer:
             half = config.lr_half_cycle_epochs or config.epochs / 2
             self.step_size = max(1.0, half * self.steps_per_epoch)
 
+        # Epochs until the learning rate peaks: patience counts only after them (should_stop).
+        self.rising_epochs = (
+            config.finetune_warmup_epochs
+            if self.init_fingerprint is not None
+            else self.step_size / max(self.steps_per_epoch, 1)
+        )
         self.global_step = 0
         self.epoch = 0
         self.resumed_after_epoch = 0
@@ -744,7 +765,7 @@ class _Trainer:
         run_steps = 0
         run_train_seconds = 0.0
         last_val_seconds = 0.0
-        while self.epoch < cfg.epochs and not should_stop(self.history, cfg):
+        while self.epoch < cfg.epochs and not should_stop(self.history, cfg, self.rising_epochs):
             epoch = self.epoch + 1
             w_t = (
                 target_weight(epoch, cfg.epochs, cfg.adversarial_start_epoch)

@@ -63,6 +63,16 @@ def test_adversarial_patience_counts_only_epochs_with_w_t_above_zero() -> None:
     assert should_stop(history, cfg)  # type: ignore[arg-type]
 
 
+def test_patience_counts_only_after_the_learning_rate_peak() -> None:
+    """VER_S may rise while a cyclic schedule climbs to its peak (an 18-epoch scratch run stopped
+    at epoch 7 that way under the first rule): those epochs are not a patience window."""
+    history, cfg = _history([80.0, 40.0, 45.0, 50.0, 55.0])
+    assert should_stop(history, cfg)  # type: ignore[arg-type]
+    assert not should_stop(history, cfg, rising_epochs=4)  # type: ignore[arg-type]
+    later, _ = _history([80.0, 40.0, 45.0, 50.0, 55.0, 41.0, 42.0, 41.5])
+    assert should_stop(later, cfg, rising_epochs=4)  # type: ignore[arg-type]
+
+
 def test_fine_tune_schedule_warms_up_then_decays_to_base_at_the_cap() -> None:
     lr = [fine_tune_learning_rate(s, 0.0, 1.0, 4, 12) for s in range(13)]
     assert lr[:5] == pytest.approx([0.0, 0.25, 0.5, 0.75, 1.0])

@@ -16,6 +16,7 @@ from typing import Any
 
 from services.attacker.training import (
     ADVERSARIAL_CHECKPOINT_RULE,
+    PATIENCE_RULE,
     TrainedAttacker,
     TrainingItem,
     train_attacker,
@@ -108,6 +109,8 @@ def train_recognizer(
     }
     if init_from is not None:
         inputs["init"] = f"train:{init_from[1].key}"
+    if training.patience is not None:
+        inputs["stopping"] = PATIENCE_RULE
     if training.target_classifier == "adversarial":
         # Adversarial models cached under the older rule may hold a w_T = 0 epoch.
         inputs["checkpoint_rule"] = ADVERSARIAL_CHECKPOINT_RULE
