@@ -39,7 +39,11 @@ app.add_typer(
 )
 app.add_typer(admin_app, name="admin", help="Teams and API tokens (operators).")
 app.add_typer(container_app, name="container")
-app.add_typer(analyses_app, name="analyses", help="SRD on representations, dataset-size study.")
+app.add_typer(
+    analyses_app,
+    name="analyses",
+    help="SRD on representations, dataset-size study, pre-restoration attack.",
+)
 app.command("anonymize", help="Anonymize a protocol's audio with a built-in anonymizer.")(
     anonymize_command
 )

@@ -65,6 +65,41 @@ def _strongest(
     return None if pick is None else (pick[0], pick[1], values[(pick[0], scenario, pick[1])])
 
 
+def _ties(
+    values: Mapping[tuple[str, str, str], Mapping[str, float | None]],
+    scenario: str,
+    strongest: tuple[str, str, Mapping[str, float | None]],
+) -> list[tuple[str, str]]:
+    """The other (attacker, back-end) pairs whose EER for ``scenario`` equals the strongest's at
+    the precision the verdict prints (a tie the reader should be told about)."""
+    eer = catalogue.EER
+    shown = eer.format(float(strongest[2][eer.key] or 0.0))
+    return sorted(
+        (attacker, backend)
+        for (attacker, s, backend), row in values.items()
+        if s == scenario
+        and (attacker, backend) != strongest[:2]
+        and row.get(eer.key) is not None
+        and eer.format(float(row[eer.key] or 0.0)) == shown
+    )
+
+
+def _reference(
+    values: Mapping[tuple[str, str, str], Mapping[str, float | None]],
+    attacker: str | None,
+    backend: str | None,
+) -> tuple[str, str, Mapping[str, float | None]] | None:
+    """The original-speech entry of the privacy line's attacker (its back-end, else its best
+    one); without a headline, the strongest on original speech."""
+    if attacker is None:
+        return _strongest(values, ORIGINAL_SCENARIO)
+    same = values.get((attacker, ORIGINAL_SCENARIO, backend or ""))
+    if same is not None and same.get(catalogue.EER.key) is not None:
+        return attacker, backend or "", same
+    own = {k: v for k, v in values.items() if k[0] == attacker}
+    return _strongest(own, ORIGINAL_SCENARIO)
+
+
 def _by(attacker: str, backend: str, n_attackers: int) -> str:
     """``backend`` alone, or ``attacker, backend`` when a zoo ran several attackers."""
     return f"attacker {attacker}, {backend}" if n_attackers > 1 else backend
@@ -108,8 +143,14 @@ def verdict_lines(
                 f"             the worst case of {n_attackers} attackers: {attacker} "
                 "recognized speakers best"
             )
+        tied = _ties(values, scenario, (attacker, backend, row))
+        if tied:
+            names = ", ".join(_by(a, b, 2) for a, b in tied)
+            lines.append(f"             a tie: {names} reached the same EER")
         lines.append("             50 % = chance, higher = more private")
-    original = _strongest(values, ORIGINAL_SCENARIO)
+    original = _reference(
+        values, headline[1] if headline else None, headline[2] if headline else None
+    )
     if original is not None:
         attacker, backend, row = original
         seeds = _seeds(results, ORIGINAL_SCENARIO, backend, attacker)

@@ -152,8 +152,9 @@ class Settings(BaseSettings):
     trust_still_falling_ver_s_points: float = Field(
         5.0,
         gt=0,
-        description="A recognizer whose VER_S fell by more than this many points (%) in its last "
-        "epoch, which is also the epoch it uses, stopped while still improving.",
+        description="A recognizer that hit its epochs cap and whose VER_S fell by more than this "
+        "many points (%) in its last epoch, which is also the epoch it uses, stopped while still "
+        "improving.",
     )
     trust_max_enrollment_leak: float = Field(
         0.2,

@@ -514,12 +514,16 @@ def load_config(path: str | Path) -> EvaluationConfig:
 
 
 def demo_config() -> EvaluationConfig:
-    """The embedded demo: pitch anonymizer, synthetic corpus, small recognizer, 3 scenarios."""
+    """The embedded demo: pitch anonymizer, synthetic corpus, small recognizer, 3 scenarios.
+
+    12 epochs (a cap; patience 3): the semi-informed recognizer starts from the original-speech
+    one (``training.init`` defaults to ``original`` here) and, measured, reaches VER_S 35 % and
+    passes the trust check, where 6 epochs left it at 52 % (docs/attacker.md)."""
     return EvaluationConfig(
         name="demo",
         anonymizer=AnonymizerSpec(name="pitch"),
         scenarios=["original", "ignorant", "semi-informed"],
-        training=TrainingConfig(preset="tiny", epochs=6, batch_size=32, adversarial_start_epoch=4),
+        training=TrainingConfig(preset="tiny", epochs=12, batch_size=32, adversarial_start_epoch=4),
         seeds=[0],
         backends=["cosine"],
     )

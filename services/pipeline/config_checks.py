@@ -247,20 +247,20 @@ MEASURED = Throughputs()
 
 def plan_lines(cfg: EvaluationConfig, stages_dir: Path, speed: Throughputs = MEASURED) -> list[str]:
     """A few lines: the stages, what the stage store already holds, a rough duration, and with an
-    attacker zoo one line per attacker (its recognizers and epochs), all read from the
-    :class:`~services.pipeline.plan.EvaluationPlan` the run will follow."""
+    attacker zoo one line per attacker (its recognizers and epochs), read from the
+    :class:`~services.pipeline.plan.EvaluationPlan` the run will follow and the recognizer
+    estimates of ``services.pipeline.estimates``."""
+    from services.pipeline import estimates
+
     plan = plan_evaluation(cfg)
-    scenarios = list(cfg.scenarios)
-    epochs = sorted({a.epochs for a in plan.attackers})
-    epochs_text = f"{epochs[0]} epochs" if len(epochs) == 1 else f"{epochs} epochs per attacker"
+    recognizers = estimates.recognizer_plan(cfg)
     lines = [
         f"plan: {cfg.name}: {cfg.anonymizer.kind} anonymizer "
         f"{cfg.anonymizer.name if cfg.anonymizer.kind == 'builtin' else ''}".rstrip()
-        + f"; scenarios {', '.join(scenarios)}; seeds {cfg.seeds}; back-ends "
+        + f"; scenarios {', '.join(cfg.scenarios)}; seeds {cfg.seeds}; back-ends "
         f"{', '.join(cfg.backends)}",
         f"plan: stages corpus -> {'anonymize -> ' if plan.anonymize else ''}train "
-        f"({plan.n_recognizers} recognizer(s), {cfg.training.preset} preset, {epochs_text}) -> "
-        f"embed -> score ({plan.n_score_rows} rows)"
+        f"({estimates.plan_summary(recognizers)}) -> embed -> score ({plan.n_score_rows} rows)"
         + (" -> utility" if cfg.utility is not None else "")
         + (" -> analyses" if any(cfg.analyses.model_dump().values()) else "")
         + " -> report",
@@ -271,34 +271,57 @@ def plan_lines(cfg: EvaluationConfig, stages_dir: Path, speed: Throughputs = MEA
         lines.append(f"plan: stage store {stages_dir} holds {held}; equal inputs are reused")
     else:
         lines.append(f"plan: stage store {stages_dir} is empty; every stage is computed")
-    lines.append(_estimate_line(cfg, plan, speed))
+    lines.append(_estimate_line(cfg, recognizers, speed))
     if plan.zoo:
         lines += _attacker_lines(plan)
     return lines
 
 
-def _estimate_line(cfg: EvaluationConfig, plan: EvaluationPlan, speed: Throughputs) -> str:
-    if cfg.protocol is not None or cfg.training.preset != "tiny":
-        return (
-            "plan: no time estimate for this corpus or preset (measured throughputs cover the "
-            "synthetic corpus with the tiny preset); see docs/performance.md"
+def _estimate_line(
+    cfg: EvaluationConfig, recognizers: list[Any], speed: Throughputs = MEASURED
+) -> str:
+    """The plan's time line: measured throughputs applied to the corpus or protocol's sizes
+    (services/pipeline/estimates.py for training)."""
+    from services.pipeline import estimates
+
+    try:
+        audio = (
+            estimates.synthetic_training_audio(cfg)
+            if cfg.protocol is None
+            else estimates.protocol_training_audio(cfg.protocol)
         )
-    s = cfg.synthetic
-    n_utts = s.n_speakers * s.utts_per_speaker
-    n_train = s.n_attacker_train_speakers * s.utts_per_speaker
-    n_eval = s.n_eval_speakers * (s.enrollments_per_speaker + s.trials_per_speaker)
-    # The anonymize phase runs every set of the protocol through the anonymizer.
-    anonymized = n_train + n_eval if plan.anonymize else 0
+    except Exception as exc:  # an unreadable protocol is reported by the config checks
+        return f"plan: no time estimate ({type(exc).__name__} reading the protocol)"
+    train = estimates.training_seconds(recognizers, audio, cfg.training.crop_seconds)
+    if train is None:
+        measured = set(estimates.TRAIN_AUDIO_SECONDS_PER_SECOND)
+        presets = sorted({r.preset for r in recognizers} - measured)
+        return (
+            f"plan: no time estimate for preset {', '.join(presets)} (no measured CPU throughput; "
+            "docs/performance.md)"
+        )
+    anonymizes_training = any(s != "original" for s in cfg.scenarios)
+    anonymized = audio.n_eval + (audio.n_train if anonymizes_training else 0)
     seconds = (
         speed.startup_s
-        + n_utts * speed.corpus_s_per_utt
+        + (audio.n_corpus * speed.corpus_s_per_utt if cfg.protocol is None else 0.0)
         + anonymized * speed.anonymize_s_per_utt
-        + plan.training_epochs * n_train * speed.train_s_per_utt_epoch
-        + plan.n_recognizers * 2 * n_eval * speed.embed_s_per_utt
+        + train
+        + len(recognizers) * 2 * audio.n_eval * speed.embed_s_per_utt
     )
+    extra = [
+        name
+        for name, present in (
+            ("utility", cfg.utility is not None),
+            ("analyses", any(cfg.analyses.model_dump().values())),
+        )
+        if present
+    ]
+    left_out = f"; {', '.join(extra)} not included" if extra else ""
     return (
-        f"plan: about {_minutes(seconds)} on a 2-core CPU without reuse (throughputs measured "
-        "on the quick example, services/pipeline/config_checks.py)"
+        f"plan: at most about {_minutes(seconds)} on a 2-core CPU without reuse (training to the "
+        f"epochs caps, patience usually stops earlier; throughputs measured per preset, "
+        f"services/pipeline/estimates.py{left_out})"
     )
 
 

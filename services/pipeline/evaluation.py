@@ -69,7 +69,7 @@ from services.pipeline.stages.context import (
 )
 from services.pipeline.stages.embed import embed_manifest
 from services.pipeline.stages.score import EmbeddedSet, score_row
-from services.pipeline.stages.train import TrainedModels, train_recognizer
+from services.pipeline.stages.train import TrainedModels, train_recognizer, transfer_source
 from services.pipeline.stages.utility import utility_stage
 from services.pipeline.trust import measure_enrollment_leak
 from services.settings import get_settings
@@ -161,11 +161,13 @@ class EvaluationRun:
         position: tuple[int, int] = (1, 1),
         *,
         context: StageContext | None = None,
+        init_from: tuple[TrainedAttacker, StageOutcome] | None = None,
     ) -> tuple[TrainedAttacker, StageOutcome]:
         """Train the recognizer on ``data`` (original or anonymized speech) with ``seed``;
         ``position``: (i, n), recognizer i of the run's n (for progress); ``context``: an
-        attacker's (default: the config's own)."""
-        return train_recognizer(context or self.context, data, condition, seed, position)
+        attacker's (default: the config's own); ``init_from``: the recognizer it starts from
+        (transfer; ``stages.train.transfer_source``)."""
+        return train_recognizer(context or self.context, data, condition, seed, position, init_from)
 
     def embed_stage(
         self,
@@ -291,8 +293,15 @@ def _train_step(run: EvaluationRun, state: RunState) -> None:
         models = state.models.setdefault(attacker.name, {})
         for condition, seed in attacker.recognizers:
             position += 1
+            # Transfer (stages/train.py): the plan lists an attacker's original-speech
+            # recognizers first, so the one an anonymized recognizer starts from is trained.
             models[(condition, seed)] = run.train_stage(
-                state.sets(condition), condition, seed, (position, total), context=context
+                state.sets(condition),
+                condition,
+                seed,
+                (position, total),
+                context=context,
+                init_from=transfer_source(context.config, condition, seed, models),
             )
 
 
@@ -344,6 +353,7 @@ def _score_step(run: EvaluationRun, state: RunState) -> None:
 def _utility_step(run: EvaluationRun, state: RunState) -> None:
     if run.cfg.utility is None:
         return
+    run.progress("utility", 0.0, "starting")  # announced before its first long step
     first = state.embeddings[state.plan.first.name]
     orig_key, anon_key = state.plan.utility_embeddings
     pair = (first[orig_key][1], first[anon_key][1], first[orig_key][2], first[anon_key][2])
@@ -355,6 +365,8 @@ def _utility_step(run: EvaluationRun, state: RunState) -> None:
 def _analyze_step(run: EvaluationRun, state: RunState) -> None:
     # The analyses read the first attacker's recognizers (the baseline's, without a zoo).
     assert state.protocol is not None and state.manifest is not None
+    if any(run.cfg.analyses.model_dump().values()):
+        run.progress("analyze", 0.0, "starting")
     first = state.plan.first
     state.analyses = run.analyze_phase(
         state.protocol,

@@ -14,9 +14,10 @@ Stage keys are content hashes of the stages' inputs and are known only when the 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
+from services.attacker.training_config import InitName
 from services.pipeline.config import EvaluationConfig, attacker_config
 from services.pipeline.zoo import zoo_specs
 
@@ -185,6 +186,34 @@ class EvaluationPlan:
         yield PlannedStage("report", "report", None, ("score rows", "analyses"))
 
 
+# -- transfer: which recognizers start from the original-speech ones (stages/train.py) ----------
+
+
+def resolved_init(cfg: EvaluationConfig) -> InitName:
+    """Where ``cfg``'s anonymized-speech recognizers start: ``training.init``, or by default
+    ``original`` when a scenario trains a recognizer on original speech anyway."""
+    if cfg.training.init is not None:
+        return cfg.training.init
+    trains_original = any(SCENARIO_PLAN[s][0] == "original" for s in cfg.scenarios)
+    return "original" if trains_original else "scratch"
+
+
+def with_transfer_sources(
+    cfg: EvaluationConfig, needed: Sequence[tuple[str, int]]
+) -> list[tuple[str, int]]:
+    """``needed`` (data condition, seed) plus, for init ``original``, the same seed's
+    original-speech recognizer of every anonymized one; originals first (``transfer_order``)."""
+    out = set(needed)
+    if resolved_init(cfg) == "original":
+        out |= {("original", seed) for condition, seed in needed if condition == "anonymized"}
+    return transfer_order(out)
+
+
+def transfer_order(needed: Iterable[tuple[str, int]]) -> list[tuple[str, int]]:
+    """Recognizers in training order: original speech first (the transfer sources), by seed."""
+    return sorted(needed, key=lambda k: (k[0] != "original", k[1], k[0]))
+
+
 def _recognizers(cfg: EvaluationConfig) -> tuple[RecognizerKey, ...]:
     """The (condition, seed) recognizers the scenarios need, plus the first seed's original one
     when the utility phase needs it (GVD and the one-voice test)."""
@@ -266,9 +295,11 @@ def plan_evaluation(cfg: EvaluationConfig) -> EvaluationPlan:
     for i, spec in enumerate(zoo_specs(cfg.attackers)):
         # The first attacker's original recognizer serves the leak check and the utility phase.
         extra = leak + utility if i == 0 else []
-        attackers.append(
-            _attacker_plan(cfg, spec.name, attacker_config(cfg, spec), recognizers, extra)
-        )
+        acfg = attacker_config(cfg, spec)
+        # Transfer: an attacker whose anonymized-speech recognizers start from the same seed's
+        # original-speech ones trains those too (first), even when no scenario needs them.
+        trained = tuple(with_transfer_sources(acfg, recognizers))
+        attackers.append(_attacker_plan(cfg, spec.name, acfg, trained, extra))
     return EvaluationPlan(
         config=cfg,
         attackers=tuple(attackers),

@@ -151,6 +151,10 @@ def _training_entries(
             "seed": seed,
             "best_epoch": trained.best_epoch,
             "best_w_target": trained.best_w_target,
+            # Transfer and the epochs cap: what the trust check reads to say what to change.
+            "init": trained.init,
+            "epochs_cap": trained.config.epochs,
+            "stopped": trained.stopped,
             "history": history,
             "stage_key": outcome.key,
         }

@@ -14,7 +14,9 @@ Challenge attackers, ``zoo_voiceprivacy``), ``baseline`` (that attacker alone) a
 (the baseline plus
 ``long``, trained 3x the config's epochs, and ``augmented``, the same with augmentation (the
 ``AugmentationConfig`` defaults); both scored with cosine and PLDA, and again with AS-norm as
-``long-asnorm`` and ``augmented-asnorm``, which share their recognizers).
+``long-asnorm`` and ``augmented-asnorm``, which share their recognizers, and ``finetuned``: the
+semi-informed recognizer started from the same seed's original-speech recognizer
+(``training.init: original``) and fine-tuned within the same 3x epochs cap, cosine and PLDA).
 
 Attackers whose resolved training configs are equal share their train and embed stages (stages
 are keyed by their inputs), so adding a back-end-only variant costs scoring only.
@@ -140,7 +142,9 @@ EER beyond the seeds' spread."""
 def _strongest_zoo() -> list[AttackerSpec]:
     augmentation = {"augmentation": AugmentationConfig().model_dump(mode="json")}
     long_attackers = []
-    for name, training in (("long", {}), ("augmented", augmentation)):
+    # The long attackers train from scratch (as before transfer existed); `finetuned` transfers.
+    scratch = {"init": "scratch"}
+    for name, training in (("long", scratch), ("augmented", scratch | augmentation)):
         # Each with and without AS-norm: it helped some protocols and hurt PLDA on others
         # (docs/results-synthetic.md), and a scoring-only variant shares the recognizers.
         for suffix, normalization in (("", "none"), ("-asnorm", "as-norm")):
@@ -153,7 +157,24 @@ def _strongest_zoo() -> list[AttackerSpec]:
                     normalization=normalization,
                 )
             )
-    return [AttackerSpec(name=BASELINE), *long_attackers]
+    return [AttackerSpec(name=BASELINE), *long_attackers, finetuned_attacker()]
+
+
+FINETUNED = "finetuned"
+"""The zoo member whose anonymized-speech recognizers start from the original-speech ones."""
+
+
+def finetuned_attacker() -> AttackerSpec:
+    """``finetuned``: transfer from the same seed's original-speech recognizer (trained by the
+    evaluation, or for it when no scenario needs one), fine-tuned within 3x the config's epochs
+    (a cap: patience stops it once VER_S stops improving), scored with cosine and PLDA."""
+    return AttackerSpec(
+        name=FINETUNED,
+        training={"init": "original"},
+        epochs_scale=STRONGEST_EPOCHS_SCALE,
+        backends=["cosine", "plda"],
+        normalization="none",
+    )
 
 
 NAMED_ZOOS: dict[str, Callable[[], list[AttackerSpec]]] = {

@@ -446,6 +446,10 @@ def _ctc_step(
     return float(loss.detach()), n_tokens
 
 
+PROGRESS_INTERVAL_S = 5.0
+"""At most one in-epoch progress call per this many seconds (s)."""
+
+
 def train_asr(
     audio: list[np.ndarray],
     texts: list[str],
@@ -490,10 +494,13 @@ def train_asr(
     rng = np.random.default_rng([spec.seed, 7])
     history: list[float] = []
     encoder.train()
+    train_started = time.perf_counter()
+    done_steps = 0
+    last_report = train_started
     for epoch in range(spec.epochs):
         loss_sum, token_sum = 0.0, 0
         alphas = draw_warps(spec, epoch, len(feats))
-        for batch in _buckets(n_frames, spec.batch_size, rng):
+        for step, batch in enumerate(_buckets(n_frames, spec.batch_size, rng), start=1):
             x, x_len = _pad([feats[k] for k in batch])
             if spec.warp_enabled:
                 x = warp_features(x, alphas[batch])
@@ -501,6 +508,18 @@ def train_asr(
             scheduler.step()
             loss_sum += loss
             token_sum += n_tokens
+            done_steps += 1
+            now = time.perf_counter()
+            if progress is not None and now - last_report >= PROGRESS_INTERVAL_S:
+                # Within an epoch too (an epoch may take minutes); the ETA is the measured step
+                # rate of this run times the steps left.
+                last_report = now
+                eta = (now - train_started) / done_steps * (total - done_steps)
+                progress(
+                    done_steps / total,
+                    f"ASR epoch {epoch + 1}/{spec.epochs} step {step}/{steps_per_epoch}, "
+                    f"ETA {eta:.0f} s",
+                )
         history.append(loss_sum / token_sum)
         if progress is not None:
             progress(

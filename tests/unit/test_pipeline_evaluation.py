@@ -211,11 +211,15 @@ def test_as_norm_and_mixed_gender_rows_reuse_the_trained_attackers(
             scenarios=["semi-informed"],
             gender_handling="mixed",
             scoring={"normalization": "as-norm", "cohort_top_k": 200},
+            # The first run's anonymized recognizer was fine-tuned from its original-speech one
+            # (the default there); without an original scenario the default is scratch.
+            training={"init": "original"},
         )
     )
     res = run_evaluation(cfg, tmp_path / "norm", stages_dir=out / "stages")
     reused = {s["stage"] for s in res["stages"] if s["reused"]}
     assert {"corpus", "train"} <= reused  # only embeddings of new sets and scores are new
+    assert all(s["reused"] for s in res["stages"] if s["stage"] == "train")
     for row in res["rows"]:
         norm = row["score_normalization"]
         assert norm["method"] == "as-norm" and norm["cohort_top_k"] == 200

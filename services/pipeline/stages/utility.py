@@ -90,6 +90,7 @@ def asr_stage(ctx: StageContext, original: ConditionSets) -> tuple[Path, str, di
         def report(fraction: float, message: str) -> None:
             ctx.progress("utility", 0.5 * fraction, f"ASR training: {message}")
 
+        report(0.0, f"{len(texts)} original utterances, {spec.epochs} epochs")
         train_asr(audio, texts, spec, folder / ASR_DIR, progress=report)
         return {"asr": ASR_DIR}
 
