@@ -16,10 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from services.attacker.training_config import TrainingConfig
-from services.pipeline.config import EvaluationConfig, attacker_config
-from services.pipeline.plan import SCENARIO_PLAN, resolved_init, with_transfer_sources
-from services.pipeline.zoo import zoo_specs
+from services.pipeline.config import EvaluationConfig
+from services.pipeline.plan import plan_evaluation
 
 TRAIN_AUDIO_SECONDS_PER_SECOND: dict[str, float] = {
     # Audio seconds of training crops per wall second on the 2-core CPU machine. tiny: the quick
@@ -50,40 +48,21 @@ class RecognizerPlan:
     init: str
 
 
-def _stage_training(training: TrainingConfig, condition: str, init: str) -> str:
-    """What distinguishes train stages (as ``stages.train`` keys them): the training without
-    the fields that do not apply to the condition."""
-    if condition == "original":
-        dump = training.model_dump(
-            mode="json", exclude={"init", "finetune_lr", "finetune_warmup_epochs"}
-        )
-        dump["target_classifier"] = "off"
-    else:
-        dump = training.model_dump(mode="json") | {"init": init}
-    return repr(sorted(dump.items()))
-
-
 def recognizer_plan(cfg: EvaluationConfig) -> list[RecognizerPlan]:
-    """The distinct recognizers ``cfg`` trains, in training order, shared ones listed once."""
-    needed = sorted({(SCENARIO_PLAN[s][0], seed) for s in cfg.scenarios for seed in cfg.seeds})
-    if cfg.utility is not None and ("original", cfg.seeds[0]) not in needed:
-        needed.append(("original", cfg.seeds[0]))
+    """The distinct recognizers ``cfg`` trains (its :class:`EvaluationPlan`'s, shared ones once,
+    with every attacker that uses each), in training order."""
     plans: dict[tuple[str, int, str], RecognizerPlan] = {}
-    for spec in zoo_specs(cfg.attackers):
-        acfg = attacker_config(cfg, spec)
-        keys = with_transfer_sources(acfg, needed)
-        init = resolved_init(acfg)
-        for condition, seed in keys:
-            stage_init = "scratch" if condition == "original" else init
-            key = (condition, seed, _stage_training(acfg.training, condition, stage_init))
+    for attacker in plan_evaluation(cfg).attackers:
+        for condition, seed in attacker.recognizers:
+            key = (condition, seed, attacker.stage_identity(condition))
             known = plans.get(key)
             plans[key] = RecognizerPlan(
-                attackers=(*known.attackers, spec.name) if known else (spec.name,),
+                attackers=(*known.attackers, attacker.name) if known else (attacker.name,),
                 condition=condition,
                 seed=seed,
-                preset=acfg.training.preset,
-                epochs=acfg.training.epochs,
-                init=stage_init,
+                preset=attacker.config.training.preset,
+                epochs=attacker.epochs,
+                init=attacker.stage_init(condition),
             )
     return list(plans.values())
 

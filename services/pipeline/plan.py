@@ -93,6 +93,25 @@ class AttackerPlan:
         """Equal for attackers whose recognizers are the same stages (equal training config)."""
         return self.config.training.model_dump_json()
 
+    def stage_init(self, condition: str) -> InitName:
+        """Where its recognizer on ``condition`` speech starts: original-speech ones always from
+        scratch, anonymized-speech ones as :func:`resolved_init` says."""
+        return "scratch" if condition == ORIGINAL else resolved_init(self.config)
+
+    def stage_identity(self, condition: str) -> str:
+        """What distinguishes its train stage on ``condition`` speech from another attacker's (as
+        ``stages.train`` keys them): the training without the fields that do not apply to the
+        condition (an original-speech recognizer has no target classifier and no transfer)."""
+        training = self.config.training
+        if condition == ORIGINAL:
+            dump = training.model_dump(
+                mode="json", exclude={"init", "finetune_lr", "finetune_warmup_epochs"}
+            )
+            dump["target_classifier"] = "off"
+        else:
+            dump = training.model_dump(mode="json") | {"init": self.stage_init(condition)}
+        return repr(sorted(dump.items()))
+
 
 @dataclass(frozen=True)
 class PlannedStage:
@@ -129,13 +148,13 @@ class EvaluationPlan:
         return self.attackers[0]
 
     def distinct_recognizers(self) -> list[tuple[AttackerPlan, RecognizerKey]]:
-        """The recognizers actually trained: attackers with equal training share train stages,
-        so each (training config, condition, seed) counts once (the first attacker naming it)."""
+        """The recognizers actually trained: attackers whose train stages are equal share them,
+        so each (stage identity, condition, seed) counts once (the first attacker naming it)."""
         seen: set[tuple[str, str, int]] = set()
         out = []
         for attacker in self.attackers:
             for key in attacker.recognizers:
-                identity = (attacker.training_identity, *key)
+                identity = (attacker.stage_identity(key[0]), *key)
                 if identity not in seen:
                     seen.add(identity)
                     out.append((attacker, key))

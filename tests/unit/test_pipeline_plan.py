@@ -56,11 +56,12 @@ def test_the_plan_reads_each_scenarios_recognizer_and_shares_equal_training() ->
     plan = plan_evaluation(cfg)
     # lazy-informed uses the recognizer trained on ORIGINAL speech: 2 conditions x 2 seeds.
     assert SCENARIO_PLAN["lazy-informed"][0] == "original"
+    # Training order: original speech first (the transfer sources), then by seed.
     assert plan.attackers[0].recognizers == (
-        ("anonymized", 0),
-        ("anonymized", 1),
         ("original", 0),
         ("original", 1),
+        ("anonymized", 0),
+        ("anonymized", 1),
     )
     assert plan.n_recognizers == 8  # baseline's 4 (shared by asnorm) + long's 4
     assert plan.training_epochs == 4 * 4 + 4 * 12 and plan.max_epochs == 12
