@@ -453,15 +453,34 @@ class _Trainer:
         self.output_dir = output_dir
         self.device = resolve_device(config.device)
         self.preset = get_preset(config.preset)
-        self.speaker_labels = sorted({it.speaker for it in train})
-        self.target_labels = sorted({it.target for it in train if it.target is not None})
+        self._set_labels()
+        self._build_models(init_checkpoint)
+        self._set_schedule()
+
+        self.global_step = 0
+        self.epoch = 0
+        self.resumed_after_epoch = 0
+        self.history: list[EpochRecord] = []
+        self.best_epoch = 0
+        self.best_ver: float | None = None
+        self.fingerprint = _data_fingerprint(train, val)
+        self.autocast_enabled = config.mixed_precision and self.device.type == "cuda"
+        # Issue 15: augmentation of the crops, drawn per (seed, epoch, step) (augmentation.py).
+        self.augmenter = BatchAugmenter(config.augmentation) if config.augmentation else None
+
+    def _set_labels(self) -> None:
+        """Speaker and target labels of the training items and their class indices; checks
+        that the target mode has targets and that validation speakers were trained on."""
+        config = self.config
+        self.speaker_labels = sorted({it.speaker for it in self.train})
+        self.target_labels = sorted({it.target for it in self.train if it.target is not None})
         self.use_target = config.target_classifier != "off"
         if self.use_target and not self.target_labels:
             raise ConfigError(
                 f"target_classifier: mode {config.target_classifier!r} needs training items with "
                 "target labels, and none has one"
             )
-        unknown = sorted({it.speaker for it in val} - set(self.speaker_labels))
+        unknown = sorted({it.speaker for it in self.val} - set(self.speaker_labels))
         if unknown:
             raise InvalidInputError(
                 f"validation: speakers absent from the training items: {unknown[:5]}"
@@ -469,6 +488,10 @@ class _Trainer:
         self.spk_index = {s: i for i, s in enumerate(self.speaker_labels)}
         self.tgt_index = {t: i for i, t in enumerate(self.target_labels)}
 
+    def _build_models(self, init_checkpoint: Path | None) -> None:
+        """The front end, recognizer, heads (started from ``init_checkpoint`` when given),
+        optimizer and losses, seeded with ``config.seed``."""
+        config = self.config
         # Issue 15: the SSL front end is loaded first (from_pretrained may draw from the global
         # RNG), so that the seeding below gives the ECAPA and heads the same start as ever.
         self.ssl_front: SSLFrontEnd | None = None
@@ -511,12 +534,16 @@ class _Trainer:
             AdditiveAngularMargin(margin=target_margin, scale=config.aam_scale)
         )
 
+    def _set_schedule(self) -> None:
+        """The crop dataset, its labels and the step schedule (steps per epoch, warmup,
+        learning-rate half cycle in steps, epochs until the rate peaks)."""
+        config = self.config
         self.crop_samples = round(config.crop_seconds * SAMPLE_RATE_HZ)
-        self.dataset = _CropDataset([it.waveform for it in train], self.crop_samples)
-        self.lengths = torch.tensor([len(it.waveform) for it in train], dtype=torch.float64)
-        self.spk_ids = torch.tensor([self.spk_index[it.speaker] for it in train])
-        self.tgt_ids = torch.tensor([self.tgt_index.get(it.target or "", -1) for it in train])
-        n = len(train)
+        self.dataset = _CropDataset([it.waveform for it in self.train], self.crop_samples)
+        self.lengths = torch.tensor([len(it.waveform) for it in self.train], dtype=torch.float64)
+        self.spk_ids = torch.tensor([self.spk_index[it.speaker] for it in self.train])
+        self.tgt_ids = torch.tensor([self.tgt_index.get(it.target or "", -1) for it in self.train])
+        n = len(self.train)
         self.steps_per_epoch = n // config.batch_size + (1 if n % config.batch_size >= 2 else 0)
         self.warmup_steps = config.finetune_warmup_epochs * self.steps_per_epoch
         self.total_steps = float(config.epochs * self.steps_per_epoch)
@@ -532,16 +559,6 @@ class _Trainer:
             if self.init_fingerprint is not None
             else self.step_size / max(self.steps_per_epoch, 1)
         )
-        self.global_step = 0
-        self.epoch = 0
-        self.resumed_after_epoch = 0
-        self.history: list[EpochRecord] = []
-        self.best_epoch = 0
-        self.best_ver: float | None = None
-        self.fingerprint = _data_fingerprint(train, val)
-        self.autocast_enabled = config.mixed_precision and self.device.type == "cuda"
-        # Issue 15: augmentation of the crops, drawn per (seed, epoch, step) (augmentation.py).
-        self.augmenter = BatchAugmenter(config.augmentation) if config.augmentation else None
 
     def _optimizer(self, params: list[torch.nn.Parameter]) -> torch.optim.Optimizer:
         """Adam (or AdamW, ``config.optimizer``) over ``params`` (the recognizer without its SSL

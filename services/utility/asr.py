@@ -450,41 +450,17 @@ PROGRESS_INTERVAL_S = 5.0
 """At most one in-epoch progress call per this many seconds (s)."""
 
 
-def train_asr(
-    audio: list[np.ndarray],
-    texts: list[str],
+def _train_epochs(
+    encoder: CtcEncoder,
+    feats: list[torch.Tensor],
+    targets: list[torch.Tensor],
+    n_frames: np.ndarray,
     spec: AsrSpec,
-    out_dir: Path,
-    progress: Progress | None = None,
-) -> TrainedAsr:
-    """Train the CTC recognizer on ``audio`` (mono float32, 16 kHz) with transcripts ``texts``.
-
-    Writes ``model.pt`` (weights), ``vocabulary.json`` and ``describe.json`` (model, tokenization,
-    per-epoch mean CTC loss per token, training seconds) into ``out_dir``; returns the model.
-    ``progress(fraction, message)`` is called after each epoch. The same inputs, spec and seed
-    give the same weights on the same device and thread count.
-    """
-    if len(audio) != len(texts):
-        raise InvalidInputError(f"train_asr: {len(audio)} utterances but {len(texts)} transcripts")
-    if not audio:
-        raise InvalidInputError("train_asr: no training utterances")
-    if spec.source != "train":
-        raise ConfigError("train_asr needs utility.asr.source: train")
-    started = time.perf_counter()
-    device = resolve_device(spec.device)
-    wavs = _check_audio(audio, "train_asr")
-    kind, token_lists, vocabulary = _vocabulary(texts)
-    symbols = vocabulary[1:]
-    index = {s: k for k, s in enumerate(vocabulary)}
-
-    torch.manual_seed(spec.seed)
-    encoder = CtcEncoder(len(symbols), spec.hidden_size).to(device)
-    feats = [encoder.features(w.to(device)) for w in wavs]
-    targets = [torch.tensor([index[s] for s in toks], dtype=torch.int64) for toks in token_lists]
-    n_frames = np.array([f.shape[0] for f in feats])
-    too_short = int(np.sum(n_frames < np.array([len(t) for t in targets])))
-    audio_s = float(sum(len(w) for w in wavs) / SAMPLE_RATE_HZ)
-
+    progress: Progress | None,
+) -> list[float]:
+    """Train ``encoder`` in place for ``spec.epochs`` epochs on the utterances' features
+    ``feats`` (``n_frames`` frames each) and token ids ``targets``; returns each epoch's mean
+    CTC loss per token."""
     optimizer = torch.optim.Adam(encoder.parameters(), lr=spec.lr)
     steps_per_epoch = math.ceil(len(feats) / spec.batch_size)
     total = spec.epochs * steps_per_epoch
@@ -526,6 +502,65 @@ def train_asr(
                 (epoch + 1) / spec.epochs,
                 f"ASR epoch {epoch + 1}/{spec.epochs}: CTC loss {history[-1]:.3f} per token",
             )
+    return history
+
+
+def _save_asr(
+    out_dir: Path,
+    encoder: CtcEncoder,
+    spec: AsrSpec,
+    kind: str,
+    vocabulary: list[str],
+    info: dict[str, Any],
+) -> None:
+    """Write ``model.pt``, ``vocabulary.json`` and ``describe.json`` into ``out_dir``."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    torch.save(
+        {"format": FORMAT, "hidden_size": spec.hidden_size, "state_dict": encoder.state_dict()},
+        out_dir / MODEL_FILE,
+    )
+    (out_dir / VOCABULARY_FILE).write_text(
+        json.dumps({"tokenization": kind, "tokens": vocabulary}, indent=1) + "\n", encoding="utf-8"
+    )
+    (out_dir / DESCRIBE_FILE).write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
+
+
+def train_asr(
+    audio: list[np.ndarray],
+    texts: list[str],
+    spec: AsrSpec,
+    out_dir: Path,
+    progress: Progress | None = None,
+) -> TrainedAsr:
+    """Train the CTC recognizer on ``audio`` (mono float32, 16 kHz) with transcripts ``texts``.
+
+    Writes ``model.pt`` (weights), ``vocabulary.json`` and ``describe.json`` (model, tokenization,
+    per-epoch mean CTC loss per token, training seconds) into ``out_dir``; returns the model.
+    ``progress(fraction, message)`` is called after each epoch. The same inputs, spec and seed
+    give the same weights on the same device and thread count.
+    """
+    if len(audio) != len(texts):
+        raise InvalidInputError(f"train_asr: {len(audio)} utterances but {len(texts)} transcripts")
+    if not audio:
+        raise InvalidInputError("train_asr: no training utterances")
+    if spec.source != "train":
+        raise ConfigError("train_asr needs utility.asr.source: train")
+    started = time.perf_counter()
+    device = resolve_device(spec.device)
+    wavs = _check_audio(audio, "train_asr")
+    kind, token_lists, vocabulary = _vocabulary(texts)
+    symbols = vocabulary[1:]
+    index = {s: k for k, s in enumerate(vocabulary)}
+
+    torch.manual_seed(spec.seed)
+    encoder = CtcEncoder(len(symbols), spec.hidden_size).to(device)
+    feats = [encoder.features(w.to(device)) for w in wavs]
+    targets = [torch.tensor([index[s] for s in toks], dtype=torch.int64) for toks in token_lists]
+    n_frames = np.array([f.shape[0] for f in feats])
+    too_short = int(np.sum(n_frames < np.array([len(t) for t in targets])))
+    audio_s = float(sum(len(w) for w in wavs) / SAMPLE_RATE_HZ)
+
+    history = _train_epochs(encoder, feats, targets, n_frames, spec, progress)
     encoder.eval()
     seconds = time.perf_counter() - started
     info: dict[str, Any] = {
@@ -550,16 +585,7 @@ def train_asr(
         "device": device.type,
         "torch_threads": torch.get_num_threads(),
     }
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    torch.save(
-        {"format": FORMAT, "hidden_size": spec.hidden_size, "state_dict": encoder.state_dict()},
-        out_dir / MODEL_FILE,
-    )
-    (out_dir / VOCABULARY_FILE).write_text(
-        json.dumps({"tokenization": kind, "tokens": vocabulary}, indent=1) + "\n", encoding="utf-8"
-    )
-    (out_dir / DESCRIBE_FILE).write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
+    _save_asr(Path(out_dir), encoder, spec, kind, vocabulary, info)
     return TrainedAsr(encoder, vocabulary, kind, info, device)
 
 

@@ -82,34 +82,8 @@ def train_recognizer(
     ``init_from``: a trained recognizer (same preset) to start from and fine-tune (transfer,
     anonymized speech only); its train stage key goes into this stage's inputs.
     """
-    training = ctx.config.training.model_copy(update={"seed": seed})
-    if condition == "original":
-        # Original speech has no targets (nothing for a target head to learn), and its
-        # recognizer always starts from scratch: the fine-tune fields do not change it.
-        defaults = {
-            k: TrainingConfig.model_fields[k].default
-            for k in ("init", "finetune_lr", "finetune_warmup_epochs")
-        }
-        training = training.model_copy(update={"target_classifier": "off", **defaults})
-        if init_from is not None:
-            raise ValueError("a recognizer of original speech starts from scratch")
-    else:
-        training = training.model_copy(
-            update={"init": "original" if init_from is not None else "scratch"}
-        )
-    inputs: dict[str, Any] = {
-        "condition": condition,
-        "train": data.keys["train"],
-        "validation": data.keys["validation"],
-        "training": training.model_dump(mode="json", exclude={"device", "dataloader_workers"}),
-    }
-    if init_from is not None:
-        inputs["init"] = f"train:{init_from[1].key}"
-    if training.patience is not None:
-        inputs["stopping"] = PATIENCE_RULE
-    if training.target_classifier == "adversarial":
-        # Adversarial models cached under the older rule may hold a w_T = 0 epoch.
-        inputs["checkpoint_rule"] = ADVERSARIAL_CHECKPOINT_RULE
+    training = _recognizer_training(ctx, condition, seed, init_from)
+    inputs = _train_inputs(data, condition, training, init_from)
 
     # Each epoch's checkpoints go to the blob store, so a host taking over a killed run (an
     # empty work folder) continues from the last uploaded epoch (services/pipeline/checkpoint_sync).
@@ -171,20 +145,79 @@ def train_recognizer(
 
     outcome = ctx.runner.run("train", inputs, make, resumable=True)
     if sync is not None:
-        # The stage is published: its checkpoints are not needed. A reused stage has nothing to
-        # clear unless a pointer was left (one HEAD), the computing host clears every epoch.
-        try:
-            if not outcome.reused or sync.store.exists(sync.pointer_key):
-                sync.clear(training.epochs)
-        except BlobStoreError as exc:  # leftovers cost storage, never a result
-            log.warning("checkpoints of train/%s not deleted: %s", outcome.key, exc)
+        _clear_checkpoints(sync, outcome, training.epochs)
+    return _trained_in(outcome), outcome
+
+
+def _recognizer_training(
+    ctx: StageContext,
+    condition: str,
+    seed: int,
+    init_from: tuple[TrainedAttacker, StageOutcome] | None,
+) -> TrainingConfig:
+    """The run's training config for the recognizer of ``condition`` with ``seed``: its init
+    says whether it starts from ``init_from`` (transfer) or from scratch."""
+    training = ctx.config.training.model_copy(update={"seed": seed})
+    if condition == "original":
+        # Original speech has no targets (nothing for a target head to learn), and its
+        # recognizer always starts from scratch: the fine-tune fields do not change it.
+        defaults = {
+            k: TrainingConfig.model_fields[k].default
+            for k in ("init", "finetune_lr", "finetune_warmup_epochs")
+        }
+        training = training.model_copy(update={"target_classifier": "off", **defaults})
+        if init_from is not None:
+            raise ValueError("a recognizer of original speech starts from scratch")
+    else:
+        training = training.model_copy(
+            update={"init": "original" if init_from is not None else "scratch"}
+        )
+    return training
+
+
+def _train_inputs(
+    data: ConditionSets,
+    condition: str,
+    training: TrainingConfig,
+    init_from: tuple[TrainedAttacker, StageOutcome] | None,
+) -> dict[str, Any]:
+    """The train stage's inputs (its cache key): data, training config and the rules that
+    changed what a cached stage holds."""
+    inputs: dict[str, Any] = {
+        "condition": condition,
+        "train": data.keys["train"],
+        "validation": data.keys["validation"],
+        "training": training.model_dump(mode="json", exclude={"device", "dataloader_workers"}),
+    }
+    if init_from is not None:
+        inputs["init"] = f"train:{init_from[1].key}"
+    if training.patience is not None:
+        inputs["stopping"] = PATIENCE_RULE
+    if training.target_classifier == "adversarial":
+        # Adversarial models cached under the older rule may hold a w_T = 0 epoch.
+        inputs["checkpoint_rule"] = ADVERSARIAL_CHECKPOINT_RULE
+    return inputs
+
+
+def _clear_checkpoints(sync: CheckpointSync, outcome: StageOutcome, epochs: int) -> None:
+    """Delete the published stage's per-epoch checkpoints from the blob store."""
+    # The stage is published: its checkpoints are not needed. A reused stage has nothing to
+    # clear unless a pointer was left (one HEAD), the computing host clears every epoch.
+    try:
+        if not outcome.reused or sync.store.exists(sync.pointer_key):
+            sync.clear(epochs)
+    except BlobStoreError as exc:  # leftovers cost storage, never a result
+        log.warning("checkpoints of train/%s not deleted: %s", outcome.key, exc)
+
+
+def _trained_in(outcome: StageOutcome) -> TrainedAttacker:
+    """The recognizer a train stage holds, its paths pointing into the stage's folder."""
     trained = TrainedAttacker.model_validate_json((outcome.folder / "trained.json").read_text())
     # Paths recorded while training point into the temporary folder that became ``folder``.
-    trained = trained.model_copy(
+    return trained.model_copy(
         update={
             "output_dir": outcome.folder / "model",
             "best_checkpoint": outcome.folder / "model" / trained.best_checkpoint.name,
             "last_checkpoint": outcome.folder / "model" / trained.last_checkpoint.name,
         }
     )
-    return trained, outcome
