@@ -10,6 +10,7 @@ Steps (each named in a failure, with the container at fault):
             built-in pitch anonymizer submitted; the job run on the CPU worker; results, artifacts
             and the leaderboard (JSON and page) read over HTTP
   compare   the same job config run in-process here (CPU, same seeds): equal result rows
+  backup    pg_dump restored into a fresh database, the bucket copied out and into a fresh one
   restart   down (volumes kept), up: team, submission, job, results and blobs still there
   replicas  two API containers started at once on a fresh database: the migrations run once
   down      containers, volumes and the network removed, even after a failure; the containers'
@@ -59,32 +60,9 @@ INFRA = ("postgres", "redis", "minio")
 ONE_SHOTS = ("create-bucket", "migrate")
 PLATFORM = ("api", "worker-cpu", "worker-reaper", "beat")
 HEALTHY = ("postgres", "redis", "minio", "api", "worker-cpu", "worker-reaper")
-# The job: the platform's built-in pitch anonymizer on a tiny synthetic protocol (8 speakers,
-# 1 training epoch, one back-end): the plumbing is under test, not the numbers.
-TINY_PROTOCOL: dict[str, Any] = {
-    "synthetic": {
-        "n_speakers": 8,
-        "utts_per_speaker": 6,
-        "n_attacker_train_speakers": 4,
-        "n_eval_speakers": 3,
-        "n_target_speakers": 1,
-        "enrollments_per_speaker": 2,
-        "trials_per_speaker": 2,
-        "min_duration_s": 1.5,
-        "max_duration_s": 2.0,
-    },
-    "scenarios": ["original", "semi-informed"],
-    "seeds": [0],
-    "training": {
-        "preset": "tiny",
-        "epochs": 1,
-        "batch_size": 8,
-        "crop_seconds": 1.0,
-        "target_classifier": "observe",
-    },
-    "backends": ["cosine"],
-    "metrics": {"bootstrap_resamples": 10},
-}
+# The job's protocol: a tiny synthetic one (8 speakers, 1 training epoch, one back-end): the
+# plumbing is under test, not the numbers. docs/deploy.md's walk-through posts the same file.
+TINY_PROTOCOL_FILE = CHECK_DIR / "tiny-protocol.json"
 
 
 class StepFailed(Exception):
@@ -288,21 +266,28 @@ class DeployCheck:
 
     # -- steps -----------------------------------------------------------------------------------
 
+    def build_image(
+        self, containerfile: Path, tag: str, context: Path, *build_args: str, wheels: bool = False
+    ) -> None:
+        """Podman: Docker's image format (OCI images drop HEALTHCHECK) and the wheelhouse mounted
+        (no package index in the build); Docker: the Dockerfile's pip cache mount."""
+        flags = [f"--build-arg={arg}" for arg in build_args]
+        if self.engine.name == "podman":
+            flags += ["--format", "docker"]
+            if wheels:
+                flags += ["-v", f"{WHEELHOUSE}:/wheelhouse:ro"]
+                flags += ["--build-arg=WHEELHOUSE=/wheelhouse"]
+        self.engine.cli("build", "-q", "-f", str(containerfile), "-t", tag, *flags, str(context))
+
     def build(self) -> None:
-        wheelhouse = ["-v", f"{WHEELHOUSE}:/wheelhouse:ro", "--build-arg", "WHEELHOUSE=/wheelhouse"]
         start = time.monotonic()
-        self.engine.cli(
-            "build", "-q", "-f", str(REPO / "deploy" / "Dockerfile"), "-t", f"{APP_IMAGE}:latest",
-            "--build-arg", f"BASE_IMAGE={PYTHON_BASE}", *wheelhouse, str(REPO),
-        )  # fmt: skip
+        base = f"BASE_IMAGE={PYTHON_BASE}"
+        self.build_image(REPO / "deploy" / "Dockerfile", f"{APP_IMAGE}:latest", REPO, base,
+                         wheels=True)  # fmt: skip
         self.timings["build: platform image"] = time.monotonic() - start
         for image, containerfile in SERVICE_IMAGES.items():
-            self.engine.cli("build", "-q", "-f", str(CHECK_DIR / containerfile), "-t", image,
-                            str(CHECK_DIR))  # fmt: skip
-        self.engine.cli(
-            "build", "-q", "-f", str(CHECK_DIR / "Containerfile.s3"), "-t", S3_IMAGE,
-            *wheelhouse, str(REPO),
-        )  # fmt: skip
+            self.build_image(CHECK_DIR / containerfile, image, CHECK_DIR)
+        self.build_image(CHECK_DIR / "Containerfile.s3", S3_IMAGE, REPO, wheels=True)
         for image in [f"{APP_IMAGE}:latest", *SERVICE_IMAGES, S3_IMAGE]:
             size = self.engine.cli("image", "inspect", "--format", "{{.Size}}", image).stdout
             log(f"image {image}: {int(size) / 1e9:.2f} GB")
@@ -326,12 +311,8 @@ class DeployCheck:
         if not re.fullmatch(r"[A-Za-z0-9_\-\.]{20,}", token):
             raise StepFailed("use", f"admin CLI printed no token: {admin_out!r}", api)
         client = self.http(token)
-        protocol = ok(
-            client.post(
-                "/v1/admin/protocols", json={"name": "deploy-check", "config": TINY_PROTOCOL}
-            ),
-            201,
-        )
+        protocol_body = json.loads(TINY_PROTOCOL_FILE.read_text())
+        protocol = ok(client.post("/v1/admin/protocols", json=protocol_body), 201)
         submission = ok(client.post("/v1/submissions", json={
             "kind": "builtin", "name": "pitch (deploy check)", "visibility": "public",
             "builtin": {"name": "pitch", "params": {}},
@@ -405,6 +386,66 @@ class DeployCheck:
             raise StepFailed("compare", "stack and in-process results differ: "
                              + "; ".join(mismatches[:10]))  # fmt: skip
         log(f"in-process run: the same {len(local)} result rows as the stack")
+
+    def backup(self) -> None:
+        """docs/deploy.md's backup and restore: `pg_dump -Fc` restored with `pg_restore` into a
+        fresh database (same rows), the bucket copied out and into a fresh bucket (same bytes)."""
+        postgres = self.engine.container("postgres")
+        dump = subprocess.run(
+            [self.engine.name, "exec", postgres, "pg_dump", "-U", "unmask", "-Fc", "unmask"],
+            capture_output=True, check=False,
+        )  # fmt: skip
+        if dump.returncode != 0 or not dump.stdout:
+            raise StepFailed("backup", f"pg_dump: {dump.stderr.decode()[-500:]}", postgres)
+        (self.work / "unmask.dump").write_bytes(dump.stdout)
+        self.engine.cli("exec", postgres, "createdb", "-U", "unmask", "unmask_restored")
+        restore = subprocess.run(
+            [self.engine.name, "exec", "-i", postgres, "pg_restore", "-U", "unmask",
+             "--no-owner", "-d", "unmask_restored"],
+            input=dump.stdout, capture_output=True, check=False,
+        )  # fmt: skip
+        if restore.returncode != 0:
+            raise StepFailed("backup", f"pg_restore: {restore.stderr.decode()[-500:]}", postgres)
+        tables = ("teams", "api_tokens", "submissions", "jobs", "results", "artifacts")
+        counts = "SELECT " + ", ".join(f"(SELECT count(*) FROM {t})" for t in tables)
+        rows = [
+            self.engine.cli(
+                "exec", postgres, "psql", "-U", "unmask", "-d", db, "-tAc", counts
+            ).stdout.strip()
+            for db in ("unmask", "unmask_restored")
+        ]
+        if rows[0] != rows[1]:
+            raise StepFailed("backup", f"restored rows differ: {rows[0]} vs {rows[1]}", postgres)
+        s3 = self.s3_client()
+        folder = self.work / "bucket-backup"
+        keys = []
+        for page in s3.get_paginator("list_objects_v2").paginate(Bucket="unmask"):
+            for item in page.get("Contents", []):
+                path = folder / item["Key"]
+                path.parent.mkdir(parents=True, exist_ok=True)
+                s3.download_file("unmask", item["Key"], str(path))
+                keys.append(item["Key"])
+        s3.create_bucket(Bucket="unmask-restored")
+        for key in keys:
+            s3.upload_file(str(folder / key), "unmask-restored", key)
+        for key in keys:
+            a = s3.get_object(Bucket="unmask", Key=key)["Body"].read()
+            b = s3.get_object(Bucket="unmask-restored", Key=key)["Body"].read()
+            if hashlib.sha256(a).digest() != hashlib.sha256(b).digest():
+                raise StepFailed("backup", f"restored object {key} differs")
+        log(f"backup: database restored with the same rows ({rows[0]}), {len(keys)} objects "
+            "copied out of the bucket and back into a fresh one")  # fmt: skip
+
+    def s3_client(self) -> Any:
+        import boto3
+
+        return boto3.client(
+            "s3",
+            endpoint_url=f"http://127.0.0.1:{self.s3_port}",
+            aws_access_key_id=self.env.get("MINIO_ROOT_USER", "unmask"),
+            aws_secret_access_key=self.env.get("MINIO_ROOT_PASSWORD", "unmask-secret"),
+            region_name="us-east-1",
+        )
 
     def restart(self) -> None:
         self.engine.compose("down")
@@ -528,6 +569,8 @@ class DeployCheck:
                 if not self.args.skip_compare:
                     with self.step("compare"):
                         self.compare()
+                with self.step("backup"):
+                    self.backup()
                 with self.step("restart"):
                     self.restart()
                 with self.step("replicas"):

@@ -93,7 +93,7 @@ def test_without_a_gpu_the_cpu_worker_can_take_every_phase_queue() -> None:
 
 
 def test_the_check_override_swaps_only_the_third_party_services() -> None:
-    """"Nothing else differs from the file operators use": images (and the S3 stand-in's
+    """Nothing else differs from the file operators use: the images (and the S3 stand-in's
     command and health check) of PostgreSQL, Redis, MinIO and its bucket job."""
     services = CHECK_OVERRIDE["services"]
     assert set(services) == {"postgres", "redis", "minio", "create-bucket"}
