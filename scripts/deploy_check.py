@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import dataclasses
 import hashlib
 import json
 import os
@@ -370,6 +371,9 @@ class DeployCheck:
 
     def compare(self) -> None:
         """The job's stored config run in-process here (CPU): the same result rows."""
+        sys.path.insert(0, str(REPO))
+        from services.platform.results.document import result_rows_from_document
+
         config = dict(self.state["job"]["config"])
         config.setdefault("training", {})["device"] = "cpu"
         path = self.work / "job-config.yaml"
@@ -380,7 +384,8 @@ class DeployCheck:
                    check=False, env=env, cwd=REPO)  # fmt: skip
         if done.returncode != 0:
             raise StepFailed("compare", f"in-process run failed: {done.stderr[-2000:]}")
-        local = json.loads((out / "results.json").read_text())["rows"]
+        document = json.loads((out / "results.json").read_text())
+        local = [dataclasses.asdict(row) for row in result_rows_from_document(document)]
         mismatches = compare_rows(self.state["results"], local)
         if mismatches:
             raise StepFailed("compare", "stack and in-process results differ: "
@@ -605,7 +610,8 @@ def compare_rows(stack: list[dict[str, Any]], local: list[dict[str, Any]]) -> li
     """Differences between two lists of result rows, keyed by scenario/backend/seed/metric."""
 
     def key(row: dict[str, Any]) -> tuple[str, ...]:
-        return tuple(str(row.get(k)) for k in ("scenario", "backend", "seed", "metric"))
+        names = ("attacker", "scenario", "backend", "seed", "metric")
+        return tuple(str(row.get(k, "baseline" if k == "attacker" else None)) for k in names)
 
     a, b = {key(r): r.get("value") for r in stack}, {key(r): r.get("value") for r in local}
     out = [f"{k} only in the stack" for k in a.keys() - b.keys()]
@@ -615,8 +621,14 @@ def compare_rows(stack: list[dict[str, Any]], local: list[dict[str, Any]]) -> li
 
 
 def same(x: Any, y: Any) -> bool:
-    if isinstance(x, float) and isinstance(y, float):
-        return x == y or (x != x and y != y)  # NaN equals NaN here
+    """Equal values; "not computed" (None or NaN, which the database stores as None) equals
+    itself."""
+
+    def missing(v: Any) -> bool:
+        return v is None or (isinstance(v, float) and v != v)
+
+    if missing(x) or missing(y):
+        return missing(x) and missing(y)
     return bool(x == y)
 
 
