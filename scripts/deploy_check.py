@@ -30,7 +30,9 @@ import json
 import os
 import re
 import secrets
+import shlex
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -205,6 +207,11 @@ class DeployCheck:
         for service in data["services"].values():
             if "build" in service:  # the images are built by the check (step build)
                 service["build"]["context"] = str(REPO)
+            test = service.get("healthcheck", {}).get("test")
+            if self.engine.name == "podman" and isinstance(test, list) and test[:1] == ["CMD"]:
+                # podman-compose 1.0 quotes the arguments of a CMD list wrongly (an argument
+                # with a space breaks the check); the same command as one shell line is safe.
+                service["healthcheck"]["test"] = ["CMD-SHELL", shlex.join(test[1:])]
         self.engine.compose_file.write_text(yaml.safe_dump(data, sort_keys=False))
 
     def wait_services(
@@ -558,6 +565,10 @@ class DeployCheck:
         shutil.rmtree(self.work, ignore_errors=True)
 
     def main(self) -> int:
+        # Stopped from outside (Ctrl-C, `kill`, a CI timeout): tear down all the same. A shell
+        # starts background jobs with SIGINT ignored, hence both handlers set here.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGTERM, signal.default_int_handler)
         start = time.monotonic()
         failure: StepFailed | None = None
         try:
