@@ -182,6 +182,7 @@ class DeployCheck:
         }
         self.engine = Engine(args.engine, self.project, self.work / "compose.yml", self.env)
         self.timings: dict[str, float] = {}
+        self.current_step = "prepare"
         self.replicas: list[str] = []
         self.state: dict[str, Any] = {}
 
@@ -190,6 +191,7 @@ class DeployCheck:
     @contextmanager
     def step(self, name: str) -> Iterator[None]:
         log(f"step {name} ...")
+        self.current_step = name
         start = time.monotonic()
         try:
             yield
@@ -594,7 +596,7 @@ class DeployCheck:
         except StepFailed as exc:
             failure = exc
         except KeyboardInterrupt:
-            failure = StepFailed("interrupted", "stopped by the user")
+            failure = StepFailed(self.current_step, "interrupted (SIGINT or SIGTERM)")
         finally:
             with self.step("down"):
                 self.down()
