@@ -131,3 +131,15 @@ def test_result_rows_compare_by_key_and_exact_value(deploy_check: ModuleType) ->
     assert deploy_check.compare_rows([{**row, "value": nan}], [{**row, "value": nan}]) == []
     missing = deploy_check.compare_rows([{**row, "value": 1.0}], [])
     assert missing and "only in the stack" in missing[0]
+
+
+def test_the_walk_through_protocol_is_a_valid_protocol_config() -> None:
+    """deploy/check/tiny-protocol.json: what the check and docs/deploy.md's walk-through post."""
+    import json
+
+    from services.platform.jobs.config import validate_protocol_config
+
+    body = json.loads((ROOT / "deploy" / "check" / "tiny-protocol.json").read_text())
+    assert set(body) == {"name", "config"}
+    validate_protocol_config(body["config"])
+    assert "tiny-protocol.json" in (ROOT / "docs" / "deploy.md").read_text()
