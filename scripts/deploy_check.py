@@ -501,13 +501,19 @@ class DeployCheck:
                  for arg in ("-e", f"{key}={value}")]  # fmt: skip
         names = [f"{self.project}-api-replica-{i}" for i in (1, 2)]
         self.replicas = names
+        # Both at once: the race the migration lock is for.
         procs = [
-            subprocess.Popen([self.engine.name, "run", "-d", "--name", name, "--network", network,
-                              *flags, f"{APP_IMAGE}:latest"], stdout=subprocess.DEVNULL)
+            subprocess.Popen(
+                [self.engine.name, "run", "-d", "--name", name, "--network", network, *flags,
+                 f"{APP_IMAGE}:latest"],
+                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+            )
             for name in names
         ]  # fmt: skip
-        for proc in procs:
-            proc.wait(timeout=120)
+        for name, proc in zip(names, procs, strict=True):
+            _, err = proc.communicate(timeout=120)
+            if proc.returncode != 0:
+                raise StepFailed("replicas", f"{self.engine.name} run: {err.strip()}", name)
         deadline = time.monotonic() + self.args.health_timeout
         pending = set(names)
         while pending:
