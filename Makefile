@@ -5,7 +5,8 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
 
-.PHONY: demo test venv services lint typecheck pytest benchmarks clean constraints deploy-check
+.PHONY: demo test venv services lint typecheck pytest benchmarks clean constraints client client-tool \
+	deploy-check
 
 $(STAMP): pyproject.toml constraints.txt
 	@test -x $(PY) || python3 -m venv $(VENV)
@@ -37,8 +38,17 @@ typecheck: venv
 pytest: venv
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
 
-# Lint, types, then every test (slow, integration, end-to-end and browser tests included).
-test: venv services lint typecheck pytest
+# Lint, types, then every test (slow, integration, end-to-end and browser tests included; the
+# client drift test needs the generator: client-tool).
+test: venv services client-tool lint typecheck pytest
+
+# The generated HTTP client (cli/api_client/) from the API's OpenAPI document: regenerate it after
+# changing a route or schema. The generator goes into .tools/ (its typer pin conflicts with ours).
+client-tool: venv
+	@test -d .tools/openapi-python-client/openapi_python_client || $(PY) scripts/generate_client.py --install-tool
+
+client: client-tool
+	$(PY) scripts/generate_client.py
 
 # The deployment for real (docs/deploy.md): images built on local Debian base images, the compose
 # stack started with Podman (Docker elsewhere), a job run through it, a restart, two API replicas

@@ -1,9 +1,9 @@
 """The Unmask HTTP gateway (FastAPI), versioned under ``/v1``.
 
 ``create_app(settings)`` builds an app on the given (or the process) settings; ``app`` is the
-default instance for ``uvicorn api.app:app``. Routes live in ``api/routes/``; errors are RFC 9457
-problem details (``api/problems.py``); authentication is a bearer API token (``api/auth.py``).
-See docs/api.md.
+default instance for ``uvicorn api.app:app``. Routes live in ``api/routes/``, pages in
+``api/pages/``; errors are RFC 9457 problem details (``api/problems.py``); authentication is a
+bearer API token (``api/auth.py``). See docs/api.md.
 """
 
 from __future__ import annotations
@@ -14,14 +14,32 @@ from typing import Any
 
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
+from fastapi.routing import APIRoute
 from fastapi.staticfiles import StaticFiles
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 
+from api import pages
 from api.auth import BEARER_SCHEME_NAME
 from api.body_limit import BodyLimitMiddleware
 from api.context import ApiContext
+from api.faults import install_fault_handlers
+from api.http_semantics import HttpSemanticsMiddleware
 from api.problems import PROBLEM_MEDIA_TYPE, install_problem_handlers, problem_responses
-from api.routes import admin, blobs, health, jobs, pages, protocols, submissions, webhooks
+from api.request_body import RequestBodyMiddleware
+from api.routes import (
+    admin,
+    badges,
+    blobs,
+    compare,
+    health,
+    jobs,
+    phases,
+    protocols,
+    submissions,
+    webhooks,
+)
 from api.security_headers import SecurityHeadersMiddleware
+from services.json_values import JSON_VALUE_SCHEMA
 from services.platform.outbox import MessageSender
 from services.settings import Settings, get_settings
 from services.storage.blobstore import BlobStore
@@ -44,6 +62,8 @@ TAGS = [
     {"name": "admin", "description": "Teams, tokens, protocols (admin scope)."},
     {"name": "blobs", "description": "Signed URLs of the local blob store (embedded mode)."},
     {"name": "webhooks", "description": "Signed job events POSTed to a team's URLs."},
+    {"name": "phases", "description": "Challenge phases of a protocol; re-runs of old results."},
+    {"name": "compare", "description": "Two submissions of a protocol side by side."},
 ]
 
 
@@ -81,13 +101,21 @@ def _openapi_with_problems(app: FastAPI) -> dict[str, Any]:
                 if code[:1] in {"4", "5"} and content and "application/json" in content:
                     content[PROBLEM_MEDIA_TYPE] = content.pop("application/json")
     # Every 422 is documented with the Problem model; FastAPI's default error models are unused.
-    components = schema.get("components", {}).get("schemas", {})
+    components = schema.setdefault("components", {}).setdefault("schemas", {})
+    # The free-form JSON objects (config, config_overrides, builtin.params) refer to it.
+    components["JsonValue"] = JSON_VALUE_SCHEMA
     for unused in ("HTTPValidationError", "ValidationError"):
         text = str(schema.get("paths", {}))
         if f"#/components/schemas/{unused}'" not in text:
             components.pop(unused, None)
     app.openapi_schema = schema
     return schema
+
+
+def operation_id(route: APIRoute) -> str:
+    """The OpenAPI operation id of a route: ``<first tag>-<route name>`` (e.g.
+    ``jobs-create_job``), stable names for the generated client's functions."""
+    return f"{route.tags[0]}-{route.name}" if route.tags else route.name
 
 
 def create_app(
@@ -117,6 +145,7 @@ def create_app(
         context.close()
 
     app = FastAPI(
+        generate_unique_id_function=operation_id,
         title="Unmask API",
         version=API_VERSION,
         description=DESCRIPTION,
@@ -128,16 +157,29 @@ def create_app(
     )
     app.state.context = context
     install_problem_handlers(app)
+    install_fault_handlers(app)
+    # Inner to the body limit: bodies are read (under the read timeout) only within it.
+    app.add_middleware(RequestBodyMiddleware, read_timeout_s=context.settings.upload_read_timeout_s)
     app.add_middleware(BodyLimitMiddleware, max_bytes=context.settings.max_json_body_bytes)
     for module in (health, admin, protocols, submissions, jobs, blobs):
         app.include_router(module.router)
     app.include_router(jobs.submission_jobs_router)
+    app.include_router(phases.router)
+    app.include_router(badges.router)
+    app.include_router(compare.router)
     # Outgoing webhooks (/v1/webhooks) and the server-rendered pages (/, /protocols/..., HTML).
     app.include_router(webhooks.router)
     app.include_router(pages.router)
     app.mount("/static", StaticFiles(directory=pages.STATIC_DIR), name="static")
     app.openapi = lambda: _openapi_with_problems(app)  # type: ignore[method-assign]
 
+    # HEAD and OPTIONS, complete Allow headers, redirects without the request's Host; then only
+    # the configured host names are answered at all.
+    app.add_middleware(
+        HttpSemanticsMiddleware, fastapi_app=app, public_url=context.settings.public_url
+    )
+    if context.settings.trusted_hosts != ["*"]:
+        app.add_middleware(TrustedHostMiddleware, allowed_hosts=context.settings.trusted_hosts)
     # --- security headers (CSP with a per-response script nonce, framing, sniffing) ----------
     app.add_middleware(SecurityHeadersMiddleware)
     # ------------------------------------------------------------------------------------------

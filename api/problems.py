@@ -53,6 +53,7 @@ _STANDARD: dict[int, tuple[str, str]] = {
     429: ("quota-exceeded", "Quota exceeded"),
     500: ("internal-error", "Internal server error"),
     503: ("service-unavailable", "Service unavailable"),
+    507: ("insufficient-storage", "Insufficient storage"),
 }
 
 
@@ -121,7 +122,21 @@ def problem_response(
         "instance": request.url.path,
     }
     body.update(extra or {})
-    return JSONResponse(body, status_code=status, headers=headers, media_type=PROBLEM_MEDIA_TYPE)
+    return JSONResponse(
+        _encodable(body), status_code=status, headers=headers, media_type=PROBLEM_MEDIA_TYPE
+    )
+
+
+def _encodable(value: Any) -> Any:
+    """``value`` with every string UTF-8 encodable: a message that echoes a lone surrogate of the
+    request shows it escaped (``\\ud800``) instead of failing to render."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    if isinstance(value, dict):
+        return {_encodable(k): _encodable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_encodable(v) for v in value]
+    return value
 
 
 def _status_of(exc: InvalidInputError) -> tuple[int, str | None]:

@@ -1,6 +1,9 @@
 """A small Python client of the Unmask HTTP API, for CI pipelines and scripts.
 
-Only ``httpx`` (no FastAPI, no Celery, no torch): ``from cli.client import UnmaskClient``.
+Only ``httpx`` and the generated, typed client ``cli/api_client`` (openapi-python-client, from
+the API's OpenAPI document: ``make client``; no FastAPI, no Celery, no torch):
+``from cli.client import UnmaskClient``. The archive upload streams from disk through ``httpx``
+directly (the generated operation takes the body in memory).
 
     client = UnmaskClient.from_env()                  # UNMASK_URL, UNMASK_TOKEN
     protocol = client.find_protocol("vpc-lazy")       # by name (latest version) or id
@@ -15,7 +18,9 @@ Only ``httpx`` (no FastAPI, no Celery, no torch): ``from cli.client import Unmas
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -24,12 +29,32 @@ from typing import Any
 
 import httpx
 
+from cli.api_client import AuthenticatedClient
+from cli.api_client.api.identity import identity_me
+from cli.api_client.api.jobs import jobs_create_job, jobs_get_job, jobs_get_results
+from cli.api_client.api.phases import phases_list_phases, phases_rerun_outdated_results
+from cli.api_client.api.protocols import protocols_get_protocol, protocols_list_protocols
+from cli.api_client.api.submissions import (
+    submissions_create_submission,
+    submissions_get_submission,
+)
+from cli.api_client.models import (
+    BuiltinSpecName,
+    BuiltinSubmissionCreate,
+    ContainerSubmissionCreate,
+    JobCreate,
+    JobCreateConfigOverrides,
+    RerunRequest,
+)
+from cli.api_client.types import UNSET
 from cli.result_table import aggregate_rows
 from services.metrics import catalogue
 
 TERMINAL_JOB_STATES = frozenset({"succeeded", "failed", "cancelled"})
 DEFAULT_TIMEOUT_S = 60.0
 UPLOAD_CHUNK_BYTES = 1024 * 1024
+# A protocol id, or its name (the API's name rule) with an optional @VERSION.
+PROTOCOL_REFERENCE = re.compile(r"[0-9]+|[a-z0-9][a-z0-9._-]{0,127}(@[0-9]+)?")
 
 
 class UnmaskApiError(RuntimeError):
@@ -51,6 +76,16 @@ def _describe(response: httpx.Response) -> str:
     except ValueError:
         detail = None
     return str(detail or response.text[:300] or response.reason_phrase)
+
+
+def _detail(content: bytes) -> str:
+    """The problem's ``detail`` of an error body, else its first characters."""
+    try:
+        body = json.loads(content)
+        detail = body.get("detail") if isinstance(body, dict) else None
+    except ValueError:
+        detail = None
+    return str(detail or content[:300].decode(errors="replace") or "no body")
 
 
 class UnmaskClient:
@@ -75,6 +110,8 @@ class UnmaskClient:
             timeout=timeout_s,
             transport=transport,
         )
+        # The generated, typed client (cli/api_client) over the same connection pool.
+        self._api = AuthenticatedClient(base_url=self.url, token=token).set_httpx_client(self._http)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **kwargs: Any) -> UnmaskClient:
@@ -109,21 +146,42 @@ class UnmaskClient:
             )
         return None if response.status_code == 204 or not response.content else response.json()
 
+    def _call(self, operation: Any, *, expected: Sequence[int] = (200,), **kwargs: Any) -> Any:
+        """One call of a generated operation (``cli/api_client``, typed request); the answer's
+        JSON body (None for 204). Errors as :meth:`request`."""
+        route = operation._get_kwargs(**kwargs)
+        label = f"{route['method'].upper()} {route['url']}"
+        try:
+            response = operation.sync_detailed(client=self._api, **kwargs)
+        except httpx.HTTPError as exc:
+            raise UnmaskApiError(f"{label}: {type(exc).__name__}: {exc}") from None
+        if response.status_code not in expected:
+            raise UnmaskApiError(
+                f"{label} answered {response.status_code}: {_detail(response.content)}",
+                status=int(response.status_code),
+            )
+        return json.loads(response.content) if response.content else None
+
     # --- reading ---------------------------------------------------------------------------
 
     def me(self) -> dict[str, Any]:
         """The calling token: team, scopes, quota usage."""
-        result: dict[str, Any] = self.request("GET", "/v1/me")
+        result: dict[str, Any] = self._call(identity_me)
         return result
 
     def find_protocol(self, name_or_id: str | int) -> dict[str, Any]:
         """A protocol by id, or by name (its latest version; ``name@3`` for version 3)."""
         text = str(name_or_id)
+        if not PROTOCOL_REFERENCE.fullmatch(text):
+            raise UnmaskConfigError(
+                f"--protocol {text[:40]!r} is not a protocol name (lowercase letters, digits, "
+                "'.', '_', '-'), name@VERSION or id"
+            )
         if text.isdigit():
-            result: dict[str, Any] = self.request("GET", f"/v1/protocols/{text}")
+            result: dict[str, Any] = self._call(protocols_get_protocol, protocol_id=int(text))
             return result
         name, _, version = text.partition("@")
-        versions = self.request("GET", "/v1/protocols", params={"name": name})
+        versions = self._call(protocols_list_protocols, name=name)
         if version:
             versions = [p for p in versions if str(p["version"]) == version]
         if not versions:
@@ -134,19 +192,17 @@ class UnmaskClient:
 
     def job(self, job_id: int, *, log_chars: int = 500) -> dict[str, Any]:
         """A job with its stages and log tails."""
-        result: dict[str, Any] = self.request(
-            "GET", f"/v1/jobs/{job_id}", params={"log_chars": log_chars}
-        )
+        result: dict[str, Any] = self._call(jobs_get_job, job_id=job_id, log_chars=log_chars)
         return result
 
     def results(self, job_id: int) -> dict[str, Any]:
         """A job's metric rows (``results``: scenario, backend, seed, metric, value)."""
-        result: dict[str, Any] = self.request("GET", f"/v1/jobs/{job_id}/results")
+        result: dict[str, Any] = self._call(jobs_get_results, job_id=job_id)
         return result
 
     def submission(self, submission_id: int) -> dict[str, Any]:
         """A submission (``status``: validating, accepted, rejected)."""
-        result: dict[str, Any] = self.request("GET", f"/v1/submissions/{submission_id}")
+        result: dict[str, Any] = self._call(submissions_get_submission, submission_id=submission_id)
         return result
 
     # --- submitting ------------------------------------------------------------------------
@@ -160,14 +216,23 @@ class UnmaskClient:
         visibility: str = "private",
     ) -> dict[str, Any]:
         """Submit a built-in anonymizer with parameters."""
-        body = {
-            "kind": "builtin",
-            "name": name,
-            "visibility": visibility,
-            "builtin": {"name": builtin, "params": dict(params or {})},
-        }
-        result: dict[str, Any] = self.request(
-            "POST", "/v1/submissions", json=body, expected=(200, 201)
+        try:
+            body = BuiltinSubmissionCreate.from_dict(
+                {
+                    "kind": "builtin",
+                    "name": name,
+                    "visibility": visibility,
+                    "builtin": {"name": builtin, "params": dict(params or {})},
+                }
+            )
+        except ValueError:  # the typed client knows the API's built-in names
+            known = ", ".join(n.value for n in BuiltinSpecName)
+            raise UnmaskConfigError(
+                f"body.builtin.name: {builtin!r} is not a built-in anonymizer (known: {known}); "
+                f"visibility must be public or private (got {visibility!r})"
+            ) from None
+        result: dict[str, Any] = self._call(
+            submissions_create_submission, body=body, expected=(200, 201)
         )
         return result
 
@@ -175,10 +240,16 @@ class UnmaskClient:
         self, name: str, image: str, *, visibility: str = "private"
     ) -> dict[str, Any]:
         """Submit a container image pinned by digest (``name@sha256:...``)."""
-        body = {"kind": "container", "name": name, "visibility": visibility}
-        body["container"] = {"image": image}  # type: ignore[assignment]
-        result: dict[str, Any] = self.request(
-            "POST", "/v1/submissions", json=body, expected=(200, 201)
+        body = ContainerSubmissionCreate.from_dict(
+            {
+                "kind": "container",
+                "name": name,
+                "visibility": visibility,
+                "container": {"image": image},
+            }
+        )
+        result: dict[str, Any] = self._call(
+            submissions_create_submission, body=body, expected=(200, 201)
         )
         return result
 
@@ -244,16 +315,36 @@ class UnmaskClient:
         *,
         config_overrides: Mapping[str, Any] | None = None,
         idempotency_key: str | None = None,
+        phase: str | None = None,
     ) -> dict[str, Any]:
-        """Start a job (a retried call with the same ``idempotency_key`` returns the same job)."""
-        headers = {"Idempotency-Key": idempotency_key} if idempotency_key else {}
-        body = {
-            "submission_id": submission_id,
-            "protocol_id": protocol_id,
-            "config_overrides": dict(config_overrides or {}),
-        }
-        result: dict[str, Any] = self.request(
-            "POST", "/v1/jobs", json=body, headers=headers, expected=(200, 201)
+        """Start a job (a retried call with the same ``idempotency_key`` returns the same job),
+        in the protocol's ``phase`` (default: the one open now, if it has phases)."""
+        body = JobCreate(
+            submission_id=submission_id,
+            protocol_id=protocol_id,
+            config_overrides=JobCreateConfigOverrides.from_dict(dict(config_overrides or {})),
+            phase=UNSET if phase is None else phase,
+        )
+        result: dict[str, Any] = self._call(
+            jobs_create_job,
+            body=body,
+            idempotency_key=UNSET if idempotency_key is None else idempotency_key,
+            expected=(200, 201),
+        )
+        return result
+
+    def phases(self, protocol_id: int) -> list[dict[str, Any]]:
+        """The protocol's phases in order."""
+        result: list[dict[str, Any]] = self._call(phases_list_phases, protocol_id=protocol_id)
+        return result
+
+    def rerun_outdated(self, protocol_id: int, *, include_current: bool = False) -> dict[str, Any]:
+        """Administrators: queue uncharged re-runs of the protocol's results of an older
+        scorer (``include_current``: of every result)."""
+        result: dict[str, Any] = self._call(
+            phases_rerun_outdated_results,
+            protocol_id=protocol_id,
+            body=RerunRequest(include_current=include_current),
         )
         return result
 
@@ -296,7 +387,8 @@ def _threshold_label(metric: catalogue.Metric) -> str:
 class Thresholds:
     """Privacy requirements on the seed-aggregated results. None = not checked.
 
-    Units: EER and IdR in %, SRD MeanD in bits, min Cllr in bits, linkability in [0, 1].
+    Units: EER and IdR in %, SRD MeanD in bits, min Cllr in bits, linkability D_sys in [0, 1],
+    top-1 linkability and singling out in %.
     """
 
     min_eer: float | None = None
@@ -306,6 +398,10 @@ class Thresholds:
     max_linkability: float | None = None
     max_wer_increase: float | None = None
     """Utility: WER increase (percentage points) at most this, and usable speech."""
+    max_linkability_top1: float | None = None
+    """Legal top-1 linkability (%) at the headline point at most this."""
+    max_singling_out: float | None = None
+    """Legal singling out (%) at the headline point at most this."""
 
     def checks(self) -> list[tuple[str, str, str, float]]:
         """(label, metric, ">=" or "<=", bound) of every threshold that is set."""
@@ -315,6 +411,8 @@ class Thresholds:
             (catalogue.SRD_IDENTIFICATION_RATE, self.max_srd_idr),
             (catalogue.MIN_CLLR, self.min_cllr),
             (catalogue.LINKABILITY, self.max_linkability),
+            (catalogue.LINKABILITY_TOP1, self.max_linkability_top1),
+            (catalogue.SINGLING_OUT, self.max_singling_out),
         ]
         return [
             (_threshold_label(m), m.key, ">=" if m.higher_is_better else "<=", bound)

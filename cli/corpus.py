@@ -69,21 +69,32 @@ def import_command(
         typer.Option(
             "--layout",
             help="librispeech | libritts | librispeech-tts | folder (audio files + "
-            "speakers.csv) | csv | jsonl",
+            "speakers.csv) | kaldi (Kaldi / VoicePrivacy data folders) | csv | jsonl",
         ),
     ],
     skip_invalid: Annotated[
         bool, typer.Option("--skip-invalid", help="Skip and report bad rows/files.")
     ] = False,
-    min_duration: Annotated[float, typer.Option(help="Shortest kept utterance (s).")] = 2.0,
-    max_duration: Annotated[float, typer.Option(help="Longest kept utterance (s).")] = 25.0,
+    min_duration: Annotated[
+        float | None,
+        typer.Option(help="Shortest kept utterance (s); default 2, kaldi layout: no bound."),
+    ] = None,
+    max_duration: Annotated[
+        float | None,
+        typer.Option(help="Longest kept utterance (s); default 25, kaldi layout: no bound."),
+    ] = None,
 ) -> None:
     """Import a corpus into a manifest (durations from the audio headers, duration filter)."""
+    # The VoicePrivacy lists are used as published: the kaldi layout keeps every duration
+    # unless asked otherwise, so every listed utterance stays in the manifest.
+    unbounded = layout == "kaldi"
+    lowest = min_duration if min_duration is not None else (0.0 if unbounded else 2.0)
+    longest = max_duration if max_duration is not None else (1e9 if unbounded else 25.0)
     report = import_corpus(
         layout,
         src,
         skip_invalid=skip_invalid,
-        duration_filter=_duration_filter(min_duration, max_duration),
+        duration_filter=_duration_filter(lowest, longest),
     )
     console = _console()
     _print_skipped(console, report.problems)
@@ -145,8 +156,35 @@ def protocol_command(
     check_audio: Annotated[
         bool, typer.Option("--check-audio/--no-check-audio", help="Check every audio file.")
     ] = True,
+    vpc_lists: Annotated[
+        Path | None,
+        typer.Option(
+            "--vpc-lists",
+            help="VoicePrivacy data folder: enrollment and trials exactly as its *_enrolls / "
+            "*_trials_f / *_trials_m lists (speaker and split options are then unused).",
+        ),
+    ] = None,
+    train: Annotated[
+        str, typer.Option("--train", help="With --vpc-lists: the attacker-train folder.")
+    ] = "train-clean-360",
 ) -> None:
     """Assign speaker roles, split utterances and write a protocol JSON."""
+    if vpc_lists is not None:
+        from services.corpus.voiceprivacy import build_vpc_protocol
+
+        loaded = load_manifest(manifest, check_audio=check_audio).manifest
+        protocol = build_vpc_protocol(
+            loaded,
+            vpc_lists,
+            train=train,
+            name=name if name != "default" else "voiceprivacy",
+            manifest_path=manifest_path_for(out, manifest),
+            validation_fraction=validation_fraction,
+            seed=seed,
+        )
+        saved = save_protocol(protocol, out)
+        _console().print(f"wrote {out}: {_protocol_summary(saved)}", markup=False)
+        return
     if tsa_strategy not in ("random", "same-gender"):
         raise ConfigError(f"--tsa-strategy must be random or same-gender, got {tsa_strategy!r}")
     if tsa_granularity not in ("utterance", "speaker"):
@@ -181,11 +219,15 @@ def protocol_command(
 
 def _protocol_summary(p: Protocol) -> str:
     r = p.speaker_roles
+    lists = ""
+    if p.fixed_trials is not None:
+        counts = ", ".join(f"{t.name} {len(t)}" for t in p.fixed_trials.lists)
+        lists = f"; fixed trial lists: {counts}"
     return (
         f"speakers {len(r.attacker_train)} attacker-train / {len(r.evaluation)} evaluation / "
         f"{len(r.target)} target; utterances {len(p.attacker_train)} train, "
         f"{len(p.attacker_validation)} validation, {len(p.enrollment)} enrollment, "
-        f"{len(p.trial)} trial; hash {(p.content_hash or '')[:12]}"
+        f"{len(p.trial)} trial{lists}; hash {(p.content_hash or '')[:12]}"
     )
 
 

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
-from cli.progress import PlainProgress
+from cli.progress import PlainProgress, stdout_console
 from cli.result_table import rows_table
 from cli.verdict import print_verdict
 
@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 
 console = Console(stderr=True)
 # Piped output (logs, tests) gets a fixed width that fits the result table uncut.
-out_console = Console() if sys.stdout.isatty() else Console(width=100)
+out_console = stdout_console()
 
 DEMO_TEAM = "demo-lab"
 DEMO_PROTOCOL = "demo-synthetic"

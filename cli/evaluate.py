@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
-from cli.progress import PlainProgress
+from cli.progress import PlainProgress, stdout_console
 from cli.result_table import summary_table
 from cli.verdict import document_rows, print_verdict
 from services.anonymizers.container import ContainerSandbox
@@ -21,7 +21,7 @@ from services.pipeline.config import EvaluationConfig, demo_config
 from services.settings import get_settings
 
 console = Console(stderr=True)
-out_console = Console()
+out_console = stdout_console()
 
 
 def print_summary(result: dict[str, Any]) -> None:
@@ -33,8 +33,9 @@ def print_summary(result: dict[str, Any]) -> None:
         low, high = r.get("eer_ci95_percent") or (None, None)
         if low is None or high is None:
             continue
+        who = f"{r['attacker']}: " if r.get("attacker") else ""
         out_console.print(
-            f"  {r['scenario']:>14} {r['backend']:<6} seed {r['seed']}: "
+            f"  {who}{r['scenario']:>14} {r['backend']:<6} seed {r['seed']}: "
             f"EER {eer.format(eer.value_in(r))} % (95 % CI {eer.format(low)}-{eer.format(high)}, "
             "speaker bootstrap)"
         )

@@ -18,9 +18,11 @@ from typer._click import exceptions as typer_click_exceptions
 from cli.admin import admin_app
 from cli.analyses import analyses_app
 from cli.anonymize import anonymize_command
+from cli.challenge import phases_command, rerun_outdated_command
 from cli.container import container_app
 from cli.corpus import corpus_app
 from cli.evaluate import demo_command, evaluate_command
+from cli.export import export_command
 from cli.submit import submit_command
 from services.anonymizers.container import ContainerEngineError
 
@@ -37,7 +39,11 @@ app.add_typer(
 )
 app.add_typer(admin_app, name="admin", help="Teams and API tokens (operators).")
 app.add_typer(container_app, name="container")
-app.add_typer(analyses_app, name="analyses", help="SRD on representations, dataset-size study.")
+app.add_typer(
+    analyses_app,
+    name="analyses",
+    help="SRD on representations, dataset-size study, pre-restoration attack.",
+)
 app.command("anonymize", help="Anonymize a protocol's audio with a built-in anonymizer.")(
     anonymize_command
 )
@@ -50,6 +56,14 @@ app.command("demo", help="Run the demo evaluation (synthetic corpus, built-in pi
 app.command("submit", help="Submit to an Unmask server, wait, gate CI on privacy thresholds.")(
     submit_command
 )
+app.command("export", help="Write an evaluation's results in the VoicePrivacy layout.")(
+    export_command
+)
+app.command("phases", help="List a protocol's challenge phases (Unmask server).")(phases_command)
+app.command(
+    "rerun-outdated",
+    help="Administrators: re-run results of an older scorer with the current one (not charged).",
+)(rerun_outdated_command)
 
 
 # Unreadable or malformed input files (a directory, random bytes, a truncated archive) and an
@@ -93,6 +107,9 @@ def main(argv: list[str] | None = None) -> int:
         apply_thread_settings()
     except ValidationError as exc:
         first = exc.errors()[0]
+        if not first["loc"]:  # a rule over several settings: its message names them
+            print(f"unmask: {first['msg'].removeprefix('Value error, ')}", file=sys.stderr)
+            return 2
         field = "UNMASK_" + "_".join(str(p) for p in first["loc"]).upper()
         print(f"unmask: environment variable {field}: {first['msg']}", file=sys.stderr)
         return 2

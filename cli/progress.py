@@ -17,7 +17,20 @@ from datetime import UTC, datetime
 from types import TracebackType
 from typing import TextIO
 
+from rich.console import Console
+
 from services.pipeline.phases import PHASES
+
+LOG_WIDTH = 240
+"""Columns of tables and lines written to a log (stdout not a terminal): wide enough that a
+zoo's result table is never cut ("E… %"); a terminal keeps its own width."""
+
+
+def stdout_console() -> Console:
+    """The console of results on stdout: the terminal's width, or :data:`LOG_WIDTH` in a log."""
+    import sys
+
+    return Console() if sys.stdout.isatty() else Console(width=LOG_WIDTH)
 
 
 def _clock_text(seconds: float) -> str:
@@ -76,7 +89,9 @@ class PlainProgress:
         place = f"{names.index(phase) + 1} of {len(names)}" if phase in names else "-"
         in_phase = t - self.phase_started
         eta = ""
-        if 0.0 < self.fraction < 1.0:
+        # A message with its own ETA (measured step rates: training) is not second-guessed by
+        # a linear extrapolation of the phase fraction.
+        if 0.0 < self.fraction < 1.0 and "ETA" not in self.message:
             eta = f", ~{_clock_text(in_phase * (1.0 - self.fraction) / self.fraction)} left"
         stamp = self.now().strftime("%Y-%m-%dT%H:%M:%SZ")
         self.stream.write(

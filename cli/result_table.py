@@ -14,10 +14,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from services.metrics import catalogue
-from services.pipeline.zoo import BASELINE
-
-AGGREGATE_SEED = -1
-"""Seed of the long-format rows that hold a mean over seeds (``<metric>_std`` beside it)."""
+from services.metrics.catalogue import AGGREGATE_SEED
+from services.pipeline.zoo import row_attacker
 
 SCENARIO_ORDER: tuple[str, ...] = ("original", "ignorant", "lazy-informed", "semi-informed")
 """Reference order of the attack scenarios; others follow alphabetically."""
@@ -37,30 +35,27 @@ def _cell(metric: catalogue.Metric, mean: float | None, std: float | None) -> st
     return text
 
 
-def row_attacker(row: Mapping[str, Any]) -> str:
-    """The attacker of a result row or summary entry (none named: the baseline)."""
-    return str(row.get("attacker") or BASELINE)
-
-
 def aggregate_attacker_rows(
     results: Sequence[Mapping[str, Any]],
 ) -> dict[tuple[str, str, str], dict[str, float | None]]:
-    """``{(attacker, scenario, backend): {metric: value}}`` from long-format result rows: the
-    aggregate rows (seed -1) where present, else the mean over the per-seed rows. Rows without
-    an ``attacker`` are the baseline's (evaluations without an attacker zoo)."""
-    aggregate: dict[tuple[str, str, str], dict[str, float | None]] = {}
-    per_seed: dict[tuple[str, str, str, str], list[float]] = {}
+    """``{(attacker, scenario, backend): {metric: value}}`` from long-format result rows, each
+    value ``catalogue.aggregate_over_seeds`` of its rows (the aggregate row where present, else
+    the mean over the per-seed rows). Rows without an ``attacker`` are the baseline's
+    (evaluations without an attacker zoo)."""
+    aggregate: dict[tuple[str, str, str, str], float | None] = {}
+    per_seed: dict[tuple[str, str, str, str], list[float | None]] = {}
     for row in results:
-        key = (row_attacker(row), str(row["scenario"]), str(row["backend"]))
+        key = (row_attacker(row), str(row["scenario"]), str(row["backend"]), str(row["metric"]))
+        value = None if row["value"] is None else float(row["value"])
         if row["seed"] == AGGREGATE_SEED:
-            aggregate.setdefault(key, {})[row["metric"]] = row["value"]
-        elif row["value"] is not None:
-            per_seed.setdefault((*key, row["metric"]), []).append(float(row["value"]))
-    for (attacker, scenario, backend, metric), values in per_seed.items():
-        table = aggregate.setdefault((attacker, scenario, backend), {})
-        if metric not in table:
-            table[metric] = sum(values) / len(values)
-    return aggregate
+            aggregate[key] = value
+        else:
+            per_seed.setdefault(key, []).append(value)
+    out: dict[tuple[str, str, str], dict[str, float | None]] = {}
+    for key in dict.fromkeys([*aggregate, *per_seed]):
+        value = catalogue.aggregate_over_seeds(aggregate.get(key), per_seed.get(key, []))
+        out.setdefault(key[:3], {})[key[3]] = value
+    return out
 
 
 def aggregate_rows(

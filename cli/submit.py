@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -109,6 +110,19 @@ def _exit_for_api_error(exc: UnmaskApiError) -> int:
     return EXIT_JOB_OR_API_FAILED
 
 
+def _submit_archive(
+    client: UnmaskClient, name: str, archive: Path, protocol_id: int, visibility: str
+) -> dict[str, Any]:
+    """Upload an archive file, or a folder packed into a temporary tar first."""
+    if not archive.is_dir():
+        return client.submit_archive(name, archive, protocol_id, visibility=visibility)
+    from services.anonymizers.archive import pack_folder
+
+    with tempfile.TemporaryDirectory(prefix="unmask-archive-") as tmp:
+        packed = pack_folder(archive, Path(tmp) / f"{archive.name}.tar")
+        return client.submit_archive(name, packed, protocol_id, visibility=visibility)
+
+
 def submit_command(
     protocol: str = typer.Option(
         ..., "--protocol", "-p", help="Protocol name (latest version), name@VERSION or id."
@@ -121,12 +135,18 @@ def submit_command(
         None, "--image", help="Container image pinned by digest: name@sha256:<64 hex>."
     ),
     archive: Path | None = typer.Option(
-        None, "--archive", help="Pre-anonymized audio archive for the protocol."
+        None,
+        "--archive",
+        help="Pre-anonymized audio for the protocol: an archive, or a folder (packed here; "
+        "the Unmask layout or the VoicePrivacy <set><suffix>/wav/<utt>.wav).",
     ),
     name: str | None = typer.Option(None, "--name", help="Submission name (default: derived)."),
     public: bool = typer.Option(False, "--public", help="List it on the public leaderboard."),
     override: list[str] = typer.Option(
         [], "--override", help="Config override PATH=VALUE, e.g. training.epochs=3; repeatable."
+    ),
+    phase: str | None = typer.Option(
+        None, "--phase", help="The protocol's phase to submit to (default: the one open now)."
     ),
     idempotency_key: str | None = typer.Option(
         None, "--idempotency-key", help="Retrying with the same key returns the same job."
@@ -152,6 +172,16 @@ def submit_command(
         "--max-wer-increase",
         help="Require the WER increase (points) <= this, and usable speech (utility).",
     ),
+    max_linkability_top1: float | None = typer.Option(
+        None,
+        "--max-linkability-top1",
+        help="Require the legal top-1 linkability % (headline N, L) <= this.",
+    ),
+    max_singling_out: float | None = typer.Option(
+        None,
+        "--max-singling-out",
+        help="Require the legal singling out % (headline N, L) <= this.",
+    ),
     scenario: str = typer.Option(
         "semi-informed", "--scenario", help="Scenario the thresholds apply to."
     ),
@@ -169,7 +199,14 @@ def submit_command(
 ) -> int:
     """Submit an anonymizer, wait for its evaluation and check privacy thresholds."""
     thresholds = Thresholds(
-        min_eer, max_srd_meand, max_srd_idr, min_cllr, max_linkability, max_wer_increase
+        min_eer,
+        max_srd_meand,
+        max_srd_idr,
+        min_cllr,
+        max_linkability,
+        max_wer_increase,
+        max_linkability_top1=max_linkability_top1,
+        max_singling_out=max_singling_out,
     )
     try:
         sources = [s for s in (builtin, image, archive) if s is not None]
@@ -189,8 +226,8 @@ def submit_command(
                 submission = client.submit_container(name or image, image, visibility=visibility)
             else:
                 assert archive is not None
-                submission = client.submit_archive(
-                    name or archive.name, archive, found["id"], visibility=visibility
+                submission = _submit_archive(
+                    client, name or archive.name, archive, found["id"], visibility
                 )
                 if wait:
                     err.print(
@@ -204,6 +241,7 @@ def submit_command(
                 found["id"],
                 config_overrides=overrides,
                 idempotency_key=idempotency_key,
+                phase=phase,
             )
             err.print(
                 f"submission {submission['id']} ({submission['name']}), job {job['id']} on "

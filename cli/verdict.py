@@ -11,9 +11,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from cli.result_table import AGGREGATE_SEED, aggregate_attacker_rows, row_attacker
+from cli.result_table import aggregate_attacker_rows
 from services.metrics import catalogue
-from services.pipeline.zoo import HEADLINE_SCENARIOS
+from services.metrics.catalogue import AGGREGATE_SEED
+from services.pipeline.zoo import HEADLINE_SCENARIOS, row_attacker
 
 ORIGINAL_SCENARIO = "original"
 
@@ -56,17 +57,47 @@ def _seed_note(n_seeds: int) -> str:
 def _strongest(
     values: Mapping[tuple[str, str, str], Mapping[str, float | None]], scenario: str
 ) -> tuple[str, str, Mapping[str, float | None]] | None:
-    """(attacker, back-end, values) with the lowest EER for ``scenario`` (the worst case for the
-    maker, over every attacker of a zoo; ties: by attacker, then back-end name)."""
+    """(attacker, back-end, values) with the EER worst for the maker for ``scenario`` (over every
+    attacker of a zoo; ties: by attacker, then back-end name; ``catalogue.worst_for_maker``)."""
     eer = catalogue.EER.key
-    candidates = [
-        (attacker, backend, row)
+    candidates = {(a, b): row.get(eer) for (a, s, b), row in values.items() if s == scenario}
+    pick = catalogue.worst_for_maker(eer, candidates)
+    return None if pick is None else (pick[0], pick[1], values[(pick[0], scenario, pick[1])])
+
+
+def _ties(
+    values: Mapping[tuple[str, str, str], Mapping[str, float | None]],
+    scenario: str,
+    strongest: tuple[str, str, Mapping[str, float | None]],
+) -> list[tuple[str, str]]:
+    """The other (attacker, back-end) pairs whose EER for ``scenario`` equals the strongest's at
+    the precision the verdict prints (a tie the reader should be told about)."""
+    eer = catalogue.EER
+    shown = eer.format(float(strongest[2][eer.key] or 0.0))
+    return sorted(
+        (attacker, backend)
         for (attacker, s, backend), row in values.items()
-        if s == scenario and row.get(eer) is not None
-    ]
-    if not candidates:
-        return None
-    return min(candidates, key=lambda c: (float(c[2][eer] or 0.0), c[0], c[1]))
+        if s == scenario
+        and (attacker, backend) != strongest[:2]
+        and row.get(eer.key) is not None
+        and eer.format(float(row[eer.key] or 0.0)) == shown
+    )
+
+
+def _reference(
+    values: Mapping[tuple[str, str, str], Mapping[str, float | None]],
+    attacker: str | None,
+    backend: str | None,
+) -> tuple[str, str, Mapping[str, float | None]] | None:
+    """The original-speech entry of the privacy line's attacker (its back-end, else its best
+    one); without a headline, the strongest on original speech."""
+    if attacker is None:
+        return _strongest(values, ORIGINAL_SCENARIO)
+    same = values.get((attacker, ORIGINAL_SCENARIO, backend or ""))
+    if same is not None and same.get(catalogue.EER.key) is not None:
+        return attacker, backend or "", same
+    own = {k: v for k, v in values.items() if k[0] == attacker}
+    return _strongest(own, ORIGINAL_SCENARIO)
 
 
 def _by(attacker: str, backend: str, n_attackers: int) -> str:
@@ -112,8 +143,14 @@ def verdict_lines(
                 f"             the worst case of {n_attackers} attackers: {attacker} "
                 "recognized speakers best"
             )
+        tied = _ties(values, scenario, (attacker, backend, row))
+        if tied:
+            names = ", ".join(_by(a, b, 2) for a, b in tied)
+            lines.append(f"             a tie: {names} reached the same EER")
         lines.append("             50 % = chance, higher = more private")
-    original = _strongest(values, ORIGINAL_SCENARIO)
+    original = _reference(
+        values, headline[1] if headline else None, headline[2] if headline else None
+    )
     if original is not None:
         attacker, backend, row = original
         seeds = _seeds(results, ORIGINAL_SCENARIO, backend, attacker)
@@ -160,8 +197,8 @@ def _utility_lines(values: Mapping[str, float | None] | None) -> list[str]:
     wer_a = values.get(catalogue.WER_ANONYMIZED.key)
     increase = values.get(catalogue.WER_INCREASE.key)
     if wer_a is not None and wer_o is not None and increase is not None:
-        low = values.get("wer_increase_ci95_percent_low")
-        high = values.get("wer_increase_ci95_percent_high")
+        low = values.get(catalogue.WER_INCREASE_CI95_LOW.key)
+        high = values.get(catalogue.WER_INCREASE_CI95_HIGH.key)
         interval = f" [{low:.1f}, {high:.1f}]" if low is not None and high is not None else ""
         parts.append(
             f"WER {wer_a:.1f} % on anonymized vs {wer_o:.1f} % on original speech "

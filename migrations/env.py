@@ -50,9 +50,12 @@ def _configure(connection: Connection) -> None:
     if connection.dialect.name == "sqlite":
         # Batch migrations drop and recreate tables; with foreign keys on, dropping a parent
         # table would cascade-delete its children's rows. (A no-op inside a transaction, so
-        # it is issued before Alembic begins one.)
-        connection.exec_driver_sql("PRAGMA foreign_keys=OFF")
-        connection.commit()
+        # it is issued on the DBAPI connection, before Alembic begins one: through SQLAlchemy,
+        # the engine's "begin" hook would emit BEGIN first.)
+        if not connection.in_transaction():
+            cursor = connection.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+            cursor.execute("PRAGMA foreign_keys=OFF")
+            cursor.close()
     context.configure(
         connection=connection,
         target_metadata=target_metadata,

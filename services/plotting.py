@@ -19,7 +19,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
-from matplotlib.ticker import MaxNLocator
+from matplotlib.ticker import FuncFormatter, MaxNLocator, NullFormatter
 from scipy.stats import norm
 
 FORMATS = ("png", "svg")
@@ -246,3 +246,60 @@ def render_privacy_utility(
     fig.savefig(buffer, format=fmt, dpi=110, bbox_inches="tight")
     plt.close(fig)
     return buffer.getvalue()
+
+
+LEGAL_PANELS = (
+    ("linkability_top1", "Top-1 linkability %"),
+    ("singling_out", "Singling out %"),
+)
+"""The two panels of the legal-metrics plot: curve ``metric`` name and axis label."""
+
+
+def plot_legal_curves(
+    curves: Sequence[Mapping[str, object]],
+    references: Sequence[tuple[str, int, Sequence[int], Sequence[float], str]],
+    path_stem: Path,
+    title: str,
+) -> list[str]:
+    """Top-1 linkability and singling out (%) against the population size N (log axis).
+
+    ``curves``: a results.json ``legal.curves`` list (one per metric and L: points with n,
+    mean_percent, interval_percent, chance_percent); each L is a line with its interval over
+    draws as a band, the chance level dashed. ``references``: (metric, L, n, percent, label)
+    published curves drawn dotted, for the L this evaluation has.
+    """
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
+    lengths = sorted({int(c["conversation_length"]) for c in curves})  # type: ignore[call-overload]
+    colors = {L: f"C{i}" for i, L in enumerate(lengths)}
+    for ax, (metric, label) in zip(axes, LEGAL_PANELS, strict=True):
+        chance_drawn = False
+        for curve in curves:
+            if curve["metric"] != metric:
+                continue
+            L = int(curve["conversation_length"])  # type: ignore[call-overload]
+            points = list(curve["points"])  # type: ignore[call-overload]
+            n = np.array([p["n"] for p in points], dtype=float)
+            mean = np.array([p["mean_percent"] for p in points])
+            low = np.array([p["interval_percent"][0] for p in points])
+            high = np.array([p["interval_percent"][1] for p in points])
+            ax.plot(n, mean, marker="o", ms=3, color=colors[L], label=f"L = {L}")
+            ax.fill_between(n, low, high, color=colors[L], alpha=0.2, linewidth=0)
+            if not chance_drawn:
+                chance = [p["chance_percent"] for p in points]
+                ax.plot(n, chance, "k--", lw=1, label="chance")
+                chance_drawn = True
+        for ref_metric, L, ref_n, percent, ref_label in references:
+            if ref_metric == metric and L in colors:
+                ax.plot(ref_n, percent, ":", color=colors[L], lw=1.5, label=ref_label)
+        ax.set_xscale("log")
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.set_xlabel("population size N (speakers)")
+        ax.set_ylabel(label)
+        ax.set_ylim(0, 102)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.set_title(label)
+        if ax.get_legend_handles_labels()[0]:  # below the axes: never over the curves
+            ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2)
+    fig.suptitle(title)
+    return save_figure(fig, path_stem)

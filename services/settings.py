@@ -12,14 +12,31 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+DEV_TOKEN_HMAC_KEY = "dev-only-change-me"
+"""The default token key: fine for the embedded demo, refused by a platform deployment."""
 
 
 class Settings(BaseSettings):
     """Deployment settings, read from ``UNMASK_*`` environment variables (and a ``.env`` file)."""
 
     model_config = SettingsConfigDict(env_prefix="UNMASK_", env_file=".env", extra="ignore")
+
+    @model_validator(mode="after")
+    def _refuse_the_dev_token_key(self) -> Settings:
+        """Anyone who knows the default key can forge token hashes: a platform deployment (a
+        server database) must set its own; the embedded demo (SQLite) and test suites may not."""
+        embedded = not self.database_url or self.database_url.startswith("sqlite")
+        if self.token_hmac_key == DEV_TOKEN_HMAC_KEY and not (
+            embedded or self.allow_dev_token_hmac_key
+        ):
+            raise ValueError(
+                "UNMASK_TOKEN_HMAC_KEY: the default development key is refused with a server "
+                "database; set a long random string (e.g. `openssl rand -hex 32`)"
+            )
+        return self
 
     # Local state of the embedded deployment: SQLite file, blob folder, caches.
     data_dir: Path = Field(Path(".unmask"), description="Folder for embedded-mode state.")
@@ -45,6 +62,17 @@ class Settings(BaseSettings):
     s3_multipart_chunksize_bytes: int = Field(
         16 * 1024 * 1024, description="S3 multipart part size, bytes (S3 minimum 5 MiB)."
     )
+    public_url: str = Field(
+        "",
+        description="Base URL clients reach the API at (e.g. https://unmask.example.org); links "
+        "the API builds (an upload's complete_url, redirects) start with it. Empty = paths "
+        "without a host. The request's Host header is never echoed.",
+    )
+    trusted_hosts: list[str] = Field(
+        default_factory=lambda: ["*"],
+        description='Host header values the API answers (e.g. ["unmask.example.org"]); others '
+        'get 400. ["*"] = any (behind a proxy that checks it).',
+    )
     blob_public_url: str = Field(
         "", description="Base URL of signed local-blob URLs; empty = file:// URIs."
     )
@@ -64,7 +92,7 @@ class Settings(BaseSettings):
     stage_time_limits_s: dict[str, float] = Field(
         default_factory=dict,
         description='Soft time limit per phase, seconds, e.g. {"train": 86400}; phases not '
-        "named use the built-in defaults (services/platform/jobs/phases.py "
+        "named use the built-in defaults (services/platform/jobs/phase_queues.py "
         "DEFAULT_STAGE_TIME_LIMITS_S).",
     )
     stage_hard_limit_margin_s: float = Field(
@@ -124,8 +152,9 @@ class Settings(BaseSettings):
     trust_still_falling_ver_s_points: float = Field(
         5.0,
         gt=0,
-        description="A recognizer whose VER_S fell by more than this many points (%) in its last "
-        "epoch, which is also the epoch it uses, stopped while still improving.",
+        description="A recognizer that hit its epochs cap and whose VER_S fell by more than this "
+        "many points (%) in its last epoch, which is also the epoch it uses, stopped while still "
+        "improving.",
     )
     trust_max_enrollment_leak: float = Field(
         0.2,
@@ -154,6 +183,19 @@ class Settings(BaseSettings):
     dataloader_workers: int = Field(0, description="DataLoader worker processes for training.")
     cache_dir: Path | None = Field(
         None, description="Feature/embedding cache; default data_dir/cache."
+    )
+    # The VoicePrivacy 2026 attacker (zoo member vpc2026) starts from weights the operator copies
+    # onto the machine; nothing is downloaded. Unset: the member is unavailable.
+    vpc2026_ssl_model: Path | None = Field(
+        None,
+        description="Local Hugging Face WavLM-Large folder (config.json + weights) of the "
+        "vpc2026 attacker's SSL front end.",
+    )
+    vpc2026_verifier: Path | None = Field(
+        None,
+        description="Local SpeechBrain ECAPA-TDNN folder (hyperparams.yaml + "
+        "embedding_model.ckpt, 1024 channels, input 1024 = WavLM-Large's hidden size) the "
+        "vpc2026 attacker is fine-tuned from.",
     )
 
     # Anonymizer containers (docs/container-contract.md): engine, sandbox limits per shard run.
@@ -201,13 +243,18 @@ class Settings(BaseSettings):
 
     # Security.
     token_hmac_key: str = Field(
-        "dev-only-change-me", description="Key for HMAC-SHA256 hashing of API tokens."
+        DEV_TOKEN_HMAC_KEY,
+        description="Key for HMAC-SHA256 hashing of API tokens; the default is refused outside "
+        "the embedded mode (SQLite).",
+    )
+    allow_dev_token_hmac_key: bool = Field(
+        False,
+        description="Accept the default token key with a server database (test suites only).",
     )
 
     # HTTP gateway.
     api_host: str = "127.0.0.1"
     api_port: int = 8000
-    public_url: str = ""
     max_archive_bytes: int = Field(
         512 * 1024 * 1024,
         description="Largest archive streamed through the API (bytes); larger -> presigned upload.",
@@ -228,10 +275,25 @@ class Settings(BaseSettings):
         description="Largest request body of every route except the streamed archive uploads "
         "(bytes); larger -> 413 before the body is parsed.",
     )
-    # Cost bounds of a job's evaluation config (services/platform/jobs/config.py): a job above
+    # Cost bounds of a job's evaluation config (services/platform/jobs/cost.py): a job above
     # one is a 422. A protocol may override each in its body's `limits` (docs/deploy.md).
-    max_job_epochs: int = Field(200, ge=1, description="training.epochs, at most.")
+    max_job_epochs: int = Field(
+        200, ge=1, description="training.epochs of the config and of every zoo attacker, at most."
+    )
+    max_job_crop_seconds: float = Field(
+        10.0,
+        gt=0,
+        description="training.crop_seconds of the config and of every zoo attacker, at most (s).",
+    )
+    max_job_attackers: int = Field(8, ge=1, description="Attackers of the zoo, at most.")
     max_job_seeds: int = Field(10, ge=1, description="Entries of `seeds`, at most.")
+    max_job_training_work: float = Field(
+        20000.0,
+        gt=0,
+        description="Total training work, at most: entries of `seeds` x trained scenarios x the "
+        "sum over attackers of epochs x crop_seconds (crop-seconds per training utterance; "
+        "services/platform/jobs/cost.py).",
+    )
     max_job_batch_size: int = Field(1024, ge=2, description="training.batch_size, at most.")
     max_job_bootstrap_resamples: int = Field(
         2000,
@@ -244,6 +306,12 @@ class Settings(BaseSettings):
     )
     max_job_size_study_target_seeds: int = Field(
         10, ge=1, description="Entries of analyses.size_study.target_seeds, at most."
+    )
+    max_job_size_study_counts: int = Field(
+        50,
+        ge=1,
+        description="Entries of each of analyses.size_study.speaker_counts, enrollment_counts "
+        "and trial_counts, at most.",
     )
     max_job_phone_units: int = Field(
         1024, ge=2, description="analyses.srd_representations.phone_units, at most."
@@ -266,6 +334,14 @@ class Settings(BaseSettings):
         gt=0,
         description="Archive bytes a team may hold (bytes): stored archives, open presigned "
         "uploads (declared size) and archives rejected in the last 24 h.",
+    )
+
+    min_free_disk_bytes: int = Field(
+        1024**3,
+        ge=0,
+        description="Readiness reports `not ready: disk` when a folder the API writes to (data "
+        "dir, local blob folder, temporary folder of spooled uploads) has less free space than "
+        "this, bytes (0 = no check).",
     )
 
     # Archive uploads: slow clients, concurrency, abandoned uploads, stuck validations.

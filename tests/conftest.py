@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import warnings
 
 import pytest
+
+# The test suites run servers (PostgreSQL) with the default token key, which a deployment refuses;
+# worker and API processes started by the tests inherit this.
+os.environ.setdefault("UNMASK_ALLOW_DEV_TOKEN_HMAC_KEY", "1")
 
 
 def _drop_unloadable_lazy_modules() -> None:

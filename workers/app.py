@@ -25,7 +25,7 @@ from typing import Any
 from celery import Celery, signals
 from kombu import Exchange, Queue
 
-from services.platform.jobs.phases import (
+from services.platform.jobs.phase_queues import (
     DEFAULT_STAGE_TIME_LIMITS_S,
     QUEUES,
     stage_hard_time_limit_s,

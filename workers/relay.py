@@ -16,6 +16,7 @@ from typing import Any
 from sqlalchemy import Engine
 
 from services.platform.outbox import relay_pass
+from services.platform.webhooks import release_due_events
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +33,9 @@ class OutboxRelay:
         self._thread: threading.Thread | None = None
 
     def run_once(self) -> int:
-        """One pass; returns how many messages it sent."""
+        """One pass: record the webhook events of hidden phases revealed since the last pass,
+        then send what is unsent; returns how many messages it sent."""
+        release_due_events(self.bind)
         report = relay_pass(self.bind, retry_after_s=self.retry_after_s)
         self.passes += 1
         if report.sent or report.failed:

@@ -15,7 +15,7 @@ from typing import Any
 
 from celery import Celery
 
-from services.platform.jobs.phases import (
+from services.platform.jobs.phase_queues import (
     PHASE_QUEUES,
     stage_hard_time_limit_s,
     stage_time_limit_s,

@@ -22,6 +22,7 @@ from services.platform.jobs import (
     stage_time_limit_s,
 )
 from services.platform.outbox import prune_sent, relay_pass
+from services.platform.webhooks import release_due_events
 from services.settings import Settings
 from workers.runtime import get_services
 
@@ -70,6 +71,7 @@ def reap() -> dict[str, Any]:
     services = get_services()
     report = reap_stale_stages(services)
     archives = reap_archive_uploads(services)
+    revealed = release_due_events(services.database.engine)
     relayed = relay_pass(
         services.database.engine, retry_after_s=services.settings.outbox_resend_after_s
     )
@@ -82,6 +84,7 @@ def reap() -> dict[str, Any]:
         "archives_rejected_stuck": archives.rejected_stuck,
         "uploads_aborted": len(archives.aborted_uploads),
         "outbox_sent": len(relayed.sent),
+        "revealed_phases": sorted(revealed),
     }
 
 

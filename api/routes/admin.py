@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends, Response, status
+from fastapi import APIRouter, Response, status
 
-from api.auth import Principal, Reader, reader_any, require_admin
-from api.context import ApiContext, get_context
+from api.deps import AdminPrincipal, AnyReader, ContextDep
 from api.quotas import quota_report
 from api.routes.common import errors, scope
 from api.schemas import (
@@ -35,7 +34,10 @@ router = APIRouter(prefix="/v1")
     responses=errors(),
     openapi_extra=scope("any"),
 )
-def me(reader: Reader = Depends(reader_any), context: ApiContext = Depends(get_context)) -> Me:
+def me(
+    reader: AnyReader,
+    context: ContextDep,
+) -> Me:
     """The calling token's team and scopes, and the team's quota limits and usage."""
     with reader.open() as (principal, session):
         quotas = quota_report(session, context.settings, principal.team_id)
@@ -59,9 +61,9 @@ def me(reader: Reader = Depends(reader_any), context: ApiContext = Depends(get_c
     openapi_extra=scope("admin"),
 )
 def create_team(
+    _admin: AdminPrincipal,
+    context: ContextDep,
     body: TeamCreate,
-    _admin: Principal = Depends(require_admin),
-    context: ApiContext = Depends(get_context),
 ) -> TeamOut:
     """A new team; 409 when the slug is taken."""
     with context.database.session_scope() as session:
@@ -81,9 +83,9 @@ def create_team(
     openapi_extra=scope("admin"),
 )
 def create_token(
+    _admin: AdminPrincipal,
+    context: ContextDep,
     body: TokenCreate,
-    _admin: Principal = Depends(require_admin),
-    context: ApiContext = Depends(get_context),
 ) -> TokenIssued:
     """Issue a token; `token` in the answer is the only time the plaintext is shown."""
     with context.database.session_scope() as session:
@@ -109,9 +111,9 @@ def create_token(
     openapi_extra=scope("admin"),
 )
 def revoke_token(
+    _admin: AdminPrincipal,
+    context: ContextDep,
     token_id: DbId,
-    _admin: Principal = Depends(require_admin),
-    context: ApiContext = Depends(get_context),
 ) -> TokenOut:
     """Revoke a token at once (idempotent: the first revocation time is kept)."""
     with context.database.session_scope() as session:
@@ -131,10 +133,10 @@ def revoke_token(
     openapi_extra=scope("admin"),
 )
 def register_protocol(
+    _admin: AdminPrincipal,
+    context: ContextDep,
     body: ProtocolCreate,
     response: Response,
-    _admin: Principal = Depends(require_admin),
-    context: ApiContext = Depends(get_context),
 ) -> ProtocolOut:
     """Validate the config (as an EvaluationConfig without anonymizer) and store it.
 

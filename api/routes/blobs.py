@@ -8,27 +8,50 @@ checked by ``LocalBlobStore.check_presigned``. With the S3 back-end these routes
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends, Request, Response, status
+from typing import Annotated
+
+from fastapi import APIRouter, Path, Request, Response, status
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import FileResponse
 
-from api.context import ApiContext, get_context
-from api.problems import ApiProblem, problem_responses
-from api.uploads import (
+from api.archive_transfer import (
     ArchiveTooLargeError,
     UploadTimeoutError,
     spool_body,
     upload_slots,
     upload_timeout_problem,
 )
-from services.storage.blobstore import LocalBlobStore
+from api.context import ApiContext
+from api.deps import ContextDep
+from api.problems import ApiProblem, problem_responses
+from services.storage.blobstore import BLOB_KEY_PATTERN, MAX_KEY_LENGTH, LocalBlobStore
 
 router = APIRouter(prefix="/v1/blobs", tags=["blobs"])
+
+# The blob-key rule of services.storage.blobstore.validate_key, documented and enforced here.
+BlobKeyPath = Path(
+    max_length=MAX_KEY_LENGTH,
+    pattern=BLOB_KEY_PATTERN,
+    description="'/'-separated segments of letters, digits and ._=+@-; none empty or starting "
+    "with '.'.",
+)
 
 _SIGNED_QUERY_DOC = (
     "Query (from the presigned URL, unchanged): `method`, `expires` (Unix s), optional `sha256`, "
     "`signature`."
 )
+
+
+def check_declared_length(request: Request, limit: int) -> None:
+    """413 before any byte is read when the request's ``Content-Length`` is above ``limit``."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise ApiProblem(
+            413,
+            f"Content-Length {declared} is larger than the limit of {limit} bytes (the size "
+            "its upload declared)",
+            extra={"limit_bytes": limit},
+        )
 
 
 def _local_store(context: ApiContext) -> LocalBlobStore:
@@ -49,7 +72,11 @@ def _local_store(context: ApiContext) -> LocalBlobStore:
     description=_SIGNED_QUERY_DOC,
     openapi_extra={"security": [], "x-required-scope": "none (signed URL)"},
 )
-def get_blob(key: str, request: Request, context: ApiContext = Depends(get_context)) -> Response:
+def get_blob(
+    context: ContextDep,
+    key: Annotated[str, BlobKeyPath],
+    request: Request,
+) -> Response:
     store = _local_store(context)
     store.check_presigned("GET", key, dict(request.query_params))
     info = store.stat(key)
@@ -68,12 +95,16 @@ def get_blob(key: str, request: Request, context: ApiContext = Depends(get_conte
     openapi_extra={"security": [], "x-required-scope": "none (signed URL)"},
 )
 async def put_blob(
-    key: str, request: Request, context: ApiContext = Depends(get_context)
+    context: ContextDep, key: Annotated[str, BlobKeyPath], request: Request
 ) -> Response:
     store = _local_store(context)
-    expected = store.check_presigned("PUT", key, dict(request.query_params))
+    query = dict(request.query_params)
+    expected = store.check_presigned("PUT", key, query)
     settings = context.settings
-    limit = settings.max_presigned_archive_bytes
+    # A URL signed with the upload's declared size takes exactly that many bytes.
+    declared = store.signed_size(query)
+    limit = settings.max_presigned_archive_bytes if declared is None else declared
+    check_declared_length(request, limit)
     media_type = request.headers.get("content-type") or "application/octet-stream"
     client = request.client.host if request.client else "unknown"
     # No team here (the URL is the credential): the cap is per client address.
@@ -88,7 +119,12 @@ async def put_blob(
                 total_s=settings.upload_max_duration_s,
             )
         except ArchiveTooLargeError:
-            raise ApiProblem(413, f"blob is larger than the limit of {limit} bytes") from None
+            raise ApiProblem(
+                413,
+                f"blob is larger than the limit of {limit} bytes"
+                + (" (the size its upload declared)" if declared is not None else ""),
+                extra={"limit_bytes": limit},
+            ) from None
         except UploadTimeoutError as exc:
             raise upload_timeout_problem(exc) from None
     with body.file:

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 import time
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 from sqlalchemy import text
 
-from api.context import ApiContext, get_context
+from api.context import ApiContext
+from api.deps import ContextDep
 from api.problems import PROBLEM_MEDIA_TYPE, PROBLEM_TYPE_PREFIX, problem_responses
 from api.schemas import CheckOut, Liveness, Readiness
 from services.storage.blobstore import LocalBlobStore, S3BlobStore
@@ -84,6 +88,37 @@ def check_blob_store(context: ApiContext) -> CheckOut:
     return _timed(run)
 
 
+def check_disk(context: ApiContext) -> CheckOut:
+    """Free space of every folder this process writes to, against ``min_free_disk_bytes``."""
+    threshold = context.settings.min_free_disk_bytes
+    if threshold <= 0:
+        return CheckOut(status="skipped", detail="UNMASK_MIN_FREE_DISK_BYTES is 0")
+    start = time.perf_counter()
+    low = []
+    for folder in disk_folders(context):
+        free = shutil.disk_usage(folder).free
+        if free < threshold:
+            low.append(f"{free} bytes free under {folder}")
+    latency_ms = (time.perf_counter() - start) * 1000
+    if low:
+        detail = (
+            "; ".join(low) + f", below the threshold of {threshold} bytes "
+            "(UNMASK_MIN_FREE_DISK_BYTES)"
+        )
+        return CheckOut(status="failed", latency_ms=latency_ms, detail=detail)
+    return CheckOut(status="ok", latency_ms=latency_ms, detail=f"at least {threshold} bytes free")
+
+
+def disk_folders(context: ApiContext) -> list[Path]:
+    """The existing folders this process writes to: data dir, local blob folder, temp folder."""
+    settings = context.settings
+    candidates = [settings.data_dir, Path(tempfile.gettempdir())]
+    store = context.blob_store
+    if isinstance(store, LocalBlobStore):
+        candidates.append(store.root)
+    return [folder for folder in dict.fromkeys(candidates) if folder.is_dir()]
+
+
 @router.get(
     "/live",
     response_model=Liveness,
@@ -99,15 +134,18 @@ async def live() -> Liveness:
 @router.get(
     "/ready",
     response_model=Readiness,
-    summary="Readiness: database, broker and blob store answer",
+    summary="Readiness: database, broker and blob store answer; the disk has free space",
     responses=problem_responses(500, 503),
 )
-def ready(context: ApiContext = Depends(get_context)) -> Readiness | JSONResponse:
+def ready(
+    context: ContextDep,
+) -> Readiness | JSONResponse:
     """Checks each dependency; 200 when all are `ok` or `skipped`, else 503 with the report."""
     checks = {
         "database": check_database(context),
         "broker": check_broker(context),
         "blob_store": check_blob_store(context),
+        "disk": check_disk(context),
     }
     failed = [name for name, check in checks.items() if check.status == "failed"]
     if not failed:

@@ -12,13 +12,14 @@ import logging
 from typing import Annotated, Any
 from urllib.parse import urlencode
 
-from fastapi import APIRouter, Depends, Header, Query, Request, Response, status
+from fastapi import APIRouter, Header, Query, Request, Response, status
 from fastapi.responses import RedirectResponse
 from pydantic import BaseModel, Field
 from sqlalchemy.orm import Session
 
-from api.auth import Principal, Reader, reader_read, require_submit
-from api.context import ApiContext, get_context
+from api.auth import Principal
+from api.context import ApiContext
+from api.deps import ContextDep, ReadReader, SubmitPrincipal
 from api.problems import ApiProblem
 from api.routes.common import PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX, errors, scope
 from api.schemas import (
@@ -120,11 +121,11 @@ def _answer_new_job(
     openapi_extra=scope("submit"),
 )
 def create_job(
+    principal: SubmitPrincipal,
+    context: ContextDep,
     body: JobCreate,
     response: Response,
     idempotency_key: IdempotencyKey = None,
-    principal: Principal = Depends(require_submit),
-    context: ApiContext = Depends(get_context),
 ) -> JobOut:
     """Validates the merged config (422 names the field), checks quotas (429), stores the job
     with one queued stage per phase, commits, then queues it."""
@@ -140,6 +141,7 @@ def create_job(
             idempotency_key=idempotency_key,
             check_quota=_quota_check(context),
             settings=context.settings,
+            phase=body.phase,
         )
     return _answer_new_job(context, principal, new, response)
 
@@ -153,13 +155,13 @@ def create_job(
 )
 def list_jobs(
     request: Request,
+    reader: ReadReader,
     response: Response,
     state: JobState | None = Query(None),
     submission_id: DbId | None = Query(None),
     protocol_id: DbId | None = Query(None),
     limit: int = Query(PAGE_LIMIT_DEFAULT, ge=1, le=PAGE_LIMIT_MAX),
     cursor: Cursor | None = Query(None),
-    reader: Reader = Depends(reader_read),
 ) -> JobPageOut:
     """Newest first. Keyset pagination: pass `next_cursor` as `cursor`; pages do not shift when
     new jobs arrive. A `Link: <...>; rel="next"` header carries the next page's URL."""
@@ -191,6 +193,7 @@ def list_jobs(
     openapi_extra=scope("read"),
 )
 def get_job(
+    reader: ReadReader,
     job_id: DbId,
     log_chars: int = Query(
         LOG_CHARS_DEFAULT,
@@ -198,7 +201,6 @@ def get_job(
         le=job_records.LOG_TAIL_MAX_CHARS,
         description="Log tail per stage.",
     ),
-    reader: Reader = Depends(reader_read),
 ) -> JobOut:
     """The job of the caller's team or of a public submission (another team's private: 404)."""
     with reader.open() as (principal, session):
@@ -213,9 +215,9 @@ def get_job(
     openapi_extra=scope("submit"),
 )
 def cancel_job(
+    principal: SubmitPrincipal,
+    context: ContextDep,
     job_id: DbId,
-    principal: Principal = Depends(require_submit),
-    context: ApiContext = Depends(get_context),
 ) -> JobOut:
     """Marks the job and its unfinished stages cancelled, commits, then revokes its tasks.
     Finished jobs: 409. Cancelled jobs are not charged to the quotas."""
@@ -240,11 +242,11 @@ def cancel_job(
     openapi_extra=scope("submit"),
 )
 def rerun_job(
+    principal: SubmitPrincipal,
+    context: ContextDep,
     job_id: DbId,
     response: Response,
     idempotency_key: IdempotencyKey = None,
-    principal: Principal = Depends(require_submit),
-    context: ApiContext = Depends(get_context),
 ) -> JobOut:
     """The new job copies the original's stored config exactly; quotas apply."""
     with context.database.session_scope() as session:
@@ -277,9 +279,9 @@ class CancelledJobsOut(BaseModel):
     openapi_extra=scope("submit"),
 )
 def cancel_submission_jobs(
+    principal: SubmitPrincipal,
+    context: ContextDep,
     submission_id: DbId,
-    principal: Principal = Depends(require_submit),
-    context: ApiContext = Depends(get_context),
 ) -> CancelledJobsOut:
     """Like `POST /v1/jobs/{id}/cancel` for each of the submission's unfinished jobs, in one
     transaction; finished jobs are left alone. Another team's submission: 403 or 404."""
@@ -300,8 +302,8 @@ def cancel_submission_jobs(
     openapi_extra=scope("read"),
 )
 def get_results(
+    reader: ReadReader,
     job_id: DbId,
-    reader: Reader = Depends(reader_read),
 ) -> ResultsOut:
     """One row per attacker, scenario, back-end, seed (-1 = aggregate) and metric; null = not
     computed. ``worst_case``: an attacker zoo's worst case per scenario."""
@@ -344,9 +346,9 @@ def _artifact_out(context: ApiContext, artifact: Any, stage_names: dict[int, str
     openapi_extra=scope("read"),
 )
 def list_artifacts(
+    reader: ReadReader,
+    context: ContextDep,
     job_id: DbId,
-    reader: Reader = Depends(reader_read),
-    context: ApiContext = Depends(get_context),
 ) -> ArtifactsOut:
     """Each artifact with a presigned GET URL valid `artifact_url_expiry_s` seconds."""
     with reader.open() as (principal, session):
@@ -367,10 +369,10 @@ def list_artifacts(
     openapi_extra=scope("read"),
 )
 def download_artifact(
+    reader: ReadReader,
+    context: ContextDep,
     job_id: DbId,
     artifact_id: DbId,
-    reader: Reader = Depends(reader_read),
-    context: ApiContext = Depends(get_context),
 ) -> RedirectResponse:
     """307 to a presigned GET URL (follow with `curl -L`)."""
     with reader.open() as (principal, session):

@@ -2,24 +2,27 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Query
 
-from api.auth import Reader, reader_read
+from api.deps import ReadReader
 from api.routes.common import errors, scope
 from api.schemas import DbId, LeaderboardOut, LeaderboardRow, ProtocolOut, Text
 from services.platform import protocols
-from services.platform.jobs.config import leaderboard_defaults
-from services.platform.leaderboard import leaderboard
+from services.platform.leaderboard import UTILITY_TIERS, build_view, scenario_values
 
 router = APIRouter(prefix="/v1/protocols", tags=["protocols"])
 
 LEADERBOARD_RULES = [
     "One row per submission: its most recently finished succeeded job under this protocol.",
-    "Value: the aggregate-over-seeds row (seed -1) when present, else the mean over seeds.",
-    "Rows with a value come first, best first (higher_is_better decides the direction).",
-    "Ties are broken by earlier submission time, then by lower submission id.",
-    "Submissions whose value is missing rank last.",
-    "Public submissions are listed, plus the caller's team's private ones.",
+    "Value: the aggregate-over-seeds row (seed -1) when present, else the mean over seeds; with "
+    "an attacker zoo, the value worst for the maker over its attackers.",
+    "Rows are ranked by utility tier first (`tiers`, best first; a submission whose speech is "
+    "unusable ranks last), then by the value within each tier.",
+    "Within a tier, rows with a value come first, best first (higher_is_better decides the "
+    "direction); ties are broken by earlier submission time, then by lower submission id.",
+    "Submissions whose value is missing rank last within their tier.",
+    "Public submissions are listed, plus the caller's team's private ones (administrators: all).",
+    "The leaderboard page (/protocols/{id}) ranks by the same rule.",
 ]
 
 
@@ -31,8 +34,8 @@ LEADERBOARD_RULES = [
     openapi_extra=scope("read"),
 )
 def list_protocols(
+    reader: ReadReader,
     name: Text(128) | None = Query(None, description="Only versions of this name."),  # type: ignore[valid-type]
-    reader: Reader = Depends(reader_read),
 ) -> list[ProtocolOut]:
     """Every registered protocol version, by name then version."""
     with reader.open() as (_principal, session):
@@ -47,8 +50,8 @@ def list_protocols(
     openapi_extra=scope("read"),
 )
 def get_protocol(
+    reader: ReadReader,
     protocol_id: DbId,
-    reader: Reader = Depends(reader_read),
 ) -> ProtocolOut:
     """One protocol version: its config and leaderboard defaults."""
     with reader.open() as (_principal, session):
@@ -63,52 +66,50 @@ def get_protocol(
     openapi_extra=scope("read"),
 )
 def get_leaderboard(
+    reader: ReadReader,
     protocol_id: DbId,
     metric: Text(64) | None = Query(None, description="Default: the protocol's."),  # type: ignore[valid-type]
     scenario: Text(64) | None = Query(None, description="Default: the protocol's."),  # type: ignore[valid-type]
     backend: Text(64) | None = Query(None, description="Default: the protocol's."),  # type: ignore[valid-type]
     higher_is_better: bool | None = Query(None, description="Default: the protocol's."),
     limit: int = Query(100, ge=1, le=1000, description="Rows returned."),
-    reader: Reader = Depends(reader_read),
 ) -> LeaderboardOut:
-    """Submissions ranked by the primary metric; `rules` states the ranking rules."""
+    """Submissions ranked by the protocol's rule (`rules`), as the leaderboard page ranks them."""
     with reader.open() as (principal, session):
         protocol = protocols.get_protocol_by_id(session, protocol_id)
-        d_metric, d_scenario, d_backend, d_higher = leaderboard_defaults(protocol)
-        metric = metric or d_metric
-        scenario = scenario or d_scenario
-        backend = backend or d_backend
-        higher = d_higher if higher_is_better is None else higher_is_better
-        entries = leaderboard(
+        view = build_view(
             session,
-            protocol.id,
-            metric,
-            scenario=scenario,
+            protocol,
+            principal,
             backend=backend,
-            higher_is_better=higher,
-            viewer_team_id=principal.team_id,
-            limit=limit,
+            metric=metric,
+            scenario=scenario,
+            higher_is_better=higher_is_better,
         )
+        rows = view.ranked[:limit]
+        metrics = scenario_values(session, [r.job_id for r in rows], view.scenario, view.backend)
         return LeaderboardOut(
             protocol_id=protocol.id,
             protocol_name=protocol.name,
             protocol_version=protocol.version,
-            metric=metric,
-            scenario=scenario,
-            backend=backend,
-            higher_is_better=higher,
+            metric=view.metric,
+            scenario=view.scenario,
+            backend=view.backend,
+            higher_is_better=view.higher,
             rules=LEADERBOARD_RULES,
+            tiers=list(UTILITY_TIERS),
             entries=[
                 LeaderboardRow(
-                    rank=e.rank,
-                    submission_id=e.submission_id,
-                    submission_name=e.submission_name,
-                    team_slug=e.team_slug,
-                    job_id=e.job_id,
-                    value=e.value,
-                    submitted_at=e.submitted_at,
-                    metrics=e.metrics,
+                    rank=view.ranks[r.submission_id],
+                    submission_id=r.submission_id,
+                    submission_name=r.submission_name,
+                    team_slug=r.team_slug,
+                    job_id=r.job_id,
+                    value=r.values.get(view.ranking_key),
+                    tier=view.tiers.get(r.submission_id, 0),
+                    submitted_at=r.submitted_at,
+                    metrics=metrics[r.job_id],
                 )
-                for e in entries
+                for r in rows
             ],
         )

@@ -7,11 +7,26 @@ import logging
 import time
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Header, Query, Request, Response, status
+from fastapi import APIRouter, Header, Query, Request, Response, status
 from fastapi.concurrency import run_in_threadpool
 
-from api.auth import Principal, Reader, reader_read, require_submit
-from api.context import ApiContext, get_context
+from api.archive_transfer import (
+    ArchiveTooLargeError,
+    UploadTicket,
+    UploadTimeoutError,
+    abort_presigned_upload,
+    archive_key,
+    decode_ticket,
+    encode_ticket,
+    finish_presigned_upload,
+    spool_body,
+    start_presigned_upload,
+    upload_slots,
+    upload_timeout_problem,
+)
+from api.auth import Principal
+from api.context import ApiContext
+from api.deps import ContextDep, ReadReader, SubmitPrincipal
 from api.problems import ApiProblem
 from api.routes.common import PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX, errors, scope
 from api.schemas import (
@@ -29,20 +44,6 @@ from api.schemas import (
     SubmissionPageOut,
     UploadPart,
     Visibility,
-)
-from api.uploads import (
-    ArchiveTooLargeError,
-    UploadTicket,
-    UploadTimeoutError,
-    abort_presigned_upload,
-    archive_key,
-    decode_ticket,
-    encode_ticket,
-    finish_presigned_upload,
-    spool_body,
-    start_presigned_upload,
-    upload_slots,
-    upload_timeout_problem,
 )
 from services.anonymizers.container import check_image_registry
 from services.platform import submissions
@@ -87,9 +88,9 @@ def _check_builtin(body: BuiltinSubmissionCreate) -> None:
     openapi_extra=scope("submit"),
 )
 def create_submission(
+    principal: SubmitPrincipal,
+    context: ContextDep,
     body: SubmissionCreate,
-    principal: Principal = Depends(require_submit),
-    context: ApiContext = Depends(get_context),
 ) -> SubmissionOut:
     """`kind: builtin` (name + params, checked by constructing the anonymizer) or
     `kind: container` (an image pinned by digest; it runs when a job needs it). Archives use
@@ -208,6 +209,8 @@ def _precheck_archive(
     },
 )
 async def upload_archive(
+    principal: SubmitPrincipal,
+    context: ContextDep,
     request: Request,
     name: Annotated[NameText, Query(description="Submission name.")],
     protocol_id: Annotated[
@@ -220,8 +223,6 @@ async def upload_archive(
         description="Optional hex SHA-256 of the archive; a mismatch stores nothing (422).",
     ),
     content_length: int | None = Header(None, alias="Content-Length", ge=0),
-    principal: Principal = Depends(require_submit),
-    context: ApiContext = Depends(get_context),
 ) -> SubmissionOut:
     """Reads the body in chunks (never whole in memory) and stores it. Larger than
     `max_archive_bytes` -> 413; no bytes for `upload_read_timeout_s` or longer than
@@ -301,10 +302,10 @@ async def upload_archive(
     openapi_extra=scope("submit"),
 )
 def start_upload(
+    principal: SubmitPrincipal,
+    context: ContextDep,
     body: ArchiveUploadCreate,
     request: Request,
-    principal: Principal = Depends(require_submit),
-    context: ApiContext = Depends(get_context),
 ) -> ArchiveUploadOut:
     """Returns one presigned PUT per part (S3 multipart; one PUT on the local store) and an
     `upload_id` ticket. PUT each part's bytes to its URL (with its headers), then call
@@ -382,7 +383,9 @@ def start_upload(
             for p in parts
         ],
         expires_at=dt.datetime.fromtimestamp(expires_at, dt.UTC),
-        complete_url=str(request.url_for("complete_upload", upload_id=encoded)),
+        # The configured public URL (or the path alone), never the request's Host header.
+        complete_url=context.settings.public_url.rstrip("/")
+        + request.url_for("complete_upload", upload_id=encoded).path,
     )
 
 
@@ -396,11 +399,11 @@ def start_upload(
     name="complete_upload",
 )
 def complete_upload(
+    principal: SubmitPrincipal,
+    context: ContextDep,
     upload_id: str,
     response: Response,
     body: ArchiveUploadComplete | None = None,
-    principal: Principal = Depends(require_submit),
-    context: ApiContext = Depends(get_context),
 ) -> SubmissionOut:
     """Completes the multipart upload, re-reads the blob and checks size and SHA-256 (a
     mismatch deletes it: 422), then creates the `validating` submission and queues its
@@ -460,10 +463,10 @@ def complete_upload(
     openapi_extra=scope("read"),
 )
 def list_submissions(
+    reader: ReadReader,
     kind: SubmissionKind | None = Query(None),
     limit: int = Query(PAGE_LIMIT_DEFAULT, ge=1, le=PAGE_LIMIT_MAX),
     cursor: Cursor | None = Query(None),
-    reader: Reader = Depends(reader_read),
 ) -> SubmissionPageOut:
     """The caller's team's submissions, newest first, keyset-paginated."""
     with reader.open() as (principal, session):
@@ -488,8 +491,8 @@ def list_submissions(
     openapi_extra=scope("read"),
 )
 def get_submission(
+    reader: ReadReader,
     submission_id: DbId,
-    reader: Reader = Depends(reader_read),
 ) -> SubmissionOut:
     """A submission of the caller's team, or a public one (another team's private: 404)."""
     with reader.open() as (principal, session):

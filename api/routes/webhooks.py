@@ -10,11 +10,10 @@ from __future__ import annotations
 import datetime as dt
 from typing import Literal
 
-from fastapi import APIRouter, Depends, Query, Response, status
+from fastapi import APIRouter, Query, Response, status
 from pydantic import BaseModel, ConfigDict, Field
 
-from api.auth import Principal, Reader, reader_read, require_submit
-from api.context import ApiContext, get_context
+from api.deps import ContextDep, ReadReader, SubmitPrincipal
 from api.routes.common import errors, scope
 from api.schemas import Cursor, DbId, ShortText, Text
 from services.platform import webhooks as store
@@ -150,9 +149,9 @@ class WebhookDeliveryPageOut(BaseModel):
     openapi_extra=scope("submit"),
 )
 def create_webhook(
+    principal: SubmitPrincipal,
+    context: ContextDep,
     body: WebhookCreate,
-    principal: Principal = Depends(require_submit),
-    context: ApiContext = Depends(get_context),
 ) -> WebhookCreated:
     """Events of the caller's team's jobs are POSTed to `url`, signed with the returned secret."""
     with context.database.session_scope() as session:
@@ -162,6 +161,7 @@ def create_webhook(
             body.url,
             event_types=list(body.events),
             description=body.description,
+            allow_private=context.settings.webhook_allow_private_hosts,
         )
         out = WebhookOut.of(created.endpoint)
         return WebhookCreated(**out.model_dump(), secret=created.secret)
@@ -174,7 +174,9 @@ def create_webhook(
     responses=errors(),
     openapi_extra=scope("read"),
 )
-def list_webhooks(reader: Reader = Depends(reader_read)) -> list[WebhookOut]:
+def list_webhooks(
+    reader: ReadReader,
+) -> list[WebhookOut]:
     """Oldest first; secrets are not shown."""
     with reader.open() as (principal, session):
         return [WebhookOut.of(e) for e in store.list_webhook_endpoints(session, principal.team_id)]
@@ -188,9 +190,9 @@ def list_webhooks(reader: Reader = Depends(reader_read)) -> list[WebhookOut]:
     openapi_extra=scope("submit"),
 )
 def delete_webhook(
+    principal: SubmitPrincipal,
+    context: ContextDep,
     webhook_id: DbId,
-    principal: Principal = Depends(require_submit),
-    context: ApiContext = Depends(get_context),
 ) -> Response:
     """Pending deliveries to it are dropped. Another team's endpoint: 404."""
     with context.database.session_scope() as session:
@@ -206,10 +208,10 @@ def delete_webhook(
     openapi_extra=scope("read"),
 )
 def list_webhook_deliveries(
+    reader: ReadReader,
     webhook_id: DbId,
     limit: int = Query(50, ge=1, le=500),
     cursor: Cursor | None = Query(None),
-    reader: Reader = Depends(reader_read),
 ) -> WebhookDeliveryPageOut:
     """Each event with its state, payload and every attempt (status, error, duration)."""
     with reader.open() as (principal, session):

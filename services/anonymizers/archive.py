@@ -19,6 +19,7 @@ in `services.anonymizers.contract`; this module reads no settings (pass `Archive
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import lzma
@@ -187,6 +188,19 @@ def expected_from_protocol(protocol: Protocol) -> dict[str, list[str]]:
     return {name: list(ids) for name, ids in _protocol_sets(protocol).items()}
 
 
+def vpc_folders_of(protocol: Protocol) -> dict[str, str] | None:
+    """utt id -> its VoicePrivacy data folder (``libri_dev_enrolls``, ``train-clean-360``, ...)
+    for a protocol built from the VoicePrivacy lists, else None: an archive for it may then use
+    the VoicePrivacy layout ``<folder><suffix>/wav/<utt>.wav``."""
+    fixed = protocol.fixed_trials
+    if fixed is None:
+        return None
+    out = {u: fixed.train_folder for u in (*protocol.attacker_train, *protocol.attacker_validation)}
+    for folder, ids in fixed.folders.items():
+        out.update(dict.fromkeys(ids, folder))
+    return out
+
+
 # --------------------------------------------------------------------------------------------
 # The report (the limits are `contract.ArchiveLimits`).
 # --------------------------------------------------------------------------------------------
@@ -212,6 +226,9 @@ class ArchiveValidation:
     problems: list[str] = field(default_factory=list)
     metadata: dict[str, Any] | None = None
     contract_version: int = CONTRACT_VERSION
+    vpc_suffix: str | None = None
+    """The suffix of the VoicePrivacy-layout folders (``_b1`` in ``libri_dev_enrolls_b1``), when
+    the archive used that layout."""
 
     @property
     def ok(self) -> bool:
@@ -258,7 +275,8 @@ class _Problems:
         for kind, items in self.by_kind.items():
             shown = ", ".join(items[:MAX_LISTED_PROBLEMS])
             more = len(items) - MAX_LISTED_PROBLEMS
-            out.append(f"{kind}: {shown}" + (f" (and {more} more)" if more > 0 else ""))
+            tail = f" (and {more} more, {len(items)} in all)" if more > 0 else ""
+            out.append(f"{kind}: {shown}{tail}")
         return out
 
     def __bool__(self) -> bool:
@@ -300,6 +318,30 @@ def _name_problem(raw: str) -> str | None:
 
 def _normalize(raw: str) -> str:
     return "/".join(p for p in raw.split("/") if p not in ("", "."))
+
+
+EXTRA_MEMBERS_LISTED = 1000
+"""Members beyond what a valid archive holds that are still listed (and reported as extras)."""
+
+ZIP_DIRECTORY_BYTES_PER_MEMBER = 4096
+"""Largest central-directory record (bytes) of one member: 46-byte header, name, extra, comment."""
+
+
+def _check_zip_directory(path: Path, max_members: int) -> None:
+    """Refuse a zip whose end record declares more than ``max_members`` entries, or a central
+    directory larger than they need, before ``zipfile`` reads (and keeps) the directory."""
+    with open(path, "rb") as fh:
+        end = zipfile._EndRecData(fh)  # type: ignore[attr-defined]  # stable since Python 2
+    if not end:
+        raise _Fatal("corrupt zip archive: no end of central directory record")
+    entries, directory_bytes = int(end[zipfile._ECD_ENTRIES_TOTAL]), int(end[zipfile._ECD_SIZE])  # type: ignore[attr-defined]
+    if entries > max_members:
+        raise _Fatal(f"{entries} members, more than the limit of {max_members}")
+    if directory_bytes > max_members * ZIP_DIRECTORY_BYTES_PER_MEMBER:
+        raise _Fatal(
+            f"zip central directory of {directory_bytes} bytes is larger than {max_members} "
+            "members need"
+        )
 
 
 def _zip_entries(zf: zipfile.ZipFile, limits: ArchiveLimits, guard: _SizeGuard) -> Iterator[_Entry]:
@@ -370,6 +412,71 @@ def _tar_entries(tf: tarfile.TarFile, limits: ArchiveLimits, guard: _SizeGuard) 
                 f"member {raw!r}: a device, fifo or other special file; only regular files and "
                 "folders are accepted"
             )
+
+
+def _folder_entries(root: Path, limits: ArchiveLimits, guard: _SizeGuard) -> Iterator[_Entry]:
+    """The entries of a local folder submitted as an archive (the same rules: regular files and
+    folders only, no links, the member count and size limits)."""
+    count = 0
+    stack = [root]
+    while stack:
+        folder = stack.pop()
+        with os.scandir(folder) as it:
+            items = sorted(it, key=lambda e: e.name)
+        for item in items:
+            count += 1
+            if count > limits.max_members:
+                raise _Fatal(f"more members than the limit of {limits.max_members}")
+            rel = Path(item.path).relative_to(root).as_posix()
+            if item.is_symlink():
+                raise _Fatal(f"member {rel!r}: a symlink; only regular files and folders")
+            if item.is_dir(follow_symlinks=False):
+                stack.append(Path(item.path))
+                yield _Entry(rel, rel, "dir", 0, Path(item.path))
+            elif item.is_file(follow_symlinks=False):
+                size = item.stat(follow_symlinks=False).st_size
+                guard.add(size, rel)
+                yield _Entry(rel, rel, "file", size, Path(item.path))
+            else:
+                raise _Fatal(f"member {rel!r}: a device, fifo or other special file")
+
+
+def source_fingerprint(source: Path) -> str:
+    """SHA-256 naming a submitted archive's content: of the file, or of a folder's listing."""
+    return _sha256_file(source) if source.is_file() else _folder_fingerprint(source)
+
+
+def pack_folder(folder: Path, dest: Path) -> Path:
+    """A tar of a local submission folder's audio files (``.wav``/``.flac``, any depth: the
+    Unmask layout or the VoicePrivacy one) and its top-level ``metadata.json``; Kaldi files and
+    other text stay behind. Symlinked files are stored as the files they point to."""
+    if not folder.is_dir():
+        raise ArchiveError(f"{folder}: not a folder")
+    files = sorted(
+        p
+        for p in folder.rglob("*")
+        if p.is_file()
+        and (p.suffix.lower() in AUDIO_EXTENSIONS or p.relative_to(folder) == Path(METADATA_NAME))
+    )
+    if not files:
+        raise ArchiveError(f"{folder}: no .wav or .flac file to submit")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(dest, "w", dereference=True) as tf:
+        for p in files:
+            tf.add(p, arcname=p.relative_to(folder).as_posix(), recursive=False)
+    return dest
+
+
+def _folder_fingerprint(root: Path) -> str:
+    """SHA-256 of a folder's listing (relative path, size, modification time of every file)."""
+    h = hashlib.sha256()
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        for name in sorted(filenames):
+            st = os.lstat(os.path.join(dirpath, name))
+            rel = Path(dirpath, name).relative_to(root).as_posix()
+            h.update(f"{rel}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()
 
 
 TAR_MAX_TRAILING_BYTES = 1 << 20
@@ -534,8 +641,9 @@ def validate_archive(
     out_dir: str | Path,
     limits: ArchiveLimits | None = None,
     original_durations_s: Mapping[str, float] | None = None,
+    vpc_folders: Mapping[str, str] | None = None,
 ) -> ArchiveValidation:
-    """Validate a pre-anonymized archive and extract its audio into ``out_dir``.
+    """Validate a pre-anonymized archive (or local folder) and extract its audio into ``out_dir``.
 
     ``expected``: set name -> utterance ids (e.g. `expected_from_protocol`), or one flat list.
     ``original_durations_s``: utt id -> original duration (seconds), to check durations. Layout
@@ -550,6 +658,12 @@ def validate_archive(
     audio lands in ``out_dir/audio/<stem><ext>``; the report goes to ``out_dir/validation.json``.
     On any problem the extracted audio is deleted again. The returned report has ``ok`` False
     and the problems; call ``raise_for_problems()`` to turn that into `ArchiveError`.
+
+    ``archive_path`` may be a folder: its files are the members (same rules; its
+    ``archive_sha256`` is that of the folder's listing). ``vpc_folders`` (utt id -> VoicePrivacy
+    data folder, `vpc_folders_of`): the archive may use the VoicePrivacy layout instead,
+    ``<folder><suffix>/wav/<stem>.wav`` with one suffix for all folders (detected, recorded as
+    ``vpc_suffix``); the Kaldi files beside ``wav/`` and folders of no protocol set are ignored.
     """
     lim = limits or ArchiveLimits()
     src = Path(archive_path)
@@ -558,31 +672,75 @@ def validate_archive(
     audio_dir = out / AUDIO_DIR
     if audio_dir.exists():
         shutil.rmtree(audio_dir)
-    if not src.is_file():
+    if not src.is_file() and not src.is_dir():
         raise ArchiveError(f"{src}: archive not found")
     set_of = _normalize_expected(expected)
+    stem_to_utt = _stems_to_utterances(set_of)
+    durations = dict(original_durations_s or {})
+    report = ArchiveValidation(
+        archive=src.name,
+        archive_sha256=source_fingerprint(src),
+        out_dir=str(out.resolve()),
+    )
+    budget = _unpacked_budget(lim, set_of, durations)
+
+    # A valid archive holds the expected files, their set folders (two each in the VoicePrivacy
+    # layout: `<set><suffix>/wav/`), one wrapper folder and metadata.json: more members than that
+    # (plus a few, so that extras are still reported) is refused while the listing is read,
+    # before its memory grows with the member count.
+    n_sets = len(set(set_of.values()))
+    cap = min(lim.max_members, len(set_of) + 2 * n_sets + EXTRA_MEMBERS_LISTED)
+    lim = dataclasses.replace(lim, max_members=cap)
+    check = _MemberCheck(
+        report, lim, budget, set_of, stem_to_utt, durations, audio_dir, dict(vpc_folders or {})
+    )
+    _check_members(src, check, cap, report)
+    if report.problems:
+        shutil.rmtree(audio_dir, ignore_errors=True)
+        report.files, report.durations_s, report.sha256 = {}, {}, {}
+    _write_report(out, report)
+    return report
+
+
+def _stems_to_utterances(set_of: Mapping[str, str]) -> dict[str, str]:
+    """Output file stem -> utterance id; two utterances may not share a stem."""
     stem_to_utt: dict[str, str] = {}
     for utt in set_of:
         stem = output_stem(utt)
         if stem in stem_to_utt:
             raise ValueError(f"utterances {stem_to_utt[stem]!r} and {utt!r} share a file name")
         stem_to_utt[stem] = utt
-    durations = dict(original_durations_s or {})
-    report = ArchiveValidation(
-        archive=src.name, archive_sha256=_sha256_file(src), out_dir=str(out.resolve())
-    )
+    return stem_to_utt
+
+
+def _unpacked_budget(
+    lim: ArchiveLimits, set_of: Mapping[str, str], durations: Mapping[str, float]
+) -> int:
+    """Bytes the archive may unpack to: the limit, tightened by the original durations (when
+    every expected utterance has one) to what audio of those lengths can take."""
     budget = lim.max_unpacked_bytes
     if durations and set(durations) >= set(set_of):
         need = sum(lim.max_audio_bytes(d) for u, d in durations.items() if u in set_of)
         budget = min(budget, need)
+    return budget
 
-    guard = _SizeGuard(src.stat().st_size, budget, lim)
-    check = _MemberCheck(report, lim, budget, set_of, stem_to_utt, durations, audio_dir)
+
+def _check_members(src: Path, check: _MemberCheck, cap: int, report: ArchiveValidation) -> None:
+    """List and check the members of the folder, zip or tar at ``src``; every problem, the
+    decoders' errors included, lands in ``report.problems``."""
+    lim, budget = check.lim, check.budget
     try:
-        if zipfile.is_zipfile(src):
+        if src.is_dir():
+            # A folder is not compressed: the ratio bound is moot, its own size stands in.
+            folder_guard = _SizeGuard(1 << 62, budget, lim)
+            check.run(None, list(_folder_entries(src.resolve(), lim, folder_guard)))
+        elif zipfile.is_zipfile(src):
+            _check_zip_directory(src, cap)
+            guard = _SizeGuard(src.stat().st_size, budget, lim)
             with zipfile.ZipFile(src) as zf:
                 check.run(zf, list(_zip_entries(zf, lim, guard)))
         elif (mode := _compressed_tar_mode(src)) is not None or tarfile.is_tarfile(str(src)):
+            guard = _SizeGuard(src.stat().st_size, budget, lim)
             # A compressed stream that does not open as a tar is a corrupt archive (not "not an
             # archive"): tarfile.open names the decoder's error.
             with tarfile.open(str(src), mode=mode or "r:") as tf:
@@ -598,13 +756,13 @@ def validate_archive(
         report.problems.append(f"corrupt archive ({exception_line(exc)})")
     except NotImplementedError as exc:
         report.problems.append(f"unsupported archive feature ({exception_line(exc)})")
-    if report.problems:
-        shutil.rmtree(audio_dir, ignore_errors=True)
-        report.files, report.durations_s, report.sha256 = {}, {}, {}
+
+
+def _write_report(out: Path, report: ArchiveValidation) -> None:
+    """Write ``out/validation.json`` atomically (a reader never sees half a report)."""
     tmp = out / (REPORT_NAME + ".part")
     tmp.write_text(json.dumps(report.to_json(), indent=1, sort_keys=True) + "\n", "utf-8")
     os.replace(tmp, out / REPORT_NAME)
-    return report
 
 
 @dataclass
@@ -616,10 +774,15 @@ class _MemberCheck:
     stem_to_utt: Mapping[str, str]
     durations: Mapping[str, float]
     audio_dir: Path
+    vpc_folders: Mapping[str, str] = field(default_factory=dict)
 
-    def run(self, container: zipfile.ZipFile | tarfile.TarFile, entries: list[_Entry]) -> None:
+    def run(
+        self, container: zipfile.ZipFile | tarfile.TarFile | None, entries: list[_Entry]
+    ) -> None:
+        """Match and extract ``entries`` (``container`` None: a local folder's files)."""
         self.report.n_members = len(entries)
-        chosen, metadata_entry = self._match(entries)
+        vpc = self._vpc_layout(entries)
+        chosen, metadata_entry = self._match_vpc(entries, *vpc) if vpc else self._match(entries)
         if chosen is not None:
             self._extract(container, chosen, metadata_entry)
 
@@ -686,9 +849,89 @@ class _MemberCheck:
             return None, None
         return chosen, metadata_entry
 
+    def _vpc_layout(self, entries: list[_Entry]) -> tuple[str, dict[str, str]] | None:
+        """(wrapper prefix, top folder -> its protocol folder) when the entries use the
+        VoicePrivacy layout (an audio file at ``<folder><suffix>/wav/<name>``), else None."""
+        if not self.vpc_folders:
+            return None
+        known = sorted(set(self.vpc_folders.values()), key=len, reverse=True)
+
+        def base_of(top: str) -> str | None:
+            return next((k for k in known if top.startswith(k)), None)
+
+        for prefix_parts in (0, 1):
+            tops: dict[str, str] = {}
+            prefix = ""
+            for e in entries:
+                parts = e.name.split("/")
+                head, rest = parts[:prefix_parts], parts[prefix_parts:]
+                if e.kind == "file" and len(rest) == 3 and rest[1] == "wav":
+                    base = base_of(rest[0])
+                    if base is not None:
+                        tops[rest[0]] = base
+                        prefix = "".join(f"{h}/" for h in head)
+            if tops:
+                return prefix, tops
+        return None
+
+    def _match_vpc(
+        self, entries: list[_Entry], prefix: str, tops: dict[str, str]
+    ) -> tuple[dict[str, tuple[_Entry, str]] | None, _Entry | None]:
+        """`_match` for the VoicePrivacy layout: ``<folder><suffix>/wav/<stem>.wav``."""
+        problems = _Problems()
+        suffixes = sorted({top[len(base) :] for top, base in tops.items()})
+        if len(suffixes) > 1:
+            problems.add(
+                "several anonymized copies (suffixes)",
+                ", ".join(repr(x) for x in suffixes) + "; submit one system's folders",
+            )
+        chosen: dict[str, tuple[_Entry, str]] = {}
+        metadata_entry: _Entry | None = None
+        for e in entries:
+            if e.kind == "dir" or (prefix and not e.name.startswith(prefix)):
+                continue
+            parts = e.name[len(prefix) :].split("/")
+            if parts == [METADATA_NAME]:
+                metadata_entry = e
+                continue
+            stem, ext = os.path.splitext(parts[-1])
+            is_audio = ext.lower() in AUDIO_EXTENSIONS
+            base = tops.get(parts[0])
+            if base is None:
+                if is_audio:  # audio outside every anonymized folder of the protocol
+                    problems.add("extra file(s) outside the protocol's folders", repr(e.raw))
+                continue  # Kaldi files, original data folders, other datasets: not submitted
+            if len(parts) == 2 and not is_audio:
+                continue  # wav.scp, utt2spk, ... beside wav/
+            if len(parts) != 3 or parts[1] != "wav" or not is_audio:
+                problems.add("unexpected path(s)", repr(e.raw))
+                continue
+            utt = self.stem_to_utt.get(stem)
+            if utt is None:
+                problems.add("extra utterance(s) (not in the protocol)", repr(e.raw))
+                continue
+            if self.vpc_folders.get(utt) != base:
+                problems.add(
+                    "file(s) in the wrong folder",
+                    f"{e.raw!r} (belongs to {self.vpc_folders.get(utt)}{suffixes[0]})",
+                )
+                continue
+            if utt in chosen:
+                problems.add("duplicate utterance(s)", f"{e.raw!r} and {chosen[utt][0].raw!r}")
+                continue
+            chosen[utt] = (e, ext.lower())
+        for u in self.set_of:
+            if u not in chosen:
+                problems.add("missing utterance(s)", repr(u))
+        if problems:
+            self.report.problems.extend(problems.lines())
+            return None, None
+        self.report.vpc_suffix = suffixes[0]
+        return chosen, metadata_entry
+
     def _extract(
         self,
-        container: zipfile.ZipFile | tarfile.TarFile,
+        container: zipfile.ZipFile | tarfile.TarFile | None,
         chosen: dict[str, tuple[_Entry, str]],
         metadata_entry: _Entry | None,
     ) -> None:
@@ -722,7 +965,10 @@ class _MemberCheck:
         report.problems.extend(problems.lines())
 
 
-def _open_member(container: zipfile.ZipFile | tarfile.TarFile, e: _Entry) -> IO[bytes]:
+def _open_member(container: zipfile.ZipFile | tarfile.TarFile | None, e: _Entry) -> IO[bytes]:
+    if container is None:  # a local folder's file
+        fd = os.open(e.handle, os.O_RDONLY | os.O_NOFOLLOW)
+        return os.fdopen(fd, "rb")
     if isinstance(container, zipfile.ZipFile):
         return container.open(e.handle)
     stream = container.extractfile(e.handle)

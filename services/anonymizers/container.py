@@ -778,11 +778,30 @@ class ContainerAnonymizer(Anonymizer):
             except Exception:
                 pass  # already gone; nothing to clean
         tail = run.log_tail
+        self._raise_for_failure(reason, exit_code, oom, tail, len(items), output_budget)
+        try:
+            waves, metadata = validate_output_folder(output_dir, expected_s, out_lim)
+        except ContainerOutputError as exc:
+            raise type(exc)(f"{self.image}: {exc.summary}", log_tail=tail, exit_code=0) from None
+        run.metadata = metadata
+        return waves
+
+    def _raise_for_failure(
+        self,
+        reason: str | None,
+        exit_code: int,
+        oom: bool,
+        tail: str,
+        n_items: int,
+        output_budget: int,
+    ) -> None:
+        """The error of a run that was killed (``reason``: ``time`` or ``output``), ran out of
+        memory or exited non-zero; nothing for a clean exit."""
         lim = self.limits
         if reason == "time":
             raise ContainerTimeoutError(
                 f"{self.image}: killed after its time limit of {lim.time_limit_s:g} s "
-                f"({len(items)} utterances in this shard)",
+                f"({n_items} utterances in this shard)",
                 log_tail=tail,
                 exit_code=exit_code,
             )
@@ -804,12 +823,6 @@ class ContainerAnonymizer(Anonymizer):
             raise ContainerExitError(
                 f"{self.image}: exited with code {exit_code}", log_tail=tail, exit_code=exit_code
             )
-        try:
-            waves, metadata = validate_output_folder(output_dir, expected_s, out_lim)
-        except ContainerOutputError as exc:
-            raise type(exc)(f"{self.image}: {exc.summary}", log_tail=tail, exit_code=0) from None
-        run.metadata = metadata
-        return waves
 
     def _collect_logs(self, container: Any, logs: _LogTail) -> None:
         """Read the logs into ``logs`` (bounded), giving up after 10 s of a flood."""

@@ -205,6 +205,11 @@ class ArchiveLimits:
         )
 
 
+MAX_ABS_SAMPLE = 2.0
+"""Largest |sample| accepted (full scale = 1.0): integer PCM never exceeds 1.0; a float file may
+overshoot a little (6 dB), not carry values such as 1e30 that swamp every feature downstream."""
+
+
 def exception_line(exc: BaseException) -> str:
     """An exception's message on one line (its type name when it has none)."""
     return " ".join(str(exc).split()) or type(exc).__name__
@@ -240,6 +245,13 @@ def check_audio_file(
         return None, f"{label}: no mono samples decoded"
     if not np.isfinite(wav).all():
         return None, f"{label}: non-finite samples (NaN or infinity)"
+    peak = float(np.max(np.abs(wav)))
+    if peak > MAX_ABS_SAMPLE:
+        return None, (
+            f"{label}: peak amplitude {peak:.3g} is above the limit of {MAX_ABS_SAMPLE:g} "
+            "(full scale is 1.0; float samples must lie within "
+            f"[-{MAX_ABS_SAMPLE:g}, {MAX_ABS_SAMPLE:g}])"
+        )
     duration = wav.size / SAMPLE_RATE_HZ
     if original_s is not None:
         tol = limits.tolerance_s(original_s)

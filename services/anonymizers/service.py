@@ -114,16 +114,7 @@ def anonymize_manifest(
     records: dict[str, dict[str, Any]] = {}
 
     def expected_for(u: Utterance) -> dict[str, Any]:
-        target = targets.get(u.utt_id)
-        return {
-            "target_id": target.target_id if target else None,
-            "target_profile": (
-                [target.profile.median_f0_hz, target.profile.formant_scale]
-                if target is not None and target.profile is not None
-                else None
-            ),
-            "source_row": _canonical_hash(u.model_dump(mode="json", exclude={"target_id"})),
-        }
+        return _expected_record(u, targets.get(u.utt_id))
 
     todo: list[Utterance] = []
     for u in manifest.utterances:
@@ -151,48 +142,84 @@ def anonymize_manifest(
         progress(done, total)
     for start in range(0, len(todo), max(1, batch_size)):
         batch = todo[start : start + batch_size]
-        items = []
-        for u in batch:
-            wav, _ = read_audio(manifest.resolve(u))
-            items.append(
-                AnonymizationItem(
-                    utt_id=u.utt_id,
-                    waveform=wav,
-                    sample_rate=SAMPLE_RATE_HZ,
-                    source_speaker_id=u.speaker_id,
-                    source_gender=u.gender,
-                    target=targets.get(u.utt_id),
-                )
-            )
-        parameters: list[float | None]
-        if isinstance(anonymizer, BuiltinAnonymizer):
-            outputs, values = anonymizer.anonymize_with_parameters(items, seed)
-            parameters = list(values)
-        else:
-            outputs = anonymizer.anonymize(items, seed)
-            parameters = [None] * len(items)
-        if len(outputs) != len(items):
-            raise RuntimeError(f"{anonymizer.name}: {len(outputs)} outputs for {len(items)} items")
-        for u, y, parameter in zip(batch, outputs, parameters, strict=True):
-            rel = Path("wav") / _safe_name(u.speaker_id) / f"{_safe_name(u.utt_id)}.wav"
-            write_audio(out / rel, y)
-            record = {
-                **expected_for(u),
-                "path": rel.as_posix(),
-                "size": (out / rel).stat().st_size,
-                "sha256": _file_sha256(out / rel),
-                "n_samples": len(y),
-            }
-            if parameter is not None:
-                record["parameter"] = float(parameter)
-            records[u.utt_id] = record
+        written = _anonymize_batch(manifest, batch, anonymizer, targets, seed, out)
+        for u, record in zip(batch, written, strict=True):
+            records[u.utt_id] = {**expected_for(u), **record}
         save_sidecar()
         done += len(batch)
         if progress is not None:
             progress(done, total)
     if not todo and (not sidecar_path.is_file() or set(old) != set(records)):
         save_sidecar()
+    return _write_anonymized_manifest(manifest, records, out, reused=not todo)
 
+
+def _expected_record(u: Utterance, target: TargetVoice | None) -> dict[str, Any]:
+    """What an up-to-date output of ``u`` records besides its file: its target and source row."""
+    return {
+        "target_id": target.target_id if target else None,
+        "target_profile": (
+            [target.profile.median_f0_hz, target.profile.formant_scale]
+            if target is not None and target.profile is not None
+            else None
+        ),
+        "source_row": _canonical_hash(u.model_dump(mode="json", exclude={"target_id"})),
+    }
+
+
+def _anonymize_batch(
+    manifest: Manifest,
+    batch: list[Utterance],
+    anonymizer: Anonymizer,
+    targets: Mapping[str, TargetVoice],
+    seed: int,
+    out: Path,
+) -> list[dict[str, Any]]:
+    """Anonymize ``batch`` into ``out/wav/<speaker>/<utt>.wav``; one file record per utterance
+    (path, size in bytes, sha256, samples, and the built-in's drawn parameter)."""
+    items = []
+    for u in batch:
+        wav, _ = read_audio(manifest.resolve(u))
+        items.append(
+            AnonymizationItem(
+                utt_id=u.utt_id,
+                waveform=wav,
+                sample_rate=SAMPLE_RATE_HZ,
+                source_speaker_id=u.speaker_id,
+                source_gender=u.gender,
+                target=targets.get(u.utt_id),
+            )
+        )
+    parameters: list[float | None]
+    if isinstance(anonymizer, BuiltinAnonymizer):
+        outputs, values = anonymizer.anonymize_with_parameters(items, seed)
+        parameters = list(values)
+    else:
+        outputs = anonymizer.anonymize(items, seed)
+        parameters = [None] * len(items)
+    if len(outputs) != len(items):
+        raise RuntimeError(f"{anonymizer.name}: {len(outputs)} outputs for {len(items)} items")
+    records = []
+    for u, y, parameter in zip(batch, outputs, parameters, strict=True):
+        rel = Path("wav") / _safe_name(u.speaker_id) / f"{_safe_name(u.utt_id)}.wav"
+        write_audio(out / rel, y)
+        record: dict[str, Any] = {
+            "path": rel.as_posix(),
+            "size": (out / rel).stat().st_size,
+            "sha256": _file_sha256(out / rel),
+            "n_samples": len(y),
+        }
+        if parameter is not None:
+            record["parameter"] = float(parameter)
+        records.append(record)
+    return records
+
+
+def _write_anonymized_manifest(
+    manifest: Manifest, records: Mapping[str, Mapping[str, Any]], out: Path, *, reused: bool
+) -> Manifest:
+    """The anonymized manifest (paths, durations in s, targets from ``records``), written as
+    ``manifest.jsonl`` unless ``reused`` and the file already holds the same rows."""
     rows = []
     for u in manifest.utterances:
         rec = records[u.utt_id]
@@ -208,7 +235,7 @@ def anonymize_manifest(
         )
     result = Manifest(utterances=tuple(rows), root=str(out.resolve()))
     manifest_path = out / MANIFEST_NAME
-    if not todo and manifest_path.is_file():
+    if reused and manifest_path.is_file():
         try:
             existing = read_manifest(manifest_path, check_audio=False)
         except CorpusError:

@@ -26,6 +26,19 @@ record, ``history.json``, the checkpoint ``last.pt`` (everything needed to resum
 and ``best.pt`` (the epoch ``select_best_epoch`` picks: lowest VER_S, in ``adversarial`` mode only
 among epochs with w_T > 0). Training that is started again in the same folder with the same
 config and data resumes after the last completed epoch.
+
+``epochs`` is a cap: with ``patience`` set (default 3), training stops once the lowest VER_S of
+the last ``patience`` eligible epochs after the learning-rate peak is not
+``patience_margin_points`` below the lowest before them (``should_stop``; eligible as for
+``best.pt``). The decision reads only the history, so a
+resumed run stops where an uninterrupted one would.
+
+Transfer (``init_checkpoint``): the recognizer (and the source head, when the speakers are the
+same) starts from another run's checkpoint, in the pipeline the same seed's recognizer trained on
+original speech, and is fine-tuned with ``fine_tune_learning_rate``: a linear warm-up from
+``base_lr`` to ``finetune_lr`` over ``finetune_warmup_epochs``, then a linear decay to ``base_lr``
+at the epochs cap (a cyclic schedule would send the transferred weights back up to the peak rate
+in the middle of the run).
 """
 
 from __future__ import annotations
@@ -128,6 +141,16 @@ class TrainedAttacker(BaseModel):
         description="Epochs this run found done in a checkpoint and continued after (0: trained "
         "from scratch); a record of how the run went, like the history's timings.",
     )
+    init: Literal["scratch", "original"] = Field(
+        "scratch",
+        description="`original`: started from another recognizer's checkpoint (transfer) and "
+        "fine-tuned; `scratch`: random weights (or `init_from`'s pretrained ECAPA).",
+    )
+    stopped: Literal["cap", "patience"] = Field(
+        "cap",
+        description="`patience`: stopped before the epochs cap because VER_S stopped improving "
+        "(`should_stop`); `cap`: trained all `config.epochs`.",
+    )
 
     @property
     def best_w_target(self) -> float:
@@ -181,13 +204,8 @@ def select_best_epoch(history: Sequence[EpochRecord], config: TrainingConfig) ->
     wrong recognizer. If the schedule never leaves 0 (E >= epochs, seed 000's baseline) every
     epoch is eligible. Modes ``off`` and ``observe``: every epoch.
     """
-    adversarial_only = (
-        config.target_classifier == "adversarial" and config.adversarial_start_epoch < config.epochs
-    )
     best: EpochRecord | None = None
-    for record in history:
-        if adversarial_only and record.w_target <= 0.0:
-            continue
+    for record in eligible_records(history, config):
         if (
             best is None
             or record.ver_source is None
@@ -196,6 +214,57 @@ def select_best_epoch(history: Sequence[EpochRecord], config: TrainingConfig) ->
         ):
             best = record
     return best.epoch if best is not None else 0
+
+
+def fine_tune_learning_rate(
+    step: int, base_lr: float, peak_lr: float, warmup_steps: float, total_steps: float
+) -> float:
+    """Learning rate at optimizer step ``step`` (0-based) of a fine-tune: linear from ``base_lr``
+    to ``peak_lr`` over ``warmup_steps``, then linear back to ``base_lr`` at ``total_steps``."""
+    if warmup_steps > 0 and step < warmup_steps:
+        return base_lr + (peak_lr - base_lr) * step / warmup_steps
+    rest = max(total_steps - warmup_steps, 1.0)
+    frac = min(1.0, max(0.0, (step - warmup_steps) / rest))
+    return peak_lr + (base_lr - peak_lr) * frac
+
+
+def eligible_records(history: Sequence[EpochRecord], config: TrainingConfig) -> list[EpochRecord]:
+    """The epochs ``best.pt`` may hold (``select_best_epoch``'s rule), in order."""
+    adversarial_only = (
+        config.target_classifier == "adversarial" and config.adversarial_start_epoch < config.epochs
+    )
+    return [r for r in history if not (adversarial_only and r.w_target <= 0.0)]
+
+
+PATIENCE_RULE = "patience counted over eligible epochs after the learning-rate peak"
+"""How ``should_stop`` decides; the pipeline puts it in the train stage's inputs, so recognizers
+stopped under the first rule (patience counted from epoch 1, which stopped long cyclic schedules
+while their learning rate was still rising) are not reused."""
+
+
+def should_stop(
+    history: Sequence[EpochRecord], config: TrainingConfig, rising_epochs: float = 0.0
+) -> bool:
+    """True when training has stopped learning (``patience``), before the epochs cap.
+
+    The last ``patience`` eligible epochs with a VER_S (%), all after the learning-rate peak
+    (epoch > ``rising_epochs``: the warm-up of a fine-tune, the first half-cycle of the cyclic
+    schedule, during which VER_S may rise with the rate), have a lowest VER_S not
+    ``patience_margin_points`` below the lowest of the eligible epochs before them. Never without
+    ``patience``, without validation data, or before such a window exists.
+    """
+    if config.patience is None:
+        return False
+    eligible = eligible_records(history, config)
+    if any(r.ver_source is None for r in eligible):
+        return False
+    window = [r for r in eligible if r.epoch > rising_epochs][-config.patience :]
+    before = [r for r in eligible if r.epoch < (window[0].epoch if window else 0)]
+    if len(window) < config.patience or not before:
+        return False
+    lowest_before = min(float(r.ver_source or 0.0) for r in before)
+    lowest_recent = min(float(r.ver_source or 0.0) for r in window)
+    return lowest_recent > lowest_before - config.patience_margin_points
 
 
 def cyclic_learning_rate(step: int, base_lr: float, max_lr: float, step_size: float) -> float:
@@ -376,6 +445,7 @@ class _Trainer:
         train: list[TrainingItem],
         val: list[TrainingItem],
         output_dir: Path,
+        init_checkpoint: Path | None = None,
     ) -> None:
         self.config = config
         self.train = train
@@ -417,10 +487,12 @@ class _Trainer:
             from services.attacker.pretrained import load_pretrained_ecapa
 
             load_pretrained_ecapa(self.encoder.embedding, config.init_from)
+        self.source_head = CosineHead(self.preset.embedding_dim, len(self.speaker_labels))
+        self.init_fingerprint: str | None = None
+        if init_checkpoint is not None:
+            self._transfer(init_checkpoint)
         self.encoder = self.encoder.to(self.device)
-        self.source_head = CosineHead(self.preset.embedding_dim, len(self.speaker_labels)).to(
-            self.device
-        )
+        self.source_head = self.source_head.to(self.device)
         self.target_head: CosineHead | None = None
         ssl_params = set(self.ssl_front.ssl_parameters()) if self.ssl_front is not None else set()
         params = [p for p in self.encoder.parameters() if p not in ssl_params]
@@ -430,18 +502,7 @@ class _Trainer:
                 self.device
             )
             params += list(self.target_head.parameters())
-        # Each group's learning rate is the cyclic schedule's times its lr_scale (_step).
-        groups: list[dict[str, Any]] = [{"params": params, "lr_scale": 1.0}]
-        if self.ssl_front is not None:
-            # The frozen CNN encoder never learns, so it is left out of the optimizer.
-            frozen = (
-                self.ssl_front.feature_encoder_parameter_names()
-                if config.ssl_freeze_feature_encoder
-                else set()
-            )
-            ssl_trainable = [p for n, p in self.ssl_front.ssl.named_parameters() if n not in frozen]
-            groups.append({"params": ssl_trainable, "lr_scale": config.ssl_lr_scale})
-        self.optimizer = torch.optim.Adam(groups, lr=config.lr, weight_decay=config.weight_decay)
+        self.optimizer = self._optimizer(params)
         self.source_loss = LogSoftmaxWrapper(
             AdditiveAngularMargin(margin=config.aam_margin, scale=config.aam_scale)
         )
@@ -457,12 +518,20 @@ class _Trainer:
         self.tgt_ids = torch.tensor([self.tgt_index.get(it.target or "", -1) for it in train])
         n = len(train)
         self.steps_per_epoch = n // config.batch_size + (1 if n % config.batch_size >= 2 else 0)
+        self.warmup_steps = config.finetune_warmup_epochs * self.steps_per_epoch
+        self.total_steps = float(config.epochs * self.steps_per_epoch)
         if config.lr_step_size is not None:
             self.step_size = float(config.lr_step_size)
         else:
             half = config.lr_half_cycle_epochs or config.epochs / 2
             self.step_size = max(1.0, half * self.steps_per_epoch)
 
+        # Epochs until the learning rate peaks: patience counts only after them (should_stop).
+        self.rising_epochs = (
+            config.finetune_warmup_epochs
+            if self.init_fingerprint is not None
+            else self.step_size / max(self.steps_per_epoch, 1)
+        )
         self.global_step = 0
         self.epoch = 0
         self.resumed_after_epoch = 0
@@ -473,6 +542,50 @@ class _Trainer:
         self.autocast_enabled = config.mixed_precision and self.device.type == "cuda"
         # Issue 15: augmentation of the crops, drawn per (seed, epoch, step) (augmentation.py).
         self.augmenter = BatchAugmenter(config.augmentation) if config.augmentation else None
+
+    def _optimizer(self, params: list[torch.nn.Parameter]) -> torch.optim.Optimizer:
+        """Adam (or AdamW, ``config.optimizer``) over ``params`` (the recognizer without its SSL
+        model, and the heads) and, with an SSL front end, the SSL model's trainable parameters
+        as a second group."""
+        config = self.config
+        # Each group's learning rate is the cyclic schedule's times its lr_scale (_step).
+        groups: list[dict[str, Any]] = [{"params": params, "lr_scale": 1.0}]
+        if self.ssl_front is not None:
+            # The frozen CNN encoder never learns, so it is left out of the optimizer.
+            frozen = (
+                self.ssl_front.feature_encoder_parameter_names()
+                if config.ssl_freeze_feature_encoder
+                else set()
+            )
+            ssl_trainable = [p for n, p in self.ssl_front.ssl.named_parameters() if n not in frozen]
+            groups.append({"params": ssl_trainable, "lr_scale": config.ssl_lr_scale})
+        optimizer = torch.optim.AdamW if config.optimizer == "adamw" else torch.optim.Adam
+        return optimizer(groups, lr=config.lr, weight_decay=config.weight_decay)
+
+    def _transfer(self, path: Path) -> None:
+        """Start from the recognizer in checkpoint ``path`` (transfer); its source head too when
+        it was trained on the same speakers (the pipeline's original-speech recognizer is)."""
+        payload = load_checkpoint(path)
+        saved = ModelPreset.model_validate(payload["preset"])
+        if saved != self.preset:
+            raise ConfigError(
+                f"{path}: cannot start from this recognizer: its preset {saved.name!r} differs "
+                f"from the config's {self.preset.name!r} (transfer needs the same preset)"
+            )
+        self.encoder.load_state_dict(payload["encoder"])
+        if list(payload["speaker_labels"]) == self.speaker_labels:
+            self.source_head.load_state_dict(payload["source_head"])
+        self.init_fingerprint = hashlib.sha256(path.read_bytes()).hexdigest()
+
+    def learning_rate(self, step: int) -> float:
+        """The schedule's rate at optimizer step ``step``: cyclic from scratch, warm-up and
+        decay when fine-tuning a transferred recognizer."""
+        cfg = self.config
+        if self.init_fingerprint is not None:
+            return fine_tune_learning_rate(
+                step, cfg.base_lr, cfg.finetune_lr, self.warmup_steps, self.total_steps
+            )
+        return cyclic_learning_rate(step, cfg.base_lr, cfg.lr, self.step_size)
 
     # ----------------------------------------------------------------- checkpoints
     def _payload(self, *, resumable: bool) -> dict[str, Any]:
@@ -491,6 +604,8 @@ class _Trainer:
             "best_ver_source": self.best_ver,
             "data_fingerprint": self.fingerprint,
         }
+        if self.init_fingerprint is not None:  # scratch checkpoints keep their keys
+            payload["init_fingerprint"] = self.init_fingerprint
         front_end = self.encoder.front_end_record()
         if front_end is not None:  # fbank checkpoints keep their keys
             payload["front_end"] = front_end
@@ -516,6 +631,11 @@ class _Trainer:
         if payload["data_fingerprint"] != self.fingerprint:
             raise InvalidInputError(
                 f"{path}: cannot resume, the training/validation data differ from the checkpoint's"
+            )
+        if payload.get("init_fingerprint") != self.init_fingerprint:
+            raise ConfigError(
+                f"{path}: cannot resume, the run started from another recognizer (init "
+                "checkpoint differs); use resume=False or another output folder"
             )
         self.encoder.load_state_dict(payload["encoder"])
         self.source_head.load_state_dict(payload["source_head"])
@@ -573,9 +693,7 @@ class _Trainer:
         return batches
 
     def _step(self, wavs: torch.Tensor, idx: torch.Tensor, w_t: float) -> tuple[float, float]:
-        lr = cyclic_learning_rate(
-            self.global_step, self.config.base_lr, self.config.lr, self.step_size
-        )
+        lr = self.learning_rate(self.global_step)
         for group in self.optimizer.param_groups:
             group["lr"] = lr * group.get("lr_scale", 1.0)
         spk = self.spk_ids[idx].to(self.device)
@@ -655,7 +773,7 @@ class _Trainer:
         run_steps = 0
         run_train_seconds = 0.0
         last_val_seconds = 0.0
-        while self.epoch < cfg.epochs:
+        while self.epoch < cfg.epochs and not should_stop(self.history, cfg, self.rising_epochs):
             epoch = self.epoch + 1
             w_t = (
                 target_weight(epoch, cfg.epochs, cfg.adversarial_start_epoch)
@@ -675,7 +793,7 @@ class _Trainer:
             n_t = 0
             lr = 0.0
             for step, (wavs, idx) in enumerate(zip(loader, batches, strict=True), start=1):
-                lr = cyclic_learning_rate(self.global_step, cfg.base_lr, cfg.lr, self.step_size)
+                lr = self.learning_rate(self.global_step)
                 if self.augmenter is not None:
                     wavs = self.augmenter(wavs, (cfg.seed, epoch, step))
                 loss_s, loss_t = self._step(wavs, idx, w_t)
@@ -741,6 +859,8 @@ class _Trainer:
             preset=self.preset,
             config=self.config,
             resumed_after_epoch=self.resumed_after_epoch,
+            init="original" if self.init_fingerprint is not None else "scratch",
+            stopped="patience" if self.epoch < self.config.epochs else "cap",
         )
 
 
@@ -753,6 +873,7 @@ def train_attacker(
     resume: bool = True,
     progress: ProgressCallback | None = None,
     on_checkpoint: CheckpointCallback | None = None,
+    init_checkpoint: str | Path | None = None,
 ) -> TrainedAttacker:
     """Train the attacker's recognizer; checkpoints go to ``output_dir``.
 
@@ -766,7 +887,11 @@ def train_attacker(
     same config and data is continued after its last completed epoch, with results identical to
     an uninterrupted run, under the same checkpoint rule; ``resume=False`` starts over.
     ``progress``: see ``ProgressCallback``; ``on_checkpoint``: see ``CheckpointCallback``.
-    Raises ``InvalidInputError`` / ``ConfigError`` naming a bad item, label or field.
+    ``init_checkpoint``: a ``best.pt`` / ``last.pt`` of this trainer with the same preset to start
+    from (transfer; fine-tuned with ``finetune_lr``), e.g. the same seed's recognizer trained on
+    original speech; a resume checks that it is the same file. ``epochs`` is a cap
+    (``should_stop``). Raises ``InvalidInputError`` / ``ConfigError`` naming a bad item, label or
+    field.
     """
     cfg = config if config is not None else TrainingConfig()
     train = _normalize_items(train_items, "train_items")
@@ -780,7 +905,10 @@ def train_attacker(
     check_local_weights(cfg)  # missing / unreadable / mismatched weight folders, before any work
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
-    trainer = _Trainer(cfg, train, val, out)
+    init = Path(init_checkpoint) if init_checkpoint is not None else None
+    if init is not None and not init.is_file():
+        raise ConfigError(f"init_checkpoint: file not found: {init}")
+    trainer = _Trainer(cfg, train, val, out, init)
     last = out / "last.pt"
     with _deterministic(cfg.deterministic, trainer.device):
         if resume and last.is_file():

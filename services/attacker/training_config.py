@@ -19,6 +19,10 @@ TargetClassifierMode = Literal["off", "observe", "adversarial"]
 """Target classifier mode (see ``services.attacker.training``)."""
 
 
+InitName = Literal["scratch", "original"]
+"""Where a recognizer trained on anonymized speech starts: random weights, or the same seed's
+recognizer trained on original speech (transfer, then fine-tuned)."""
+
 FrontEndName = Literal["fbank", "ssl"]
 """What feeds the ECAPA: 80 log-mel fbanks, or a learned weighted sum of an SSL model's layers."""
 
@@ -103,7 +107,50 @@ class TrainingConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     preset: PresetName = Field("standard", description="Model preset (models.PRESETS).")
-    epochs: int = Field(10, ge=1, description="Training epochs (seed 000: 10).")
+    epochs: int = Field(
+        10,
+        ge=1,
+        description="The cap on training epochs (seed 000: 10); training stops earlier when VER_S "
+        "has not improved by `patience_margin_points` for `patience` epochs.",
+    )
+    patience: int | None = Field(
+        3,
+        ge=1,
+        description="Stop when the lowest VER_S of the last `patience` eligible epochs is not "
+        "`patience_margin_points` below the lowest before them (eligible: as for best.pt); null "
+        "= always train `epochs`.",
+    )
+    patience_margin_points: float = Field(
+        1.0,
+        ge=0,
+        exclude_if=lambda value: value == 1.0,
+        description="The VER_S improvement (percentage points) that counts as improving.",
+    )
+    init: InitName | None = Field(
+        None,
+        exclude_if=lambda value: value is None,
+        description="Recognizers trained on anonymized speech: `scratch` (random weights) or "
+        "`original` (the same seed's recognizer trained on original speech, same preset, then "
+        "fine-tuned with `finetune_lr` and `finetune_warmup_epochs`); null = `original` when "
+        "the evaluation trains an original-speech recognizer anyway (scenario original, "
+        "ignorant or lazy-informed), else `scratch`. Recognizers of original speech always "
+        "start from scratch.",
+    )
+    finetune_lr: float = Field(
+        1e-3,
+        gt=0,
+        exclude_if=lambda value: value == 1e-3,
+        description="init `original`: the peak learning rate of the fine-tune (replaces the "
+        "cyclic schedule): linear warm-up from base_lr over `finetune_warmup_epochs`, then "
+        "linear decay to base_lr at the epochs cap.",
+    )
+    finetune_warmup_epochs: float = Field(
+        1.0,
+        ge=0,
+        exclude_if=lambda value: value == 1.0,
+        description="init `original`: epochs of linear learning-rate warm-up (the new "
+        "classifier heads settle before the transferred recognizer moves much).",
+    )
     batch_size: int = Field(32, ge=2, description="Crops per training step.")
     crop_seconds: float = Field(
         3.0,
@@ -125,6 +172,13 @@ class TrainingConfig(BaseModel):
         "lr_half_cycle_epochs.",
     )
     weight_decay: float = Field(2e-6, ge=0, description="Adam weight decay.")
+    optimizer: Literal["adam", "adamw"] = Field(
+        "adam",
+        # Left out of dumps at its default: train stage keys of existing runs stay as they were.
+        exclude_if=lambda value: value == "adam",
+        description="adam (L2 weight decay in the gradient) or adamw (decoupled weight decay, "
+        "the VoicePrivacy 2026 attacker's).",
+    )
     aam_margin: float = Field(0.2, ge=0, description="Additive angular margin (radians).")
     aam_scale: float = Field(30.0, gt=0, description="AAM-softmax scale.")
     source_weight: float = Field(1.0, gt=0, description="w_S, weight of the source loss.")

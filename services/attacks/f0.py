@@ -12,6 +12,16 @@ float32 samples, so identical audio is never analysed twice, whatever its uttera
 Extraction of the missing tracks runs in a ``ProcessPoolExecutor`` (one worker per core by
 default); results are written to the cache by the parent process only.
 
+Numba and the pool: pYIN runs on librosa's Numba functions, compiled with ``cache=True``. Workers
+that compile them at once on a cold Numba cache race on its index files (numba issue #10128, GUFunc
+caching) and can leave mismatched files that make every later pYIN call in the installation
+segfault. So no worker ever compiles: :func:`warm_pyin` compiles (or loads) pYIN in the parent
+first, once per process and under a host-wide file lock (:mod:`services.numba_cache`), and the
+forked workers inherit the compiled code (``benchmarks/f0_numba_cache.py`` prices this against a
+per-worker cache and no cache). A worker that dies anyway (``BrokenProcessPool``) costs one
+in-process retry of the missing tracks; if that fails too, :class:`F0ExtractionError` says so in
+one line.
+
 Histograms (seed 003): voiced frames only, one bin per pYIN grid value (edges halfway between
 grid values on a log-frequency axis), normalized to sum 1.
 """
@@ -24,6 +34,7 @@ import os
 import time
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import asdict, dataclass, field
 from multiprocessing import get_all_start_methods, get_context
 from multiprocessing.context import BaseContext
@@ -33,9 +44,17 @@ import numpy as np
 from numpy.typing import NDArray
 
 from services.audio import SAMPLE_RATE_HZ
+from services.numba_cache import warm_once
 
 F0_CACHE_VERSION = 1
 """Bumped when the tracks for given parameters change; part of the cache key."""
+
+WARM_UP_SECONDS = 0.5
+"""Length of the tone :func:`warm_pyin` analyses (s): long enough for every pYIN code path."""
+
+
+class F0ExtractionError(RuntimeError):
+    """F0 extraction failed in the worker pool and again in the in-process retry."""
 
 
 @dataclass(frozen=True)
@@ -132,6 +151,19 @@ def _timed_track(
     return track, time.perf_counter() - start
 
 
+def warm_pyin(params: F0Params = F0Params()) -> None:
+    """Compile (or load from Numba's cache) every Numba function pYIN uses, in this process.
+
+    Numba compiles per argument type, not per value, so a short tone with the float32 input and
+    the frame settings of any real call covers them all. Done once per process (a forked child
+    that inherited a warm parent does not need it), under a host-wide lock
+    (:mod:`services.numba_cache`).
+    """
+    t = np.arange(int(WARM_UP_SECONDS * SAMPLE_RATE_HZ)) / SAMPLE_RATE_HZ
+    tone = (0.5 * np.sin(2 * np.pi * 150.0 * t)).astype(np.float32)
+    warm_once(f"pyin:{params.cache_key()}", lambda: pyin_track(tone, params))
+
+
 def _pool_context() -> BaseContext:
     # fork where available: workers start in milliseconds and never re-import ``__main__`` (spawn
     # would, breaking scripts without a main guard). pYIN in the child touches only NumPy/Numba.
@@ -186,18 +218,12 @@ def f0_tracks(
         if sha not in found and sha not in todo:
             todo[sha] = np.ascontiguousarray(w, dtype=np.float32).reshape(-1)
     jobs = [(w, params) for w in todo.values()]
+    if jobs:
+        warm_pyin(params)
     if n_workers == 1 or len(jobs) < 2:
         results = [_timed_track(job) for job in jobs]
     else:
-        # Longest first so that no worker is left with a long utterance at the end.
-        order = sorted(range(len(jobs)), key=lambda i: -jobs[i][0].size)
-        with ProcessPoolExecutor(
-            max_workers=min(n_workers, len(jobs)), mp_context=_pool_context()
-        ) as pool:
-            done = list(pool.map(_timed_track, [jobs[i] for i in order], chunksize=1))
-        results = [done[0]] * len(jobs)
-        for pos, i in enumerate(order):
-            results[i] = done[pos]
+        results = _pooled_tracks(jobs, n_workers)
     for sha, (track, _) in zip(todo, results, strict=True):
         found[sha] = track
         if cache is not None:
@@ -210,6 +236,37 @@ def f0_tracks(
         stats.seconds = time.perf_counter() - start
         stats.per_utterance_seconds = [t for _, t in results]
     return [found[sha] for sha in shas]
+
+
+def _pooled_tracks(
+    jobs: list[tuple[NDArray[np.float32], F0Params]], n_workers: int
+) -> list[tuple[NDArray[np.float32], float]]:
+    """``_timed_track`` of every job in a process pool; a dead worker costs one in-process retry.
+
+    The caller has warmed pYIN in this process (:func:`warm_pyin`), so forked workers never
+    compile.
+    """
+    # Longest first so that no worker is left with a long utterance at the end.
+    order = sorted(range(len(jobs)), key=lambda i: -jobs[i][0].size)
+    try:
+        with ProcessPoolExecutor(
+            max_workers=min(n_workers, len(jobs)), mp_context=_pool_context()
+        ) as pool:
+            done = list(pool.map(_timed_track, [jobs[i] for i in order], chunksize=1))
+    except BrokenProcessPool as exc:
+        # A worker died (signal, out of memory): its tracks are lost, the others are not worth
+        # picking apart. One retry here, serially; the stage fails if that fails too.
+        try:
+            return [_timed_track(job) for job in jobs]
+        except Exception as retry_exc:
+            raise F0ExtractionError(
+                f"F0 extraction (pYIN): a worker process died ({exc or 'BrokenProcessPool'}) "
+                f"and the in-process retry failed: {type(retry_exc).__name__}: {retry_exc}"
+            ) from None
+    results = [done[0]] * len(jobs)
+    for pos, i in enumerate(order):
+        results[i] = done[pos]
+    return results
 
 
 def f0_histograms(

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -459,6 +459,140 @@ def _as_set(data: UtteranceSet | Manifest, name: str) -> UtteranceSet:
     return out
 
 
+def _families_and_modes(
+    families: Sequence[str], modes: Sequence[Mode]
+) -> tuple[list[str], list[Mode]]:
+    """The families and modes without duplicates; :class:`InvalidInputError` when either is
+    empty or a mode is unknown."""
+    unique_families = list(dict.fromkeys(families))
+    unique_modes = list(dict.fromkeys(modes))
+    if not unique_families or not unique_modes:
+        raise InvalidInputError("at least one family and one mode are needed")
+    for m in unique_modes:
+        if m not in MODES:
+            raise InvalidInputError(
+                f"unknown pre-restoration mode {m!r}; expected enrollment, trial"
+            )
+    return unique_families, unique_modes
+
+
+def _target_mask(trial: UtteranceSet, model_speakers: np.ndarray) -> np.ndarray:
+    """(trials, models) True where the trial's speaker is the model's; InvalidInputError unless
+    there are both target and non-target trials."""
+    speakers = np.asarray(trial.speaker_ids).astype(str)
+    target: np.ndarray = speakers[:, None] == model_speakers[None, :]
+    n_target = int(target.sum())
+    if n_target == 0 or n_target == target.size:
+        raise InvalidInputError(
+            "pre-restoration needs target and non-target trials: check that trial speakers are "
+            "enrolled and that there are at least two enrollment speakers"
+        )
+    return target
+
+
+def _embed_sets(
+    encoder: SpeakerEncoder,
+    sets: Mapping[str, UtteranceSet],
+    plan: list[tuple[str, float]],
+    identity_plan: list[tuple[str, float]],
+    modes: Sequence[Mode],
+    implementation: Implementation,
+    progress: ProgressFn,
+    timings: dict[str, float],
+    **options: Any,
+) -> dict[str, np.ndarray]:
+    """Each set's embeddings under every transform of ``plan`` when its mode is attacked, else
+    under the identity alone; ``timings`` gets ``embed_<set>`` (s). ``options``: the
+    :class:`TransformEmbedder`'s keyword arguments."""
+    embedded: dict[str, np.ndarray] = {}
+    for name, data in sets.items():
+        t0 = time.perf_counter()
+        versions = plan if name in modes else identity_plan
+        embedder = TransformEmbedder(encoder, versions, implementation, **options)
+        embedded[name] = embed_transformed_set(embedder, data.waveforms, progress, name)
+        timings[f"embed_{name}"] = time.perf_counter() - t0
+    return embedded
+
+
+def _score_families(
+    embedded: Mapping[str, np.ndarray],
+    grid_of: Mapping[str, np.ndarray],
+    labels: Mapping[str, tuple[Label | None, bool | None]],
+    modes: Sequence[Mode],
+    averaging: np.ndarray,
+    target: np.ndarray,
+    *,
+    keep_scores: bool,
+) -> tuple[float, list[FamilyModeResult], dict[str, np.ndarray]]:
+    """(EER % without transforms, one entry per (family, mode), the kept score matrices) of the
+    embedded sets; ``labels``: per family (in plan order), its attack label and whether it is
+    the anonymizer's family."""
+    families = list(labels)
+    offsets = np.cumsum([0] + [len(grid_of[f]) for f in families])
+    base = _untransformed(embedded, grid_of, families[0])
+    baseline = score_prerestoration(
+        base["trial"][:, None], base["enrollment"], averaging, target, "trial"
+    ).per_parameter_eer_percent[0]
+    entries: list[FamilyModeResult] = []
+    best_scores: dict[str, np.ndarray] = {}
+    for i, family in enumerate(families):
+        label, matches = labels[family]
+        columns = {m: embedded[m][:, int(offsets[i]) : int(offsets[i + 1])] for m in modes}
+        for mode, ms in _scored_modes(columns, base, averaging, target):
+            if keep_scores:
+                best_scores[f"{family}/{mode}"] = ms.scores
+            entries.append(_entry(family, mode, label, matches, grid_of[family], ms, target))
+    return float(baseline), entries, best_scores
+
+
+def _untransformed(
+    embedded: Mapping[str, np.ndarray], grid_of: Mapping[str, np.ndarray], family: str
+) -> dict[str, np.ndarray]:
+    """Each set's untransformed embeddings: the plan row of ``family``'s identity parameter (the
+    only row of a set embedded without transforms)."""
+    grid = grid_of[family]
+    identity_row = int(np.flatnonzero(np.isclose(grid, IDENTITY_PARAMETER[family]))[0])  # type: ignore[index]
+    return {name: e[:, identity_row if e.shape[1] > 1 else 0] for name, e in embedded.items()}
+
+
+def _scored_modes(
+    columns: Mapping[Mode, np.ndarray],
+    base: Mapping[str, np.ndarray],
+    averaging: np.ndarray,
+    target: np.ndarray,
+) -> Iterator[tuple[Mode, ModeScores]]:
+    """Per mode, the transformed side's versions (``columns``) scored against the other side's
+    untransformed embeddings (``base``)."""
+    for mode, transformed in columns.items():
+        other = "trial" if mode == "enrollment" else "enrollment"
+        yield mode, score_prerestoration(transformed, base[other], averaging, target, mode)
+
+
+def _entry(
+    family: str,
+    mode: Mode,
+    label: Label | None,
+    matches: bool | None,
+    params: np.ndarray,
+    ms: ModeScores,
+    target: np.ndarray,
+) -> FamilyModeResult:
+    """One (family, mode) result from its best-over-parameters scores ``ms``."""
+    wins = ms.best_index[target]
+    return FamilyModeResult(
+        family=family,
+        mode=mode,
+        label=label,
+        family_matches_anonymizer=matches,
+        eer_percent=_eer(ms.scores, target),
+        parameters=[float(a) for a in params],
+        per_parameter_eer_percent=[float(v) for v in ms.per_parameter_eer_percent],
+        best_parameter_by_eer=float(params[int(np.argmin(ms.per_parameter_eer_percent))]),
+        target_best_parameter_counts=np.bincount(wins, minlength=len(params)).tolist(),
+        median_target_best_parameter=float(np.median(params[wins])),
+    )
+
+
 def run_prerestoration(
     encoder_checkpoint: SpeakerEncoder | str | Path,
     enrollment: UtteranceSet | Manifest,
@@ -489,103 +623,54 @@ def run_prerestoration(
     utterance against every enrollment model, target when the speakers match (pooled genders).
     ``anonymizer_family``: the anonymizer's transform family (`anonymizer_family_of`), or None.
     ``attacker_training`` (the recognizer's training data) and ``enrollment_condition`` (whether
-    ``enrollment`` is original or anonymized speech) are the caller's statement of the attack
-    condition: they are recorded in the result and, with the family, give each entry's label
-    (`attack_label`). ``grids``: custom sweeps per family (default: seed
-    001 Table 1; each must contain the identity). ``max_batch`` (1 = one version at a time) and
-    ``max_batch_frames`` (None: the device's default) size the embedding batches; ``vtln_mode``
-    is the waveform VTLN's mode. ``antialias``, ``time_smoothing`` and ``scaled_pitch_window``:
-    the feature path's approximations of the waveform transforms (`FeatureDomainTransformer`).
-    ``keep_scores`` keeps the best-over-r score matrices in the result (``best_scores``,
-    ``target_mask``).
+    ``enrollment`` is original or anonymized speech) state the attack condition: recorded in the
+    result, with the family they label each entry (`attack_label`). ``grids``: custom sweeps per
+    family (default: seed 001 Table 1; each must contain the identity). ``max_batch`` (1 = one
+    version at a time), ``max_batch_frames`` (None: the device's default), ``vtln_mode``,
+    ``antialias``, ``time_smoothing``, ``scaled_pitch_window``: the `TransformEmbedder`'s.
+    ``keep_scores`` keeps the best-over-r score matrices (``best_scores``, ``target_mask``).
     EERs are in percent; timings in seconds.
     """
     t_start = time.perf_counter()
     check_attack_condition(attacker_training, enrollment_condition)
-    families = list(dict.fromkeys(families))
-    modes = list(dict.fromkeys(modes))
-    if not families or not modes:
-        raise InvalidInputError("at least one family and one mode are needed")
-    for m in modes:
-        if m not in MODES:
-            raise InvalidInputError(
-                f"unknown pre-restoration mode {m!r}; expected enrollment, trial"
-            )
+    families, modes = _families_and_modes(families, modes)
     grid_of = resolve_grids(families, grids)
     plan = transform_plan(grid_of)
     encoder = _as_encoder(encoder_checkpoint)
     enr = _as_set(enrollment, "enrollment")
     tri = _as_set(trial, "trial")
     averaging, model_speakers = enrollment_models(enr.speaker_ids, enrollment_model)
-    target = np.asarray(tri.speaker_ids).astype(str)[:, None] == model_speakers[None, :]
-    n_target = int(target.sum())
-    if n_target == 0 or n_target == target.size:
-        raise InvalidInputError(
-            "pre-restoration needs target and non-target trials: check that trial speakers are "
-            "enrolled and that there are at least two enrollment speakers"
-        )
-
-    def embedder(p: list[tuple[str, float]]) -> TransformEmbedder:
-        return TransformEmbedder(
-            encoder,
-            p,
-            implementation,
-            device=device,
-            max_batch=max_batch,
-            max_batch_frames=max_batch_frames,
-            vtln_mode=vtln_mode,
-            antialias=antialias,
-            time_smoothing=time_smoothing,
-            scaled_pitch_window=scaled_pitch_window,
-        )
-
-    identity_plan = [(families[0], float(IDENTITY_PARAMETER[families[0]]))]  # type: ignore[index]
+    target = _target_mask(tri, model_speakers)
     timings: dict[str, float] = {}
-    embedded: dict[str, np.ndarray] = {}
-    for name, data, mode in (("enrollment", enr, "enrollment"), ("trial", tri, "trial")):
-        t0 = time.perf_counter()
-        p = plan if mode in modes else identity_plan
-        embedded[name] = embed_transformed_set(embedder(p), data.waveforms, progress, name)
-        timings[f"embed_{name}"] = time.perf_counter() - t0
+    embedded = _embed_sets(
+        encoder,
+        {"enrollment": enr, "trial": tri},
+        plan,
+        [(families[0], float(IDENTITY_PARAMETER[families[0]]))],  # type: ignore[index]
+        modes,
+        implementation,
+        progress,
+        timings,
+        device=device,
+        max_batch=max_batch,
+        max_batch_frames=max_batch_frames,
+        vtln_mode=vtln_mode,
+        antialias=antialias,
+        time_smoothing=time_smoothing,
+        scaled_pitch_window=scaled_pitch_window,
+    )
 
     t0 = time.perf_counter()
-    offsets = np.cumsum([0] + [len(grid_of[f]) for f in families])
-    # Plan row of the first family's identity: the untransformed embedding of a transformed set.
-    first = grid_of[families[0]]
-    identity_row = int(np.flatnonzero(np.isclose(first, IDENTITY_PARAMETER[families[0]]))[0])  # type: ignore[index]
-    base = {name: e[:, identity_row if e.shape[1] > 1 else 0] for name, e in embedded.items()}
-    baseline = score_prerestoration(
-        base["trial"][:, None], base["enrollment"], averaging, target, "trial"
-    ).per_parameter_eer_percent[0]
-    entries: list[FamilyModeResult] = []
-    best_scores: dict[str, np.ndarray] = {}
-    for i, family in enumerate(families):
-        params = grid_of[family]
-        cols = slice(int(offsets[i]), int(offsets[i + 1]))
-        for mode in modes:
-            other = "trial" if mode == "enrollment" else "enrollment"
-            ms = score_prerestoration(embedded[mode][:, cols], base[other], averaging, target, mode)
-            wins = ms.best_index[target]
-            if keep_scores:
-                best_scores[f"{family}/{mode}"] = ms.scores
-            entries.append(
-                FamilyModeResult(
-                    family=family,
-                    mode=mode,
-                    label=attack_label(
-                        family, anonymizer_family, attacker_training, enrollment_condition
-                    ),
-                    family_matches_anonymizer=family_matches(family, anonymizer_family),
-                    eer_percent=_eer(ms.scores, target),
-                    parameters=[float(a) for a in params],
-                    per_parameter_eer_percent=[float(v) for v in ms.per_parameter_eer_percent],
-                    best_parameter_by_eer=float(
-                        params[int(np.argmin(ms.per_parameter_eer_percent))]
-                    ),
-                    target_best_parameter_counts=np.bincount(wins, minlength=len(params)).tolist(),
-                    median_target_best_parameter=float(np.median(params[wins])),
-                )
-            )
+    labels = {
+        f: (
+            attack_label(f, anonymizer_family, attacker_training, enrollment_condition),
+            family_matches(f, anonymizer_family),
+        )
+        for f in families
+    }
+    baseline, entries, best_scores = _score_families(
+        embedded, grid_of, labels, modes, averaging, target, keep_scores=keep_scores
+    )
     timings["score"] = time.perf_counter() - t0
     timings["total"] = time.perf_counter() - t_start
     return PrerestorationResult(
@@ -599,8 +684,8 @@ def run_prerestoration(
         n_enrollment_utterances=len(enr.waveforms),
         n_trial_utterances=len(tri.waveforms),
         n_models=len(model_speakers),
-        n_target=n_target,
-        n_nontarget=int(target.size - n_target),
+        n_target=int(target.sum()),
+        n_nontarget=int(target.size - target.sum()),
         baseline_eer_percent=float(baseline),
         entries=entries,
         timings_s=timings,

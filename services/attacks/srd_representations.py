@@ -297,6 +297,48 @@ def _embedding_similarity(
     return embedding_similarity(emb, split)
 
 
+def _f0_similarity(
+    waveforms: Sequence[NDArray[np.floating]],
+    split: InputReferenceSplit,
+    cfg: SRDRepresentationsConfig,
+    cache_dir: str | Path | None,
+) -> tuple[NDArray[np.float64], NDArray[np.int64], dict[str, Any]]:
+    """F0-histogram similarity of the voiced inputs to each reference speaker: (similarity,
+    the ranked inputs, row details: references without voiced frames, histogram bins, the F0
+    extraction's counts and seconds)."""
+    params = cfg.f0_params()
+    used = np.concatenate([split.input_rows, split.reference_rows])
+    stats = F0ExtractionStats()
+    tracks = f0_tracks(
+        [waveforms[i] for i in used],
+        params=params,
+        cache_dir=cache_dir,
+        workers=cfg.workers,
+        stats=stats,
+    )
+    track_of = dict(zip(used.tolist(), tracks, strict=True))
+    inp_hist, inp_voiced = f0_histograms([[track_of[i]] for i in split.input_rows], params)
+    ref_groups: list[list[NDArray[np.float32]]] = [[] for _ in range(split.n_references)]
+    for row_index, col in zip(split.reference_rows, split.reference_owner, strict=True):
+        ref_groups[col].append(track_of[int(row_index)])
+    ref_hist, ref_voiced = f0_histograms(ref_groups, params)
+    ranked = np.flatnonzero(inp_voiced > 0)
+    if ranked.size == 0:
+        raise ValueError("F0 SRD: no input utterance has a voiced frame")
+    details = {
+        "references_without_voiced_frames": split.speaker_ids[ref_voiced == 0].tolist(),
+        "histogram_bins": int(inp_hist.shape[1]),
+        "extraction": {
+            "n_utterances": stats.n_utterances,
+            "cache_hits": stats.cache_hits,
+            "extracted": stats.extracted,
+            "workers": stats.workers,
+            "seconds": stats.seconds,
+        },
+    }
+    return negative_euclidean_similarity(inp_hist[ranked], ref_hist), ranked, details
+
+
 def run_srd_representations(
     waveforms: Sequence[NDArray[np.floating]],
     speaker_ids: Sequence[str] | NDArray[np.str_],
@@ -367,37 +409,11 @@ def run_srd_representations(
 
     if "f0" in cfg.representations:
         start = time.perf_counter()
-        params = cfg.f0_params()
-        used = np.concatenate([split.input_rows, split.reference_rows])
-        stats = F0ExtractionStats()
-        tracks = f0_tracks(
-            [waveforms[i] for i in used],
-            params=params,
-            cache_dir=cache_dir,
-            workers=cfg.workers,
-            stats=stats,
-        )
-        track_of = dict(zip(used.tolist(), tracks, strict=True))
-        inp_hist, inp_voiced = f0_histograms([[track_of[i]] for i in split.input_rows], params)
-        ref_groups: list[list[NDArray[np.float32]]] = [[] for _ in range(split.n_references)]
-        for row_index, col in zip(split.reference_rows, split.reference_owner, strict=True):
-            ref_groups[col].append(track_of[int(row_index)])
-        ref_hist, ref_voiced = f0_histograms(ref_groups, params)
-        ranked = np.flatnonzero(inp_voiced > 0)
-        if ranked.size == 0:
-            raise ValueError("F0 SRD: no input utterance has a voiced frame")
-        row = add("f0", "f0", negative_euclidean_similarity(inp_hist[ranked], ref_hist), ranked)
+        sim, ranked, details = _f0_similarity(waveforms, split, cfg, cache_dir)
+        row = add("f0", "f0", sim, ranked)
         row["similarity"] = "negative_euclidean"
         row["n_inputs_without_voiced_frames"] = int(all_inputs.size - ranked.size)
-        row["references_without_voiced_frames"] = split.speaker_ids[ref_voiced == 0].tolist()
-        row["histogram_bins"] = int(inp_hist.shape[1])
-        row["extraction"] = {
-            "n_utterances": stats.n_utterances,
-            "cache_hits": stats.cache_hits,
-            "extracted": stats.extracted,
-            "workers": stats.workers,
-            "seconds": stats.seconds,
-        }
+        row.update(details)
         seconds["f0"] = time.perf_counter() - start
 
     if "phone_units" in cfg.representations:

@@ -41,8 +41,16 @@ from services.corpus.validation import (
 )
 from services.errors import CorpusError
 
-Layout = Literal["librispeech", "libritts", "librispeech-tts", "folder", "csv", "jsonl"]
-LAYOUTS: tuple[str, ...] = ("librispeech", "libritts", "librispeech-tts", "folder", "csv", "jsonl")
+Layout = Literal["librispeech", "libritts", "librispeech-tts", "folder", "kaldi", "csv", "jsonl"]
+LAYOUTS: tuple[str, ...] = (
+    "librispeech",
+    "libritts",
+    "librispeech-tts",
+    "folder",
+    "kaldi",
+    "csv",
+    "jsonl",
+)
 
 _FOLDER_AUDIO_SUFFIXES = (".wav", ".flac", ".ogg")
 _FOLDER_SPEAKER_TABLES = ("speakers.csv", "speakers.tsv")
@@ -366,7 +374,8 @@ def import_corpus(
     """Import ``src`` in the given layout, check it, and apply the duration filter.
 
     ``layout``: ``librispeech``, ``libritts`` (``librispeech-tts`` is an alias), ``folder`` (audio
-    files plus a speakers table), ``csv`` or ``jsonl``. Problems (unreadable/empty audio,
+    files plus a speakers table), ``kaldi`` (Kaldi / VoicePrivacy data folders,
+    ``services.corpus.kaldi``), ``csv`` or ``jsonl``. Problems (unreadable/empty audio,
     unknown speaker gender, bad rows, speakers left with no utterance by the filter) raise one
     ``CorpusError`` listing them, or with ``skip_invalid=True`` are skipped and returned in the
     report.
@@ -384,6 +393,10 @@ def import_corpus(
         manifest, problems = import_librispeech(src)
     elif layout == "folder":
         manifest, problems = import_plain_folder(src)
+    elif layout == "kaldi":
+        from services.corpus.kaldi import import_kaldi
+
+        manifest, problems = import_kaldi(src)
     else:
         manifest, problems = import_libritts(src)
     if duration_filter is not None:

@@ -62,8 +62,55 @@ class ProtocolSeeds(BaseModel):
     validation_split: int = 0
 
 
+class TrialList(BaseModel):
+    """One published trial list: exactly these (enrollment speaker, trial utterance) pairs are
+    scored (a VoicePrivacy ``trials`` file). ``gender``: ``f`` / ``m`` for the per-gender lists,
+    ``mixed`` for a list of both genders (cross-gender pairs allowed)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str = Field(min_length=1, description="The list's folder, e.g. libri_dev_trials_f.")
+    dataset: str = Field(min_length=1, description="The dataset, e.g. libri_dev.")
+    gender: Literal["f", "m", "mixed"]
+    enrollment_speakers: tuple[str, ...]
+    trial_utterances: tuple[str, ...]
+    is_target: tuple[bool, ...]
+
+    def __len__(self) -> int:
+        return len(self.trial_utterances)
+
+    def pairs(self) -> list[tuple[str, str]]:
+        """The (enrollment speaker, trial utterance id) pairs, in list order."""
+        return list(zip(self.enrollment_speakers, self.trial_utterances, strict=True))
+
+
+class FixedTrials(BaseModel):
+    """Fixed enrollment and trial lists (PROTOCOLS.md section 1, "VPC-style fixed lists").
+
+    ``folders``: each list folder's utterance ids (``libri_dev_enrolls`` -> enrollment ids,
+    ``libri_dev_trials_f`` -> trial ids), ``train_folder``: the folder of the attacker-train and
+    validation utterances; a pre-anonymized submission in the VoicePrivacy layout holds
+    ``<folder><suffix>/wav/<utt>.wav`` for each of them.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    source: Literal["voiceprivacy"] = "voiceprivacy"
+    lists: tuple[TrialList, ...] = Field(min_length=1)
+    folders: dict[str, tuple[str, ...]]
+    train_folder: str
+
+    def n_trials(self) -> int:
+        """Pairs in all lists together."""
+        return sum(len(t) for t in self.lists)
+
+
 class Protocol(BaseModel):
-    """Speaker roles and utterance lists of one evaluation; every id list is sorted."""
+    """Speaker roles and utterance lists of one evaluation; every id list is sorted.
+
+    ``fixed_trials``: published trial lists (VoicePrivacy); when set, exactly their pairs are
+    scored, instead of every trial utterance against every enrollment speaker.
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -85,6 +132,7 @@ class Protocol(BaseModel):
     trial: tuple[str, ...]
     target_selection: TargetSelection
     seeds: ProtocolSeeds
+    fixed_trials: FixedTrials | None = None
     content_hash: str | None = None
 
     @property
@@ -93,8 +141,13 @@ class Protocol(BaseModel):
         return self.speaker_roles.target
 
     def compute_hash(self) -> str:
-        """SHA-256 (hex) of the canonical JSON of every field except ``content_hash``."""
-        return _canonical_hash(self.model_dump(mode="json", exclude={"content_hash"}))
+        """SHA-256 (hex) of the canonical JSON of every field except ``content_hash``.
+
+        An unset ``fixed_trials`` is left out, so protocols written before that field existed
+        keep their hash.
+        """
+        exclude = {"content_hash"} | ({"fixed_trials"} if self.fixed_trials is None else set())
+        return _canonical_hash(self.model_dump(mode="json", exclude=exclude))
 
     def with_hash(self) -> Protocol:
         """This protocol with ``content_hash`` set."""
@@ -215,7 +268,9 @@ def save_protocol(protocol: Protocol, path: str | Path) -> Protocol:
     hashed = protocol.with_hash()
     p.parent.mkdir(parents=True, exist_ok=True)
     tmp = p.with_name(p.name + ".part")
-    tmp.write_text(json.dumps(hashed.model_dump(mode="json"), indent=2) + "\n", encoding="utf-8")
+    unset = {"fixed_trials"} if hashed.fixed_trials is None else None
+    data = hashed.model_dump(mode="json", exclude=unset)
+    tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     os.replace(tmp, p)
     return hashed
 

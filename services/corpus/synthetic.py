@@ -615,28 +615,38 @@ def synthesize_utterance(
     spec = _stft(source)
     spec *= voice_env.astype(np.float32)
 
-    # Frication is noise made directly in the STFT domain (random-phase frames), only in the
-    # frames that have some: same spectrum as windowed white noise, without its forward STFT.
-    fric_gain = np.array([s.frication for s in segs])[seg_of_frame]
-    fric_frames = np.flatnonzero(fric_gain > 0.0)
-    if fric_frames.size:
-        segs_f = seg_of_frame[fric_frames]
-        fc = np.array([s.fric_center_hz for s in segs])[segs_f][:, None]
-        fb = np.array([s.fric_bandwidth_hz for s in segs])[segs_f][:, None]
-        fric_env = _resonator_magnitude(fc, fb)
-        fric_env *= (fric_gain[fric_frames] / fric_env.max(axis=1))[:, None] * _TOP_TAPER
-        # Bin power N * OLA gain gives unit-variance noise after overlap-add of independent frames.
-        std = math.sqrt(_N_FFT * _OLA_GAIN / 2.0)
-        shape = (fric_frames.size, len(_FREQS_HZ))
-        white = rng.standard_normal(shape, dtype=np.float32) + 1j * rng.standard_normal(
-            shape, dtype=np.float32
-        )
-        spec[fric_frames] += white * (std * fric_env).astype(np.float32)
+    _add_frication(spec, segs, seg_of_frame, rng)
     y = _overlap_add(spec, n)
 
     y *= np.float32(10.0 ** (PEAK_DBFS / 20.0)) / (np.max(np.abs(y)) + np.float32(1e-12))
     y += np.float32(10.0 ** (NOISE_FLOOR_DBFS / 20.0)) * rng.standard_normal(n, dtype=np.float32)
     return np.clip(y, -1.0, 1.0, out=y)
+
+
+def _add_frication(
+    spec: Any, segs: list[_Segment], seg_of_frame: npt.NDArray[np.intp], rng: np.random.Generator
+) -> None:
+    """Add frication to the STFT ``spec`` (frames x bins) in place.
+
+    Frication is noise made directly in the STFT domain (random-phase frames), only in the frames
+    that have some: same spectrum as windowed white noise, without its forward STFT.
+    """
+    fric_gain = np.array([s.frication for s in segs])[seg_of_frame]
+    fric_frames = np.flatnonzero(fric_gain > 0.0)
+    if not fric_frames.size:
+        return
+    segs_f = seg_of_frame[fric_frames]
+    fc = np.array([s.fric_center_hz for s in segs])[segs_f][:, None]
+    fb = np.array([s.fric_bandwidth_hz for s in segs])[segs_f][:, None]
+    fric_env = _resonator_magnitude(fc, fb)
+    fric_env *= (fric_gain[fric_frames] / fric_env.max(axis=1))[:, None] * _TOP_TAPER
+    # Bin power N * OLA gain gives unit-variance noise after overlap-add of independent frames.
+    std = math.sqrt(_N_FFT * _OLA_GAIN / 2.0)
+    shape = (fric_frames.size, len(_FREQS_HZ))
+    white = rng.standard_normal(shape, dtype=np.float32) + 1j * rng.standard_normal(
+        shape, dtype=np.float32
+    )
+    spec[fric_frames] += white * (std * fric_env).astype(np.float32)
 
 
 def _rosenberg_table(open_quotient: float) -> Float32Array:

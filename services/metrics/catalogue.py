@@ -9,21 +9,33 @@ module that computes it (so that a result row carries it) and this catalogue, no
 Consumers must read :data:`METRICS` through the functions below at call time (not copy it at
 import), so that a test can extend the catalogue and see the new metric everywhere.
 
-Keys are the names of the long-format result rows (``results.metric`` in the database): a
-row-level value at ``path`` in a ``results.json`` row is stored per seed under ``key`` and, for
-:attr:`Metric.seed_summary` metrics, as the mean over seeds (seed ``-1``) with ``<key>_std``.
+Keys are the names of the long-format result rows (``results.metric`` in the database), one name
+per quantity at every seed and in the aggregate:
+
+- :func:`result_values` reads a ``results.json`` score row: one ``(key, value)`` per catalogued
+  metric found at its ``path``, stored per seed under ``key``; anything else in the row
+  (uncatalogued detail) stays in ``results.json`` only.
+- :func:`summary_values` reads a seed-summary entry: the mean over seeds under ``key`` (seed
+  :data:`AGGREGATE_SEED`), the sample standard deviation under ``<key>_std`` and
+  :data:`N_SEEDS_KEY`.
+- :func:`utility_values` reads the report's ``utility`` block (one value per job).
+
+Two rules read from here by every consumer (SQL leaderboards, job summaries, the CLI tables and
+verdict, webhook payloads): :func:`aggregate_over_seeds` (the aggregate row when present, else the
+mean over seeds) and :func:`worst_for_maker` (the worst value for the anonymizer's maker over a
+zoo's attackers, from each metric's :attr:`Metric.higher_is_better`).
 
 Besides the metrics, two result fields of an attacker zoo (``services.pipeline.zoo``) are defined
 here (:data:`RESULT_FIELDS`): :data:`ATTACKER`, the attacker a row was measured by, and
-:data:`WORST_CASE`, the per-scenario worst case for the maker over the zoo's attackers, which
-reads each metric's :attr:`Metric.higher_is_better` (:meth:`Metric.worst`).
+:data:`WORST_CASE`, the per-scenario worst case for the maker over the zoo's attackers.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -38,6 +50,18 @@ UTILITY_SCENARIO = "utility"
 UTILITY_BACKEND = "-"
 """The back-end of the utility rows: utility does not depend on the attacker's back-end."""
 
+AGGREGATE_SEED = -1
+"""The seed of a result row that holds a value aggregated over seeds (``<key>_std`` beside it)."""
+
+N_SEEDS_KEY = "n_seeds"
+"""The result row (seed :data:`AGGREGATE_SEED`) holding the number of training seeds averaged."""
+
+NameT = TypeVar("NameT", str, tuple[str, str])
+"""What :func:`worst_for_maker` chooses among: attacker names, or (attacker, back-end) pairs."""
+
+PathPart = str | int
+"""A step of a :attr:`Metric.path`: a mapping key, or an index into a list (interval bounds)."""
+
 
 def stored_backend(scenario: str, backend: str) -> str:
     """The back-end a (scenario, back-end) value is stored under: the utility rows have one."""
@@ -50,8 +74,10 @@ class Metric:
 
     ``higher_is_better`` is from the maker's side: True when a higher value means more privacy
     (or, for utility metrics, more usefulness). ``path`` locates the per-seed value inside a
-    ``results.json`` row (None: computed by the report itself, e.g. a best-over-attacks value, or
-    an interval bound flattened from a list). ``digits`` is the number of decimals shown.
+    ``results.json`` row, or for :data:`UTILITY_METRICS` inside the report's ``utility`` block;
+    an integer step indexes a list (an interval's ``[low, high]``). None: computed by the report
+    itself (e.g. a best-over-attacks value, stored from the seed summary only). ``digits`` is the
+    number of decimals shown.
     """
 
     key: str
@@ -60,7 +86,7 @@ class Metric:
     unit: str
     higher_is_better: bool
     digits: int
-    path: tuple[str, ...] | None = None
+    path: tuple[PathPart, ...] | None = None
     seed_summary: bool = False
     """Averaged over seeds into ``results.json``'s ``summary`` (mean and sample std)."""
     summarized: bool = False
@@ -73,19 +99,14 @@ class Metric:
     """A column of the CLI result tables (``unmask evaluate``, ``demo``, ``submit``)."""
     interval: tuple[str, str] | None = None
     """Keys of the metrics holding the lower and upper bound of its 95 % interval."""
+    chance_key: str | None = None
+    """Key of the metric holding this metric's chance level where that depends on the
+    evaluation (e.g. 1/N for a population of N speakers): stored beside it in every row."""
 
     def value_in(self, row: Mapping[str, Any]) -> float | None:
         """This metric's value in a ``results.json`` row, or None when the row lacks it."""
-        if self.path is None:
-            return None
-        value: Any = row
-        for part in self.path:
-            if not isinstance(value, Mapping) or part not in value:
-                return None
-            value = value[part]
-        if value is None or isinstance(value, bool) or not isinstance(value, int | float):
-            return None
-        return float(value)
+        found = _follow(row, self.path)
+        return None if found is _MISSING else _as_number(found)
 
     def format(self, value: float | None) -> str:
         """``value`` with this metric's digits; an en dash when missing."""
@@ -106,6 +127,34 @@ class Metric:
     def is_worse(self, a: float, b: float) -> bool:
         """Whether ``a`` is worse than ``b`` for the maker (less privacy or utility)."""
         return a < b if self.higher_is_better else a > b
+
+
+_MISSING = object()
+
+
+def _follow(container: Any, path: tuple[PathPart, ...] | None) -> Any:
+    """The value at ``path`` inside ``container``; ``_MISSING`` when a step is absent."""
+    if path is None:
+        return _MISSING
+    value = container
+    for part in path:
+        if isinstance(part, int):
+            if not isinstance(value, list | tuple) or not -len(value) <= part < len(value):
+                return _MISSING
+        elif not isinstance(value, Mapping) or part not in value:
+            return _MISSING
+        value = value[part]
+    return value
+
+
+def _as_number(value: Any, *, flags: bool = False) -> float | None:
+    """A stored metric value: finite numbers as float, anything else None; booleans are 1 / 0
+    with ``flags`` (the utility block's ``usable``), else not a value."""
+    if isinstance(value, bool):
+        return (1.0 if value else 0.0) if flags else None
+    if isinstance(value, int | float) and math.isfinite(value):
+        return float(value)
+    return None
 
 
 @dataclass(frozen=True)
@@ -186,6 +235,7 @@ EER_CI95_LOW = Metric(
     unit="%",
     higher_is_better=True,
     digits=1,
+    path=("eer_ci95_percent", 0),
     summarized=True,
 )
 EER_CI95_HIGH = Metric(
@@ -195,6 +245,7 @@ EER_CI95_HIGH = Metric(
     unit="%",
     higher_is_better=True,
     digits=1,
+    path=("eer_ci95_percent", 1),
     summarized=True,
 )
 PER_SPEAKER_EER_MEAN = Metric(
@@ -324,6 +375,74 @@ SRD_IDENTIFICATION_RATE = Metric(
     in_event=True,
     in_table=True,
 )
+LEGAL_PATH = ("legal", "headline")
+"""Where a row's legal-metrics block (``services.metrics.legal``) keeps its headline values."""
+
+LINKABILITY_TOP1 = Metric(
+    key="linkability_top1_percent",
+    label="Top-1 link %",
+    description=(
+        "Legal top-1 linkability (Vauquier et al. 2025) at the headline point (N speakers, "
+        "conversations of L utterances): share of speakers whose test conversation is closer to "
+        "their own enrollment than to any other of N; chance 1/N; lower = more privacy."
+    ),
+    unit="%",
+    higher_is_better=False,
+    digits=1,
+    path=(*LEGAL_PATH, "linkability_top1_percent"),
+    seed_summary=True,
+    summarized=True,
+    leaderboard_scenarios=(PROTOCOL_SCENARIO,),
+    in_event=True,
+    in_table=True,
+    chance_key="linkability_top1_chance_percent",
+)
+SINGLING_OUT = Metric(
+    key="singling_out_percent",
+    label="Singling out %",
+    description=(
+        "Legal predicate singling out (Vauquier et al. 2025) at the headline point: share of "
+        "calibrated predicates that fire on exactly one of N speakers' conversations; chance "
+        "(1 - 1/N)^(N-1), about e^-1 = 36.8 %; lower = more privacy."
+    ),
+    unit="%",
+    higher_is_better=False,
+    digits=1,
+    path=(*LEGAL_PATH, "singling_out_percent"),
+    seed_summary=True,
+    summarized=True,
+    leaderboard_scenarios=(PROTOCOL_SCENARIO,),
+    in_event=True,
+    in_table=True,
+    chance_key="singling_out_chance_percent",
+)
+LINKABILITY_TOP1_CHANCE = Metric(
+    key="linkability_top1_chance_percent",
+    label="Top-1 link chance %",
+    description="Chance level of the top-1 linkability at the headline point: 100 / N.",
+    unit="%",
+    higher_is_better=False,
+    digits=1,
+    path=(*LEGAL_PATH, "linkability_top1_chance_percent"),
+    seed_summary=True,
+    summarized=True,
+    in_event=True,
+)
+SINGLING_OUT_CHANCE = Metric(
+    key="singling_out_chance_percent",
+    label="Singling out chance %",
+    description=(
+        "Chance level of singling out at the headline point: 100 (1 - 1/N)^(N-1), a predicate "
+        "firing on each of N conversations with probability 1/N."
+    ),
+    unit="%",
+    higher_is_better=False,
+    digits=1,
+    path=(*LEGAL_PATH, "singling_out_chance_percent"),
+    seed_summary=True,
+    summarized=True,
+    in_event=True,
+)
 ZEBRA_EXPECTED_DISCLOSURE = Metric(
     key="zebra_expected_disclosure_bits",
     label="ZEBRA D_ECE",
@@ -383,6 +502,27 @@ WER_INCREASE = Metric(
     summarized=True,
     leaderboard_scenarios=(UTILITY_SCENARIO,),
     in_event=True,
+    interval=("wer_increase_ci95_percent_low", "wer_increase_ci95_percent_high"),
+)
+WER_INCREASE_CI95_LOW = Metric(
+    key="wer_increase_ci95_percent_low",
+    label="WER increase 95 % low",
+    description="Lower bound of the WER increase's 95 % speaker-bootstrap interval (points).",
+    unit="points",
+    higher_is_better=False,
+    digits=1,
+    path=("wer", "wer_increase_ci95_percent", 0),
+    summarized=True,
+)
+WER_INCREASE_CI95_HIGH = Metric(
+    key="wer_increase_ci95_percent_high",
+    label="WER increase 95 % high",
+    description="Upper bound of the WER increase's 95 % speaker-bootstrap interval (points).",
+    unit="points",
+    higher_is_better=False,
+    digits=1,
+    path=("wer", "wer_increase_ci95_percent", 1),
+    summarized=True,
 )
 PITCH_CORRELATION = Metric(
     key="pitch_correlation",
@@ -427,6 +567,8 @@ UTILITY_METRICS: tuple[Metric, ...] = (
     WER_ORIGINAL,
     WER_ANONYMIZED,
     WER_INCREASE,
+    WER_INCREASE_CI95_LOW,
+    WER_INCREASE_CI95_HIGH,
     PITCH_CORRELATION,
     VOICE_DISTINCTIVENESS,
     USABLE_SPEECH,
@@ -435,18 +577,12 @@ UTILITY_METRICS: tuple[Metric, ...] = (
 
 
 def utility_values(block: Mapping[str, Any]) -> dict[str, float | None]:
-    """The utility metrics' values in a report's ``utility`` block (booleans as 1 / 0)."""
+    """The utility metrics' values in a report's ``utility`` block (booleans as 1 / 0; None when
+    missing), one per utility metric of the catalogue."""
     out: dict[str, float | None] = {}
-    for m in UTILITY_METRICS:
-        value: Any = block
-        for part in m.path or ():
-            value = value.get(part) if isinstance(value, Mapping) else None
-        if isinstance(value, bool):
-            out[m.key] = 1.0 if value else 0.0
-        elif isinstance(value, int | float) and np.isfinite(value):
-            out[m.key] = float(value)
-        else:
-            out[m.key] = None
+    for m in utility_metrics():
+        found = _follow(block, m.path)
+        out[m.key] = None if found is _MISSING else _as_number(found, flags=True)
     return out
 
 
@@ -465,6 +601,10 @@ METRICS: tuple[Metric, ...] = (
     LINKABILITY,
     SRD_MEAN_DISCLOSURE,
     SRD_IDENTIFICATION_RATE,
+    LINKABILITY_TOP1,
+    LINKABILITY_TOP1_CHANCE,
+    SINGLING_OUT,
+    SINGLING_OUT_CHANCE,
     ZEBRA_EXPECTED_DISCLOSURE,
     PRERESTORE_EER,
     *UTILITY_METRICS,
@@ -491,6 +631,67 @@ def metric(key: str) -> Metric:
 def is_catalogued(key: str) -> bool:
     """Whether ``key`` names a catalogued metric."""
     return any(m.key == key for m in METRICS)
+
+
+def result_values(row: Mapping[str, Any]) -> Iterator[tuple[str, float | None]]:
+    """One ``(key, value)`` per catalogued metric found in a ``results.json`` score row (its
+    ``path`` present; value None when present but null or not finite); metrics of the ``utility``
+    block and those without a path are not in rows. Uncatalogued detail is not yielded: it stays
+    in ``results.json``. The key is the same at every seed and in the aggregate
+    (:func:`summary_values`)."""
+    for m in METRICS:
+        if m in UTILITY_METRICS:
+            continue
+        found = _follow(row, m.path)
+        if found is not _MISSING:
+            yield m.key, _as_number(found)
+
+
+def summary_values(entry: Mapping[str, Any]) -> Iterator[tuple[str, float | None]]:
+    """The aggregate ``(key, value)`` pairs of one seed-summary entry of ``results.json``: per
+    catalogued metric it carries, the mean under its key and the sample standard deviation under
+    :attr:`Metric.std_key`; and :data:`N_SEEDS_KEY`. A metric summarized as null yields None."""
+    if isinstance(entry.get(N_SEEDS_KEY), int | float):
+        yield N_SEEDS_KEY, float(entry[N_SEEDS_KEY])
+    for m in METRICS:
+        if m.key not in entry:
+            continue
+        value = entry[m.key]
+        if isinstance(value, Mapping):
+            yield m.key, _as_number(value.get("mean"))
+            yield m.std_key, _as_number(value.get("std"))
+        elif value is None:
+            yield m.key, None
+
+
+def aggregate_over_seeds(aggregate: float | None, per_seed: Iterable[float | None]) -> float | None:
+    """A metric's value over seeds: the stored aggregate (seed :data:`AGGREGATE_SEED`) when
+    present, else the mean of the present per-seed values (None when there are none).
+
+    The leaderboard's SQL computes both parts per group (the mean of the aggregate rows, the mean
+    of the per-seed rows) and passes the latter here as a one-element ``per_seed``.
+    """
+    if aggregate is not None and math.isfinite(aggregate):
+        return float(aggregate)
+    present = [float(v) for v in per_seed if v is not None and math.isfinite(v)]
+    return sum(present) / len(present) if present else None
+
+
+def worst_for_maker(key: str, values: Mapping[NameT, float | None]) -> NameT | None:
+    """Which entry of ``values`` (e.g. attacker name -> value of metric ``key``) is worst for the
+    anonymizer's maker: the lowest where higher is better (EER, min Cllr), else the highest
+    (disclosure, detection rates). Missing values are ignored; ties go to the first name in
+    sorted order; None when no value is present. ``key`` must be catalogued."""
+    m = metric(key)
+    worst: NameT | None = None
+    for name in sorted(values):
+        value = values[name]
+        if value is None or not math.isfinite(value):
+            continue
+        current = values[worst] if worst is not None else None
+        if current is None or m.is_worse(value, current):
+            worst = name
+    return worst
 
 
 def seed_summary_metrics() -> tuple[Metric, ...]:

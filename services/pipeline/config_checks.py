@@ -6,7 +6,8 @@ reference, the protocol file, sizes against the corpus, the attacker's local wei
 and returns EVERY problem, each naming its field, so that ``unmask evaluate`` fails in a
 second instead of after a minute of work.
 
-`plan_lines` describes the work: stages, how many finished stage folders the store already holds
+`plan_lines` describes the work the run's plan (``services.pipeline.plan``) holds: stages, the
+recognizers and epochs per attacker, how many finished stage folders the store already holds
 (stages with equal inputs are reused), and a rough time estimate from measured throughputs.
 Torch-free, like the config itself.
 """
@@ -29,6 +30,7 @@ from services.pipeline.config import (
     read_config_data,
     resolve_paths,
 )
+from services.pipeline.plan import EvaluationPlan, plan_evaluation
 
 
 def load_checked_config(path: str | Path, *, engine_url: str | None = None) -> EvaluationConfig:
@@ -77,7 +79,47 @@ def config_problems(cfg: EvaluationConfig, *, engine_url: str | None = None) -> 
     problems += _corpus_problems(cfg)
     # Local pretrained / SSL weight folders (issue 15): torch-free, reads only their configs.
     problems += [f"training.{p}" for p in local_weights_problems(cfg.training)]
+    problems += _zoo_weight_problems(cfg)
     problems += _utility_problems(cfg)
+    problems += _legal_problems(cfg)
+    return problems
+
+
+def _legal_problems(cfg: EvaluationConfig) -> list[str]:
+    """Legal-metrics requests a protocol file's evaluation set cannot serve (the synthetic
+    corpus's are checked with the config itself)."""
+    spec = cfg.metrics.legal
+    if spec is None or spec.adapts or cfg.protocol is None or not cfg.protocol.is_file():
+        return []
+    from services.corpus.protocol import load_protocol_and_manifest
+    from services.metrics.legal import population_of
+    from services.pipeline.config import legal_spec_problems
+
+    try:
+        protocol, manifest = load_protocol_and_manifest(cfg.protocol)
+    except (InvalidInputError, OSError, ValueError):
+        return []  # reported by the corpus check
+    speaker = {u.utt_id: u.speaker_id for u in manifest.utterances}
+    population = population_of(
+        [speaker[i] for i in protocol.trial if i in speaker],
+        [speaker[i] for i in protocol.enrollment if i in speaker],
+    )
+    return legal_spec_problems(spec, population)
+
+
+def _zoo_weight_problems(cfg: EvaluationConfig) -> list[str]:
+    """The local weight folders of each zoo attacker's resolved training (vpc2026's WavLM and
+    verifier, an attacker with its own ``init_from``), beyond the config's own."""
+    if cfg.attackers is None:
+        return []
+    from services.pipeline.zoo import resolve_training, zoo_specs
+
+    own = set(local_weights_problems(cfg.training))
+    problems: list[str] = []
+    for spec in zoo_specs(cfg.attackers):
+        for p in local_weights_problems(resolve_training(cfg.training, spec)):
+            if p not in own:
+                problems.append(f"attackers ({spec.name}): training.{p}")
     return problems
 
 
@@ -129,8 +171,11 @@ def _anonymizer_problems(cfg: EvaluationConfig, engine_url: str | None) -> list[
         return []
     if spec.kind == "archive":
         archive = spec.archive
-        if archive is None or not archive.is_dir():
-            return [f"anonymizer.archive: folder {archive} not found (the extracted archive)"]
+        if archive is None or not (archive.is_dir() or archive.is_file()):
+            return [
+                f"anonymizer.archive: {archive} not found (an archive file, or a folder: "
+                "extracted, or in the VoicePrivacy layout)"
+            ]
         return []
     problems: list[str] = []
     image = spec.image or ""
@@ -201,20 +246,24 @@ MEASURED = Throughputs()
 
 
 def plan_lines(cfg: EvaluationConfig, stages_dir: Path, speed: Throughputs = MEASURED) -> list[str]:
-    """A few lines: the stages, what the stage store already holds, a rough duration."""
-    scenarios = list(cfg.scenarios)
-    models = int(any(s in ("original", "ignorant") for s in scenarios)) + int(
-        any(s in ("lazy-informed", "semi-informed") for s in scenarios)
-    )
-    n_train_models = max(models, 1) * len(cfg.seeds)
+    """A few lines: the stages, what the stage store already holds, a rough duration, and with an
+    attacker zoo one line per attacker (its recognizers and epochs), read from the
+    :class:`~services.pipeline.plan.EvaluationPlan` the run will follow and the recognizer
+    estimates of ``services.pipeline.estimates``."""
+    from services.pipeline import estimates
+
+    plan = plan_evaluation(cfg)
+    recognizers = estimates.recognizer_plan(cfg)
     lines = [
         f"plan: {cfg.name}: {cfg.anonymizer.kind} anonymizer "
         f"{cfg.anonymizer.name if cfg.anonymizer.kind == 'builtin' else ''}".rstrip()
-        + f"; scenarios {', '.join(scenarios)}; seeds {cfg.seeds}; back-ends "
+        + f"; scenarios {', '.join(cfg.scenarios)}; seeds {cfg.seeds}; back-ends "
         f"{', '.join(cfg.backends)}",
-        f"plan: stages corpus -> anonymize -> train ({n_train_models} recognizer(s), "
-        f"{cfg.training.preset} preset, {cfg.training.epochs} epochs) -> embed -> score -> report"
-        + (" -> analyses" if any(cfg.analyses.model_dump().values()) else ""),
+        f"plan: stages corpus -> {'anonymize -> ' if plan.anonymize else ''}train "
+        f"({estimates.plan_summary(recognizers)}) -> embed -> score ({plan.n_score_rows} rows)"
+        + (" -> utility" if cfg.utility is not None else "")
+        + (" -> analyses" if any(cfg.analyses.model_dump().values()) else "")
+        + " -> report",
     ]
     done = _finished_stages(stages_dir)
     if done:
@@ -222,27 +271,80 @@ def plan_lines(cfg: EvaluationConfig, stages_dir: Path, speed: Throughputs = MEA
         lines.append(f"plan: stage store {stages_dir} holds {held}; equal inputs are reused")
     else:
         lines.append(f"plan: stage store {stages_dir} is empty; every stage is computed")
-    if cfg.protocol is None and cfg.training.preset == "tiny":
-        s = cfg.synthetic
-        n_utts = s.n_speakers * s.utts_per_speaker
-        n_train = s.n_attacker_train_speakers * s.utts_per_speaker
-        n_eval = s.n_eval_speakers * (s.enrollments_per_speaker + s.trials_per_speaker)
-        anonymized = (n_train if models > 1 or "lazy-informed" in scenarios else 0) + n_eval
-        seconds = (
-            speed.startup_s
-            + n_utts * speed.corpus_s_per_utt
-            + anonymized * speed.anonymize_s_per_utt
-            + n_train_models * cfg.training.epochs * n_train * speed.train_s_per_utt_epoch
-            + n_train_models * 2 * n_eval * speed.embed_s_per_utt
+    lines.append(_estimate_line(cfg, recognizers, speed))
+    if plan.zoo:
+        lines += _attacker_lines(plan)
+    return lines
+
+
+def _estimate_line(
+    cfg: EvaluationConfig, recognizers: list[Any], speed: Throughputs = MEASURED
+) -> str:
+    """The plan's time line: measured throughputs applied to the corpus or protocol's sizes
+    (services/pipeline/estimates.py for training)."""
+    from services.pipeline import estimates
+
+    try:
+        audio = (
+            estimates.synthetic_training_audio(cfg)
+            if cfg.protocol is None
+            else estimates.protocol_training_audio(cfg.protocol)
         )
-        lines.append(
-            f"plan: about {_minutes(seconds)} on a 2-core CPU without reuse (throughputs measured "
-            "on the quick example, services/pipeline/config_checks.py)"
+    except Exception as exc:  # an unreadable protocol is reported by the config checks
+        return f"plan: no time estimate ({type(exc).__name__} reading the protocol)"
+    train = estimates.training_seconds(recognizers, audio, cfg.training.crop_seconds)
+    if train is None:
+        measured = set(estimates.TRAIN_AUDIO_SECONDS_PER_SECOND)
+        presets = sorted({r.preset for r in recognizers} - measured)
+        return (
+            f"plan: no time estimate for preset {', '.join(presets)} (no measured CPU throughput; "
+            "docs/performance.md)"
         )
-    else:
+    anonymizes_training = any(s != "original" for s in cfg.scenarios)
+    anonymized = audio.n_eval + (audio.n_train if anonymizes_training else 0)
+    seconds = (
+        speed.startup_s
+        + (audio.n_corpus * speed.corpus_s_per_utt if cfg.protocol is None else 0.0)
+        + anonymized * speed.anonymize_s_per_utt
+        + train
+        + len(recognizers) * 2 * audio.n_eval * speed.embed_s_per_utt
+    )
+    extra = [
+        name
+        for name, present in (
+            ("utility", cfg.utility is not None),
+            ("analyses", any(cfg.analyses.model_dump().values())),
+        )
+        if present
+    ]
+    left_out = f"; {', '.join(extra)} not included" if extra else ""
+    return (
+        f"plan: at most about {_minutes(seconds)} on a 2-core CPU without reuse (training to the "
+        f"epochs caps, patience usually stops earlier; throughputs measured per preset, "
+        f"services/pipeline/estimates.py{left_out})"
+    )
+
+
+def _attacker_lines(plan: EvaluationPlan) -> list[str]:
+    """One line per attacker of a zoo: what it trains (or shares) and how it scores."""
+    trained: dict[str, list[str]] = {}
+    for attacker, _ in plan.distinct_recognizers():
+        trained.setdefault(attacker.training_identity, []).append(attacker.name)
+    lines = []
+    for attacker in plan.attackers:
+        owner = trained.get(attacker.training_identity, [attacker.name])[0]
+        n = len(attacker.recognizers)
+        training = (
+            f"{n} recognizer(s) x {attacker.epochs} epochs"
+            if owner == attacker.name
+            else f"shares the {n} recognizer(s) of {owner}"
+        )
+        scoring = attacker.config.scoring.normalization
         lines.append(
-            "plan: no time estimate for this corpus or preset (measured throughputs cover the "
-            "synthetic corpus with the tiny preset); see docs/performance.md"
+            f"plan: attacker {attacker.name}: {training}; back-ends "
+            f"{', '.join(attacker.config.backends)}"
+            + ("" if scoring == "none" else f", {scoring}")
+            + f"; {len(attacker.scores)} score rows"
         )
     return lines
 

@@ -28,6 +28,8 @@ The same stage functions are what the platform's Celery tasks run; here they run
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -39,11 +41,19 @@ from services.corpus.manifest import Manifest
 from services.corpus.protocol import Protocol
 from services.errors import ConfigError
 from services.pipeline.analyses import Conditions, run_analyses
-from services.pipeline.config import EvaluationConfig, attacker_config
+from services.pipeline.config import EvaluationConfig
 from services.pipeline.phases import PHASES, Phase
+from services.pipeline.plan import (
+    ANONYMIZED,
+    ORIGINAL,
+    AttackerPlan,
+    EmbeddingKey,
+    EvaluationPlan,
+    RecognizerKey,
+    plan_evaluation,
+)
 from services.pipeline.report import ZooAttacker, probe_recognizer, write_report
 from services.pipeline.sets import (
-    SCENARIO_PLAN,
     SET_NAMES,
     ConditionSets,
     corpus_stage,
@@ -59,21 +69,29 @@ from services.pipeline.stages.context import (
 )
 from services.pipeline.stages.embed import embed_manifest
 from services.pipeline.stages.score import EmbeddedSet, score_row
-from services.pipeline.stages.train import TrainedModels, train_recognizer
+from services.pipeline.stages.train import TrainedModels, train_recognizer, transfer_source
 from services.pipeline.stages.utility import utility_stage
 from services.pipeline.trust import measure_enrollment_leak
-from services.pipeline.zoo import zoo_specs
 from services.settings import get_settings
 
-__all__ = ["PHASES", "EvaluationRun", "Phase", "ProgressReporter", "run_evaluation"]
+__all__ = [
+    "PHASES",
+    "PHASE_STEPS",
+    "EvaluationRun",
+    "Phase",
+    "ProgressReporter",
+    "RunState",
+    "run_evaluation",
+]
 
 
 class EvaluationRun:
     """One evaluation in a work folder; ``run()`` executes (or reuses) every stage.
 
-    ``runner`` (the stage store) may be replaced before ``run()``: the platform's workers put a
-    ``SyncedStageRunner`` there, which shares stages through the blob store. ``sandbox``: where
-    anonymizer containers run (default: from the process settings, ``UNMASK_CONTAINER_*``).
+    ``runner``: the stage store (default: a local ``StageRunner`` in ``stages_dir``, else
+    ``out_dir/stages``); the platform's workers pass a ``SyncedStageRunner``, which shares stages
+    through the blob store. ``sandbox``: where anonymizer containers run (default: from the
+    process settings, ``UNMASK_CONTAINER_*``).
     """
 
     def __init__(
@@ -85,11 +103,14 @@ class EvaluationRun:
         progress: ProgressReporter | None = None,
         stages_dir: Path | None = None,
         sandbox: ContainerSandbox | None = None,
+        runner: StageRunner | None = None,
     ) -> None:
         self.cfg = config
         self.out_dir = Path(out_dir)
         # Stages are content-addressed, so evaluations may share one store (default: private).
-        self.runner = StageRunner(Path(stages_dir) if stages_dir else self.out_dir / "stages")
+        self.runner = runner or StageRunner(
+            Path(stages_dir) if stages_dir else self.out_dir / "stages"
+        )
         self.cache_dir = cache_dir
         self.progress = progress or no_progress
         self.audio = AudioCache()
@@ -99,7 +120,7 @@ class EvaluationRun:
 
     @property
     def context(self) -> StageContext:
-        """What the stage functions read (built on each call: ``runner`` may be replaced)."""
+        """What the stage functions read, with the run's own config."""
         return self._context_of(self.cfg)
 
     def _context_of(self, config: EvaluationConfig) -> StageContext:
@@ -140,11 +161,13 @@ class EvaluationRun:
         position: tuple[int, int] = (1, 1),
         *,
         context: StageContext | None = None,
+        init_from: tuple[TrainedAttacker, StageOutcome] | None = None,
     ) -> tuple[TrainedAttacker, StageOutcome]:
         """Train the recognizer on ``data`` (original or anonymized speech) with ``seed``;
         ``position``: (i, n), recognizer i of the run's n (for progress); ``context``: an
-        attacker's (default: the config's own)."""
-        return train_recognizer(context or self.context, data, condition, seed, position)
+        attacker's (default: the config's own); ``init_from``: the recognizer it starts from
+        (transfer; ``stages.train.transfer_source``)."""
+        return train_recognizer(context or self.context, data, condition, seed, position, init_from)
 
     def embed_stage(
         self,
@@ -189,204 +212,220 @@ class EvaluationRun:
             context or self.context, protocol, manifest, protocol_key, conditions, models
         )
 
-    # -- the whole run ---------------------------------------------------------------------------
+    # -- the whole run: a table of phase steps over a run state ----------------------------------
     def run(self, stop_after: Phase | None = None) -> dict[str, Any] | None:
         """Run every stage, or every stage up to and including the phase ``stop_after``.
 
-        Finished stages are reused, so calling ``run(stop_after=p)`` for each phase in turn (what
-        the platform's workers do, each on its own queue) computes every stage exactly once.
-        Returns the result document after the ``report`` phase, else ``None``.
+        Walks :data:`PHASE_STEPS` in :data:`PHASES` order over one :class:`RunState`. Finished
+        stages are reused, so calling ``run(stop_after=p)`` for each phase in turn (what the
+        platform's workers do, each on its own queue) computes every stage exactly once. Returns
+        the result document (what ``results.json`` holds) after the ``report`` phase, else None.
         """
         if stop_after is not None and stop_after not in PHASES:
             raise ConfigError(f"stop_after: unknown phase {stop_after!r}; one of {PHASES}")
         last = PHASES.index(stop_after) if stop_after is not None else len(PHASES) - 1
-        t0 = time.perf_counter()
-        cfg = self.cfg
-        protocol, manifest, protocol_key = self.corpus_stage()
-        if last == PHASES.index("corpus"):
-            return None
-        original = self.original_sets(protocol, manifest, protocol_key)
-        needs_anon = any(s != "original" for s in cfg.scenarios)
-        anonymized = (
-            self.anonymize_stage(protocol, manifest, protocol_key, original) if needs_anon else None
-        )
-        if last == PHASES.index("anonymize"):
-            return None
+        state = RunState(plan=plan_evaluation(self.cfg), started=time.perf_counter())
+        for phase in PHASES[: last + 1]:
+            PHASE_STEPS[phase](self, state)
+        return state.result
 
-        conditions = {"original": original, "anonymized": anonymized}
-        # The attacker zoo (services/pipeline/zoo.py): each attacker runs the train, embed and
-        # score stages with its own config; without a zoo, one attacker whose config is ``cfg``.
-        zoo = cfg.attackers is not None
-        attackers = [
-            (spec.name, self._context_of(attacker_config(cfg, spec)))
-            for spec in zoo_specs(cfg.attackers)
-        ]
-        needed = sorted({(SCENARIO_PLAN[s][0], seed) for s in cfg.scenarios for seed in cfg.seeds})
-        utility_keys = utility_embedding_plan(cfg)
-        if utility_keys and ("original", cfg.seeds[0]) not in needed:
-            # GVD and the one-voice test need a recognizer trained on original speech.
-            needed = sorted({*needed, ("original", cfg.seeds[0])})
-        leak_keys = enrollment_leak_plan(cfg, needed)
-        models_of: dict[str, dict[tuple[str, int], tuple[TrainedAttacker, StageOutcome]]] = {}
-        n_models = len(needed) * len(attackers)
-        for a, (name, actx) in enumerate(attackers):
-            models = models_of.setdefault(name, {})
-            for i, (condition, seed) in enumerate(needed, start=1):
-                data = conditions[condition]
-                assert data is not None
-                position = (a * len(needed) + i, n_models)
-                models[(condition, seed)] = self.train_stage(
-                    data, condition, seed, position, context=actx
-                )
-        if last == PHASES.index("train"):
-            return None
 
-        # Every (recognizer, data condition, set) the scenarios and back-ends need, embedded once.
-        plans: dict[str, list[tuple[str, str, int, str, str, str | None]]] = {}
-        probed: dict[str, list[tuple[str, int, str, str]]] = {}
-        embeddings_of: dict[str, dict[tuple[str, int, str, str], EmbeddedSet]] = {}
-        for name, actx in attackers:
-            acfg = actx.config
-            plan = plans.setdefault(name, [])
-            wanted: list[tuple[str, int, str, str]] = []
-            for scenario in cfg.scenarios:
-                model_cond, enr_cond, trial_cond = SCENARIO_PLAN[scenario]
-                for seed in cfg.seeds:
-                    for backend in acfg.backends:
-                        # PLDA trains on, and AS-norm takes its cohort from, attacker-train data.
-                        uses_train = backend == "plda" or acfg.scoring.normalization != "none"
-                        plda_cond = model_cond if uses_train else None
-                        plan.append((scenario, backend, seed, enr_cond, trial_cond, plda_cond))
-                        wanted += [
-                            (model_cond, seed, enr_cond, "enrollment"),
-                            (model_cond, seed, trial_cond, "trial"),
-                        ]
-                        if plda_cond is not None:
-                            wanted.append((model_cond, seed, plda_cond, "train"))
-            # The target probe (services/attacker/probe.py) reads the anonymized recognizers'
-            # embeddings of their own training data, whenever a target classifier was asked for.
-            probed[name] = [
-                ("anonymized", seed, "anonymized", "train")
-                for (condition, seed) in needed
-                if condition == "anonymized" and acfg.training.target_classifier != "off"
-            ]
-            wanted += probed[name]
-            if name == attackers[0][0]:
-                # The first attacker's recognizer on original speech serves the enrollment-leak
-                # check and the utility phase (the baseline's, without a zoo).
-                wanted += leak_keys + utility_keys
-            models = models_of[name]
-            embeddings = embeddings_of.setdefault(name, {})
-            for k in dict.fromkeys(wanted):
-                condition, seed, data_condition, set_name = k
-                trained, outcome = models[(condition, seed)]
-                data = conditions[data_condition]
-                assert data is not None
-                m = data.get(set_name)
-                emb = self.embed_stage(
-                    f"train:{outcome.key}",
-                    trained.best_checkpoint,
-                    m,
-                    data.keys[set_name],
-                    context=actx,
-                )
-                embeddings[k] = (m, emb, f"embed:{outcome.key}:{data.keys[set_name]}")
-        if last == PHASES.index("embed"):
-            return None
+@dataclass
+class RunState:
+    """What the phases of one :meth:`EvaluationRun.run` hand each other.
 
-        rows = []
-        for name, actx in attackers:
-            embeddings = embeddings_of[name]
-            for row_scenario, row_backend, seed, enr_cond, trial_cond, plda_cond in plans[name]:
-                model_cond = SCENARIO_PLAN[row_scenario][0]
-                enr = embeddings[(model_cond, seed, enr_cond, "enrollment")]
-                tri = embeddings[(model_cond, seed, trial_cond, "trial")]
-                plda = embeddings[(model_cond, seed, plda_cond, "train")] if plda_cond else None
-                label = f"{row_scenario} {row_backend} seed {seed}"
-                self.progress("score", 0.0, f"{name}: {label}" if zoo else label)
-                row = self.score_stage(
-                    row_scenario, row_backend, seed, enr, tri, plda, context=actx
-                )
-                if zoo:
-                    row["attacker"] = name
-                rows.append(row)
-        self.progress("score", 1.0, f"{len(rows)} rows")
-        if last == PHASES.index("score"):
-            return None
-        first_name, first_ctx = attackers[0]
-        first_embeddings = embeddings_of[first_name]
-        blocks: dict[str, Any] = {}
-        if cfg.utility is not None:
-            assert anonymized is not None
-            orig_key, anon_key = utility_keys
-            pair = (
-                first_embeddings[orig_key][1],
-                first_embeddings[anon_key][1],
-                first_embeddings[orig_key][2],
-                first_embeddings[anon_key][2],
+    Each step of :data:`PHASE_STEPS` reads what earlier phases left here and adds its own; a
+    phase that is not reached leaves its fields empty.
+    """
+
+    plan: EvaluationPlan
+    started: float
+    """``time.perf_counter()`` at the start of the run (the report's wall time)."""
+    protocol: Protocol | None = None
+    manifest: Manifest | None = None
+    protocol_key: str = ""
+    conditions: dict[str, ConditionSets | None] = field(default_factory=dict)
+    """Data condition (``original``, ``anonymized``) -> its sets (None: not anonymized)."""
+    models: dict[str, dict[RecognizerKey, tuple[TrainedAttacker, StageOutcome]]] = field(
+        default_factory=dict
+    )
+    """Attacker -> its recognizers by (condition, seed)."""
+    embeddings: dict[str, dict[EmbeddingKey, EmbeddedSet]] = field(default_factory=dict)
+    """Attacker -> its embedded sets by plan key."""
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    blocks: dict[str, Any] = field(default_factory=dict)
+    """Top-level blocks of the document besides rows (``utility``, ``enrollment_leak``)."""
+    analyses: dict[str, Any] = field(default_factory=dict)
+    result: dict[str, Any] | None = None
+
+    def context_of(self, run: EvaluationRun, attacker: AttackerPlan) -> StageContext:
+        """The stage context of one attacker (its resolved config)."""
+        return run._context_of(attacker.config)
+
+    def sets(self, condition: str) -> ConditionSets:
+        """The sets of a data condition an earlier phase produced."""
+        data = self.conditions.get(condition)
+        assert data is not None, f"no {condition} sets"
+        return data
+
+
+def _corpus_step(run: EvaluationRun, state: RunState) -> None:
+    state.protocol, state.manifest, state.protocol_key = run.corpus_stage()
+
+
+def _anonymize_step(run: EvaluationRun, state: RunState) -> None:
+    assert state.protocol is not None and state.manifest is not None
+    original = run.original_sets(state.protocol, state.manifest, state.protocol_key)
+    anonymized = (
+        run.anonymize_stage(state.protocol, state.manifest, state.protocol_key, original)
+        if state.plan.anonymize
+        else None
+    )
+    state.conditions = {ORIGINAL: original, ANONYMIZED: anonymized}
+
+
+def _train_step(run: EvaluationRun, state: RunState) -> None:
+    attackers = state.plan.attackers
+    total = sum(len(a.recognizers) for a in attackers)
+    position = 0
+    for attacker in attackers:
+        context = state.context_of(run, attacker)
+        models = state.models.setdefault(attacker.name, {})
+        for condition, seed in attacker.recognizers:
+            position += 1
+            # Transfer (stages/train.py): the plan lists an attacker's original-speech
+            # recognizers first, so the one an anonymized recognizer starts from is trained.
+            models[(condition, seed)] = run.train_stage(
+                state.sets(condition),
+                condition,
+                seed,
+                (position, total),
+                context=context,
+                init_from=transfer_source(context.config, condition, seed, models),
             )
-            blocks["utility"] = utility_stage(self.context, original, anonymized, pair)
-        if last == PHASES.index("utility"):
-            return None
-        # The analyses read the first attacker's recognizers (the baseline's, without a zoo).
-        analyses = self.analyze_phase(
-            protocol, manifest, protocol_key, conditions, models_of[first_name], context=first_ctx
+
+
+def _embed_step(run: EvaluationRun, state: RunState) -> None:
+    """Every (recognizer, data condition, set) the plan reads, embedded once per attacker."""
+    for attacker in state.plan.attackers:
+        context = state.context_of(run, attacker)
+        models = state.models[attacker.name]
+        embeddings = state.embeddings.setdefault(attacker.name, {})
+        for key in attacker.embeddings:
+            condition, seed, data_condition, set_name = key
+            trained, outcome = models[(condition, seed)]
+            data = state.sets(data_condition)
+            manifest = data.get(set_name)
+            emb = run.embed_stage(
+                f"train:{outcome.key}",
+                trained.best_checkpoint,
+                manifest,
+                data.keys[set_name],
+                context=context,
+            )
+            embeddings[key] = (manifest, emb, f"embed:{outcome.key}:{data.keys[set_name]}")
+
+
+def _score_step(run: EvaluationRun, state: RunState) -> None:
+    zoo = state.plan.zoo
+    for attacker in state.plan.attackers:
+        context = state.context_of(run, attacker)
+        embeddings = state.embeddings[attacker.name]
+        for step in attacker.scores:
+            plda = embeddings[step.embedding("train")] if step.plda else None
+            label = f"{step.scenario} {step.backend} seed {step.seed}"
+            run.progress("score", 0.0, f"{attacker.name}: {label}" if zoo else label)
+            row = run.score_stage(
+                step.scenario,
+                step.backend,
+                step.seed,
+                embeddings[step.embedding("enrollment")],
+                embeddings[step.embedding("trial")],
+                plda,
+                context=context,
+            )
+            if zoo:
+                row["attacker"] = attacker.name
+            state.rows.append(row)
+    run.progress("score", 1.0, f"{len(state.rows)} rows")
+
+
+def _utility_step(run: EvaluationRun, state: RunState) -> None:
+    if run.cfg.utility is None:
+        return
+    run.progress("utility", 0.0, "starting")  # announced before its first long step
+    first = state.embeddings[state.plan.first.name]
+    orig_key, anon_key = state.plan.utility_embeddings
+    pair = (first[orig_key][1], first[anon_key][1], first[orig_key][2], first[anon_key][2])
+    state.blocks["utility"] = utility_stage(
+        run.context, state.sets(ORIGINAL), state.sets(ANONYMIZED), pair
+    )
+
+
+def _analyze_step(run: EvaluationRun, state: RunState) -> None:
+    # The analyses read the first attacker's recognizers (the baseline's, without a zoo).
+    assert state.protocol is not None and state.manifest is not None
+    if any(run.cfg.analyses.model_dump().values()):
+        run.progress("analyze", 0.0, "starting")
+    first = state.plan.first
+    state.analyses = run.analyze_phase(
+        state.protocol,
+        state.manifest,
+        state.protocol_key,
+        state.conditions,
+        state.models[first.name],
+        context=state.context_of(run, first),
+    )
+
+
+def _report_step(run: EvaluationRun, state: RunState) -> None:
+    assert state.protocol is not None
+    plan, first = state.plan, state.plan.first
+    probes_of = {
+        a.name: {(k[0], k[1]): probe_recognizer(*state.embeddings[a.name][k][:2]) for k in a.probes}
+        for a in plan.attackers
+    }
+    if run.cfg.anonymizer.kind == "archive":
+        state.blocks["enrollment_leak"] = enrollment_leak_block(
+            list(plan.leak_embeddings), state.embeddings[first.name]
         )
-        if last == PHASES.index("analyze"):
-            return None
-        probes_of = {
-            name: {
-                (k[0], k[1]): probe_recognizer(*embeddings_of[name][k][:2]) for k in probed[name]
-            }
-            for name, _ in attackers
+    zoo = (
+        {
+            a.name: ZooAttacker(a.config, state.models[a.name], probes_of[a.name])
+            for a in plan.attackers
         }
-        if cfg.anonymizer.kind == "archive":
-            blocks["enrollment_leak"] = enrollment_leak_block(leak_keys, first_embeddings)
-        # Without a zoo the one attacker's context is the run's own config.
-        return write_report(
-            self.context if zoo else first_ctx,
-            self.out_dir,
-            protocol,
-            protocol_key,
-            rows,
-            models_of[first_name],
-            analyses,
-            time.perf_counter() - t0,
-            probes_of[first_name],
-            zoo={
-                name: ZooAttacker(actx.config, models_of[name], probes_of[name])
-                for name, actx in attackers
-            }
-            if zoo
-            else None,
-            blocks=blocks,
-        )
+        if plan.zoo
+        else None
+    )
+    # Without a zoo the one attacker's context is the run's own config.
+    state.result = write_report(
+        run.context if plan.zoo else state.context_of(run, first),
+        run.out_dir,
+        state.protocol,
+        state.protocol_key,
+        state.rows,
+        state.models[first.name],
+        state.analyses,
+        time.perf_counter() - state.started,
+        probes_of[first.name],
+        zoo=zoo,
+        blocks=state.blocks,
+    )
 
 
-def utility_embedding_plan(cfg: EvaluationConfig) -> list[tuple[str, int, str, str]]:
-    """The embeddings the utility phase reads: original and anonymized trials by the first seed's
-    recognizer trained on original speech (GVD, the usable-speech guard's one-voice test)."""
-    if cfg.utility is None:
-        return []
-    seed = cfg.seeds[0]
-    return [("original", seed, "original", "trial"), ("original", seed, "anonymized", "trial")]
-
-
-def enrollment_leak_plan(
-    cfg: EvaluationConfig, needed: list[tuple[str, int]]
-) -> list[tuple[str, int, str, str]]:
-    """The embeddings the enrollment-leak check (archive submissions) needs: original and
-    anonymized enrollment and trials, all by the first recognizer trained on original speech."""
-    if cfg.anonymizer.kind != "archive":
-        return []
-    seeds = sorted(seed for condition, seed in needed if condition == "original")
-    if not seeds:
-        return []
-    return [
-        ("original", seeds[0], data, set_name)
-        for set_name in ("enrollment", "trial")
-        for data in ("original", "anonymized")
-    ]
+PHASE_STEPS: dict[Phase, Callable[[EvaluationRun, RunState], None]] = {
+    "corpus": _corpus_step,
+    "anonymize": _anonymize_step,
+    "train": _train_step,
+    "embed": _embed_step,
+    "score": _score_step,
+    "utility": _utility_step,
+    "analyze": _analyze_step,
+    "report": _report_step,
+}
+"""One step per phase (``services.pipeline.phases``), run in ``PHASES`` order: adding a phase is
+one entry here and one in ``PHASES``."""
+assert tuple(PHASE_STEPS) == PHASES, "every phase has exactly one step, in order"
 
 
 def enrollment_leak_block(

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import platform
 import socket
-import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -22,7 +21,9 @@ from services.attacker.probe import probe_error_rate
 from services.corpus.manifest import Manifest
 from services.corpus.protocol import Protocol
 from services.metrics import catalogue
+from services.metrics.legal import paper_original_curves
 from services.pipeline.analyses import copy_analysis_plots
+from services.pipeline.code_version import git_revision
 from services.pipeline.config import EvaluationConfig
 from services.pipeline.stage_runner import StageOutcome
 from services.pipeline.stages.context import StageContext, json_default
@@ -62,7 +63,8 @@ def write_report(
     zoo: Mapping[str, ZooAttacker] | None = None,
     blocks: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Plot, then write ``out_dir/results.json``; returns the result document.
+    """Plot, then write ``out_dir/results.json``; returns the result document as the file holds
+    it (JSON types: numpy values converted).
 
     ``rows``: the score stages' rows; ``probes``: the target / source probes of the recognizers
     trained with a target classifier, by (condition, seed); ``seconds``: the run's wall time.
@@ -122,8 +124,11 @@ def write_report(
         result[catalogue.WORST_CASE.key] = worst_case(rows)
     result.update(blocks or {})
     result["trust"] = assess_trust(result).to_json()
-    (out_dir / RESULTS_NAME).write_text(json.dumps(result, indent=2, default=json_default))
-    return result
+    text = json.dumps(result, indent=2, default=json_default)
+    (out_dir / RESULTS_NAME).write_text(text)
+    # The document as results.json holds it (plain JSON types), so a caller need not re-read it.
+    document: dict[str, Any] = json.loads(text)
+    return document
 
 
 def _training_entries(
@@ -146,6 +151,10 @@ def _training_entries(
             "seed": seed,
             "best_epoch": trained.best_epoch,
             "best_w_target": trained.best_w_target,
+            # Transfer and the epochs cap: what the trust check reads to say what to change.
+            "init": trained.init,
+            "epochs_cap": trained.config.epochs,
+            "stopped": trained.stopped,
             "history": history,
             "stage_key": outcome.key,
         }
@@ -181,6 +190,24 @@ def _score_plots(
     """DET, rank and score plots of one attacker's rows (``prefix`` names it, empty without a
     zoo)."""
     for scenario in scenarios:
+        # The legal metrics do not depend on the back-end: one plot per scenario, first seed.
+        legal_row = next(
+            (r for r in rows if r["scenario"] == scenario and "curves" in r.get("legal", {})),
+            None,
+        )
+        if legal_row is not None:
+            legal = legal_row["legal"]
+            head = legal["headline"]
+            plot_files[f"legal-{prefix}{scenario}"] = plots.plot_legal_curves(
+                legal["curves"],
+                [
+                    (c.metric, c.conversation_length, c.n, c.mean_percent, c.label)
+                    for c in paper_original_curves()
+                ],
+                plot_dir / f"legal-{prefix}{scenario}",
+                f"Legal metrics: {prefix}{scenario}, seed {legal_row['seed']} (headline N = "
+                f"{head['n']}, L = {head['conversation_length']})",
+            )
         for backend in backends:
             sel = [r for r in rows if r["scenario"] == scenario and r["backend"] == backend]
             curves = {
@@ -270,20 +297,6 @@ def summarize_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
-def _git_revision() -> str | None:
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "HEAD"],
-            capture_output=True,
-            text=True,
-            timeout=5,
-            cwd=Path(__file__).resolve().parent,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.strip() or None if out.returncode == 0 else None
-
-
 def compute_time(log: Sequence[StageOutcome]) -> dict[str, Any]:
     """What the result cost to compute, reused stages included: ``compute_seconds`` (s) sums
     each distinct stage key's recorded compute time (by whichever process or host computed it);
@@ -313,7 +326,7 @@ def provenance(cfg: EvaluationConfig, protocol_key: str, seconds: float) -> dict
         "config_hash": cfg.content_hash(),
         "protocol_hash": protocol_key,
         "seeds": cfg.seeds,
-        "code_version": _git_revision(),
+        "code_version": git_revision(),
         "packages": packages,
         "python": platform.python_version(),
         "device": device,

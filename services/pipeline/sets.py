@@ -9,6 +9,7 @@ names where it came from; stages that read a set put its key in their inputs.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,25 +17,15 @@ from typing import Any
 from services.anonymizers.contract import SET_NAMES
 from services.corpus.manifest import Manifest
 from services.corpus.protocol import (
+    FixedTrials,
     Protocol,
     build_protocol,
+    load_protocol,
     load_protocol_and_manifest,
     save_protocol,
 )
 from services.corpus.synthetic import generate_synthetic_corpus
 from services.pipeline.stages.context import StageContext
-
-SCENARIO_PLAN: dict[str, tuple[str, str, str]] = {
-    # scenario: (recognizer trained on, enrollment data, trial data)
-    "original": ("original", "original", "original"),
-    "ignorant": ("original", "original", "anonymized"),
-    "lazy-informed": ("original", "anonymized", "anonymized"),
-    "semi-informed": ("anonymized", "anonymized", "anonymized"),
-}
-"""Which recognizer and which enrollment and trial data each scenario uses (PROTOCOLS.md section 3).
-
-Trials are always anonymized, except in the unprotected ``original`` reference.
-"""
 
 
 @dataclass
@@ -112,3 +103,19 @@ def original_sets(protocol: Protocol, manifest: Manifest, key: str) -> Condition
     )
     sets.keys = {name: f"original:{key}:{name}" for name in SET_NAMES}
     return sets
+
+
+def fixed_trials_of(ctx: StageContext) -> FixedTrials | None:
+    """The protocol's fixed trial lists (VoicePrivacy), or None (every pair is a trial).
+
+    The synthetic corpus has none; a protocol file is read once per (path, modification time).
+    """
+    if ctx.config.protocol is None:
+        return None
+    path = Path(ctx.config.protocol).resolve()
+    return _fixed_trials(str(path), path.stat().st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=8)
+def _fixed_trials(path: str, mtime_ns: int) -> FixedTrials | None:
+    return load_protocol(path, check_manifest=False).fixed_trials

@@ -47,6 +47,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from services.pipeline.stage_versions import stage_version
+
 DONE_FILE = "DONE.json"
 COMPUTE_SUFFIX = ".compute.json"
 """Beside a key's folder, ``.<key>.compute.json`` records how long the stage took to compute,
@@ -61,8 +63,14 @@ log = logging.getLogger(__name__)
 
 
 def stage_key(stage: str, inputs: Mapping[str, Any]) -> str:
-    """Hex sha256 of the stage name and its canonical-JSON inputs (first 16 hex digits)."""
-    blob = json.dumps({"stage": stage, "inputs": inputs}, sort_keys=True, separators=(",", ":"))
+    """Hex sha256 of the stage name, its code version (``stage_versions``; version 1 is left
+    out, so keys from before versions stay valid) and its canonical-JSON inputs (first 16 hex
+    digits)."""
+    keyed: dict[str, Any] = {"stage": stage, "inputs": inputs}
+    version = stage_version(stage)
+    if version != 1:
+        keyed["version"] = version
+    blob = json.dumps(keyed, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 

@@ -10,9 +10,13 @@ speakers reports a high EER whatever the anonymizer does, and that EER overestim
   even recognize clear speech;
 - ``ver_s_high``: a recognizer's speaker-classification error on held-out validation speech
   (VER_S, %) at the epoch it uses is above ``UNMASK_TRUST_MAX_VER_S_PERCENT``: under-trained
-  (more epochs or data would likely lower the EER);
-- ``ver_s_still_falling``: the epoch a recognizer uses is its last one and VER_S fell by more
-  than ``UNMASK_TRUST_STILL_FALLING_VER_S_POINTS`` in it: training stopped while improving;
+  (more epochs or data would likely lower the EER). When the utility phase found the anonymized
+  speech unusable (``utility.usable_speech.usable`` false), the message says instead that the
+  speech carries no speaker information to learn: more training cannot help there;
+- ``ver_s_still_falling``: training hit its epochs cap (``training.epochs``; patience did not
+  stop it), the epoch a recognizer uses is its last one and VER_S fell by more than
+  ``UNMASK_TRUST_STILL_FALLING_VER_S_POINTS`` in it: training stopped while improving, and the
+  message names the key to raise. (Documents written before the cap record it: any last epoch.)
 - ``loss_not_falling``: a recognizer's training loss in its last epoch is not below its first;
 - ``enrollment_unanonymized`` (archive submissions, where the maker anonymized the enrollment):
   the anonymized enrollment is much closer to the original speakers than the anonymized trials
@@ -107,7 +111,30 @@ def _used_record(run: Mapping[str, Any]) -> Mapping[str, Any] | None:
     return next((r for r in history if r.get("epoch") == best), history[-1])
 
 
-def _training_reasons(name: str, run: Mapping[str, Any], settings: Settings) -> list[TrustReason]:
+def _cap_hit(run: Mapping[str, Any], history: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether training ran into its epochs cap (True for documents that do not record it)."""
+    if run.get("stopped") == "patience":
+        return False
+    cap = run.get("epochs_cap")
+    return not isinstance(cap, int) or len(history) >= cap
+
+
+def _under_trained_advice(run: Mapping[str, Any]) -> str:
+    """One line: what to change so that the recognizer learns more."""
+    cap = run.get("epochs_cap")
+    raise_cap = f"raise training.epochs (now {cap})" if isinstance(cap, int) else "train longer"
+    if run.get("condition") == "anonymized" and run.get("init") == "scratch":
+        return (
+            f"{raise_cap}, or start from the original-speech recognizer (training.init: original)"
+        )
+    if run.get("stopped") == "patience":
+        return "more training data or a larger training.preset; VER_S had stopped improving"
+    return raise_cap
+
+
+def _training_reasons(
+    name: str, run: Mapping[str, Any], settings: Settings, *, unusable: bool = False
+) -> list[TrustReason]:
     history = [r for r in run.get("history") or [] if isinstance(r, Mapping)]
     used = _used_record(run)
     if used is None:
@@ -115,18 +142,24 @@ def _training_reasons(name: str, run: Mapping[str, Any], settings: Settings) -> 
     reasons = []
     ver_s = used.get("ver_source")
     if isinstance(ver_s, int | float) and ver_s > settings.trust_max_ver_s_percent:
-        reasons.append(
-            TrustReason(
-                "ver_s_high",
-                f"attacker possibly under-trained: recognizer {name} misclassifies {ver_s:.0f} "
-                f"% of validation speakers at the epoch it uses (VER_S, epoch "
-                f"{used.get('epoch')}; above {settings.trust_max_ver_s_percent:.0f} %): more "
-                "training could lower the EER",
-                float(ver_s),
-                settings.trust_max_ver_s_percent,
-            )
+        where = (
+            f"recognizer {name} misclassifies {ver_s:.0f} % of validation speakers at the epoch "
+            f"it uses (VER_S, epoch {used.get('epoch')}; above "
+            f"{settings.trust_max_ver_s_percent:.0f} %)"
         )
-    if len(history) >= 2 and used is history[-1]:
+        if unusable and run.get("condition") == "anonymized":
+            message = (
+                f"no speaker information to learn: {where}, and the anonymized speech failed the "
+                "usable-speech guard, so more training would not lower the EER"
+            )
+        else:
+            message = (
+                f"attacker possibly under-trained: {where}; to fix: {_under_trained_advice(run)}"
+            )
+        reasons.append(
+            TrustReason("ver_s_high", message, float(ver_s), settings.trust_max_ver_s_percent)
+        )
+    if len(history) >= 2 and used is history[-1] and _cap_hit(run, history):
         before, last = history[-2].get("ver_source"), history[-1].get("ver_source")
         if isinstance(before, int | float) and isinstance(last, int | float):
             drop = float(before) - float(last)
@@ -134,9 +167,9 @@ def _training_reasons(name: str, run: Mapping[str, Any], settings: Settings) -> 
                 reasons.append(
                     TrustReason(
                         "ver_s_still_falling",
-                        f"attacker training stopped while improving: recognizer {name}'s VER_S "
-                        f"fell {drop:.1f} points in its last epoch (more epochs would likely "
-                        "lower the EER)",
+                        f"attacker training stopped while improving: recognizer {name} hit its "
+                        f"epochs cap with VER_S {drop:.1f} points lower in its last epoch; to "
+                        f"fix: {_under_trained_advice(run)}",
                         drop,
                         settings.trust_still_falling_ver_s_points,
                     )
@@ -227,6 +260,7 @@ def assess_trust(document: Mapping[str, Any], settings: Settings | None = None) 
     by_name = {}
     for name in names:
         part = {
+            "utility": document.get("utility"),
             "summary": [e for e in summary if (e.get("attacker") or BASELINE) == name],
             "training": {
                 k: t
@@ -268,10 +302,19 @@ def _reasons(document: Mapping[str, Any], settings: Settings) -> list[TrustReaso
             )
         )
     training = document.get("training") or {}
+    unusable = _speech_unusable(document)
     for name in sorted(training):
         if isinstance(training[name], Mapping):
-            reasons.extend(_training_reasons(name, training[name], settings))
+            reasons.extend(_training_reasons(name, training[name], settings, unusable=unusable))
     return reasons
+
+
+def _speech_unusable(document: Mapping[str, Any]) -> bool:
+    """Whether the utility phase's usable-speech guard failed the anonymized speech."""
+    value: Any = document.get("utility")
+    for part in catalogue.USABLE_SPEECH.path or ():
+        value = value.get(part) if isinstance(value, Mapping) else None
+    return value is False
 
 
 def trust_from_document(document: Mapping[str, Any]) -> Trust | None:

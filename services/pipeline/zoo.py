@@ -9,10 +9,14 @@ disclosure), naming the attacker and back-end that achieved it.
 
 ``attackers: null`` (the default) is one attacker, ``baseline``, that is the config itself: the
 same stages, stage keys and ``results.json`` as an evaluation without a zoo. Named zoos
-(:data:`NAMED_ZOOS`): ``baseline`` (that attacker alone) and ``strongest`` (the baseline plus
+(:data:`NAMED_ZOOS`): ``vpc2024``, ``vpc2026`` and ``voiceprivacy`` (the VoicePrivacy
+Challenge attackers, ``zoo_voiceprivacy``), ``baseline`` (that attacker alone) and ``strongest``
+(the baseline plus
 ``long``, trained 3x the config's epochs, and ``augmented``, the same with augmentation (the
 ``AugmentationConfig`` defaults); both scored with cosine and PLDA, and again with AS-norm as
-``long-asnorm`` and ``augmented-asnorm``, which share their recognizers).
+``long-asnorm`` and ``augmented-asnorm``, which share their recognizers, and ``finetuned``: the
+semi-informed recognizer started from the same seed's original-speech recognizer
+(``training.init: original``) and fine-tuned within the same 3x epochs cap, cosine and PLDA).
 
 Attackers whose resolved training configs are equal share their train and embed stages (stages
 are keyed by their inputs), so adding a back-end-only variant costs scoring only.
@@ -36,6 +40,7 @@ from pydantic import (
 
 from services.attacker.training_config import AugmentationConfig, TrainingConfig
 from services.metrics import catalogue
+from services.pipeline import zoo_voiceprivacy
 
 BASELINE = "baseline"
 """Name of the attacker that is the config's own training and back-ends (today's attacker)."""
@@ -137,7 +142,9 @@ EER beyond the seeds' spread."""
 def _strongest_zoo() -> list[AttackerSpec]:
     augmentation = {"augmentation": AugmentationConfig().model_dump(mode="json")}
     long_attackers = []
-    for name, training in (("long", {}), ("augmented", augmentation)):
+    # The long attackers train from scratch (as before transfer existed); `finetuned` transfers.
+    scratch = {"init": "scratch"}
+    for name, training in (("long", scratch), ("augmented", scratch | augmentation)):
         # Each with and without AS-norm: it helped some protocols and hurt PLDA on others
         # (docs/results-synthetic.md), and a scoring-only variant shares the recognizers.
         for suffix, normalization in (("", "none"), ("-asnorm", "as-norm")):
@@ -150,7 +157,24 @@ def _strongest_zoo() -> list[AttackerSpec]:
                     normalization=normalization,
                 )
             )
-    return [AttackerSpec(name=BASELINE), *long_attackers]
+    return [AttackerSpec(name=BASELINE), *long_attackers, finetuned_attacker()]
+
+
+FINETUNED = "finetuned"
+"""The zoo member whose anonymized-speech recognizers start from the original-speech ones."""
+
+
+def finetuned_attacker() -> AttackerSpec:
+    """``finetuned``: transfer from the same seed's original-speech recognizer (trained by the
+    evaluation, or for it when no scenario needs one), fine-tuned within 3x the config's epochs
+    (a cap: patience stops it once VER_S stops improving), scored with cosine and PLDA."""
+    return AttackerSpec(
+        name=FINETUNED,
+        training={"init": "original"},
+        epochs_scale=STRONGEST_EPOCHS_SCALE,
+        backends=["cosine", "plda"],
+        normalization="none",
+    )
 
 
 NAMED_ZOOS: dict[str, Callable[[], list[AttackerSpec]]] = {
@@ -158,6 +182,17 @@ NAMED_ZOOS: dict[str, Callable[[], list[AttackerSpec]]] = {
     "strongest": _strongest_zoo,
 }
 """The zoos a config may name with ``attackers: <name>``."""
+
+
+# The VoicePrivacy Challenge attackers (services/pipeline/zoo_voiceprivacy.py): each alone, and
+# ``voiceprivacy`` = both where their weights exist.
+NAMED_ZOOS.update(
+    {
+        "vpc2024": lambda: [AttackerSpec(**zoo_voiceprivacy.vpc2024_attacker())],
+        "vpc2026": lambda: [AttackerSpec(**zoo_voiceprivacy.vpc2026_attacker())],
+        "voiceprivacy": lambda: [AttackerSpec(**m) for m in zoo_voiceprivacy.voiceprivacy_zoo()],
+    }
+)
 
 
 def resolve_training(base: TrainingConfig, spec: AttackerSpec) -> TrainingConfig:
@@ -292,15 +327,11 @@ def worst_case(rows: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
         keys = sorted(k for k in means if k[0] == scenario)
         metrics: dict[str, dict[str, Any]] = {}
         for m in catalogue.seed_summary_metrics():
-            best: tuple[float, str, str] | None = None
-            for _, attacker, backend in keys:
-                value = means[(scenario, attacker, backend)].get(m.key)
-                if value is None:
-                    continue
-                if best is None or m.is_worse(value, best[0]):
-                    best = (value, attacker, backend)
-            if best is not None:
-                metrics[m.key] = {"value": best[0], "attacker": best[1], "backend": best[2]}
+            candidates = {(a, b): means[(scenario, a, b)].get(m.key) for _, a, b in keys}
+            pick = catalogue.worst_for_maker(m.key, candidates)
+            if pick is not None:
+                value = candidates[pick]
+                metrics[m.key] = {"value": value, "attacker": pick[0], "backend": pick[1]}
         headline = metrics.get(eer.key)
         attacker = headline["attacker"] if headline else keys[0][1]
         backend = headline["backend"] if headline else keys[0][2]

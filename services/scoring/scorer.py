@@ -68,20 +68,41 @@ class TargetNontargetScores:
 @dataclass(frozen=True)
 class ScoreMatrix:
     """Scores (n_rows, n_cols): rows = trial utterances (or trial speakers when aggregated),
-    cols = enrollment models (speakers or utterances). Target = same speaker id."""
+    cols = enrollment models (speakers or utterances). Target = same speaker id.
+
+    ``listed``: with fixed trial lists (VoicePrivacy), the (n_rows, n_cols) mask of the pairs a
+    list names; only those are trials (target or non-target). ``None``: every pair is a trial.
+    """
 
     scores: np.ndarray
     row_speaker_ids: np.ndarray
     row_genders: np.ndarray
     col_speaker_ids: np.ndarray
     col_genders: np.ndarray
+    listed: np.ndarray | None = None
 
-    def target_mask(self) -> np.ndarray:
+    def same_speaker(self) -> np.ndarray:
+        """Mask of the pairs whose two sides are the same speaker (listed or not)."""
         return np.asarray(self.row_speaker_ids[:, None] == self.col_speaker_ids[None, :])
 
+    def target_mask(self) -> np.ndarray:
+        """Mask of the target trials (same speaker, and listed when lists are fixed)."""
+        same = self.same_speaker()
+        return same if self.listed is None else same & self.listed
+
+    def nontarget_mask(self) -> np.ndarray:
+        """Mask of the non-target trials (different speakers, and listed when lists are fixed)."""
+        other = ~self.same_speaker()
+        return other if self.listed is None else other & self.listed
+
+    def trial_mask(self) -> np.ndarray:
+        """Mask of the pairs that are trials (all, or the listed ones)."""
+        return np.ones(self.scores.shape, dtype=bool) if self.listed is None else self.listed
+
     def target_nontarget(self) -> TargetNontargetScores:
-        mask = self.target_mask()
-        return TargetNontargetScores(self.scores[mask], self.scores[~mask])
+        return TargetNontargetScores(
+            self.scores[self.target_mask()], self.scores[self.nontarget_mask()]
+        )
 
     def rows_of_gender(self, gender: str) -> ScoreMatrix:
         rows = self.row_genders == gender
@@ -91,6 +112,7 @@ class ScoreMatrix:
             self.row_genders[rows],
             self.col_speaker_ids,
             self.col_genders,
+            None if self.listed is None else self.listed[rows],
         )
 
 
@@ -250,8 +272,8 @@ def eer_report(scored: ScoredTrials) -> EERReport:
     tar_runs: list[np.ndarray] = []
     non_runs: list[np.ndarray] = []
     for g, sub in by_gender.items():
-        mask = sub.target_mask()
-        tar, non = np.sort(sub.scores[mask]), np.sort(sub.scores[~mask])
+        split = sub.target_nontarget()
+        tar, non = np.sort(split.target), np.sort(split.nontarget)
         tar_runs.append(tar)
         non_runs.append(non)
         if g in ("f", "m") and tar.size and non.size:
@@ -279,7 +301,7 @@ def per_speaker_eer_report(scored: ScoredTrials) -> PerSpeakerEER:
             mask = m.target_mask()
             tar.append(m.scores[mask])
             spk.append(np.broadcast_to(m.row_speaker_ids[:, None], mask.shape)[mask])
-            non.append(m.scores[~mask])
+            non.append(m.scores[m.nontarget_mask()])
         return np.concatenate(tar), np.concatenate(spk), np.concatenate(non)
 
     if scored.gender_mode != "per_gender":

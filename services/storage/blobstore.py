@@ -25,6 +25,7 @@ import hashlib
 import hmac
 import io
 import json
+import math
 import os
 import re
 import tempfile
@@ -49,10 +50,16 @@ CHUNK_BYTES = 1024 * 1024
 MAX_KEY_LENGTH = 1024
 DEFAULT_MEDIA_TYPE = "application/octet-stream"
 SHA256_METADATA_KEY = "sha256"
+# S3 multipart limits: parts of at least 5 MiB (but the last), at most 10,000 parts.
+S3_MIN_PART_BYTES = 5 * 1024 * 1024
+S3_MAX_PARTS = 10_000
 # Streams up to this size are hashed in memory before an S3 upload; larger ones spill to disk.
 SPOOL_MEMORY_BYTES = 8 * 1024 * 1024
 
-_SEGMENT_RE = re.compile(r"^[A-Za-z0-9_=+@-][A-Za-z0-9._=+@-]*$")
+_SEGMENT = r"[A-Za-z0-9_=+@-][A-Za-z0-9._=+@-]*"
+_SEGMENT_RE = re.compile(_SEGMENT)
+BLOB_KEY_PATTERN = rf"^{_SEGMENT}(?:/{_SEGMENT})*$"
+"""A safe blob key as a regular expression (:func:`validate_key`; length checked apart)."""
 _SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
 
 
@@ -66,7 +73,7 @@ def validate_key(key: str) -> str:
     if not 0 < len(key) <= MAX_KEY_LENGTH:
         raise BlobStoreError(f"blob key must be 1..{MAX_KEY_LENGTH} characters, got {len(key)}")
     for segment in key.split("/"):
-        if not _SEGMENT_RE.match(segment):
+        if not _SEGMENT_RE.fullmatch(segment):  # not match(): "$" would let a final "\n" in
             raise BlobStoreError(
                 f"blob key {key!r}: segment {segment!r} must be letters, digits or ._=+@- and"
                 " must not be empty or start with '.'"
@@ -161,6 +168,24 @@ class PresignedRequest:
     method: str
     expires_at: float
     headers: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class MultipartUpload:
+    """A multipart upload the client performs with presigned part requests (S3).
+
+    ``upload_id``: the store's id of the upload; ``part_bytes``: every part's size but the last;
+    ``parts``: one presigned PUT per part, in order (``part_number`` from 1).
+    """
+
+    upload_id: str
+    part_bytes: int
+    parts: list[tuple[int, PresignedRequest, int]]
+    """(part number, request, size in bytes) per part."""
+
+
+class MultipartUploadError(BlobStoreError):
+    """The store refused to complete a multipart upload (bad or missing parts)."""
 
 
 class _HashingWriter(io.RawIOBase):
@@ -313,11 +338,42 @@ class BlobStore(ABC):
         *,
         media_type: str | None = None,
         expected_sha256: str | None = None,
+        expected_size: int | None = None,
     ) -> PresignedRequest:
-        """A PUT request that uploads the blob, valid ``expires_s`` seconds.
+        """A PUT request that uploads the blob, valid ``expires_s`` seconds; with
+        ``expected_size`` (bytes) the signature covers the body's length, so a longer body is
+        refused before it is stored.
 
         Follow the upload with :meth:`verify` before trusting the blob.
         """
+
+    # -- client-side multipart uploads (S3); other stores take one presigned PUT --------------
+    def start_multipart_upload(
+        self,
+        key: str,
+        *,
+        size_bytes: int,
+        sha256: str,
+        media_type: str,
+        part_bytes: int,
+        expires_s: int,
+    ) -> MultipartUpload | None:
+        """Start an upload of ``size_bytes`` the client sends in parts of about ``part_bytes``
+        (each part's request valid ``expires_s`` seconds); None when this store takes a single
+        :meth:`presigned_put` instead."""
+        return None
+
+    def complete_multipart_upload(
+        self, key: str, upload_id: str, parts: list[tuple[int, str]]
+    ) -> None:
+        """Assemble the uploaded ``parts`` ((number, ETag) each) of ``upload_id`` into ``key``;
+        :class:`MultipartUploadError` when the store refuses (missing or wrong parts)."""
+        raise MultipartUploadError(f"{type(self).__name__} has no multipart uploads")
+
+    def abort_multipart_upload(self, key: str, upload_id: str) -> bool:
+        """Drop the parts of an unfinished upload; False when the store refused (e.g. gone
+        already). A no-op True for stores without multipart uploads."""
+        return True
 
     def get_to_path(self, key: str, path: str | Path, *, verify: bool = True) -> BlobInfo:
         """Download the blob to ``path`` atomically; checks the recorded sha256 and size."""
@@ -451,22 +507,41 @@ class LocalBlobStore(BlobStore):
         expected_sha256: str | None = None,
         expected_size: int | None = None,
     ) -> BlobInfo:
+        """Blob and metadata are both written to temporary files first and renamed into place
+        only when both are on disk: a full disk (or any failure) leaves neither behind."""
         target = self.path_of(key)
+        meta_target = self._meta_path(key)
         _check_sha256(expected_sha256, "expected_sha256")
-        fd, tmp_name = tempfile.mkstemp(dir=self._tmp)
+        temps: list[str] = []
+        placed = False
         try:
+            fd, tmp_name = tempfile.mkstemp(dir=self._tmp)
+            temps.append(tmp_name)
             with os.fdopen(fd, "wb") as handle:
                 sha256, size = _copy_hashing(stream, handle)
                 handle.flush()
                 os.fsync(handle.fileno())
             _check_expected(key, sha256, size, expected_sha256, expected_size)
+            record = {"size_bytes": size, "sha256": sha256, "media_type": media_type}
+            fd, meta_tmp = tempfile.mkstemp(dir=self._tmp)
+            temps.append(meta_tmp)
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(json.dumps(record).encode())
+                handle.flush()
+                os.fsync(handle.fileno())
             target.parent.mkdir(parents=True, exist_ok=True)
+            meta_target.parent.mkdir(parents=True, exist_ok=True)
             os.replace(tmp_name, target)
+            placed = True
+            os.replace(meta_tmp, meta_target)
         except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp_name)
+            for name in temps:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(name)
+            if placed:  # the blob is in place but its metadata is not: take the blob back
+                with contextlib.suppress(FileNotFoundError):
+                    target.unlink()
             raise
-        self._write_meta(key, size, sha256, media_type)
         return BlobInfo(key, size, sha256, media_type)
 
     def put_bytes_if_absent(
@@ -488,8 +563,13 @@ class LocalBlobStore(BlobStore):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp_name)
         # Metadata after the blob: a reader in between sees no recorded sha256 (not a wrong one),
-        # and a loser never touches the winner's metadata.
-        self._write_meta(key, len(data), hashlib.sha256(data).hexdigest(), media_type)
+        # and a loser never touches the winner's metadata. No metadata (a full disk): no blob.
+        try:
+            self._write_meta(key, len(data), hashlib.sha256(data).hexdigest(), media_type)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                target.unlink()
+            raise
         return True
 
     @contextlib.contextmanager
@@ -531,14 +611,21 @@ class LocalBlobStore(BlobStore):
 
     # Presigned URLs: HMAC over method, key, expiry and the optional expected sha256.
 
-    def _signature(self, method: str, key: str, expires: int, sha256: str) -> str:
+    def _signature(self, method: str, key: str, expires: int, sha256: str, size: str = "") -> str:
         message = f"{method}\n{key}\n{expires}\n{sha256}".encode()
+        if size:  # the declared body length of a PUT (URLs without one keep their signature)
+            message += f"\n{size}".encode()
         return hmac.new(
             self._signing_key, b"local-blob-url\n" + message, hashlib.sha256
         ).hexdigest()
 
     def _presign(
-        self, method: str, key: str, expires_s: int | None, sha256: str | None
+        self,
+        method: str,
+        key: str,
+        expires_s: int | None,
+        sha256: str | None,
+        size: int | None = None,
     ) -> PresignedRequest:
         validate_key(key)
         lifetime = self.presign_expiry_s if expires_s is None else expires_s
@@ -549,7 +636,11 @@ class LocalBlobStore(BlobStore):
         query = {"method": method, "expires": str(expires)}
         if sha256:
             query["sha256"] = sha256
-        query["signature"] = self._signature(method, key, expires, sha256 or "")
+        if size is not None:
+            query["size"] = str(size)
+        query["signature"] = self._signature(
+            method, key, expires, sha256 or "", "" if size is None else str(size)
+        )
         url = f"{self.base_url}/{quote(key)}?{urlencode(query)}"
         return PresignedRequest(url, method, float(expires))
 
@@ -563,9 +654,10 @@ class LocalBlobStore(BlobStore):
         *,
         media_type: str | None = None,
         expected_sha256: str | None = None,
+        expected_size: int | None = None,
     ) -> PresignedRequest:
         _check_sha256(expected_sha256, "expected_sha256")
-        request = self._presign("PUT", key, expires_s, expected_sha256)
+        request = self._presign("PUT", key, expires_s, expected_sha256, expected_size)
         if media_type:
             request.headers["Content-Type"] = media_type
         return request
@@ -586,12 +678,18 @@ class LocalBlobStore(BlobStore):
         if query.get("method") != method:
             raise PermissionDeniedError(f"presigned URL is for {query.get('method')}, not {method}")
         sha256 = query.get("sha256", "")
-        expected = self._signature(method, key, expires, sha256)
+        expected = self._signature(method, key, expires, sha256, query.get("size", ""))
         if not hmac.compare_digest(expected.encode(), signature.encode()):
             raise PermissionDeniedError("presigned URL signature does not match")
         if (time.time() if now is None else now) > expires:
             raise PermissionDeniedError("presigned URL expired")
         return sha256 or None
+
+    @staticmethod
+    def signed_size(query: Mapping[str, str]) -> int | None:
+        """The body length (bytes) a checked presigned PUT declared, if it declared one."""
+        size = query.get("size")
+        return int(size) if size is not None and size.isdigit() else None
 
 
 # --- S3 ------------------------------------------------------------------------------------------
@@ -664,6 +762,71 @@ class S3BlobStore(BlobStore):
             multipart_chunksize=settings.s3_multipart_chunksize_bytes,
             presign_expiry_s=settings.s3_presign_expiry_s,
         )
+
+    def start_multipart_upload(
+        self,
+        key: str,
+        *,
+        size_bytes: int,
+        sha256: str,
+        media_type: str,
+        part_bytes: int,
+        expires_s: int,
+    ) -> MultipartUpload | None:
+        validate_key(key)
+        part_size = max(part_bytes, S3_MIN_PART_BYTES, math.ceil(size_bytes / S3_MAX_PARTS))
+        with _s3_errors("start multipart upload"):
+            created = self.client.create_multipart_upload(
+                Bucket=self.bucket,
+                Key=key,
+                ContentType=media_type,
+                Metadata={SHA256_METADATA_KEY: sha256},
+            )
+        upload_id: str = created["UploadId"]
+        expires_at = time.time() + expires_s
+        parts = []
+        for number in range(1, max(1, math.ceil(size_bytes / part_size)) + 1):
+            size = min(part_size, size_bytes - (number - 1) * part_size)
+            params = {"Bucket": self.bucket, "Key": key, "UploadId": upload_id}
+            url = self.presign_client.generate_presigned_url(
+                "upload_part",
+                # ContentLength is signed: a part is the size its upload declared.
+                Params={**params, "PartNumber": number, "ContentLength": size},
+                ExpiresIn=expires_s,
+            )
+            request = PresignedRequest(url, "PUT", expires_at, {"Content-Length": str(size)})
+            parts.append((number, request, size))
+        return MultipartUpload(upload_id, part_size, parts)
+
+    def complete_multipart_upload(
+        self, key: str, upload_id: str, parts: list[tuple[int, str]]
+    ) -> None:
+        from botocore.exceptions import ClientError
+
+        try:
+            with _s3_errors("complete multipart upload"):
+                self.client.complete_multipart_upload(
+                    Bucket=self.bucket,
+                    Key=key,
+                    UploadId=upload_id,
+                    MultipartUpload={
+                        "Parts": [{"PartNumber": n, "ETag": etag} for n, etag in sorted(parts)]
+                    },
+                )
+        except ClientError as exc:
+            error: Any = exc.response.get("Error", {})
+            raise MultipartUploadError(
+                f"{error.get('Code', 'error')}: {error.get('Message', '')}".rstrip(": ")
+            ) from None
+
+    def abort_multipart_upload(self, key: str, upload_id: str) -> bool:
+        from botocore.exceptions import ClientError
+
+        try:
+            self.client.abort_multipart_upload(Bucket=self.bucket, Key=key, UploadId=upload_id)
+        except ClientError:
+            return False
+        return True
 
     def ensure_bucket(self) -> None:
         """Create the bucket when it does not exist."""
@@ -868,11 +1031,15 @@ class S3BlobStore(BlobStore):
         *,
         media_type: str | None = None,
         expected_sha256: str | None = None,
+        expected_size: int | None = None,
     ) -> PresignedRequest:
         _check_sha256(expected_sha256, "expected_sha256")
         lifetime = self.presign_expiry_s if expires_s is None else expires_s
         params: dict[str, Any] = {"Bucket": self.bucket, "Key": validate_key(key)}
         headers: dict[str, str] = {}
+        if expected_size is not None:
+            params["ContentLength"] = expected_size  # signed: S3 refuses another length
+            headers["Content-Length"] = str(expected_size)
         if media_type:
             params["ContentType"] = media_type
             headers["Content-Type"] = media_type

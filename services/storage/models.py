@@ -30,9 +30,11 @@ from sqlalchemy import (
     UniqueConstraint,
     event,
     inspect,
+    true,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
+from services.metrics import catalogue
 from services.storage.errors import ImmutableSubmissionError
 from services.storage.types import UTCDateTime, json_type, utc_now
 
@@ -48,8 +50,8 @@ NAMING_CONVENTION: dict[str, str] = {
 
 SHA256_HEX_LENGTH = 64
 MAX_BLOB_KEY_LENGTH = 1024
-# ``Result.seed`` of a row that aggregates over seeds (leaderboards prefer it when present).
-AGGREGATE_SEED = -1
+# ``Result.seed`` of a row that aggregates over seeds: the metric catalogue's (one definition).
+AGGREGATE_SEED = catalogue.AGGREGATE_SEED
 
 
 class TokenScope(StrEnum):
@@ -183,6 +185,43 @@ class Protocol(Base):
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utc_now)
 
 
+class PhaseVisibility(StrEnum):
+    """When a phase's results are shown to everyone (``services/platform/phases/``)."""
+
+    PUBLIC = "public"  # as they finish
+    HIDDEN = "hidden"  # to the submitting team and admins only, until ``reveal_at``
+
+
+class Phase(Base):
+    """One period of a protocol's challenge (e.g. development, evaluation): when jobs may be
+    created under it, how many per team, and when its results are shown to everyone."""
+
+    __tablename__ = "phases"
+    __table_args__ = (
+        UniqueConstraint("protocol_id", "name"),
+        CheckConstraint(_in_check("visibility", PhaseVisibility), name="visibility"),
+        CheckConstraint("ends_at IS NULL OR ends_at > starts_at", name="window"),
+        CheckConstraint("submission_limit IS NULL OR submission_limit >= 1", name="limit_positive"),
+        CheckConstraint("visibility <> 'hidden' OR reveal_at IS NOT NULL", name="hidden_reveal"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    protocol_id: Mapped[int] = mapped_column(
+        ForeignKey("protocols.id", ondelete="CASCADE"), index=True
+    )
+    name: Mapped[str] = mapped_column(String(64))
+    position: Mapped[int] = mapped_column(Integer)
+    starts_at: Mapped[dt.datetime] = mapped_column(UTCDateTime())
+    ends_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
+    # Jobs per team in this phase (failed, cancelled and uncharged re-runs not counted).
+    submission_limit: Mapped[int | None] = mapped_column(Integer)
+    visibility: Mapped[str] = mapped_column(String(16), default=PhaseVisibility.PUBLIC.value)
+    reveal_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
+    # When the webhook events held back until the reveal were recorded (None: not yet).
+    events_released_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utc_now)
+
+
 class Submission(Base):
     """An anonymizer handed in for evaluation. Its content is immutable once accepted."""
 
@@ -301,6 +340,19 @@ class Job(Base):
     # sha256 of the request (submission, protocol, config): same key + other body = conflict.
     request_hash: Mapped[str] = mapped_column(String(SHA256_HEX_LENGTH))
     error_message: Mapped[str | None] = mapped_column(Text)
+    # The challenge phase the job was created in (None: the protocol has no phases).
+    phase_id: Mapped[int | None] = mapped_column(
+        ForeignKey("phases.id", ondelete="RESTRICT"), index=True
+    )
+    # What evaluates it (services/platform/evaluator/): Unmask version, git commit, stage-key
+    # versions, config hash and their digest ``scorer``.
+    evaluator: Mapped[dict[str, Any] | None] = mapped_column(json_type())
+    # An administrator's re-run with the current evaluator: the job it re-evaluates.
+    rerun_of_job_id: Mapped[int | None] = mapped_column(
+        ForeignKey("jobs.id", ondelete="SET NULL"), index=True
+    )
+    # False: not counted against the team's quotas or its phase's submission limit.
+    charged: Mapped[bool] = mapped_column(Boolean, default=True, server_default=true())
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utc_now)
     started_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
     finished_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
@@ -553,7 +605,7 @@ class OutboxMessage(Base):
     last_error: Mapped[str | None] = mapped_column(Text)
 
 
-# --- presigned archive uploads (services/platform/archives/uploads.py) ---------------------------
+# --- presigned archive uploads (services/platform/archives/upload_records.py) --------------------
 
 
 class ArchiveUploadState(StrEnum):

@@ -26,7 +26,11 @@ otherwise the tokens are characters, space included (real corpora: LibriSpeech, 
 ``tokenizer`` and a ``pretrainer`` whose files lie in the folder), e.g. a copy of
 ``speechbrain/asr-wav2vec2-librispeech``. It is loaded with no network access: files are read in
 place (no links or copies), a top-level ``pretrained_path`` key is pointed at the folder, and a
-file the folder lacks is an error, never a download.
+file the folder lacks is an error, never a download. Or a Hugging Face wav2vec 2.0 CTC folder
+(``config.json`` naming ``Wav2Vec2ForCTC``, the weights, ``vocab.json`` and the processor's
+``preprocessor_config.json`` or ``processor_config.json``, as ``save_pretrained`` writes them,
+e.g. a copy of ``facebook/wav2vec2-large-960h-lv60-self``), loaded with ``transformers``'
+``from_pretrained(folder, local_files_only=True)`` and decoded greedily (special tokens dropped).
 
 **Frequency-warp augmentation** (VTLP, Jaitly & Hinton 2013; ``AsrSpec.warp_range``, default
 0.8-1.25): in training only, each utterance's log-mels are warped along frequency by a factor
@@ -296,6 +300,94 @@ class PretrainedAsr(AsrModel):
         }
 
 
+class HuggingFaceCtcAsr(AsrModel):
+    """An operator's Hugging Face wav2vec 2.0 CTC folder (``Wav2Vec2ForCTC`` + its processor),
+    loaded from local files only; greedy CTC decoding, one utterance at a time."""
+
+    def __init__(self, model: Any, processor: Any, folder: Path, device: torch.device) -> None:
+        self.model = model.to(device).eval()
+        self.processor = processor
+        self.folder = folder
+        self.device = device
+
+    def transcribe(self, audio: list[np.ndarray]) -> list[str]:
+        wavs = _check_audio(audio, "transcribe")
+        out = []
+        with torch.no_grad():
+            for wav in wavs:
+                inputs = self.processor(
+                    wav.numpy(), sampling_rate=SAMPLE_RATE_HZ, return_tensors="pt"
+                )
+                logits = self.model(inputs.input_values.to(self.device)).logits
+                ids = torch.argmax(logits, dim=-1)
+                text = self.processor.batch_decode(ids, skip_special_tokens=True)[0]
+                out.append(normalize_text(str(text)))
+        return out
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "kind": "huggingface-pretrained",
+            "folder": str(self.folder),
+            "class": "transformers.Wav2Vec2ForCTC",
+            "n_parameters": int(sum(p.numel() for p in self.model.parameters())),
+        }
+
+
+HF_CONFIG = "config.json"
+HF_WEIGHTS = ("model.safetensors", "pytorch_model.bin")
+HF_PROCESSOR_FILES = ("vocab.json",)
+HF_FEATURE_EXTRACTOR_FILES = ("preprocessor_config.json", "processor_config.json")
+"""Where the feature extractor's settings are (transformers 4 writes the first, 5 the second)."""
+
+
+def _is_huggingface_folder(folder: Path) -> bool:
+    return (folder / HF_CONFIG).is_file() and not (folder / HPARAMS_FILE).is_file()
+
+
+def _check_huggingface_folder(folder: Path) -> None:
+    try:
+        config = json.loads((folder / HF_CONFIG).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"ASR folder {folder}: {HF_CONFIG} unreadable ({exc})") from exc
+    architectures = config.get("architectures") or []
+    if "Wav2Vec2ForCTC" not in architectures:
+        raise ConfigError(
+            f"ASR folder {folder}: {HF_CONFIG} names {architectures or 'no architecture'}; a "
+            "Hugging Face ASR folder must hold a Wav2Vec2ForCTC model"
+        )
+    if not any((folder / w).is_file() for w in HF_WEIGHTS):
+        raise ConfigError(
+            f"ASR folder {folder}: no weights ({' or '.join(HF_WEIGHTS)}); copy them into the "
+            "folder (nothing is downloaded)"
+        )
+    missing = [f for f in HF_PROCESSOR_FILES if not (folder / f).is_file()]
+    if not any((folder / f).is_file() for f in HF_FEATURE_EXTRACTOR_FILES):
+        missing.append(" or ".join(HF_FEATURE_EXTRACTOR_FILES))
+    if missing:
+        raise ConfigError(
+            f"ASR folder {folder}: {', '.join(missing)} missing (the CTC tokenizer and feature "
+            "extractor: save the model's Wav2Vec2Processor into the folder too)"
+        )
+
+
+def _load_huggingface(folder: Path, device: torch.device) -> HuggingFaceCtcAsr:
+    import transformers
+
+    transformers.utils.logging.disable_progress_bar()
+    transformers.utils.logging.set_verbosity_error()
+    try:
+        model = transformers.Wav2Vec2ForCTC.from_pretrained(str(folder), local_files_only=True)
+        processor = transformers.Wav2Vec2Processor.from_pretrained(
+            str(folder), local_files_only=True
+        )
+    except (OSError, ValueError, KeyError) as exc:
+        raise ConfigError(
+            f"ASR folder {folder}: transformers could not load it as a Wav2Vec2ForCTC with its "
+            f"processor ({' '.join(str(exc).split())})"
+        ) from exc
+    return HuggingFaceCtcAsr(model, processor, folder, device)
+
+
 def _lr_factor(step: int, warmup: int, total: int) -> float:
     """Linear warm-up over ``warmup`` steps, then cosine decay to 5 % at ``total``."""
     if step < warmup:
@@ -310,6 +402,52 @@ def _buckets(lengths: np.ndarray, batch_size: int, rng: np.random.Generator) -> 
     order = np.argsort(lengths * rng.uniform(0.9, 1.1, len(lengths)), kind="stable")
     batches = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
     return [batches[k] for k in rng.permutation(len(batches))]
+
+
+def _vocabulary(
+    texts: list[str],
+) -> tuple[Literal["units", "characters"], list[list[str]], list[str]]:
+    """(tokenization, each transcript's tokens, the vocabulary with the CTC blank first);
+    :class:`InvalidInputError` for a transcript with no token left after normalization."""
+    kind = tokenization(texts)
+    token_lists = [_tokens(t, kind) for t in texts]
+    empty = [k for k, t in enumerate(token_lists) if not t]
+    if empty:
+        raise InvalidInputError(
+            f"train_asr: {len(empty)} transcript(s) are empty after normalization (first: "
+            f"utterance {empty[0]}); drop them or fix the manifest's `text`"
+        )
+    symbols = sorted({s for toks in token_lists for s in toks})
+    if kind == "units":
+        symbols.sort(key=lambda s: int(s[1:]))
+    return kind, token_lists, [BLANK, *symbols]
+
+
+def _ctc_step(
+    encoder: CtcEncoder,
+    x: torch.Tensor,
+    x_len: torch.Tensor,
+    targets: list[torch.Tensor],
+    optimizer: torch.optim.Optimizer,
+) -> tuple[float, int]:
+    """One optimizer step on a padded batch: (summed CTC loss, target tokens); the gradient is
+    of the loss per token, clipped at norm 5."""
+    y = torch.cat(targets).to(x.device)
+    y_len = torch.tensor([len(t) for t in targets], dtype=torch.int64)
+    log_probs = encoder.forward_features(x, x_len)
+    loss = F.ctc_loss(
+        log_probs.transpose(0, 1), y, x_len, y_len, blank=0, reduction="sum", zero_infinity=True
+    )
+    n_tokens = int(y_len.sum())
+    optimizer.zero_grad()
+    (loss / n_tokens).backward()
+    torch.nn.utils.clip_grad_norm_(encoder.parameters(), 5.0)
+    optimizer.step()
+    return float(loss.detach()), n_tokens
+
+
+PROGRESS_INTERVAL_S = 5.0
+"""At most one in-epoch progress call per this many seconds (s)."""
 
 
 def train_asr(
@@ -335,18 +473,8 @@ def train_asr(
     started = time.perf_counter()
     device = resolve_device(spec.device)
     wavs = _check_audio(audio, "train_asr")
-    kind = tokenization(texts)
-    token_lists = [_tokens(t, kind) for t in texts]
-    empty = [k for k, t in enumerate(token_lists) if not t]
-    if empty:
-        raise InvalidInputError(
-            f"train_asr: {len(empty)} transcript(s) are empty after normalization (first: "
-            f"utterance {empty[0]}); drop them or fix the manifest's `text`"
-        )
-    symbols = sorted({s for toks in token_lists for s in toks})
-    if kind == "units":
-        symbols.sort(key=lambda s: int(s[1:]))
-    vocabulary = [BLANK, *symbols]
+    kind, token_lists, vocabulary = _vocabulary(texts)
+    symbols = vocabulary[1:]
     index = {s: k for k, s in enumerate(vocabulary)}
 
     torch.manual_seed(spec.seed)
@@ -366,33 +494,32 @@ def train_asr(
     rng = np.random.default_rng([spec.seed, 7])
     history: list[float] = []
     encoder.train()
+    train_started = time.perf_counter()
+    done_steps = 0
+    last_report = train_started
     for epoch in range(spec.epochs):
         loss_sum, token_sum = 0.0, 0
         alphas = draw_warps(spec, epoch, len(feats))
-        for batch in _buckets(n_frames, spec.batch_size, rng):
+        for step, batch in enumerate(_buckets(n_frames, spec.batch_size, rng), start=1):
             x, x_len = _pad([feats[k] for k in batch])
             if spec.warp_enabled:
                 x = warp_features(x, alphas[batch])
-            y = torch.cat([targets[k] for k in batch]).to(device)
-            y_len = torch.tensor([len(targets[k]) for k in batch], dtype=torch.int64)
-            log_probs = encoder.forward_features(x, x_len)
-            loss = F.ctc_loss(
-                log_probs.transpose(0, 1),
-                y,
-                x_len,
-                y_len,
-                blank=0,
-                reduction="sum",
-                zero_infinity=True,
-            )
-            n_tokens = int(y_len.sum())
-            optimizer.zero_grad()
-            (loss / n_tokens).backward()
-            torch.nn.utils.clip_grad_norm_(encoder.parameters(), 5.0)
-            optimizer.step()
+            loss, n_tokens = _ctc_step(encoder, x, x_len, [targets[k] for k in batch], optimizer)
             scheduler.step()
-            loss_sum += float(loss.detach())
+            loss_sum += loss
             token_sum += n_tokens
+            done_steps += 1
+            now = time.perf_counter()
+            if progress is not None and now - last_report >= PROGRESS_INTERVAL_S:
+                # Within an epoch too (an epoch may take minutes); the ETA is the measured step
+                # rate of this run times the steps left.
+                last_report = now
+                eta = (now - train_started) / done_steps * (total - done_steps)
+                progress(
+                    done_steps / total,
+                    f"ASR epoch {epoch + 1}/{spec.epochs} step {step}/{steps_per_epoch}, "
+                    f"ETA {eta:.0f} s",
+                )
         history.append(loss_sum / token_sum)
         if progress is not None:
             progress(
@@ -445,13 +572,15 @@ def _is_unmask_folder(folder: Path) -> bool:
 
 def check_asr_folder(path: Path) -> None:
     """Raise ``ConfigError`` unless ``path`` holds a loadable ASR: a folder ``train_asr`` wrote
-    (``model.pt``, ``vocabulary.json``) or a SpeechBrain ASR folder (``hyperparams.yaml`` and the
+    (``model.pt``, ``vocabulary.json``), a SpeechBrain ASR folder (``hyperparams.yaml`` and the
     checkpoint files its ``pretrainer`` names as ``<pretrained_path>/<file>``, or at least one
-    ``*.ckpt``). Cheap: reads no weights; call it before any work starts."""
+    ``*.ckpt``) or a Hugging Face wav2vec 2.0 CTC folder (``config.json``, weights, ``vocab.json``,
+    the processor's config). Cheap: reads no weights; call it before any work starts."""
     folder = Path(path)
     fix = (
         "point utility.asr.pretrained_path at a local SpeechBrain ASR folder (hyperparams.yaml "
-        "+ checkpoint files), or use utility.asr.source: train"
+        "+ checkpoint files) or a Hugging Face wav2vec 2.0 CTC folder, or use "
+        "utility.asr.source: train"
     )
     if not folder.exists():
         raise ConfigError(f"ASR folder {folder} does not exist; {fix}")
@@ -464,6 +593,9 @@ def check_asr_folder(path: Path) -> None:
                 f"ASR folder {folder}: {', '.join(missing)} missing (an incomplete Unmask-trained "
                 "ASR); train it again or remove the folder"
             )
+        return
+    if _is_huggingface_folder(folder):
+        _check_huggingface_folder(folder)
         return
     hparams = folder / HPARAMS_FILE
     if not hparams.is_file():
@@ -506,6 +638,8 @@ def load_asr(folder: Path, device: str = "cpu") -> AsrModel:
         info_path = folder / DESCRIBE_FILE
         info = json.loads(info_path.read_text(encoding="utf-8")) if info_path.is_file() else {}
         return TrainedAsr(encoder, tokens, vocab["tokenization"], info, dev)
+    if _is_huggingface_folder(folder):
+        return _load_huggingface(folder, dev)
     return _load_speechbrain(folder, dev)
 
 
@@ -540,6 +674,7 @@ def _load_speechbrain(folder: Path, device: torch.device) -> PretrainedAsr:
 
 __all__ = [
     "AsrModel",
+    "HuggingFaceCtcAsr",
     "PretrainedAsr",
     "TrainedAsr",
     "band_centres_hz",

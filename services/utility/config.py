@@ -25,10 +25,13 @@ class AsrSpec(BaseModel):
     source: Literal["train", "pretrained"] = Field(
         "train",
         description="`train`: a CTC recognizer Unmask trains on the protocol's original "
-        "attacker-train speech; `pretrained`: a SpeechBrain ASR folder at `pretrained_path`.",
+        "attacker-train speech; `pretrained`: a SpeechBrain ASR folder or a Hugging Face "
+        "wav2vec 2.0 CTC folder at `pretrained_path`.",
     )
     pretrained_path: Path | None = Field(
-        None, description="source=pretrained: the local SpeechBrain ASR folder."
+        None,
+        description="source=pretrained: the local SpeechBrain or Hugging Face (Wav2Vec2ForCTC) "
+        "ASR folder.",
     )
     epochs: int = Field(15, ge=1, description="source=train: training epochs.")
     batch_size: int = Field(8, ge=1, description="source=train: utterances per step.")

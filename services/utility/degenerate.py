@@ -237,6 +237,34 @@ def _median_or_none(values: NDArray[np.float64]) -> float | None:
     return float(np.median(finite)) if finite.size else None
 
 
+def _check_inputs(
+    n: int,
+    original: Sequence[NDArray[np.floating]] | None,
+    sample_rate: int,
+    transcripts: Sequence[str] | None,
+    anonymized_embeddings: NDArray[np.floating] | None,
+    speakers: Sequence[str] | None,
+) -> None:
+    """:class:`InvalidInputError` naming the first input of the check that does not fit."""
+    if n == 0:
+        raise InvalidInputError("usable-speech check: no anonymized utterances given")
+    if sample_rate <= 0:
+        raise InvalidInputError(f"usable-speech check: sample_rate must be > 0, got {sample_rate}")
+    if original is not None and len(original) != n:
+        raise InvalidInputError(
+            f"usable-speech check: {len(original)} originals for {n} anonymized utterances; "
+            "give one original per anonymized utterance, or none"
+        )
+    if transcripts is not None and len(transcripts) != n:
+        raise InvalidInputError(
+            f"usable-speech check: {len(transcripts)} transcripts for {n} utterances"
+        )
+    if anonymized_embeddings is not None and speakers is None:
+        raise InvalidInputError(
+            "usable-speech check: anonymized_embeddings need `speakers` (one per utterance)"
+        )
+
+
 def assess_usable_speech(
     anonymized: Sequence[NDArray[np.floating]],
     original: Sequence[NDArray[np.floating]] | None,
@@ -264,23 +292,7 @@ def assess_usable_speech(
         utterances per reason, medians of the statistics, examples of flagged utterances).
     """
     n = len(anonymized)
-    if n == 0:
-        raise InvalidInputError("usable-speech check: no anonymized utterances given")
-    if sample_rate <= 0:
-        raise InvalidInputError(f"usable-speech check: sample_rate must be > 0, got {sample_rate}")
-    if original is not None and len(original) != n:
-        raise InvalidInputError(
-            f"usable-speech check: {len(original)} originals for {n} anonymized utterances; "
-            "give one original per anonymized utterance, or none"
-        )
-    if transcripts is not None and len(transcripts) != n:
-        raise InvalidInputError(
-            f"usable-speech check: {len(transcripts)} transcripts for {n} utterances"
-        )
-    if anonymized_embeddings is not None and speakers is None:
-        raise InvalidInputError(
-            "usable-speech check: anonymized_embeddings need `speakers` (one per utterance)"
-        )
+    _check_inputs(n, original, sample_rate, transcripts, anonymized_embeddings, speakers)
     waves = [_as_waveform(x, k) for k, x in enumerate(anonymized)]
     per = [utterance_stats(w, sample_rate, thresholds) for w in waves]
     level = np.array([s.rms_dbfs for s in per])

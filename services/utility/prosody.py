@@ -43,6 +43,7 @@ from numpy.typing import NDArray
 from services.attacks.f0 import F0Params, f0_tracks
 from services.audio import SAMPLE_RATE_HZ
 from services.errors import InvalidInputError
+from services.numba_cache import warm_once
 
 UTILITY_F0_PARAMS = F0Params(fmin_hz=40.0, fmax_hz=800.0)
 """pYIN settings of rho_F0: 40-800 Hz covers every voice of 85-255 Hz shifted by +-12 semitones."""
@@ -115,6 +116,8 @@ def dtw_align(
         diff,
         np.where(va[:, None] | vb[None, :], _VOICING_MISMATCH_COST, 0.0),
     )
+    # librosa's DTW is a cached Numba function: compiled once per host at a time (numba_cache).
+    warm_once("dtw", lambda: librosa.sequence.dtw(C=np.ones((2, 2)), backtrack=True))
     _, path = librosa.sequence.dtw(C=cost, backtrack=True)
     path = np.asarray(path)[::-1]  # librosa returns the path from the end
     return path[:, 0].astype(np.int64), path[:, 1].astype(np.int64)

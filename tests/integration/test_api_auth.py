@@ -50,6 +50,13 @@ EXPECTED_ROUTES = {
     ("get", "/v1/jobs/{job_id}/artifacts/{artifact_id}/download"),
     ("get", "/v1/blobs/{key}"),
     ("put", "/v1/blobs/{key}"),
+    # Challenge phases, re-runs with the current evaluator, comparisons.
+    ("get", "/v1/protocols/{protocol_id}/phases"),
+    ("post", "/v1/protocols/{protocol_id}/phases"),
+    ("patch", "/v1/protocols/{protocol_id}/phases/{name}"),
+    ("delete", "/v1/protocols/{protocol_id}/phases/{name}"),
+    ("post", "/v1/protocols/{protocol_id}/rerun-outdated"),
+    ("get", "/v1/protocols/{protocol_id}/compare"),
 }
 
 

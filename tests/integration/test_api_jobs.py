@@ -91,6 +91,12 @@ def test_job_config_merges_protocol_overrides_and_submission(env: Env, api_dispa
     assert "seeds" in body["detail"]
     body = _problem(env.job(sub, config_overrides={"trianing": {}}), 422)
     assert "trianing" in body["detail"]
+    # Legal metrics asked for a population the protocol's evaluation set does not have.
+    body = _problem(
+        env.job(sub, config_overrides={"metrics": {"legal": {"speaker_counts": [2, 50]}}}), 422
+    )
+    assert "metrics.legal.speaker_counts: [50]" in body["detail"]
+    assert "speakers with enrollment and trial utterances" in body["detail"]
     body = _problem(env.job(sub, config_overrides={"anonymizer": {"name": "vtln"}}), 422)
     assert "config_overrides.anonymizer" in body["detail"]
     _problem(env.job(sub, config_overrides=None), 422)

@@ -138,7 +138,7 @@ def _protocol_and_job(server: LiveServer, world: Any, body: dict[str, Any]) -> t
 
 
 def _wait_for_uploads(server: LiveServer, key: str, count: int, timeout_s: float = 60) -> None:
-    from api.uploads import upload_slots
+    from api.archive_transfer import upload_slots
 
     slots = upload_slots(server.app)
     deadline = time.monotonic() + timeout_s
@@ -239,7 +239,7 @@ def test_concurrent_uploads_per_team_are_capped(
         for conn in stalled:
             conn.close()
     # Disconnected uploads give their slots back.
-    from api.uploads import upload_slots
+    from api.archive_transfer import upload_slots
 
     deadline = time.monotonic() + 10
     while upload_slots(server.app).active(f"team:{team}"):

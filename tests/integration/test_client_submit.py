@@ -81,6 +81,13 @@ class PlayedWorkers:
                 ),
                 result_records.ResultRow("semi-informed", "cosine", 0, "eer_percent", eer),
                 result_records.ResultRow("ignorant", "cosine", -1, "eer_percent", eer / 2),
+                # Legal metrics: top-1 linkability 100 - EER, singling out 90 - EER (%).
+                result_records.ResultRow(
+                    "semi-informed", "cosine", -1, "linkability_top1_percent", 100.0 - eer
+                ),
+                result_records.ResultRow(
+                    "semi-informed", "cosine", -1, "singling_out_percent", 90.0 - eer
+                ),
             ]
             result_records.record_results_and_artifacts(session, job_id, results=rows)
             job_records.transition_job(session, job_id, "succeeded")
@@ -218,6 +225,35 @@ def test_submit_passes_and_fails_on_thresholds(
     assert "FAIL  report trust check: unknown" in captured.out
 
 
+def test_legal_metric_thresholds_fail_a_run_when_exceeded(
+    server: tuple[str, str, str],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    url, token, _ = server
+    pitch = ("--builtin", "pitch", "--param", "semitones=4")  # top-1 60 %, singling out 50 %
+    code = _submit(
+        monkeypatch, url, token, *pitch, "--max-linkability-top1", "70", "--max-singling-out", "55"
+    )
+    captured = capsys.readouterr()
+    assert code == 0, captured.out
+    assert "Top-1 link % [semi-informed, cosine] = 60 (ok: required <= 70)" in captured.out
+    assert "Singling out % [semi-informed, cosine] = 50 (ok: required <= 55)" in captured.out
+    code = _submit(monkeypatch, url, token, *pitch, "--max-linkability-top1", "50")
+    captured = capsys.readouterr()
+    assert code == 1
+    assert "FAIL  Top-1 link % [semi-informed, cosine] = 60" in captured.out
+    code = _submit(monkeypatch, url, token, *pitch, "--max-singling-out", "40")
+    captured = capsys.readouterr()
+    assert code == 1
+    assert "FAIL  Singling out % [semi-informed, cosine] = 50" in captured.out
+    # Not measured (the ignorant rows carry no legal metrics): fails, never passes silently.
+    code = _submit(
+        monkeypatch, url, token, *pitch, "--scenario", "ignorant", "--max-singling-out", "99"
+    )
+    assert code == 1 and "Singling out % [ignorant, cosine]: missing" in capsys.readouterr().out
+
+
 def test_submit_exit_codes_for_bad_input_failed_jobs_and_api_errors(
     server: tuple[str, str, str],
     monkeypatch: pytest.MonkeyPatch,
@@ -273,3 +309,71 @@ def test_no_wait_prints_the_job_id_and_the_client_reads_it_back(
         protocol = client.find_protocol("synthetic-ci")
         again = client.create_job(job["submission_id"], protocol["id"], idempotency_key="ci-run-7")
         assert again["id"] == job_id
+
+
+def test_submit_to_a_phase_and_rerun_outdated_from_the_command_line(
+    server: tuple[str, str, str],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import datetime as dt
+
+    import httpx
+
+    from services.pipeline import stage_versions
+
+    url, token, admin = server
+    now = dt.datetime.now(dt.UTC)
+    hour = dt.timedelta(hours=1)
+    headers = {"Authorization": f"Bearer {admin}"}
+    protocol_id = httpx.get(f"{url}/v1/protocols", headers=headers).json()[0]["id"]
+    for body in (
+        {
+            "name": "warm-up",
+            "starts_at": (now - 3 * hour).isoformat(),
+            "ends_at": (now - 2 * hour).isoformat(),
+        },
+        {"name": "main", "starts_at": (now - hour).isoformat()},
+    ):
+        created = httpx.post(f"{url}/v1/protocols/{protocol_id}/phases", json=body, headers=headers)
+        assert created.status_code == 201, created.text
+    monkeypatch.setenv("UNMASK_URL", url)
+    monkeypatch.setenv("UNMASK_TOKEN", token)
+    assert main(["phases", "--protocol", "synthetic-ci"]) == 0
+    listed = capsys.readouterr().out
+    assert "warm-up:" in listed and "closed" in listed and "main:" in listed and "open" in listed
+    # After a phase's end: exit 2 with one line naming the phase.
+    code = _submit(
+        monkeypatch,
+        url,
+        token,
+        "--builtin",
+        "pitch",
+        "--param",
+        "semitones=3",
+        "--phase",
+        "warm-up",
+    )
+    captured = capsys.readouterr()
+    assert code == 2
+    assert "phase 'warm-up' ended at" in captured.err
+    assert len(captured.err.strip().splitlines()) == 1
+    code = _submit(
+        monkeypatch, url, token, "--builtin", "pitch", "--param", "semitones=3", "--phase", "main"
+    )
+    assert code == 0, capsys.readouterr().err
+    capsys.readouterr()
+    # A scorer version bump: the administrator re-runs the outdated result (not charged).
+    monkeypatch.setitem(stage_versions.STAGE_VERSIONS, "score", 2)
+    monkeypatch.setenv("UNMASK_TOKEN", admin)
+    assert main(["rerun-outdated", "--protocol", "synthetic-ci"]) == 0
+    out = capsys.readouterr().out
+    assert "1 re-runs queued (not charged)" in out
+    rerun_id = int(out.split("re-run job ")[1].split()[0])
+    with UnmaskClient(url, token) as client:
+        rerun = client.wait_for_job(rerun_id, timeout_s=30, poll_s=0.2)
+    assert rerun["state"] == "succeeded" and rerun["charged"] is False
+    assert rerun["evaluator"]["stage_versions"]["score"] == 2
+    monkeypatch.setenv("UNMASK_TOKEN", token)
+    assert main(["rerun-outdated", "--protocol", "synthetic-ci"]) == 3  # 403: not an admin
+    assert "admin" in capsys.readouterr().err

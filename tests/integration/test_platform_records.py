@@ -11,6 +11,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from services.platform import identity, leaderboard, protocols, results, submissions
+from services.platform.identity.principal import Principal
 from services.platform.jobs import records as job_records
 from services.storage.db import Database
 from services.storage.errors import IdempotencyConflictError
@@ -57,7 +58,7 @@ def _job(
 
 
 def eer(value: float | None, seed: int = 0, scenario: str = "lazy") -> results.ResultRow:
-    return results.ResultRow(scenario, "plda", seed, "eer", value)
+    return results.ResultRow(scenario, "cosine", seed, "eer", value)
 
 
 def test_leaderboard(any_database: Database) -> None:
@@ -80,7 +81,7 @@ def test_leaderboard(any_database: Database) -> None:
         _job(session, a, s["tie_late"], p, [eer(0.375)])
         _job(session, a, s["top"], p, [eer(0.25, 0), eer(0.5, 1)])  # seed mean 0.375 (exact)
         _job(session, a, s["tie_early"], p, [eer(0.375), eer(0.99, scenario="ignorant")])
-        _job(session, a, s["no_value"], p, [results.ResultRow("lazy", "plda", 0, "cllr", 0.7)])
+        _job(session, a, s["no_value"], p, [results.ResultRow("lazy", "cosine", 0, "cllr", 0.7)])
         _job(session, a, s["failed_only"], p, [eer(0.9)], final_state="failed")
         _job(session, b, s["private"], p, [eer(0.8)])
         _job(session, a, s["rerun"], p, [eer(0.95)], finished_minute=100)
@@ -89,15 +90,20 @@ def test_leaderboard(any_database: Database) -> None:
         _job(session, a, s["aggregate"], p, [eer(0.0, 0), eer(0.0, 1), eer(0.5, AGGREGATE_SEED)])
         _job(session, a, s["tie_early"], q, [eer(0.99)])  # another protocol: invisible here
     with any_database.session_scope() as session:
-        public = leaderboard.leaderboard(session, p, "eer", scenario="lazy", backend="plda")
-        with_private = leaderboard.leaderboard(
-            session, p, "eer", scenario="lazy", backend="plda", viewer_team_id=b
-        )
-        ascending = leaderboard.leaderboard(
-            session, p, "eer", scenario="lazy", backend="plda", higher_is_better=False
-        )
+        protocol = protocols.get_protocol_by_id(session, p)
+        viewer_b = Principal(0, "x", 0, b, "team-b", ("read",))
+
+        def ranked(viewer: Principal | None, higher: bool = True) -> list[tuple[int, float | None]]:
+            view = leaderboard.build_view(
+                session, protocol, viewer, metric="eer", scenario="lazy", higher_is_better=higher
+            )
+            return [(r.submission_id, r.values[view.ranking_key]) for r in view.ranked]
+
+        public, with_private, ascending = ranked(None), ranked(viewer_b), ranked(None, False)
+        no_value_job = job_records.list_jobs(session, submission_id=s["no_value"]).items[0].id
+        no_value_metrics = leaderboard.scenario_values(session, [no_value_job], "lazy", "cosine")
     names = {v: k for k, v in s.items()}
-    got = [(names[e.submission_id], None if e.value is None else round(e.value, 6)) for e in public]
+    got = [(names[i], None if v is None else round(v, 6)) for i, v in public]
     # top (seed mean), tie_early and tie_late tie at 0.375: the earliest submission wins.
     assert got == [
         ("aggregate", 0.5),
@@ -108,8 +114,8 @@ def test_leaderboard(any_database: Database) -> None:
         ("rerun", 0.1),
         ("no_value", None),
     ]
-    assert [names[e.submission_id] for e in with_private][:1] == ["private"]
-    assert [names[e.submission_id] for e in ascending] == [
+    assert [names[i] for i, _ in with_private][:1] == ["private"]
+    assert [names[i] for i, _ in ascending] == [
         "rerun",
         "top",
         "tie_early",
@@ -118,7 +124,7 @@ def test_leaderboard(any_database: Database) -> None:
         "aggregate",
         "no_value",
     ]
-    assert public[-1].metrics == {"cllr": 0.7}
+    assert no_value_metrics[no_value_job] == {"cllr": 0.7}
 
 
 def test_idempotency_on_real_database(any_database: Database) -> None:

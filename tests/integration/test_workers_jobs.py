@@ -235,12 +235,16 @@ def test_leaderboard_ranks_the_finished_job(
     job_id, _ = finished_job
     with platform.database.session_scope() as session:
         job = job_records.get_job(session, job_id)
-        board = leaderboard_records.leaderboard(
-            session, job.protocol_id or 0, "eer_percent", scenario="semi-informed", backend="cosine"
-        )
-    entry = next(e for e in board if e.job_id == job_id)
-    assert entry.value is not None and 0.0 <= entry.value <= 100.0
-    assert "srd_mean_disclosure_bits" in entry.metrics
+        protocol = job.protocol
+        assert protocol is not None
+        view = leaderboard_records.build_view(session, protocol, None)
+        entry = next(r for r in view.ranked if r.job_id == job_id)
+        metrics = leaderboard_records.scenario_values(
+            session, [job_id], view.scenario, view.backend
+        )[job_id]
+    value = entry.values[view.ranking_key]
+    assert view.metric == "eer_percent" and value is not None and 0.0 <= value <= 100.0
+    assert "srd_mean_disclosure_bits" in metrics
 
 
 @pytest.mark.slow
@@ -492,3 +496,4 @@ def test_every_phase_has_a_queue() -> None:
     # The analyze phase's stages carry their own names; they are recorded under the phase.
     assert phase_of_stage("analysis-srd") == "analyze"
     assert phase_of_stage("train") == "train"
+    assert phase_of_stage("legal") == "score"  # the legal metrics' stage, run with the rows

@@ -388,3 +388,52 @@ def test_compressed_tar_with_flipped_bytes_is_a_corrupt_archive(tmp_path: Path, 
     assert not report.ok
     assert "corrupt archive" in joined(report), report.problems
     assert "missing" not in joined(report)
+
+
+# -- member counts read before memory grows; sample values bounded --------------------------------
+
+
+def test_tar_member_count_is_bounded_by_the_protocol_while_listing(tmp_path: Path) -> None:
+    path = tmp_path / "dirs.tar.gz"
+    with tarfile.open(path, "w:gz") as tf:
+        for i in range(20_000):
+            info = tarfile.TarInfo(f"d{i}")
+            info.type = tarfile.DIRTYPE
+            tf.addfile(info)
+    report = check(path, tmp_path / "o")
+    # 3 expected files + 2 folders for each of 2 sets (`<set>/` and, in the VoicePrivacy
+    # layout, `<set><suffix>/wav/`) + 1000 listed extras: the 1008th header stops the listing.
+    assert "more members than the limit of 1007" in joined(report)
+
+
+def test_zip_member_count_is_checked_before_the_directory_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "many.zip"
+    with zipfile.ZipFile(path, "w") as zf:
+        for i in range(5_000):
+            zf.writestr(f"f{i}", b"")
+    import services.anonymizers.archive as archive_module
+
+    def never(*_args, **_kwargs):  # type: ignore[no-untyped-def]
+        raise AssertionError("zipfile read the central directory")
+
+    monkeypatch.setattr(archive_module.zipfile, "ZipFile", never)
+    report = check(path, tmp_path / "o")
+    assert "5000 members, more than the limit of 1007" in joined(report)
+
+
+def test_float_samples_far_above_full_scale_are_refused(tmp_path: Path) -> None:
+    members = good_members()
+    buf = io.BytesIO()
+    x = np.full(round(DURATIONS["a1"] * SR), 1e30, dtype=np.float32)
+    sf.write(buf, x, SR, format="WAV", subtype="FLOAT")
+    members["a1.wav"] = buf.getvalue()
+    report = check(make_zip(tmp_path / "a.zip", members), tmp_path / "o")
+    assert "a1" in joined(report) and "peak amplitude 1e+30 is above the limit of 2" in joined(
+        report
+    )
+    louder = io.BytesIO()
+    sf.write(louder, np.full(x.size, 1.5, dtype=np.float32), SR, format="WAV", subtype="FLOAT")
+    members["a1.wav"] = louder.getvalue()
+    assert check(make_zip(tmp_path / "b.zip", members), tmp_path / "p").ok

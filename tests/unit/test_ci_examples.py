@@ -21,7 +21,7 @@ def _submit_options() -> set[str]:
 
 
 def _flags(script: str) -> set[str]:
-    return set(re.findall(r"(?<![\w-])(--[a-z][a-z-]+)", script))
+    return set(re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]+)", script))
 
 
 def test_github_action_is_a_composite_action_using_only_known_options() -> None:

@@ -95,7 +95,11 @@ def tiny_protocol(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
         )
         == 0
     )
-    return {"protocol": str(proto), "anon": str(anon)}
+    return {
+        "protocol": str(proto),
+        "anon": str(anon),
+        "manifest": str(root / "c" / "manifest.jsonl"),
+    }
 
 
 @pytest.fixture()
@@ -153,21 +157,30 @@ CASES: dict[tuple[str, ...], list[list[str]]] = {
         ["evaluate", "{sizes}"],
     ],
     ("demo",): [["demo", "--out", "{garbage}"]],
+    ("export",): [
+        ["export", "{dir}", "--out", "{dir}/vpc"],
+        ["export", "{garbage}", "--out", "{dir}/vpc"],
+        ["export", "{dir}", "--out", "{dir}/vpc", "--format", "csv"],
+    ],
     # (submit's exit 3 = the server failed or is unreachable: not bad input, not walked here)
     ("submit",): [
         ["submit", "--protocol", "p", "--builtin", "pitch", "--override", "{garbage}"],
         ["submit", "--protocol", "p", "--builtin", "pitch", "--image", "x"],
         ["submit", "--protocol", "p", "--builtin", "pitch", "--param", "no-equals-sign"],
     ],
+    ("phases",): [["phases", "--protocol", "Not A Name!"]],
+    ("rerun-outdated",): [["rerun-outdated", "--protocol", "{garbage}"]],
     ("corpus", "import"): [
         ["corpus", "import", "{garbage}", "--out", "{dir}/m.jsonl", "--layout", "csv"],
         ["corpus", "import", "{garbage}", "--out", "{dir}/m.jsonl", "--layout", "jsonl"],
         ["corpus", "import", "{dir}", "--out", "{dir}/m.jsonl", "--layout", "librispeech"],
         ["corpus", "import", "{dir}", "--out", "{dir}/m.jsonl", "--layout", "folder"],
+        ["corpus", "import", "{dir}", "--out", "{dir}/m.jsonl", "--layout", "kaldi"],
     ],
     ("corpus", "synth"): [["corpus", "synth", "--out", "{garbage}", "--speakers", "1"]],
     ("corpus", "protocol"): [
         ["corpus", "protocol", "{garbage}", "--out", "{dir}/p.json"],
+        ["corpus", "protocol", "{manifest}", "--out", "{dir}/p.json", "--vpc-lists", "{dir}"],
         ["corpus", "protocol", "{dir}", "--out", "{dir}/p.json"],
     ],
     ("corpus", "validate"): [
@@ -295,3 +308,18 @@ def test_curated_bad_input(
     capsys.readouterr()
     code = main(filled)
     _check_one_line(code, capsys.readouterr().err, filled)
+
+
+def test_the_default_token_key_with_a_server_database_is_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("UNMASK_DATABASE_URL", "postgresql+psycopg://u@127.0.0.1:9/unmask")
+    monkeypatch.setenv("UNMASK_ALLOW_DEV_TOKEN_HMAC_KEY", "0")
+    monkeypatch.delenv("UNMASK_TOKEN_HMAC_KEY", raising=False)
+    get_settings.cache_clear()
+    try:
+        assert main(["admin", "create-team", "lab"]) == 2
+    finally:
+        get_settings.cache_clear()
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("unmask: UNMASK_TOKEN_HMAC_KEY: the default")

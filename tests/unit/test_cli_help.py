@@ -58,3 +58,15 @@ def test_help_at_80_columns_shows_every_option_in_full(
     cut = [o for o in options if o not in words]
     assert not cut, f"`unmask {' '.join(path)} --help` at 80 columns cuts {cut}:\n{out}"
     assert "…" not in out, out
+
+
+def test_the_analyses_group_names_every_analysis(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The group's one-line help (also `unmask --help`'s line) names each of its commands."""
+    out = _help(("analyses",), monkeypatch, capsys)
+    summary = " ".join(out.split("Options:")[0].split())
+    for topic in ("SRD", "dataset-size", "pre-restoration"):
+        assert topic in summary, out
+    for command in ("size-study", "srd", "prerestore"):
+        assert command in out

@@ -73,3 +73,22 @@ def test_the_heartbeat_thread_runs_and_stops() -> None:
             time.sleep(0.01)
             deadline += 1
     assert "still working" in stream.getvalue()
+
+
+def test_a_measured_eta_in_the_message_is_not_second_guessed() -> None:
+    progress, stream, clock = _progress()
+    progress("train", 0.0, "recognizer 1 of 2")
+    clock.t = 20.0
+    progress("train", 0.5, "recognizer 1 of 2: epoch 3/6 step 4/17 ETA 700s")
+    line = stream.getvalue().splitlines()[-1]
+    assert "left" not in line and line.endswith("ETA 700s")
+
+
+def test_a_log_gets_full_width_lines() -> None:
+    import sys
+
+    from cli.progress import LOG_WIDTH, stdout_console
+
+    assert not sys.stdout.isatty()  # pytest captures stdout
+    console = stdout_console()
+    assert console.width == LOG_WIDTH >= 200

@@ -114,6 +114,29 @@ def test_a_zoo_verdict_names_the_worst_case_attacker() -> None:
     assert "(attacker baseline alone would not pass: ver_s_high)" in text
 
 
+def test_the_reference_line_names_the_privacy_lines_attacker() -> None:
+    """The baseline is best on original speech, augmented on anonymized speech: the reference
+    is augmented's own, not the other attacker's lower original-speech EER."""
+    rows = []
+    for attacker, semi, original in (("baseline", 21.0, 2.0), ("augmented", 14.0, 4.0)):
+        for r in _one_seed("semi-informed", "plda", semi) + _one_seed("original", "plda", original):
+            rows.append({**r, "attacker": attacker})
+    text = "\n".join(verdict_lines(rows, None))
+    assert "(attacker augmented, plda, 1 seed)" in text
+    assert "reference: EER 4.0 % (95 % CI 2.0-6.0) on original speech (attacker augmented" in text
+    assert "EER 2.0 %" not in text
+
+
+def test_a_tie_for_the_worst_case_is_stated() -> None:
+    rows = []
+    for attacker in ("baseline", "long"):
+        rows += [{**r, "attacker": attacker} for r in _one_seed("semi-informed", "cosine", 14.0)]
+    text = "\n".join(verdict_lines(rows, None))
+    assert "(attacker baseline, cosine, 1 seed)" in text  # ties broken by name
+    assert "a tie: attacker long, cosine reached the same EER" in text
+    assert "a tie" not in "\n".join(verdict_lines(_zoo_rows(), None))
+
+
 def test_the_cli_table_gets_an_attacker_column_only_for_a_zoo() -> None:
     from rich.console import Console
 

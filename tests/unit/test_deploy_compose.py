@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from services.platform.jobs.phases import PHASE_QUEUES, QUEUES
+from services.platform.jobs.phase_queues import PHASE_QUEUES, QUEUES
 from services.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -39,6 +39,8 @@ def test_metric_keys_are_string_literals_only_in_the_catalogue() -> None:
         for path in sorted((ROOT / folder).rglob("*.py")):
             if path == ROOT / "services" / "metrics" / "catalogue.py":
                 continue
+            if (ROOT / "cli" / "api_client") in path.parents:
+                continue  # generated from the OpenAPI document (scripts/generate_client.py)
             for number, line in enumerate(path.read_text().splitlines(), start=1):
                 if pattern.search(line):
                     offenders.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")

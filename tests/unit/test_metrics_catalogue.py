@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -72,3 +73,81 @@ def test_docs_table_is_current() -> None:
     assert embedded.strip() == catalogue.markdown_table().strip(), (
         "docs/metrics.md is stale: regenerate with python -m services.metrics.catalogue"
     )
+
+
+def _row_with_every_metric(seed: int) -> dict[str, Any]:
+    """A results.json score row carrying every catalogued metric at its path (plus detail the
+    catalogue does not name), values depending on the seed."""
+    row: dict[str, Any] = {"scenario": "semi-informed", "backend": "cosine", "seed": seed}
+    for i, m in enumerate(catalogue.all_metrics()):
+        if m.path is None or m in catalogue.UTILITY_METRICS:
+            continue
+        *parents, leaf = m.path
+        node: Any = row
+        for part, following in zip(parents, m.path[1:], strict=True):
+            empty: Any = [0.0, 0.0] if isinstance(following, int) else {}
+            node = node.setdefault(part, empty) if isinstance(node, dict) else node[part]
+        node[leaf] = 10.0 + i + seed
+    row["srd"]["empirical"]["pmf"] = [0.5, 0.5]  # uncatalogued detail: results.json only
+    row["zebra"]["category"] = "B"
+    row["det"] = {"pfa": [0.1, 0.2], "pmiss": [0.2, 0.1]}
+    return row
+
+
+def test_every_catalogued_metric_has_one_name_at_every_seed_and_in_the_aggregate() -> None:
+    from services.platform.results import result_rows_from_document
+
+    rows = [_row_with_every_metric(seed) for seed in (0, 1)]
+    summary = {"scenario": "semi-informed", "backend": "cosine", "n_seeds": 2}
+    summary.update(catalogue.summarize_seed_values(rows))
+    stored = result_rows_from_document({"rows": rows, "summary": [summary]})
+    names: dict[int, set[str]] = {}
+    for r in stored:
+        names.setdefault(r.seed, set()).add(r.metric)
+    in_rows = {
+        m.key for m in catalogue.all_metrics() if m.path and m not in catalogue.UTILITY_METRICS
+    }
+    assert in_rows and names[0] == names[1] == in_rows  # nothing uncatalogued is stored
+    aggregate = names[catalogue.AGGREGATE_SEED]
+    for m in catalogue.seed_summary_metrics():
+        assert m.key in aggregate and m.std_key in aggregate, m.key
+    assert aggregate <= {
+        catalogue.N_SEEDS_KEY,
+        *(k for m in catalogue.all_metrics() for k in (m.key, m.std_key)),
+    }
+    # Every stored name is a catalogued key (or its std / the seed count), never cut short.
+    assert all(catalogue.is_catalogued(r.metric.removesuffix("_std")) or
+               r.metric == catalogue.N_SEEDS_KEY for r in stored)  # fmt: skip
+    # The mean over seeds of the per-seed rows is the aggregate row (same name, same value).
+    by_key = {(r.seed, r.metric): r.value for r in stored}
+    for m in catalogue.seed_summary_metrics():
+        seed_mean = catalogue.aggregate_over_seeds(None, [by_key[(0, m.key)], by_key[(1, m.key)]])
+        assert by_key[(catalogue.AGGREGATE_SEED, m.key)] == pytest.approx(seed_mean), m.key
+
+
+def test_aggregate_over_seeds_prefers_the_aggregate_row() -> None:
+    assert catalogue.aggregate_over_seeds(24.0, [20.0, 30.0]) == 24.0
+    assert catalogue.aggregate_over_seeds(None, [20.0, None, 30.0]) == 25.0
+    assert catalogue.aggregate_over_seeds(float("nan"), [20.0]) == 20.0
+    assert catalogue.aggregate_over_seeds(None, [None]) is None
+
+
+def test_worst_for_maker_reads_each_metrics_direction() -> None:
+    eers = {"long": 12.0, "baseline": 20.0, "augmented": 12.0, "broken": None}
+    # Lowest EER is worst for the maker; the tie goes to the first name in sorted order.
+    assert catalogue.worst_for_maker(catalogue.EER.key, eers) == "augmented"
+    disclosure = {"baseline": 0.2, "long": 0.9}
+    assert catalogue.worst_for_maker(catalogue.SRD_MEAN_DISCLOSURE.key, disclosure) == "long"
+    assert catalogue.worst_for_maker(catalogue.EER.key, {"a": None}) is None
+
+
+def test_legal_metrics_reach_every_surface_with_their_chance_levels() -> None:
+    for m in (catalogue.LINKABILITY_TOP1, catalogue.SINGLING_OUT):
+        assert m in catalogue.leaderboard_metrics() and m in catalogue.event_metrics()
+        assert m in catalogue.table_metrics() and m in catalogue.summarized_metrics()
+        assert not m.higher_is_better and m.unit == "%"
+        assert m.chance_key is not None
+        chance = catalogue.metric(m.chance_key)
+        assert chance in catalogue.seed_summary_metrics() and chance in catalogue.event_metrics()
+        row = {"legal": {"headline": {m.key: 61.0, m.chance_key: 6.25}}}
+        assert m.value_in(row) == 61.0 and chance.value_in(row) == 6.25

@@ -58,6 +58,14 @@ def _document(base_eer: float, *, trust: dict[str, Any] | None) -> dict[str, Any
                         "eer_ci95_percent": [eer - 3.0, eer + 3.0],
                         "min_cllr_bits": 0.5,
                         "linkability": 0.25,
+                        "legal": {
+                            "headline": {
+                                catalogue.LINKABILITY_TOP1.key: 100.0 - eer,
+                                catalogue.SINGLING_OUT.key: 90.0 - eer,
+                                catalogue.LINKABILITY_TOP1_CHANCE.key: 6.25,
+                                catalogue.SINGLING_OUT_CHANCE.key: 37.98,
+                            }
+                        },
                         "det": _det(eer),
                     }
                 )
@@ -212,6 +220,9 @@ def test_backend_switch_and_csv_export_follow_the_same_filters(
     )
     assert table[0]["trustworthy"] == "unknown"
     assert described["paper_url"] == "https://arxiv.org/abs/2401.00001"
+    # The legal metrics' leaderboard columns (plda, semi-informed: EER 38 -> 62 % and 52 %).
+    assert float(described["Top-1 link %"]) == 62.0 and float(described["Singling out %"]) == 52.0
+    assert "Top-1 link %" in page and "Singling out %" in page
 
 
 def test_overlaid_det_plot_is_a_png_of_the_top_submissions(

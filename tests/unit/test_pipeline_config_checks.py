@@ -72,7 +72,8 @@ def test_missing_archive_protocol_and_unreachable_engine(tmp_path: Path) -> None
         {"anonymizer": {"kind": "archive", "archive": str(tmp_path / "none")}}
     )
     assert config_problems(archive) == [
-        f"anonymizer.archive: folder {tmp_path / 'none'} not found (the extracted archive)"
+        f"anonymizer.archive: {tmp_path / 'none'} not found (an archive file, or a folder: "
+        "extracted, or in the VoicePrivacy layout)"
     ]
     proto = EvaluationConfig.model_validate({"protocol": str(tmp_path / "p.json")})
     (problem,) = config_problems(proto)
@@ -94,14 +95,36 @@ def test_shipped_examples_pass_the_checks() -> None:
 def test_plan_counts_reusable_stages_and_estimates_time(tmp_path: Path) -> None:
     cfg = load_checked_config(REPO / "examples" / "configs" / "quick-pitch.yaml")
     lines = plan_lines(cfg, tmp_path / "stages")
-    assert "2 recognizer(s), tiny preset, 6 epochs" in lines[1]
+    assert "2 recognizer(s) (1 on original speech, 1 on anonymized speech" in lines[1]
+    assert "tiny preset; epochs cap 12 x2" in lines[1]
     assert "is empty; every stage is computed" in lines[2]
-    # The quick example took 199 s measured; the estimate must be of that order.
-    assert "about 3 min" in lines[3] or "about 4 min" in lines[3]
+    # 6 epochs took 199 s measured (4 min estimated); 12 epochs add 12 x ~9.8 s of training at
+    # most (throughputs of the quick example's run, estimates.py).
+    assert "at most about 5 min" in lines[3]
     for key in ("a", "b"):
         (tmp_path / "stages" / "train" / key).mkdir(parents=True)
         (tmp_path / "stages" / "train" / key / "DONE.json").write_text(json.dumps({}))
     (tmp_path / "stages" / "train" / "c.tmp").mkdir()  # unfinished: not counted
     assert "holds 2 train; equal inputs are reused" in plan_lines(cfg, tmp_path / "stages")[2]
-    slow = plan_lines(cfg, tmp_path, Throughputs(train_s_per_utt_epoch=1.0))
-    assert "about 117 min" in slow[3]
+    slow = plan_lines(cfg, tmp_path, Throughputs(anonymize_s_per_utt=10.0))
+    assert "about 134 min" in slow[3]  # 10 s per anonymized utterance dominates
+
+
+def test_the_zoo_plan_counts_the_recognizers_it_trains() -> None:
+    """The strongest zoo on the zoo example: the baseline's 2 recognizers (12 epochs), long's and
+    finetuned's shared original-speech one, augmented's own, and 3 anonymized ones at 18."""
+    from services.pipeline.estimates import plan_summary, recognizer_plan
+
+    cfg = load_checked_config(REPO / "examples" / "configs" / "zoo-pitch.yaml")
+    plan = recognizer_plan(cfg)
+    assert len(plan) == 7
+    summary = plan_summary(plan)
+    assert "7 recognizer(s) (3 on original speech, 4 on anonymized speech, 2 of them" in summary
+    assert "epochs cap 12 x2, 36 x5" in summary
+    shared = next(p for p in plan if p.condition == "original" and "long" in p.attackers)
+    assert "finetuned" in shared.attackers  # init does not change an original-speech recognizer
+    assert "no time estimate" not in plan_lines(cfg, REPO / "nonexistent")[3]
+    unmeasured = cfg.model_copy(
+        update={"training": cfg.training.model_copy(update={"preset": "standard"})}
+    )
+    assert "no time estimate for preset standard" in plan_lines(unmeasured, REPO / "x")[3]

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from services.metrics import catalogue
 from services.pipeline.config import EvaluationConfig, parse_config
 from services.pipeline.evaluation import EvaluationRun, run_evaluation
 from services.pipeline.phases import PHASES
@@ -75,6 +76,30 @@ def test_result_document_is_complete(
             assert (out / f).stat().st_size > 1000
     summary = {(s["scenario"], s["backend"]): s for s in result["summary"]}
     assert summary[("original", "cosine")]["eer_percent"]["std"] == 0.0  # one seed
+    # Legal metrics, on by default: 4 speakers x 3 trials -> N in {2, 3, 4}; linkability at
+    # L = 1 and 3, singling out at L = 1 (2 L trials needed); the headline at N = 4, L = 1.
+    for scenario in cfg.scenarios:
+        blocks = [r["legal"] for r in result["rows"] if r["scenario"] == scenario]
+        assert all(b == blocks[0] for b in blocks)  # one stage for every back-end
+        legal = blocks[0]
+        assert {(c["metric"], c["conversation_length"]) for c in legal["curves"]} == {
+            ("linkability_top1", 1),
+            ("linkability_top1", 3),
+            ("singling_out", 1),
+        }
+        assert [p["n"] for p in legal["curves"][0]["points"]] == [2, 3, 4]
+        head = legal["headline"]
+        assert (head["n"], head["conversation_length"]) == (4, 1)
+        for key, chance in (
+            (catalogue.LINKABILITY_TOP1, 25.0),
+            (catalogue.SINGLING_OUT, 100 * 0.75**3),
+        ):
+            value = key.value_in(next(r for r in result["rows"] if r["scenario"] == scenario))
+            assert value is not None and 0.0 <= value <= 100.0
+            assert head[key.chance_key] == pytest.approx(chance)  # type: ignore[index]
+            entry = summary[(scenario, "cosine")][key.key]
+            assert entry["mean"] == pytest.approx(value)
+        assert (out / "plots" / f"legal-{scenario}.png").stat().st_size > 1000
 
 
 def test_rerun_reuses_every_stage(tiny_run: tuple[EvaluationConfig, Path, dict[str, Any]]) -> None:
@@ -186,11 +211,15 @@ def test_as_norm_and_mixed_gender_rows_reuse_the_trained_attackers(
             scenarios=["semi-informed"],
             gender_handling="mixed",
             scoring={"normalization": "as-norm", "cohort_top_k": 200},
+            # The first run's anonymized recognizer was fine-tuned from its original-speech one
+            # (the default there); without an original scenario the default is scratch.
+            training={"init": "original"},
         )
     )
     res = run_evaluation(cfg, tmp_path / "norm", stages_dir=out / "stages")
     reused = {s["stage"] for s in res["stages"] if s["reused"]}
     assert {"corpus", "train"} <= reused  # only embeddings of new sets and scores are new
+    assert all(s["reused"] for s in res["stages"] if s["stage"] == "train")
     for row in res["rows"]:
         norm = row["score_normalization"]
         assert norm["method"] == "as-norm" and norm["cohort_top_k"] == 200

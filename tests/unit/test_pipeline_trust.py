@@ -148,3 +148,54 @@ def test_a_zoo_is_judged_by_its_worst_case_attacker() -> None:
 
 def test_without_a_zoo_the_block_is_unchanged() -> None:
     assert set(assess_trust(_document(), SETTINGS).to_json()) == {"trustworthy", "reasons"}
+
+
+def _capped(stopped: str, cap: int, **entry: Any) -> dict[str, Any]:
+    """A document whose recognizer ran 3 epochs, VER_S falling 30 -> 14 -> 6 points."""
+    history = [_epoch(1, 30.0, 5.0), _epoch(2, 14.0, 3.0), _epoch(3, 6.0, 2.5)]
+    document = _document(history=history, best_epoch=3)
+    document["training"]["anonymized-seed0"] |= {
+        "condition": "anonymized",
+        "stopped": stopped,
+        "epochs_cap": cap,
+        **entry,
+    }
+    return document
+
+
+def test_still_falling_means_the_cap_was_hit_and_names_the_key_to_raise() -> None:
+    trust = assess_trust(_capped("cap", 3, init="original"), SETTINGS)
+    [reason] = trust.reasons
+    assert reason.code == "ver_s_still_falling"
+    assert "hit its epochs cap" in reason.message
+    assert "raise training.epochs (now 3)" in reason.message
+    assert "\n" not in reason.message
+    # Patience stopped it (or the cap was not reached): not "stopped while improving".
+    assert assess_trust(_capped("patience", 10, init="original"), SETTINGS).trustworthy
+    assert assess_trust(_capped("cap", 10, init="original"), SETTINGS).trustworthy
+
+
+def test_an_under_trained_scratch_recognizer_is_told_about_transfer() -> None:
+    document = _capped("cap", 3, init="scratch")
+    document["training"]["anonymized-seed0"]["history"][-1]["ver_source"] = 55.0
+    document["training"]["anonymized-seed0"]["best_epoch"] = 2
+    document["training"]["anonymized-seed0"]["history"][1]["ver_source"] = 50.0
+    [reason] = assess_trust(document, SETTINGS).reasons
+    assert reason.code == "ver_s_high"
+    assert "raise training.epochs (now 3)" in reason.message
+    assert "training.init: original" in reason.message
+
+
+def test_unusable_speech_is_not_called_under_trained() -> None:
+    """At chance on silence, more training cannot help: the message says why instead."""
+    document = _capped("patience", 10, init="original")
+    for record in document["training"]["anonymized-seed0"]["history"]:
+        record["ver_source"] = 95.0
+    document["utility"] = {"usable_speech": {"usable": False, "reasons": ["silence"]}}
+    [reason] = assess_trust(document, SETTINGS).reasons
+    assert reason.code == "ver_s_high"
+    assert "no speaker information to learn" in reason.message
+    assert "under-trained" not in reason.message and "more training could" not in reason.message
+    document["utility"]["usable_speech"]["usable"] = True
+    [reason] = assess_trust(document, SETTINGS).reasons
+    assert "under-trained" in reason.message

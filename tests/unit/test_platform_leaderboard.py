@@ -25,9 +25,9 @@ def _submit(session: Session, team_id: int, name: str, minute: int) -> int:
 def _evaluate(
     session: Session, team_id: int, submission_id: int, protocol_id: int, eer: float | None
 ) -> None:
-    rows = [results.ResultRow("lazy", "plda", 0, "cllr", 0.5)]
+    rows = [results.ResultRow("lazy", "cosine", 0, "cllr", 0.5)]
     if eer is not None:
-        rows.append(results.ResultRow("lazy", "plda", 0, "eer", eer))
+        rows.append(results.ResultRow("lazy", "cosine", 0, "eer", eer))
     record_finished_job(
         session,
         team_id=team_id,
@@ -53,24 +53,33 @@ def test_order_direction_ties_and_missing(database: Database, higher_is_better: 
             _evaluate(session, team.id, submission_id, protocol.id, eer)
         pid = protocol.id
     with database.session_scope() as session:
-        board = leaderboard.leaderboard(
-            session, pid, "eer", scenario="lazy", backend="plda", higher_is_better=higher_is_better
+        view = leaderboard.build_view(
+            session,
+            protocols.get_protocol_by_id(session, pid),
+            None,
+            metric="eer",
+            scenario="lazy",
+            higher_is_better=higher_is_better,
         )
-    order = [entry.submission_id for entry in board]
+        board = view.ranked
+        metrics = leaderboard.scenario_values(session, [r.job_id for r in board], "lazy", "cosine")
+    order = [row.submission_id for row in board]
     extremes = (
         [best, early_tie, late_tie, low] if higher_is_better else [low, early_tie, late_tie, best]
     )
     assert order == [*extremes, missing]
-    assert [entry.rank for entry in board] == [1, 2, 3, 4, 5]
-    assert board[-1].value is None and board[-1].metrics == {"cllr": 0.5}
-    assert board[0].metrics["eer"] == board[0].value
-    assert all(entry.submitted_at.tzinfo is not None for entry in board)
+    assert [view.ranks[row.submission_id] for row in board] == [1, 2, 3, 4, 5]
+    assert board[-1].values[view.ranking_key] is None
+    assert metrics[board[-1].job_id] == {"cllr": 0.5}
+    assert metrics[board[0].job_id]["eer"] == board[0].values[view.ranking_key]
+    assert all(row.submitted_at.tzinfo is not None for row in board)
 
 
 def test_empty_protocol_has_empty_board(database: Database) -> None:
     with database.session_scope() as session:
         protocol = protocols.create_protocol(session, "empty", body={})
-        assert leaderboard.leaderboard(session, protocol.id, "eer", scenario="x", backend="y") == []
+        view = leaderboard.build_view(session, protocol, None, metric="eer", scenario="x")
+        assert view.ranked == [] and view.display == []
 
 
 def test_protocol_versions(database: Database) -> None:

@@ -250,19 +250,36 @@ def test_both_leaderboard_views_pick_the_same_job_and_value(database: Database) 
         # second: no aggregate row, so the mean over seeds.
         only = _succeed(session, team.id, second.id, protocol.id, [eer(0, 40.0), eer(1, 44.0)], 2)
 
-        ranked = leaderboard.leaderboard(
-            session, protocol.id, "eer_percent", scenario="semi-informed", backend="cosine"
-        )
+        view = leaderboard.build_view(session, protocol, None)
+        ranked = view.ranked
         table = leaderboard.leaderboard_table(
             session,
             protocol.id,
             backend="cosine",
             metrics=[("semi-informed", "eer_percent")],
         )
-    by_ranked = {e.submission_id: (e.job_id, e.value) for e in ranked}
+        metrics = leaderboard.scenario_values(
+            session, [r.job_id for r in ranked], "semi-informed", "cosine"
+        )
+    by_ranked = {e.submission_id: (e.job_id, e.values[view.ranking_key]) for e in ranked}
     by_table = {
         r.submission_id: (r.job_id, r.values[("semi-informed", "eer_percent")]) for r in table
     }
     assert by_ranked == by_table == {first.id: (newest, 24.0), second.id: (only, 42.0)}
     assert [e.submission_id for e in ranked] == [second.id, first.id]  # higher EER first
-    assert ranked[1].metrics == {"eer_percent": 24.0}
+    assert metrics[ranked[1].job_id] == {"eer_percent": 24.0}
+
+
+def test_job_records_is_a_leaf_and_the_transition_reactions_are_installed() -> None:
+    records_path = Path(job_records.__file__)
+    imported = {
+        node.module
+        for node in ast.walk(ast.parse(records_path.read_text()))
+        if isinstance(node, ast.ImportFrom) and node.module
+    }
+    aggregates = ("leaderboard", "webhooks", "results", "submissions", "quotas", "archives")
+    assert not [m for m in imported if any(f"platform.{a}" in m for a in aggregates)], imported
+    from services.platform.leaderboard.service import react_to_job_transition as summarize
+    from services.platform.webhooks.payloads import react_to_job_transition as queue_event
+
+    assert job_records.job_transition_listeners() == (summarize, queue_event)

@@ -17,3 +17,18 @@ def test_every_setting_appears_in_the_deploy_guide() -> None:
         if f"UNMASK_{name.upper()}" not in text
     ]
     assert not missing, f"document these settings in docs/deploy.md: {missing}"
+
+
+def test_the_default_token_key_is_refused_with_a_server_database() -> None:
+    import pytest
+    from pydantic import ValidationError
+
+    from services.settings import DEV_TOKEN_HMAC_KEY
+
+    server = "postgresql+psycopg://u@db/unmask"
+    with pytest.raises(ValidationError, match="UNMASK_TOKEN_HMAC_KEY"):
+        Settings(_env_file=None, database_url=server, allow_dev_token_hmac_key=False)  # type: ignore[call-arg]
+    # Set: fine; the embedded mode (SQLite) and test suites keep the default.
+    assert Settings(_env_file=None, database_url=server, token_hmac_key="x" * 32)  # type: ignore[call-arg]
+    embedded = Settings(_env_file=None, database_url="", allow_dev_token_hmac_key=False)  # type: ignore[call-arg]
+    assert embedded.token_hmac_key == DEV_TOKEN_HMAC_KEY

@@ -6,6 +6,15 @@ import json
 from pathlib import Path
 from typing import Any
 
+from services.anonymizers.archive import (
+    REPORT_NAME,
+    ArchiveLimits,
+    expected_from_protocol,
+    source_fingerprint,
+    validate_archive,
+    vpc_folders_of,
+)
+from services.anonymizers.base import Anonymizer
 from services.anonymizers.registry import build_anonymizer_of_kind
 from services.anonymizers.service import anonymize_manifest, build_target_voices
 from services.anonymizers.target_selection import select_targets_with, targets_for_utterances
@@ -15,6 +24,7 @@ from services.corpus.manifest import Manifest
 from services.corpus.protocol import Protocol, TargetSelection
 from services.pipeline.sets import SET_NAMES, ConditionSets
 from services.pipeline.stages.context import StageContext
+from services.settings import get_settings
 
 CONTAINER_RUNS_NAME = "container-runs.json"
 """Record of the container runs of an anonymize stage (kind ``container``), in its folder."""
@@ -39,20 +49,7 @@ def anonymize_sets(
     tsa: TargetSelection = cfg.tsa or protocol.target_selection
     if tsa_seed is not None:
         tsa = tsa.model_copy(update={"seed": tsa_seed})
-    spec = cfg.anonymizer
-    options: dict[str, Any] = {}
-    if spec.kind == "container":
-        # A container gets the GPU exactly when this worker has one (the gpu queue's hosts).
-        gpu = resolve_device(cfg.training.device).type == "cuda"
-        options = {"gpu": gpu, **ctx.sandbox.anonymizer_options()}
-    anonymizer = build_anonymizer_of_kind(
-        spec.kind,
-        name=spec.name,
-        params=spec.params,
-        archive=spec.archive,
-        image=spec.image,
-        **options,
-    )
+    anonymizer = _build_anonymizer(ctx, protocol, manifest, protocol_key)
     # A container runs once per shard: hand it whole shards, not the default small batches.
     batch_size = int(getattr(anonymizer, "shard_size", 16))
     target_manifest = manifest.subset(
@@ -84,7 +81,13 @@ def anonymize_sets(
             nonlocal voices
             if voices is None:
                 voices = build_target_voices(target_manifest)
-            mapping = select_targets_with(tsa, subset, voices, salt=name, granularity=g)  # type: ignore[arg-type]
+            # A protocol without a target pool (the VoicePrivacy lists: the anonymizer brings its
+            # own voices) anonymizes in the no-target mode.
+            mapping = (
+                select_targets_with(tsa, subset, voices, salt=name, granularity=g)  # type: ignore[arg-type]
+                if voices
+                else {}
+            )
             targets = targets_for_utterances(mapping, voices)
 
             def report(done: int, total: int) -> None:
@@ -105,13 +108,7 @@ def anonymize_sets(
                 batch_size=batch_size,
             )
             outputs = {"manifest": "audio/manifest.jsonl"}
-            run_record = getattr(anonymizer, "run_record", None)
-            if callable(run_record):
-                # A container's runs (exit code, wall time, log tail, metadata.json per shard)
-                # are otherwise lost on success: keep those of this set with its audio.
-                record = run_record()
-                record["runs"] = record["runs"][runs_before:]
-                (folder / CONTAINER_RUNS_NAME).write_text(json.dumps(record, indent=1))
+            if _keep_container_runs(anonymizer, runs_before, folder):
                 outputs["container_runs"] = CONTAINER_RUNS_NAME
             return outputs
 
@@ -119,3 +116,75 @@ def anonymize_sets(
         out[name] = read_manifest(outcome.folder / outcome.outputs["manifest"], check_audio=False)
         keys[name] = f"anonymize:{outcome.key}"
     return ConditionSets(out["train"], out["validation"], out["enrollment"], out["trial"], keys)
+
+
+def _build_anonymizer(
+    ctx: StageContext, protocol: Protocol, manifest: Manifest, protocol_key: str
+) -> Anonymizer:
+    """The configured anonymizer; an archive submission is validated (and extracted) first."""
+    cfg = ctx.config
+    spec = cfg.anonymizer
+    options: dict[str, Any] = {}
+    if spec.kind == "container":
+        # A container gets the GPU exactly when this worker has one (the gpu queue's hosts).
+        gpu = resolve_device(cfg.training.device).type == "cuda"
+        options = {"gpu": gpu, **ctx.sandbox.anonymizer_options()}
+    archive = spec.archive
+    if spec.kind == "archive" and archive is not None:
+        archive = validated_archive(ctx, protocol, manifest, protocol_key, archive)
+    return build_anonymizer_of_kind(
+        spec.kind,
+        name=spec.name,
+        params=spec.params,
+        archive=archive,
+        image=spec.image,
+        **options,
+    )
+
+
+def _keep_container_runs(anonymizer: Anonymizer, runs_before: int, folder: Path) -> bool:
+    """Write the runs since ``runs_before`` of an anonymizer that records them (a container) to
+    ``folder/container-runs.json``; False for one that does not."""
+    run_record = getattr(anonymizer, "run_record", None)
+    if not callable(run_record):
+        return False
+    # A container's runs (exit code, wall time, log tail, metadata.json per shard) are otherwise
+    # lost on success: keep those of this set with its audio.
+    record = run_record()
+    record["runs"] = record["runs"][runs_before:]
+    (folder / CONTAINER_RUNS_NAME).write_text(json.dumps(record, indent=1))
+    return True
+
+
+def validated_archive(
+    ctx: StageContext, protocol: Protocol, manifest: Manifest, protocol_key: str, source: Path
+) -> Path:
+    """The validated folder of a pre-anonymized submission given as ``source``.
+
+    A folder already validated (it holds ``validation.json``, the platform's extracted
+    archives) is used as it is. A raw archive file or a local folder (for instance a
+    VoicePrivacy ``data/`` folder with ``<set><suffix>/wav/<utt>.wav``) is validated against the
+    protocol in an ``archive`` stage keyed by its content; a problem raises ``ArchiveError``.
+    """
+    if (source / REPORT_NAME).is_file():
+        return source
+    inputs = {
+        "protocol": protocol_key,
+        "source": str(source.resolve()),
+        "content": source_fingerprint(source),
+    }
+
+    def make(folder: Path) -> dict[str, Any]:
+        ctx.progress("anonymize", 0.0, f"validating {source.name}")
+        report = validate_archive(
+            source,
+            expected_from_protocol(protocol),
+            folder,
+            ArchiveLimits.from_settings(get_settings()),
+            {u.utt_id: u.duration_s for u in manifest.utterances},
+            vpc_folders=vpc_folders_of(protocol),
+        )
+        report.raise_for_problems()
+        return {"report": REPORT_NAME}
+
+    return ctx.runner.run("archive-check", inputs, make).folder

@@ -10,10 +10,12 @@ import numpy as np
 
 from services.attacks.srd_representations import srd_report
 from services.corpus.manifest import Manifest
+from services.corpus.protocol import FixedTrials
 from services.metrics import (
     bootstrap_eer,
     catalogue,
     compute_cllr,
+    compute_eer,
     compute_linkability,
     compute_min_cllr,
     compute_zebra,
@@ -21,7 +23,9 @@ from services.metrics import (
     detection_rate_at_far,
 )
 from services.pipeline.config import MetricsSpec
+from services.pipeline.sets import fixed_trials_of
 from services.pipeline.stages.context import StageContext
+from services.pipeline.stages.legal import legal_block
 from services.scoring import (
     ASNorm,
     CosineBackend,
@@ -35,6 +39,7 @@ from services.scoring import (
     score_trials,
     train_plda,
 )
+from services.scoring.listed import ListedScores, score_listed_trials
 
 EmbeddedSet = tuple[Manifest, np.ndarray, str]
 """A set, its embeddings (n, dim) in manifest order and the key naming (recognizer, set)."""
@@ -76,70 +81,97 @@ def score_row(
         "trial": trial[2],
         "plda_train": plda_train[2] if plda_train else None,
         "gender_mode": gender_mode,
-        "metrics": cfg.metrics.model_dump(mode="json"),
+        # The legal metrics are a stage of their own (``stages.legal``): not a score input.
+        "metrics": cfg.metrics.model_dump(mode="json", exclude={"legal"}),
         "scoring": cfg.scoring.model_dump(mode="json"),
     }
+    fixed = fixed_trials_of(ctx)
+    if fixed is not None:  # only then, so the keys of other rows stay as they were
+        inputs["fixed_trials"] = fixed.model_dump(mode="json")
 
     def make(folder: Path) -> dict[str, Any]:
-        e_man, e_emb, _ = enrollment
-        t_man, t_emb, _ = trial
-        trial_set = TrialSet.from_arrays(
-            t_emb,
-            np.array([u.speaker_id for u in t_man.utterances]),
-            np.array([u.gender for u in t_man.utterances]),
-            e_emb,
-            np.array([u.speaker_id for u in e_man.utterances]),
-            np.array([u.gender for u in e_man.utterances]),
-        )
-        backend: Any
-        if backend_name == "cosine":
-            backend = CosineBackend()
-        else:
-            assert plda_train is not None
-            p_man, p_emb, _ = plda_train
-            backend = PLDABackend(
-                train_plda(p_emb, np.array([u.speaker_id for u in p_man.utterances]))
-            )
+        t_man = trial[0]
+        trial_embeddings = _embedding_set(trial, "trial")
+        enrollment_embeddings = _embedding_set(enrollment, "enrollment")
+        backend = _build_backend(backend_name, plda_train)
         normalization = None
         if as_norm:
             assert plda_train is not None
-            p_man, p_emb, _ = plda_train
             normalization = ASNorm(
-                EmbeddingSet(
-                    p_emb,
-                    np.array([u.speaker_id for u in p_man.utterances]),
-                    np.array([u.gender for u in p_man.utterances]),
-                    "AS-norm cohort",
-                ),
-                top_k=cfg.scoring.cohort_top_k,
+                _embedding_set(plda_train, "AS-norm cohort"), top_k=cfg.scoring.cohort_top_k
             )
-        scored = score_trials(
-            backend,
-            trial_set,
-            gender_mode=gender_mode,  # type: ignore[arg-type]
-            normalization=normalization,
-        )
+        listed: ListedScores | None = None
+        if fixed is None:
+            scored = score_trials(
+                backend,
+                TrialSet(trial_embeddings, enrollment_embeddings),
+                gender_mode=gender_mode,  # type: ignore[arg-type]
+                normalization=normalization,
+            )
+        else:
+            listed = score_listed_trials(
+                backend,
+                trial_embeddings,
+                [u.utt_id for u in t_man.utterances],
+                enrollment_embeddings,
+                [p for t in fixed.lists for p in t.pairs()],
+                gender_mode=gender_mode,  # type: ignore[arg-type]
+                normalization=normalization,
+            )
+            scored = listed.scored
         # AS-normalized PLDA scores are no longer log-likelihood ratios: no raw Cllr then.
         llr = backend_name == "plda" and normalization is None
         row = metrics_row(scored, cfg.metrics, seed, llr_scores=llr)
+        if fixed is not None and listed is not None:
+            row.update(trial_list_metrics(fixed, listed))
         row["score_normalization"] = _normalization_record(normalization, scored)
         # SRD on the embeddings: inputs = trial utterances, references = enrollment speakers.
         if cfg.metrics.srd:
             row["srd"] = _srd_of(scored, cfg.metrics.bootstrap_resamples, seed)
-        matrices = {k: m.scores for k, m in scored.partitions.items()}
-        np.savez_compressed(folder / "scores.npz", allow_pickle=False, **matrices)
-        np.savez_compressed(
-            folder / SCORE_SAMPLE_NAME, allow_pickle=False, **_score_sample(scored, seed)
-        )
-        (folder / "row.json").write_text(json.dumps(row, indent=2))
-        return {"row": "row.json", "scores": "scores.npz", "score_sample": SCORE_SAMPLE_NAME}
+        return _write_row(folder, row, scored, seed)
 
     outcome = ctx.runner.run("score", inputs, make)
     row: dict[str, Any] = json.loads((outcome.folder / "row.json").read_text())
     row.update(
         {"scenario": scenario, "backend": backend_name, "seed": seed, "stage_key": outcome.key}
     )
+    if cfg.metrics.legal is not None:
+        row["legal"] = legal_block(ctx, cfg.metrics.legal, seed, enrollment, trial)
     return row
+
+
+def _embedding_set(embedded: EmbeddedSet, name: str) -> EmbeddingSet:
+    """A set's embeddings with the speaker and gender of each utterance."""
+    manifest, embeddings, _ = embedded
+    return EmbeddingSet(
+        embeddings,
+        np.array([u.speaker_id for u in manifest.utterances]),
+        np.array([u.gender for u in manifest.utterances]),
+        name,
+    )
+
+
+def _build_backend(backend_name: str, plda_train: EmbeddedSet | None) -> Any:
+    """The cosine back-end, or a PLDA trained on the attacker-train embeddings."""
+    if backend_name == "cosine":
+        return CosineBackend()
+    assert plda_train is not None
+    p_man, p_emb, _ = plda_train
+    return PLDABackend(train_plda(p_emb, np.array([u.speaker_id for u in p_man.utterances])))
+
+
+def _write_row(
+    folder: Path, row: dict[str, Any], scored: ScoredTrials, seed: int
+) -> dict[str, str]:
+    """Write the score matrices, the plot's score sample and the row into ``folder``; returns
+    the stage's outputs."""
+    matrices = {k: m.scores for k, m in scored.partitions.items()}
+    np.savez_compressed(folder / "scores.npz", allow_pickle=False, **matrices)
+    np.savez_compressed(
+        folder / SCORE_SAMPLE_NAME, allow_pickle=False, **_score_sample(scored, seed)
+    )
+    (folder / "row.json").write_text(json.dumps(row, indent=2))
+    return {"row": "row.json", "scores": "scores.npz", "score_sample": SCORE_SAMPLE_NAME}
 
 
 def _normalization_record(normalization: ASNorm | None, scored: ScoredTrials) -> dict[str, Any]:
@@ -193,10 +225,14 @@ def metrics_row(
         "n_nontarget": int(non.size),
     }
     if spec.bootstrap_resamples > 0:
-        scores = np.concatenate([m.scores.ravel() for m in parts])
-        is_target = np.concatenate([m.target_mask().ravel() for m in parts])
+        trials = [m.trial_mask() for m in parts]
+        scores = np.concatenate([m.scores[t] for m, t in zip(parts, trials, strict=True)])
+        is_target = np.concatenate([m.target_mask()[t] for m, t in zip(parts, trials, strict=True)])
         speakers = np.concatenate(
-            [np.broadcast_to(m.row_speaker_ids[:, None], m.scores.shape).ravel() for m in parts]
+            [
+                np.broadcast_to(m.row_speaker_ids[:, None], m.scores.shape)[t]
+                for m, t in zip(parts, trials, strict=True)
+            ]
         )
         ci = bootstrap_eer(
             scores, is_target, speakers, n_resamples=spec.bootstrap_resamples, seed=seed
@@ -243,6 +279,39 @@ def _srd_of(scored: ScoredTrials, resamples: int, seed: int) -> dict[str, Any]:
     # Per-gender mode: the partitions have different N; the larger one is reported.
     m = max(parts, key=lambda p: p.scores.shape[1])
     col_index = {s: i for i, s in enumerate(m.col_speaker_ids.tolist())}
-    ref = np.array([col_index[s] for s in m.row_speaker_ids.tolist()])
-    report, _ = srd_report(m.scores, ref, m.row_speaker_ids, n_resamples=resamples, seed=seed)
+    # With fixed trial lists a trial speaker need not be enrolled: it has no rank to disclose.
+    rows = np.array([s in col_index for s in m.row_speaker_ids.tolist()], dtype=bool)
+    ref = np.array([col_index[s] for s in m.row_speaker_ids[rows].tolist()], dtype=np.int64)
+    report, _ = srd_report(
+        m.scores[rows], ref, m.row_speaker_ids[rows], n_resamples=resamples, seed=seed
+    )
     return report
+
+
+def trial_list_metrics(fixed: FixedTrials, listed: ListedScores) -> dict[str, Any]:
+    """Per fixed trial list (VoicePrivacy): dataset, gender, EER (%) and threshold, trial
+    counts; and the trial counts per trial-utterance gender (``n_trials_per_gender``)."""
+    out: dict[str, Any] = {}
+    start = 0
+    for t in fixed.lists:
+        scores = listed.pair_scores[start : start + len(t)]
+        target = listed.pair_is_target[start : start + len(t)]
+        start += len(t)
+        tar, non = scores[target], scores[~target]
+        result = compute_eer(tar, non) if tar.size and non.size else None
+        out[t.name] = {
+            "dataset": t.dataset,
+            "gender": t.gender,
+            catalogue.EER.key: result.eer_percent if result is not None else None,
+            "eer_threshold": result.threshold if result is not None else None,
+            "n_target": int(tar.size),
+            "n_nontarget": int(non.size),
+        }
+    per_gender: dict[str, dict[str, int]] = {}
+    for m in listed.scored.partitions.values():
+        for g in np.unique(m.row_genders).tolist():
+            sub = m.rows_of_gender(g)
+            counts = per_gender.setdefault(str(g), {"n_target": 0, "n_nontarget": 0})
+            counts["n_target"] += int(sub.target_mask().sum())
+            counts["n_nontarget"] += int(sub.nontarget_mask().sum())
+    return {"trial_lists": out, "n_trials_per_gender": dict(sorted(per_gender.items()))}

@@ -1,4 +1,11 @@
-"""The train stage: the attacker's recognizer per (training data condition, seed)."""
+"""The train stage: the attacker's recognizer per (training data condition, seed).
+
+A recognizer trained on anonymized speech starts from scratch or (``training.init: original``,
+the default whenever the evaluation trains an original-speech recognizer anyway) from the same
+seed's recognizer trained on original speech: ``resolved_init``, ``with_transfer_sources`` and
+``transfer_order`` say which recognizers a run trains and in which order; the anonymized stage's
+inputs then name the original stage's key, so caching stays exact.
+"""
 
 from __future__ import annotations
 
@@ -9,12 +16,16 @@ from typing import Any
 
 from services.attacker.training import (
     ADVERSARIAL_CHECKPOINT_RULE,
+    PATIENCE_RULE,
     TrainedAttacker,
     TrainingItem,
     train_attacker,
 )
+from services.attacker.training_config import TrainingConfig
 from services.corpus.manifest import Manifest
 from services.pipeline.checkpoint_sync import CheckpointSync
+from services.pipeline.config import EvaluationConfig
+from services.pipeline.plan import resolved_init, transfer_order, with_transfer_sources
 from services.pipeline.sets import ConditionSets
 from services.pipeline.stage_runner import StageOutcome, stage_key
 from services.pipeline.stages.context import StageContext
@@ -22,6 +33,15 @@ from services.pipeline.workspace import SyncedStageRunner
 from services.storage.errors import BlobStoreError
 
 log = logging.getLogger(__name__)
+
+__all__ = [
+    "TrainedModels",
+    "resolved_init",
+    "train_recognizer",
+    "transfer_order",
+    "transfer_source",
+    "with_transfer_sources",
+]
 
 TrainedModels = Mapping[tuple[str, int], tuple[TrainedAttacker, StageOutcome]]
 """The trained recognizers by (data condition trained on, seed), with their train stages."""
@@ -35,28 +55,58 @@ def checkpoint_sync_of(ctx: StageContext, stage: str, key: str) -> CheckpointSyn
     return None
 
 
+def transfer_source(
+    cfg: EvaluationConfig,
+    condition: str,
+    seed: int,
+    models: Mapping[tuple[str, int], tuple[TrainedAttacker, StageOutcome]],
+) -> tuple[TrainedAttacker, StageOutcome] | None:
+    """The trained recognizer the (``condition``, ``seed``) one starts from; None: scratch."""
+    if condition != "anonymized" or resolved_init(cfg) != "original":
+        return None
+    return models[("original", seed)]
+
+
 def train_recognizer(
     ctx: StageContext,
     data: ConditionSets,
     condition: str,
     seed: int,
     position: tuple[int, int] = (1, 1),
+    init_from: tuple[TrainedAttacker, StageOutcome] | None = None,
 ) -> tuple[TrainedAttacker, StageOutcome]:
     """Train the recognizer on ``data`` (original or anonymized speech) with ``seed``.
 
     ``position`` (i, n): this is recognizer i of the run's n; the train phase's progress covers
     all n (a phase at 100 % after the first of several recognizers would mislead).
+    ``init_from``: a trained recognizer (same preset) to start from and fine-tune (transfer,
+    anonymized speech only); its train stage key goes into this stage's inputs.
     """
     training = ctx.config.training.model_copy(update={"seed": seed})
-    if condition == "original" and training.target_classifier != "off":
-        # Original speech has no targets: there is nothing for a target head to learn.
-        training = training.model_copy(update={"target_classifier": "off"})
-    inputs = {
+    if condition == "original":
+        # Original speech has no targets (nothing for a target head to learn), and its
+        # recognizer always starts from scratch: the fine-tune fields do not change it.
+        defaults = {
+            k: TrainingConfig.model_fields[k].default
+            for k in ("init", "finetune_lr", "finetune_warmup_epochs")
+        }
+        training = training.model_copy(update={"target_classifier": "off", **defaults})
+        if init_from is not None:
+            raise ValueError("a recognizer of original speech starts from scratch")
+    else:
+        training = training.model_copy(
+            update={"init": "original" if init_from is not None else "scratch"}
+        )
+    inputs: dict[str, Any] = {
         "condition": condition,
         "train": data.keys["train"],
         "validation": data.keys["validation"],
         "training": training.model_dump(mode="json", exclude={"device", "dataloader_workers"}),
     }
+    if init_from is not None:
+        inputs["init"] = f"train:{init_from[1].key}"
+    if training.patience is not None:
+        inputs["stopping"] = PATIENCE_RULE
     if training.target_classifier == "adversarial":
         # Adversarial models cached under the older rule may hold a w_T = 0 epoch.
         inputs["checkpoint_rule"] = ADVERSARIAL_CHECKPOINT_RULE
@@ -86,8 +136,16 @@ def train_recognizer(
             ctx.progress("train", overall, msg)
 
         model_dir = folder / "model"
+        init_checkpoint = init_from[0].best_checkpoint if init_from is not None else None
         if sync is None:
-            result = train_attacker(train_items, val_items, training, model_dir, progress=report)
+            result = train_attacker(
+                train_items,
+                val_items,
+                training,
+                model_dir,
+                progress=report,
+                init_checkpoint=init_checkpoint,
+            )
         else:
             restored = sync.restore(model_dir)
             if restored:
@@ -104,6 +162,7 @@ def train_recognizer(
                     model_dir,
                     progress=report,
                     on_checkpoint=sync.epoch_saved,
+                    init_checkpoint=init_checkpoint,
                 )
             finally:
                 sync.close(model_dir)  # uploads done, snapshots gone before the manifest

@@ -90,6 +90,7 @@ def asr_stage(ctx: StageContext, original: ConditionSets) -> tuple[Path, str, di
         def report(fraction: float, message: str) -> None:
             ctx.progress("utility", 0.5 * fraction, f"ASR training: {message}")
 
+        report(0.0, f"{len(texts)} original utterances, {spec.epochs} epochs")
         train_asr(audio, texts, spec, folder / ASR_DIR, progress=report)
         return {"asr": ASR_DIR}
 
@@ -98,6 +99,56 @@ def asr_stage(ctx: StageContext, original: ConditionSets) -> tuple[Path, str, di
     describe = folder / "describe.json"
     info = json.loads(describe.read_text()) if describe.is_file() else {}
     return folder, f"utility-asr:{outcome.key}", info
+
+
+def _wer_section(
+    ctx: StageContext,
+    asr_folder: Path,
+    trial: Manifest,
+    wav_o: list[np.ndarray],
+    wav_a: list[np.ndarray],
+    block: dict[str, Any],
+    folder: Path,
+) -> list[str] | None:
+    """Transcribe the original and anonymized trials with the utility ASR, put the WER section
+    into ``block`` and ``transcripts.json`` into ``folder``; returns the anonymized transcripts
+    for the usable-speech guard's no-words test (None when the ASR finds no words in too many
+    original utterances: then the test says nothing about the anonymizer)."""
+    from services.utility.asr import load_asr
+    from services.utility.wer import compare_wer, normalize_text
+
+    utility = ctx.config.utility
+    assert utility is not None
+    ctx.progress("utility", 0.5, "transcribing original and anonymized trials")
+    model = load_asr(asr_folder, _device(ctx))
+    refs = [normalize_text(u.text or "") for u in trial.utterances]
+    hyps_o = model.transcribe(wav_o)
+    hyps_a = model.transcribe(wav_a)
+    empty_o = sum(1 for h in hyps_o if not h.strip()) / max(len(hyps_o), 1)
+    guard_transcripts = hyps_a if empty_o <= utility.usable_speech.utterance_share else None
+    if guard_transcripts is None:
+        block["no_words_check"] = (
+            f"skipped: the ASR transcribes no words in {100 * empty_o:.0f} % of the "
+            "original utterances"
+        )
+    block[_section(catalogue.WER_INCREASE)] = compare_wer(
+        refs,
+        hyps_o,
+        hyps_a,
+        [u.speaker_id for u in trial.utterances],
+        resamples=utility.bootstrap_resamples,
+        seed=ctx.config.seeds[0],
+    )
+    (folder / "transcripts.json").write_text(
+        json.dumps(
+            [
+                {"utt_id": u.utt_id, "reference": r, "original": o, "anonymized": a}
+                for u, r, o, a in zip(trial.utterances, refs, hyps_o, hyps_a, strict=True)
+            ],
+            indent=1,
+        )
+    )
+    return guard_transcripts
 
 
 def utility_stage(
@@ -110,7 +161,6 @@ def utility_stage(
     from services.utility.degenerate import assess_usable_speech
     from services.utility.distinctiveness import gain_of_voice_distinctiveness
     from services.utility.prosody import pitch_correlation_from_audio
-    from services.utility.wer import compare_wer, normalize_text
 
     utility: UtilityConfig | None = ctx.config.utility
     assert utility is not None
@@ -131,44 +181,10 @@ def utility_stage(
         wav_a = ctx.audio.load(trial_a)
         speakers = [u.speaker_id for u in trial_o.utterances]
         block: dict[str, Any] = {"n_utterances": len(trial_o), "set": "trial"}
-        hyps_a: list[str] | None = None
         guard_transcripts: list[str] | None = None
         if asr_folder is not None:
-            from services.utility.asr import load_asr
-
-            ctx.progress("utility", 0.5, "transcribing original and anonymized trials")
-            model = load_asr(asr_folder, _device(ctx))
-            refs = [normalize_text(u.text or "") for u in trial_o.utterances]
-            hyps_o = model.transcribe(wav_o)
-            hyps_a = model.transcribe(wav_a)
-            # "No words" only means something when the ASR finds words in the original speech:
-            # an ASR that transcribes nothing anywhere says nothing about the anonymizer.
-            empty_o = sum(1 for h in hyps_o if not h.strip()) / max(len(hyps_o), 1)
-            if empty_o <= utility.usable_speech.utterance_share:
-                guard_transcripts = hyps_a
-            else:
-                block["no_words_check"] = (
-                    f"skipped: the ASR transcribes no words in {100 * empty_o:.0f} % of the "
-                    "original utterances"
-                )
             block["asr"] = asr_info
-            block[_section(catalogue.WER_INCREASE)] = compare_wer(
-                refs,
-                hyps_o,
-                hyps_a,
-                speakers,
-                resamples=utility.bootstrap_resamples,
-                seed=ctx.config.seeds[0],
-            )
-            (folder / "transcripts.json").write_text(
-                json.dumps(
-                    [
-                        {"utt_id": u.utt_id, "reference": r, "original": o, "anonymized": a}
-                        for u, r, o, a in zip(trial_o.utterances, refs, hyps_o, hyps_a, strict=True)
-                    ],
-                    indent=1,
-                )
-            )
+            guard_transcripts = _wer_section(ctx, asr_folder, trial_o, wav_o, wav_a, block, folder)
         if utility.pitch_correlation:
             ctx.progress("utility", 0.75, "pitch correlation")
             # The original trials' F0 tracks are the same for every submission: cached.
@@ -218,7 +234,7 @@ def utility_stage(
 def _section(metric: catalogue.Metric) -> str:
     """The ``utility`` block's section holding ``metric`` (its catalogue path's first part)."""
     assert metric.path is not None
-    return metric.path[0]
+    return str(metric.path[0])
 
 
 def _finite(value: Any) -> Any:

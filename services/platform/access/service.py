@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session, joinedload
 
 from services.platform.access.errors import AccessDeniedError
 from services.platform.identity import Principal
+from services.platform.phases import hidden_from
 from services.storage.errors import NotFoundError
 from services.storage.models import Job, Submission, Visibility
 
@@ -87,6 +88,14 @@ def visible_job(session: Session, principal: Principal | None, job_id: int) -> J
         .scalar_one_or_none()
     )
     if job is None or not can_see(principal, job.team_id, job.submission.visibility):
+        raise NotFoundError(f"job {job_id} not found")
+    # A hidden phase's job is its team's and the administrators' until the reveal.
+    if hidden_from(
+        session,
+        job,
+        viewer_team_id=principal.team_id if principal else None,
+        is_admin=bool(principal and principal.is_admin),
+    ):
         raise NotFoundError(f"job {job_id} not found")
     return job
 

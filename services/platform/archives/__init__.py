@@ -11,7 +11,7 @@ from services.platform.archives.service import (
     request_validation,
     validate_submission_archive,
 )
-from services.platform.archives.uploads import (
+from services.platform.archives.upload_records import (
     UploadSweepReport,
     abort_multipart_upload,
     abort_stale_uploads,

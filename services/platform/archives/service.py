@@ -29,7 +29,12 @@ from typing import Protocol
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from services.anonymizers.archive import ArchiveLimits, expected_from_protocol, validate_archive
+from services.anonymizers.archive import (
+    ArchiveLimits,
+    expected_from_protocol,
+    validate_archive,
+    vpc_folders_of,
+)
 from services.errors import ConfigError, InvalidInputError
 from services.pipeline.config import EvaluationConfig, parse_config
 from services.pipeline.stage_runner import DONE_FILE
@@ -132,8 +137,8 @@ def validate_submission_archive(services: ArchiveHost, submission_id: int) -> st
     folder = services.settings.resolved_work_dir() / "archives" / str(submission_id)
     try:
         stages_dir = services.stages_dir()
-        run = EvaluationRun(cfg, folder / "run")
-        run.runner = SyncedStageRunner(stages_dir, StageWorkspace(services.store, stages_dir))
+        runner = SyncedStageRunner(stages_dir, StageWorkspace(services.store, stages_dir))
+        run = EvaluationRun(cfg, folder / "run", runner=runner)
         protocol, manifest, _ = run.corpus_stage()
         archive_path = folder / "archive"
         info = services.store.get_to_path(key, archive_path)
@@ -146,6 +151,7 @@ def validate_submission_archive(services: ArchiveHost, submission_id: int) -> st
             extracted,
             ArchiveLimits.from_settings(services.settings),
             {u.utt_id: u.duration_s for u in manifest.utterances},
+            vpc_folders=vpc_folders_of(protocol),
         )
         report.raise_for_problems()
         services.store.put_bytes(

@@ -2,13 +2,19 @@
 
 - ``service``: create / re-run / cancel / cancel every job of a submission (domain operations);
 - ``config``: the job's evaluation config, built once at creation;
-- ``phases``: queues, time limits, order and task ids of the pipeline's phases;
+- ``phase_queues``: the queue, time limits and task ids of each of the pipeline's phases;
 - ``runner``: claim / execute / complete of one phase on a worker (``monitor``: its heartbeat);
 - ``reaper``: rescue of stages whose worker died;
 - ``host``: what a worker process hands the job code (database, blob store, settings, errors).
-- ``records``: the job and stage rows (state machines, heartbeats, listing, counting).
+- ``records``: the job and stage rows (state machines, heartbeats, listing, counting); a leaf.
+
+A job's state change is an event other packages react to: importing this package registers the
+leaderboard's and the webhooks' reactions with ``records.on_job_transition`` (the summary of a
+succeeded job, the event of a finished one), so every caller of ``records.transition_job`` gets
+them, in the transaction of the change.
 """
 
+from services.platform.jobs import records
 from services.platform.jobs.config import (
     COST_KNOB_NAMES,
     COST_KNOBS,
@@ -18,13 +24,12 @@ from services.platform.jobs.config import (
     check_job_cost,
     cost_limits,
     job_config,
-    leaderboard_defaults,
     run_config,
     validate_protocol_config,
 )
 from services.platform.jobs.host import JobServices, is_transient_error, storage_transient_errors
 from services.platform.jobs.monitor import JobCancelledError, StageMonitor, StageSupersededError
-from services.platform.jobs.phases import (
+from services.platform.jobs.phase_queues import (
     DEFAULT_STAGE_TIME_LIMITS_S,
     PHASE_QUEUES,
     QUEUES,
@@ -64,6 +69,11 @@ from services.platform.jobs.service import (
     rerun_job,
     start_job,
 )
+from services.platform.leaderboard import service as leaderboard_reactions
+from services.platform.webhooks import payloads as webhook_reactions
+
+records.on_job_transition(leaderboard_reactions.react_to_job_transition)
+records.on_job_transition(webhook_reactions.react_to_job_transition)
 
 __all__ = [
     "COST_KNOBS",
@@ -99,7 +109,6 @@ __all__ = [
     "is_transient_error",
     "job_config",
     "job_stage_names",
-    "leaderboard_defaults",
     "next_phase",
     "phase_of_stage",
     "queue_phase",

@@ -16,14 +16,21 @@ submission, the local folder of the validated audio in place of the archive's bl
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from services.errors import ConfigError, InvalidInputError
-from services.metrics import catalogue
 from services.pipeline.config import EvaluationConfig, parse_config
+
+# The cost bounds live in services.platform.jobs.cost; re-exported for existing callers.
+from services.platform.jobs.cost import COST_KNOB_NAMES as COST_KNOB_NAMES
+from services.platform.jobs.cost import COST_KNOBS as COST_KNOBS
+from services.platform.jobs.cost import JOB_NAME_MAX_CHARS as JOB_NAME_MAX_CHARS
+from services.platform.jobs.cost import CostKnob as CostKnob
+from services.platform.jobs.cost import CostLimitError as CostLimitError
+from services.platform.jobs.cost import check_job_cost as check_job_cost
+from services.platform.jobs.cost import cost_limits as cost_limits
 from services.settings import Settings, get_settings
 from services.storage.models import Job, Protocol, Submission, SubmissionKind
 
@@ -38,99 +45,6 @@ OPERATOR_PATH_FIELDS: tuple[tuple[str, ...], ...] = (
     ("training", "ssl_model_path"),
     ("utility", "asr", "pretrained_path"),
 )
-
-# A job's `name` is free text shown on every poll and page; the default one is
-# "<submission name> on <protocol name> v<version>" (at most 200 + 128 + a few characters).
-JOB_NAME_MAX_CHARS = 400
-
-
-@dataclass(frozen=True)
-class CostKnob:
-    """One config value that drives a job's cost; bounded by ``UNMASK_MAX_JOB_<NAME>`` or the
-    protocol body's ``limits.<name>``."""
-
-    name: str
-    field: str  # where it lives in the evaluation config (for the error message)
-    measure: Callable[[EvaluationConfig], int]
-
-    @property
-    def setting(self) -> str:
-        return f"max_job_{self.name}"
-
-
-def _srd_resamples(config: EvaluationConfig) -> int:
-    srd = config.analyses.srd_representations
-    return max(config.metrics.bootstrap_resamples, srd.bootstrap_resamples if srd else 0)
-
-
-COST_KNOBS: tuple[CostKnob, ...] = (
-    CostKnob("epochs", "training.epochs", lambda c: c.training.epochs),
-    CostKnob("seeds", "seeds", lambda c: len(c.seeds)),
-    CostKnob("batch_size", "training.batch_size", lambda c: c.training.batch_size),
-    CostKnob("bootstrap_resamples", "metrics.bootstrap_resamples", _srd_resamples),
-    CostKnob(
-        "size_study_samples",
-        "analyses.size_study.samples",
-        lambda c: c.analyses.size_study.samples if c.analyses.size_study else 0,
-    ),
-    CostKnob(
-        "size_study_target_seeds",
-        "analyses.size_study.target_seeds",
-        lambda c: len(c.analyses.size_study.target_seeds) if c.analyses.size_study else 0,
-    ),
-    CostKnob(
-        "phone_units",
-        "analyses.srd_representations.phone_units",
-        lambda c: (
-            c.analyses.srd_representations.phone_units if c.analyses.srd_representations else 0
-        ),
-    ),
-    CostKnob("synthetic_speakers", "synthetic.n_speakers", lambda c: c.synthetic.n_speakers),
-    CostKnob(
-        "synthetic_utts_per_speaker",
-        "synthetic.utts_per_speaker",
-        lambda c: c.synthetic.utts_per_speaker,
-    ),
-)
-COST_KNOB_NAMES = tuple(knob.name for knob in COST_KNOBS)
-
-
-class CostLimitError(ConfigError):
-    """A job's config asks for more work than its protocol allows (422)."""
-
-
-def cost_limits(protocol: Protocol, settings: Settings) -> dict[str, int]:
-    """Upper bound of every cost knob for jobs of ``protocol``: the protocol body's ``limits``
-    where set, else the ``UNMASK_MAX_JOB_*`` setting."""
-    overrides = dict((protocol.body or {}).get("limits") or {})
-    return {
-        knob.name: int(overrides.get(knob.name, getattr(settings, knob.setting)))
-        for knob in COST_KNOBS
-    }
-
-
-def check_job_cost(
-    config: EvaluationConfig,
-    protocol: Protocol,
-    settings: Settings,
-    *,
-    source: str = "config",
-) -> None:
-    """Raise :class:`CostLimitError` naming the first knob of ``config`` above its bound, or a
-    ``name`` longer than :data:`JOB_NAME_MAX_CHARS`."""
-    if len(config.name) > JOB_NAME_MAX_CHARS:
-        raise ConfigError(
-            f"{source}.name: {len(config.name)} characters; at most {JOB_NAME_MAX_CHARS}"
-        )
-    limits = cost_limits(protocol, settings)
-    for knob in COST_KNOBS:
-        value, limit = knob.measure(config), limits[knob.name]
-        if value > limit:
-            raise CostLimitError(
-                f"{source}.{knob.field}: {value} is above the limit of {limit} for protocol "
-                f"{protocol.name} v{protocol.version} (protocol limits.{knob.name}, default "
-                f"UNMASK_{knob.setting.upper()})"
-            )
 
 
 def deep_merge(base: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
@@ -267,32 +181,3 @@ def run_config(
         anonymizer = config.anonymizer.model_copy(update={"archive": archive_folder})
         bound = bound.model_copy(update={"anonymizer": anonymizer})
     return bound
-
-
-def utility_rule(protocol: Protocol) -> tuple[bool, float | None]:
-    """(whether the protocol measures utility, its bound on the WER increase in points)."""
-    body = protocol.body or {}
-    config = parse_config(dict(body.get("config", {})), source=f"protocol {protocol.id}")
-    if config.utility is None:
-        return False, None
-    return True, config.utility.max_wer_increase_percent
-
-
-def leaderboard_defaults(protocol: Protocol) -> tuple[str, str, str, bool]:
-    """(metric, scenario, back-end, higher_is_better) of a protocol's leaderboard."""
-    body = protocol.body or {}
-    spec = dict(body.get("leaderboard", {}))
-    config = parse_config(dict(body.get("config", {})), source=f"protocol {protocol.id}")
-    scenarios: list[str] = [s for s in config.scenarios if s != "original"] or [
-        str(s) for s in config.scenarios
-    ]
-    scenario = spec.get("scenario") or (
-        "semi-informed" if "semi-informed" in scenarios else scenarios[-1]
-    )
-    backend = spec.get("backend") or config.backends[0]
-    return (
-        str(spec.get("metric") or catalogue.HEADLINE.key),
-        str(scenario),
-        str(backend),
-        bool(spec.get("higher_is_better", True)),
-    )

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from services.platform.archives import abort_stale_uploads, reject_stuck_validations
 from services.platform.jobs import records as job_records
 from services.platform.jobs.host import JobServices
-from services.platform.jobs.phases import stage_hard_time_limit_s
+from services.platform.jobs.phase_queues import stage_hard_time_limit_s
 from services.platform.jobs.runner import fail_job
 from services.platform.jobs.service import queue_phase
 from services.storage.models import TERMINAL_STATES, RunState

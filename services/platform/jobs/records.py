@@ -4,25 +4,28 @@ The rules of *when* to do these (quotas, re-runs, the phase runner, the reaper) 
 modules of this package; this one keeps the rows consistent: legal state changes, idempotent
 creation, timestamps, log tails. Every function takes an open session first and leaves
 committing to the caller; ``create_job`` uses a SAVEPOINT to stay atomic under a race.
+
+A leaf: it imports no other aggregate. What other packages do when a job changes state (the
+leaderboard summarizes a succeeded job, webhooks queue the job's event) they register as
+listeners (:func:`on_job_transition`; ``services.platform.jobs`` installs them), called inside
+:func:`transition_job`, in the same transaction as the state change.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import ColumnElement, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from services.platform.hashing import canonical_json_hash
 from services.platform.identity.tokens import hashes_equal
-from services.platform.leaderboard import refresh_job_summary
 from services.platform.pagination import DEFAULT_PAGE_SIZE, keyset_page
 from services.platform.rows import WindowUsage, get_row
-from services.platform.webhooks.payloads import record_job_event
 from services.storage.blobstore import validate_key
 from services.storage.errors import ConflictError, IdempotencyConflictError, NotFoundError
 from services.storage.models import (
@@ -42,6 +45,7 @@ __all__ = [
     "STAGE_TRANSITIONS",
     "JobCreation",
     "JobPage",
+    "JobTransitionListener",
     "WindowUsage",
     "count_jobs",
     "create_job",
@@ -55,6 +59,7 @@ __all__ = [
     "list_stages_in_states",
     "mark_job_cancelled",
     "mark_stage_enqueued",
+    "on_job_transition",
     "transition_job",
     "transition_stage",
 ]
@@ -191,6 +196,24 @@ def _check_transition(
         raise ConflictError(f"{kind} {entity_id}: illegal state change {current} -> {new.value}")
 
 
+JobTransitionListener = Callable[[Session, Job, RunState], None]
+"""Called as ``listener(session, job, new_state)`` after a job's state changed (flushed)."""
+
+_JOB_TRANSITION_LISTENERS: list[JobTransitionListener] = []
+
+
+def on_job_transition(listener: JobTransitionListener) -> None:
+    """Call ``listener`` on every job state change, in the transaction of the change and in the
+    order registered (registering the same listener twice keeps one)."""
+    if listener not in _JOB_TRANSITION_LISTENERS:
+        _JOB_TRANSITION_LISTENERS.append(listener)
+
+
+def job_transition_listeners() -> tuple[JobTransitionListener, ...]:
+    """The registered listeners, in call order."""
+    return tuple(_JOB_TRANSITION_LISTENERS)
+
+
 def transition_job(
     session: Session,
     job_id: int,
@@ -199,11 +222,9 @@ def transition_job(
     error_message: str | None = None,
     now: dt.datetime | None = None,
 ) -> Job:
-    """Move a job to ``new_state`` (row-locked on PostgreSQL); stamps started/finished times.
-
-    Entering ``succeeded`` also stores the job's leaderboard summary; entering any final state
-    records the job's webhook event in the same transaction.
-    """
+    """Move a job to ``new_state`` (row-locked on PostgreSQL); stamps started/finished times,
+    then calls the :func:`on_job_transition` listeners (the leaderboard's summary of a succeeded
+    job, the webhook event of a finished one) in the same transaction."""
     new = RunState(new_state)
     now = now or utc_now()
     job = get_row(session, Job, job_id, lock=True)
@@ -216,10 +237,8 @@ def transition_job(
     if error_message is not None:
         job.error_message = error_message
     session.flush()
-    if new == RunState.SUCCEEDED:
-        refresh_job_summary(session, job.id)
-    if new in TERMINAL_STATES:
-        record_job_event(session, job, now=now)
+    for listener in _JOB_TRANSITION_LISTENERS:
+        listener(session, job, new)
     return job
 
 
@@ -261,9 +280,13 @@ def list_jobs(
     limit: int = DEFAULT_PAGE_SIZE,
     cursor: str | None = None,
     protocol_id: int | None = None,
+    where: ColumnElement[bool] | None = None,
 ) -> JobPage:
-    """Jobs newest first, keyset-paginated on the job id (see :func:`keyset_page`)."""
+    """Jobs newest first, keyset-paginated on the job id (see :func:`keyset_page`); ``where``:
+    one more condition on :class:`Job` (e.g. the viewer's revealed jobs of challenge phases)."""
     query = select(Job)
+    if where is not None:
+        query = query.where(where)
     if team_id is not None:
         query = query.where(Job.team_id == team_id)
     if state is not None:
@@ -283,9 +306,13 @@ def count_jobs(
     states: Iterable[str] | None = None,
     exclude_states: Iterable[str] = (),
     since: dt.datetime | None = None,
+    charged_only: bool = False,
 ) -> WindowUsage:
-    """Jobs of a team in ``states`` (default all), minus ``exclude_states``, created ``since``."""
+    """Jobs of a team in ``states`` (default all), minus ``exclude_states``, created ``since``
+    (``charged_only``: without administrators' uncharged re-runs)."""
     query = select(func.count(Job.id), func.min(Job.created_at)).where(Job.team_id == team_id)
+    if charged_only:
+        query = query.where(Job.charged.is_(True))
     if states is not None:
         query = query.where(Job.state.in_([RunState(s).value for s in states]))
     excluded = [RunState(s).value for s in exclude_states]

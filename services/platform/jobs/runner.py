@@ -29,7 +29,6 @@ The reaper (``reaper.py``) rescues stages whose worker died. No Celery here.
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -41,6 +40,7 @@ from services.anonymizers.container import ContainerSandbox
 from services.errors import ConfigError, InvalidInputError
 from services.pipeline.config import EvaluationConfig
 from services.pipeline.phases import PHASES
+from services.pipeline.stage_versions import current_evaluator
 from services.pipeline.workspace import StageWorkspace, SyncedStageRunner, stage_index_key
 from services.platform import results as result_records
 from services.platform.archives.service import prepare_archive
@@ -48,7 +48,7 @@ from services.platform.jobs import records as job_records
 from services.platform.jobs.config import run_config, stored_evaluation_config
 from services.platform.jobs.host import JobServices, transient_summary
 from services.platform.jobs.monitor import JobCancelledError, StageMonitor, StageSupersededError
-from services.platform.jobs.phases import job_stage_names, next_phase, phase_of_stage
+from services.platform.jobs.phase_queues import job_stage_names, next_phase, phase_of_stage
 from services.platform.jobs.service import queue_phase
 from services.platform.jobs.stage_claims import DatabaseStageClaims
 from services.platform.results.document import (
@@ -209,17 +209,17 @@ def _execute(
         archive_key = str(claim.config.anonymizer.archive)
         archive_folder = prepare_archive(workspace, archive_key, claim.archive_sha256)
     config = run_config(claim.config, services.settings, archive_folder=archive_folder)
+    # Cross-host claims in the shared database: each stage key is computed by one worker.
+    claims = DatabaseStageClaims.from_settings(services.database, services.settings)
+    runner = SyncedStageRunner(stages_dir, workspace, before_stage=monitor.check, claims=claims)
     run = EvaluationRun(
         config,
         job_dir,
         cache_dir=services.settings.resolved_cache_dir(),
         progress=monitor.report,
         sandbox=ContainerSandbox.from_settings(services.settings),
+        runner=runner,
     )
-    # Cross-host claims in the shared database: each stage key is computed by one worker.
-    claims = DatabaseStageClaims.from_settings(services.database, services.settings)
-    runner = SyncedStageRunner(stages_dir, workspace, before_stage=monitor.check, claims=claims)
-    run.runner = runner
     monitor.report(phase, 0.0, f"phase {phase} started on {services.worker_host}")
     document = run.run(stop_after=phase)  # type: ignore[arg-type]
     monitor.check()
@@ -228,10 +228,9 @@ def _execute(
     input_hash = _input_hash(f"{o.stage}/{o.key}" for o in mine)
     results = artifacts = report = None
     if phase == PHASES[-1]:
-        assert document is not None
-        stored = json.loads((job_dir / "results.json").read_text())
-        results = result_rows_from_document(stored)
-        report = report_summary_from_document(stored)  # trust mark, DET points
+        assert document is not None  # what results.json holds (write_report returns it)
+        results = result_rows_from_document(document)
+        report = report_summary_from_document(document)  # trust mark, DET points
         artifacts = upload_report(services.store, job_id, job_dir)
         artifact_keys = {**artifact_keys, "results": f"jobs/{job_id}/results.json"}
     return _Finished(artifact_keys, input_hash, results, artifacts, report)
@@ -278,6 +277,8 @@ def complete_phase(
                 stage_id=stage.id,
                 report=report,
             )
+            # What actually ran: this worker's code, which may differ from the API's at creation.
+            job.evaluator = current_evaluator(job.config_hash)
             job_records.transition_job(session, job_id, RunState.SUCCEEDED.value)
             following = None
         elif following is not None:

@@ -19,10 +19,13 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from services.errors import InvalidInputError
+from services.pipeline.stage_versions import current_evaluator
+from services.platform import phases as phase_rules
 from services.platform import protocols as protocol_records
 from services.platform.jobs import records as job_records
 from services.platform.jobs.config import build_job_config, check_stored_config_cost
-from services.platform.jobs.phases import job_stage_names
+from services.platform.jobs.phase_queues import job_stage_names
 from services.platform.outbox import REVOKE_JOB, RUN_PHASE, add_message, withdraw_unsent
 from services.settings import Settings
 from services.storage.errors import ConflictError
@@ -30,9 +33,11 @@ from services.storage.models import (
     TERMINAL_STATES,
     Job,
     OutboxMessage,
+    Phase,
     Protocol,
     RunState,
     Submission,
+    SubmissionKind,
     SubmissionStatus,
 )
 
@@ -48,6 +53,10 @@ class SubmissionNotAcceptedError(ConflictError):
 
 class JobFinishedError(ConflictError):
     """Only queued or running jobs can be cancelled."""
+
+
+class ArchiveProtocolMismatchError(InvalidInputError):
+    """An archive holds audio of the protocol it was validated against; no other protocol (422)."""
 
 
 class JobWithoutProtocolError(ConflictError):
@@ -102,6 +111,8 @@ def create_job(
     idempotency_key: str | None = None,
     check_quota: QuotaCheck | None = None,
     settings: Settings | None = None,
+    phase: str | None = None,
+    rerun_of: Job | None = None,
 ) -> NewJob:
     """Create a job of ``team_id`` on ``submission`` under ``protocol`` and queue its first phase.
 
@@ -113,7 +124,22 @@ def create_job(
     (:class:`SubmissionNotAcceptedError`) and passes ``check_quota``. A copied ``config`` is
     checked against the protocol's current cost limits (:class:`CostLimitError` when they were
     lowered below it since).
+
+    A protocol with phases puts the job in ``phase`` (a name; None: the one open now), checked by
+    ``services.platform.phases.phase_for_new_job`` (409 after its end or over its limit).
+    ``rerun_of`` (an administrator's re-run with the current evaluator): the job goes into the
+    old job's phase unchecked and is not charged (no quota, no phase limit).
     """
+    if (
+        submission.kind == SubmissionKind.ARCHIVE.value
+        and submission.protocol_id is not None
+        and submission.protocol_id != protocol.id
+    ):
+        raise ArchiveProtocolMismatchError(
+            f"body.protocol_id: submission {submission.id} is an archive validated against "
+            f"protocol {submission.protocol_id}; its jobs run under that protocol only, not "
+            f"{protocol.id}"
+        )
     if config is not None:
         job_config = dict(config)
         check_stored_config_cost(
@@ -130,8 +156,14 @@ def create_job(
             raise SubmissionNotAcceptedError(
                 f"submission {submission.id} is {state}; jobs need an accepted submission"
             )
-        if check_quota is not None:
+        if check_quota is not None and rerun_of is None:
             check_quota(session, team_id)
+    # An idempotent replay answers the first job whatever the phase's state now.
+    phase_id: int | None = None
+    if rerun_of is not None:
+        phase_id = rerun_of.phase_id
+    elif not replay:
+        phase_id = _checked_phase_id(session, protocol_id=protocol.id, team_id=team_id, name=phase)
     creation = job_records.create_job(
         session,
         team_id=team_id,
@@ -144,8 +176,23 @@ def create_job(
     )
     if not creation.created:
         return NewJob(creation.job, created=False)
+    creation.job.phase_id = phase_id
+    creation.job.evaluator = current_evaluator(creation.job.config_hash)
+    if rerun_of is not None:
+        creation.job.charged = False
+        creation.job.rerun_of_job_id = rerun_of.id
+    session.flush()
     message = start_job(session, job_id=creation.job.id)
     return NewJob(creation.job, created=True, message_id=message.id if message else None)
+
+
+def _checked_phase_id(
+    session: Session, *, protocol_id: int, team_id: int, name: str | None
+) -> int | None:
+    found = phase_rules.phase_for_new_job(
+        session, protocol_id=protocol_id, team_id=team_id, name=name
+    )
+    return found.id if found is not None else None
 
 
 def rerun_job(
@@ -156,9 +203,11 @@ def rerun_job(
     idempotency_key: str | None = None,
     check_quota: QuotaCheck | None = None,
 ) -> NewJob:
-    """A new job of ``job``'s team with the same submission, protocol and stored config."""
+    """A new job of ``job``'s team with the same submission, protocol and stored config (in the
+    same phase, which must still accept jobs)."""
     if job.protocol_id is None:
         raise JobWithoutProtocolError(f"job {job.id} has no protocol; create a new job instead")
+    phase = session.get(Phase, job.phase_id) if job.phase_id is not None else None
     return create_job(
         session,
         team_id=job.team_id,
@@ -168,6 +217,24 @@ def rerun_job(
         config=dict(job.config),
         idempotency_key=idempotency_key,
         check_quota=check_quota,
+        phase=phase.name if phase is not None else None,
+    )
+
+
+def create_rerun(session: Session, *, job: Job, created_by_user_id: int | None = None) -> NewJob:
+    """An administrator's uncharged re-run of ``job`` with the current evaluator: same team,
+    submission, protocol, stored config and phase; no quota or phase checks; the evaluator is
+    recorded anew. Unchanged stages are reused from the stage store."""
+    if job.protocol_id is None:
+        raise JobWithoutProtocolError(f"job {job.id} has no protocol; create a new job instead")
+    return create_job(
+        session,
+        team_id=job.team_id,
+        submission=job.submission,
+        protocol=protocol_records.get_protocol_by_id(session, job.protocol_id),
+        created_by_user_id=created_by_user_id,
+        config=dict(job.config),
+        rerun_of=job,
     )
 
 

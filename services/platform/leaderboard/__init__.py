@@ -1,49 +1,88 @@
-"""Leaderboards: the latest succeeded job of each submission under a protocol, its values."""
+"""Leaderboards: the latest succeeded job of each submission under a protocol, its values, and the
+one view (defaults, columns, reference row, ranking) every leaderboard surface renders.
 
-from services.platform.leaderboard.service import (
-    N_SEEDS_KEY,
+- ``service``: which job stands for a submission, its values (job summaries, aggregation);
+- ``ranking``: the ranking rule (utility tiers, then the ranking metric);
+- ``view``: :func:`build_view`, the :class:`LeaderboardView` the JSON route, the page, the CSV and
+  the plots render.
+"""
+
+from services.platform.leaderboard.ranking import (
+    UNUSABLE_TIER,
     USABLE_KEY,
     UTILITY_TIERS,
     WER_INCREASE_KEY,
-    LeaderboardEntry,
+    rank_rows,
+    sort_rows,
+    utility_tier,
+)
+from services.platform.leaderboard.service import (
+    N_SEEDS_KEY,
     LeaderboardTableRow,
     MetricKey,
-    aggregated_value,
+    aggregate_parts,
     det_curves_of,
     det_key,
+    job_metric_values,
+    job_values,
     latest_succeeded_jobs,
-    leaderboard,
     leaderboard_table,
-    rank_rows,
+    ranked_submission_counts,
+    react_to_job_transition,
     record_report_summary,
     refresh_job_summaries,
     refresh_job_summary,
-    sort_rows,
+    scenario_values,
     summary_key,
     summary_metric_keys,
-    utility_tier,
     worst_over_attackers,
+)
+from services.platform.leaderboard.view import (
+    DET_TOP,
+    REFERENCE_SCENARIO,
+    Column,
+    LeaderboardDefaults,
+    LeaderboardView,
+    build_view,
+    interval_of,
+    leaderboard_columns,
+    protocol_defaults,
+    std_of,
 )
 
 __all__ = [
+    "DET_TOP",
     "N_SEEDS_KEY",
+    "REFERENCE_SCENARIO",
+    "UNUSABLE_TIER",
     "USABLE_KEY",
     "UTILITY_TIERS",
     "WER_INCREASE_KEY",
-    "LeaderboardEntry",
+    "Column",
+    "LeaderboardDefaults",
     "LeaderboardTableRow",
+    "LeaderboardView",
     "MetricKey",
-    "aggregated_value",
+    "aggregate_parts",
+    "build_view",
     "det_curves_of",
     "det_key",
+    "interval_of",
+    "job_metric_values",
+    "job_values",
     "latest_succeeded_jobs",
-    "leaderboard",
+    "leaderboard_columns",
     "leaderboard_table",
+    "protocol_defaults",
     "rank_rows",
+    "ranked_submission_counts",
+    "react_to_job_transition",
     "record_report_summary",
     "refresh_job_summaries",
     "refresh_job_summary",
+    "scenario_values",
     "sort_rows",
+    "std_of",
     "summary_key",
     "summary_metric_keys",
     "utility_tier",

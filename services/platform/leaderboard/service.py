@@ -1,22 +1,23 @@
-"""Leaderboards of a protocol: which job stands for each submission, and its metric values.
+"""Leaderboards' data: which job stands for each submission, and its metric values.
 
-One rule for both views: a submission is represented by its **latest succeeded job** under the
-protocol (latest ``finished_at``, then highest id: :func:`latest_succeeded_jobs`), and a metric's
-value is the aggregate row (seed ``AGGREGATE_SEED``) when present, else the mean over seeds
-(:func:`aggregated_value`). Public submissions are listed, plus the viewer team's private ones
-(administrators: all; ``services.platform.access.visible_submissions_clause``).
+A submission is represented by its **latest succeeded job** under the protocol (latest
+``finished_at``, then highest id: :func:`latest_succeeded_jobs`), and a metric's value is
+``catalogue.aggregate_over_seeds`` of its result rows (the aggregate row, seed ``AGGREGATE_SEED``,
+when present, else the mean over seeds). Public submissions are listed, plus the viewer team's
+private ones (administrators: all; ``services.platform.access.visible_submissions_clause``).
 
-- :func:`leaderboard` (``GET /v1/protocols/{id}/leaderboard``) ranks by one metric in SQL.
-- :func:`leaderboard_table` (the leaderboard *page*) shows many metrics per row. Aggregating them
-  from the long-format results at every page view reads tens of thousands of rows for 1,000
-  submissions, so the leaderboard metrics of a job are summarized once, when it succeeds
-  (:func:`refresh_job_summary`, called by ``jobs.records.transition_job``), into
-  ``job_summaries`` (one JSON per job). Jobs without a summary (succeeded before the table
-  existed) and metrics outside :func:`summary_metric_keys` are aggregated from the results on the
-  fly, the same way. :func:`sort_rows` puts missing values last whatever the direction.
+:func:`leaderboard_table` reads many metrics per row. Aggregating them from the long-format
+results at every view reads tens of thousands of rows for 1,000 submissions, so the leaderboard
+metrics of a job are summarized once, when it succeeds (:func:`react_to_job_transition`, a listener
+of the job's state change, calls :func:`refresh_job_summary`), into ``job_summaries`` (one JSON
+per job). Jobs without a summary (succeeded before the table existed) and metrics outside
+:func:`summary_metric_keys` are aggregated from the results on the fly, the same way. What is
+shown and in which order is decided once, by the leaderboard view
+(:mod:`services.platform.leaderboard.view`) with the ranking of
+:mod:`services.platform.leaderboard.ranking`.
 
 A job of an attacker zoo has results per ``attacker``: every view reads, per (scenario, back-end,
-metric), the value worst for the maker over its attackers (lowest EER, highest disclosure:
+metric), the value worst for the maker over its attackers (``catalogue.worst_for_maker``:
 :func:`worst_over_attackers`), each attacker's value aggregated over seeds first. A job without
 a zoo has one attacker, so its values are as before.
 """
@@ -24,7 +25,6 @@ a zoo has one attacker, so its values are as before.
 from __future__ import annotations
 
 import datetime as dt
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,6 +34,7 @@ from sqlalchemy.orm import Session
 
 from services.metrics import catalogue
 from services.platform.access import visible_submissions_clause
+from services.platform.phases import revealed_jobs_clause
 from services.platform.rows import get_row
 from services.storage.errors import NotFoundError
 from services.storage.models import (
@@ -50,7 +51,7 @@ from services.storage.models import (
 MetricKey = tuple[str, str]  # (scenario, metric)
 
 
-N_SEEDS_KEY = "n_seeds"
+N_SEEDS_KEY = catalogue.N_SEEDS_KEY
 """The result row (seed ``AGGREGATE_SEED``) holding the number of training seeds averaged."""
 
 
@@ -70,10 +71,13 @@ _JOB_ID_CHUNK = 500
 # --- the shared rule: which job, which value ----------------------------------------------------
 
 
-def latest_succeeded_jobs(protocol_id: int) -> Any:
+def latest_succeeded_jobs(
+    protocol_id: int, *, viewer_team_id: int | None = None, include_all: bool = False
+) -> Any:
     """Subquery ``latest(job_id, submission_id, finished_at, recency)`` of the succeeded jobs
-    under ``protocol_id``; ``recency == 1`` is each submission's latest (by ``finished_at``, then
-    job id)."""
+    under ``protocol_id`` whose results the viewer may see (a hidden phase's: its team's and,
+    ``include_all``, administrators'); ``recency == 1`` is each submission's latest (by
+    ``finished_at``, then job id)."""
     return (
         select(
             Job.id.label("job_id"),
@@ -87,14 +91,35 @@ def latest_succeeded_jobs(protocol_id: int) -> Any:
             .label("recency"),
         )
         .where(Job.protocol_id == protocol_id, Job.state == RunState.SUCCEEDED.value)
+        .where(revealed_jobs_clause(viewer_team_id=viewer_team_id, include_all=include_all))
         .subquery("latest")
     )
 
 
-def aggregated_value() -> Any:
-    """SQL aggregate of one metric's result rows: the seed ``AGGREGATE_SEED`` row when present,
-    else the mean over seeds (group by job, scenario, back-end and metric)."""
-    return func.coalesce(
+def ranked_submission_counts(
+    session: Session, *, viewer_team_id: int | None, include_all_private: bool = False
+) -> dict[int, int]:
+    """``{protocol_id: submissions}``: how many visible submissions have a succeeded job under
+    each protocol (those its leaderboard lists)."""
+    query = (
+        select(Job.protocol_id, func.count(func.distinct(Job.submission_id)))
+        .join(Submission, Submission.id == Job.submission_id)
+        .where(
+            Job.state == RunState.SUCCEEDED.value,
+            visible_submissions_clause(
+                viewer_team_id=viewer_team_id, include_all_private=include_all_private
+            ),
+        )
+        .group_by(Job.protocol_id)
+    )
+    return {int(pid): int(n) for pid, n in session.execute(query) if pid is not None}
+
+
+def aggregate_parts() -> tuple[Any, Any]:
+    """SQL aggregates of one metric's result rows (group by job, attacker, scenario, back-end,
+    metric): (mean of the seed ``AGGREGATE_SEED`` rows, mean of the per-seed rows), which
+    ``catalogue.aggregate_over_seeds`` turns into the metric's value over seeds."""
+    return (
         func.avg(case((Result.seed == AGGREGATE_SEED, Result.value))),
         func.avg(case((Result.seed != AGGREGATE_SEED, Result.value))),
     )
@@ -142,20 +167,49 @@ def _aggregated_values(
                 Result.scenario,
                 Result.backend,
                 Result.metric,
-                aggregated_value(),
+                *aggregate_parts(),
             )
             .where(Result.job_id.in_(chunk), *conditions)
             .group_by(
                 Result.job_id, Result.attacker, Result.scenario, Result.backend, Result.metric
             )
         )
-        for job_id, attacker, row_scenario, row_backend, metric, value in session.execute(query):
-            per_attacker.setdefault((job_id, row_scenario, row_backend), {}).setdefault(
-                attacker, {}
-            )[metric] = None if value is None else float(value)
+        for job_id, attacker, scen, back, metric, aggregate, seed_mean in session.execute(query):
+            value = catalogue.aggregate_over_seeds(
+                None if aggregate is None else float(aggregate),
+                [None if seed_mean is None else float(seed_mean)],
+            )
+            per_attacker.setdefault((job_id, scen, back), {}).setdefault(attacker, {})[metric] = (
+                value
+            )
     for (job_id, row_scenario, row_backend), by_attacker in per_attacker.items():
         for metric, value in worst_over_attackers(by_attacker).items():
             out[job_id][summary_key(row_scenario, row_backend, metric)] = value
+    return out
+
+
+def scenario_values(
+    session: Session, job_ids: Sequence[int], scenario: str, backend: str
+) -> dict[int, dict[str, float | None]]:
+    """``{job_id: {metric: value}}``: every metric the jobs recorded for (``scenario``,
+    ``backend``), aggregated over seeds and worst over a zoo's attackers."""
+    prefix = summary_key(scenario, backend, "")
+    by_job = _aggregated_values(session, job_ids, None, scenario=scenario, backend=backend)
+    return {
+        job_id: {key.removeprefix(prefix): value for key, value in values.items()}
+        for job_id, values in by_job.items()
+    }
+
+
+def job_values(
+    session: Session, job_id: int, metrics: Sequence[str]
+) -> dict[tuple[str, str], dict[str, float | None]]:
+    """``{(scenario, backend): {metric: value}}`` of one job's ``metrics``, by the leaderboard's
+    rule (aggregated over seeds, worst over a zoo's attackers); what a webhook payload shows."""
+    out: dict[tuple[str, str], dict[str, float | None]] = {}
+    for key, value in _aggregated_values(session, [job_id], metrics)[job_id].items():
+        scenario, backend, metric = key.split("|", 2)
+        out.setdefault((scenario, backend), {})[metric] = value
     return out
 
 
@@ -163,27 +217,22 @@ def worst_over_attackers(
     by_attacker: Mapping[str, Mapping[str, float | None]],
 ) -> dict[str, float | None]:
     """One (scenario, back-end)'s metric values over a zoo's attackers: each catalogued metric's
-    value worst for the maker (lowest where higher is better, else highest; missing values
-    ignored), its ``_std`` that of the same attacker; other values (``n_seeds``, uncatalogued
-    metrics) those of the attacker with the lowest EER. One attacker: its values unchanged."""
+    value worst for the maker (``catalogue.worst_for_maker``), its ``_std`` that of the same
+    attacker; other values (``n_seeds``, uncatalogued metrics) those of the attacker with the
+    worst EER. One attacker: its values unchanged."""
     if len(by_attacker) == 1:
         return dict(next(iter(by_attacker.values())))
     eer = catalogue.EER.key
     names = sorted(by_attacker)
-    with_eer = [n for n in names if by_attacker[n].get(eer) is not None]
-    headline = min(with_eer, key=lambda n: by_attacker[n][eer] or 0.0) if with_eer else names[0]
-    out: dict[str, float | None] = dict(by_attacker[headline])
+    headline = catalogue.worst_for_maker(eer, {n: by_attacker[n].get(eer) for n in names})
+    out: dict[str, float | None] = dict(by_attacker[headline or names[0]])
     chosen: dict[str, str] = {}
     for key in {k for values in by_attacker.values() for k in values}:
         if not catalogue.is_catalogued(key):
             continue
-        metric = catalogue.metric(key)
-        present = [n for n in names if by_attacker[n].get(key) is not None]
-        if not present:
+        pick = catalogue.worst_for_maker(key, {n: by_attacker[n].get(key) for n in names})
+        if pick is None:
             continue
-        pick = (max if not metric.higher_is_better else min)(
-            present, key=lambda n: by_attacker[n][key] or 0.0
-        )
         out[key] = by_attacker[pick][key]
         chosen[key] = pick
     for key, pick in chosen.items():
@@ -193,105 +242,15 @@ def worst_over_attackers(
     return out
 
 
-# --- ranked by one metric (the JSON API) ---------------------------------------------------------
+def job_metric_values(
+    session: Session, job_ids: Sequence[int], metrics: Sequence[str] | None = None
+) -> dict[int, dict[str, float | None]]:
+    """``{job_id: {summary_key: value}}`` of the jobs' results, aggregated like every
+    leaderboard view (seeds, then the worst case over attackers); ``metrics`` None: all."""
+    return _aggregated_values(session, job_ids, metrics)
 
 
-@dataclass(frozen=True)
-class LeaderboardEntry:
-    """One row of a leaderboard. ``value`` None = the primary metric is missing (ranked last)."""
-
-    rank: int
-    submission_id: int
-    submission_name: str
-    team_slug: str
-    job_id: int
-    value: float | None
-    submitted_at: dt.datetime
-    metrics: dict[str, float | None] = field(default_factory=dict)
-
-
-def leaderboard(
-    session: Session,
-    protocol_id: int,
-    metric: str,
-    *,
-    scenario: str,
-    backend: str,
-    higher_is_better: bool = True,
-    viewer_team_id: int | None = None,
-    limit: int = 100,
-) -> list[LeaderboardEntry]:
-    """Submissions ranked by ``metric`` under a protocol, scenario and back-end.
-
-    Each submission is represented by its latest succeeded job under the protocol, its value
-    aggregated by :func:`aggregated_value`. Order: present values first (best first per
-    ``higher_is_better``), then earlier submission time, then submission id; missing values rank
-    last. Public submissions are listed, plus the private ones of ``viewer_team_id``.
-    ``metrics`` holds every metric of the same job, scenario and back-end (same aggregation) for
-    display.
-    """
-    latest = latest_succeeded_jobs(protocol_id)
-    per_attacker = (
-        select(Result.job_id.label("job_id"), aggregated_value().label("value"))
-        .where(
-            Result.protocol_id == protocol_id,
-            Result.metric == metric,
-            Result.scenario == scenario,
-            Result.backend == backend,
-        )
-        .group_by(Result.job_id, Result.attacker)
-        .subquery("attacker_values")
-    )
-    # An attacker zoo's job stands with its worst case for the maker (one attacker: its value).
-    worst = func.min if higher_is_better else func.max
-    values = (
-        select(per_attacker.c.job_id, worst(per_attacker.c.value).label("value"))
-        .group_by(per_attacker.c.job_id)
-        .subquery("metric_values")
-    )
-    value_order = values.c.value.desc() if higher_is_better else values.c.value.asc()
-    query = (
-        select(
-            Submission.id,
-            Submission.name,
-            Submission.created_at,
-            Team.slug,
-            latest.c.job_id,
-            values.c.value,
-        )
-        .join(latest, and_(latest.c.submission_id == Submission.id, latest.c.recency == 1))
-        .join(Team, Team.id == Submission.team_id)
-        .outerjoin(values, values.c.job_id == latest.c.job_id)
-        .where(visible_submissions_clause(viewer_team_id=viewer_team_id))
-        .order_by(
-            case((values.c.value.is_(None), 1), else_=0),
-            value_order,
-            Submission.created_at.asc(),
-            Submission.id.asc(),
-        )
-        .limit(limit)
-    )
-    rows = session.execute(query).all()
-    by_job = _aggregated_values(
-        session, [row.job_id for row in rows], None, scenario=scenario, backend=backend
-    )
-    prefix = summary_key(scenario, backend, "")
-    return [
-        LeaderboardEntry(
-            rank=position,
-            submission_id=row.id,
-            submission_name=row.name,
-            team_slug=row.slug,
-            job_id=row.job_id,
-            value=None if row.value is None else float(row.value),
-            submitted_at=row.created_at,
-            metrics={key.removeprefix(prefix): v for key, v in by_job[row.job_id].items()},
-        )
-        for position, row in enumerate(rows, start=1)
-    ]
-
-
-# --- many metrics per row (the page) -------------------------------------------------------------
+# --- many metrics per row (the leaderboard view) ------------------------------------------------
 
 
 @dataclass
@@ -315,6 +274,9 @@ class LeaderboardTableRow:
     trust_reasons: list[dict[str, Any]] = field(default_factory=list)
     worst_case: dict[str, Any] | None = None
     """The report's ``worst_case`` (an attacker zoo's, per scenario); None = one attacker."""
+    evaluator: dict[str, Any] | None = None
+    """The job's evaluator (``services.pipeline.stage_versions.current_evaluator``); None =
+    recorded before evaluators were."""
 
     @property
     def is_baseline(self) -> bool:
@@ -366,6 +328,13 @@ def det_curves_of(session: Session, job_ids: Sequence[int], key: str) -> dict[in
     return out
 
 
+def react_to_job_transition(session: Session, job: Job, new_state: RunState) -> None:
+    """A job's state changed: a succeeded job gets its leaderboard summary (the listener
+    ``services.platform.jobs`` registers with ``records.on_job_transition``)."""
+    if new_state == RunState.SUCCEEDED:
+        refresh_job_summary(session, job.id)
+
+
 def refresh_job_summary(session: Session, job_id: int) -> JobSummary:
     """(Re)compute the stored summary of a job from its results (call when it succeeded)."""
     return refresh_job_summaries(session, [job_id])[0]
@@ -409,7 +378,9 @@ def leaderboard_table(
 
     ``include_all_private`` (administrators) lists every team's private submissions too.
     """
-    latest = latest_succeeded_jobs(protocol_id)
+    latest = latest_succeeded_jobs(
+        protocol_id, viewer_team_id=viewer_team_id, include_all=include_all_private
+    )
     query = (
         select(
             Submission.id,
@@ -427,9 +398,11 @@ def leaderboard_table(
             JobSummary.trustworthy,
             JobSummary.trust_reasons,
             JobSummary.worst_case,
+            Job.evaluator,
         )
         .join(latest, and_(latest.c.submission_id == Submission.id, latest.c.recency == 1))
         .join(Team, Team.id == Submission.team_id)
+        .join(Job, Job.id == latest.c.job_id)
         .outerjoin(JobSummary, JobSummary.job_id == latest.c.job_id)
         .order_by(Submission.created_at, Submission.id)
     )
@@ -472,88 +445,7 @@ def leaderboard_table(
                 trustworthy=r.trustworthy,
                 trust_reasons=list(r.trust_reasons or []),
                 worst_case=dict(r.worst_case) if r.worst_case else None,
+                evaluator=dict(r.evaluator) if r.evaluator else None,
             )
         )
     return rows
-
-
-def sort_rows(
-    rows: Sequence[LeaderboardTableRow],
-    *,
-    key: MetricKey | None = None,
-    attribute: str | None = None,
-    descending: bool = False,
-) -> list[LeaderboardTableRow]:
-    """Rows sorted by a metric (``key``) or a row attribute; missing values last either way.
-
-    Ties keep submission order (earlier first), so equal values rank the earlier submission first.
-    """
-
-    def value_of(row: LeaderboardTableRow) -> object:
-        if key is not None:
-            return row.values.get(key)
-        value = getattr(row, attribute or "submitted_at")
-        return value.lower() if isinstance(value, str) else value
-
-    def is_missing(value: object) -> bool:
-        return value is None or (isinstance(value, float) and math.isnan(value))
-
-    base = sorted(rows, key=lambda r: (r.submitted_at, r.submission_id))
-    present = [r for r in base if not is_missing(value_of(r))]
-    missing = [r for r in base if is_missing(value_of(r))]
-    # sorted() is stable, so reverse=True still keeps ties in submission order.
-    present.sort(key=lambda r: value_of(r), reverse=descending)  # type: ignore[arg-type,return-value]
-    return present + missing
-
-
-# --- the ranking rule: privacy among the useful submissions -------------------------------------
-
-USABLE_KEY: MetricKey = (catalogue.UTILITY_SCENARIO, catalogue.USABLE_SPEECH.key)
-WER_INCREASE_KEY: MetricKey = (catalogue.UTILITY_SCENARIO, catalogue.WER_INCREASE.key)
-
-UTILITY_TIERS: tuple[str, ...] = (
-    "within the utility bound",
-    "utility not measured",
-    "above the utility bound",
-    "unusable speech",
-)
-"""The leaderboard's tiers, best first: a submission never ranks above one of a better tier."""
-
-
-def utility_tier(row: LeaderboardTableRow, measured: bool, bound: float | None) -> int:
-    """Index into :data:`UTILITY_TIERS` of a row under a protocol that ``measured`` utility with
-    the WER-increase ``bound`` (points; None = no bound).
-
-    Unusable speech (the degenerate-output guard) is last whatever else; without utility on the
-    protocol every other row shares the first tier.
-    """
-    usable = row.values.get(USABLE_KEY)
-    if usable is not None and usable < 0.5:
-        return 3
-    if not measured:
-        return 0
-    increase = row.values.get(WER_INCREASE_KEY)
-    if usable is None and increase is None:
-        return 1
-    if bound is not None and (increase is None or increase > bound):
-        return 2
-    return 0
-
-
-def rank_rows(
-    rows: Sequence[LeaderboardTableRow],
-    *,
-    key: MetricKey,
-    descending: bool,
-    utility_measured: bool,
-    wer_bound: float | None,
-) -> list[LeaderboardTableRow]:
-    """The protocol's ranking: by tier (:func:`utility_tier`), then by the privacy metric ``key``
-    within each tier (:func:`sort_rows`: missing values last, ties in submission order)."""
-    tiers: dict[int, list[LeaderboardTableRow]] = {}
-    for row in rows:
-        tiers.setdefault(utility_tier(row, utility_measured, wer_bound), []).append(row)
-    ranked: list[LeaderboardTableRow] = []
-    for tier in sorted(tiers):
-        ranked += sort_rows(tiers[tier], key=key, descending=descending)
-    return ranked

@@ -1,7 +1,8 @@
 """Per-team quotas (limits from ``Settings``):
 
 - submissions per rolling 24 h (``quota_submissions_per_day``; rejected submissions not counted),
-- jobs per rolling 24 h (``quota_jobs_per_day``; failed and cancelled jobs not counted),
+- jobs per rolling 24 h (``quota_jobs_per_day``; failed and cancelled jobs not counted, nor
+  administrators' uncharged re-runs, here and below),
 - concurrent jobs (``quota_concurrent_jobs``: queued + running),
 - archive storage (``quota_archive_storage_bytes``): the bytes of the team's stored archives
   (validating or accepted), of its open presigned uploads (their declared size: the URLs allow
@@ -132,7 +133,7 @@ def check_job_quota(session: Session, *, settings: Settings, team_id: int) -> No
     """:class:`QuotaExceededError` when the team has too many active jobs or created its daily
     number of jobs."""
     now = utc_now()
-    active = count_jobs(session, team_id, states=ACTIVE_JOB_STATES)
+    active = count_jobs(session, team_id, states=ACTIVE_JOB_STATES, charged_only=True)
     if active.count >= settings.quota_concurrent_jobs:
         raise QuotaExceededError(
             "concurrent jobs",
@@ -141,7 +142,13 @@ def check_job_quota(session: Session, *, settings: Settings, team_id: int) -> No
             retry_after_s=CONCURRENT_RETRY_AFTER_S,
             hint="wait for a queued or running job to finish, or cancel one",
         )
-    daily = count_jobs(session, team_id, exclude_states=NOT_CHARGED_JOB_STATES, since=now - WINDOW)
+    daily = count_jobs(
+        session,
+        team_id,
+        exclude_states=NOT_CHARGED_JOB_STATES,
+        since=now - WINDOW,
+        charged_only=True,
+    )
     if daily.count >= settings.quota_jobs_per_day:
         raise QuotaExceededError(
             "jobs per day",
@@ -158,8 +165,14 @@ def team_quotas(session: Session, *, settings: Settings, team_id: int) -> TeamQu
     submissions = count_submissions(
         session, team_id, since=now - WINDOW, exclude_statuses=NOT_CHARGED_SUBMISSION_STATUSES
     )
-    daily = count_jobs(session, team_id, exclude_states=NOT_CHARGED_JOB_STATES, since=now - WINDOW)
-    active = count_jobs(session, team_id, states=ACTIVE_JOB_STATES)
+    daily = count_jobs(
+        session,
+        team_id,
+        exclude_states=NOT_CHARGED_JOB_STATES,
+        since=now - WINDOW,
+        charged_only=True,
+    )
+    active = count_jobs(session, team_id, states=ACTIVE_JOB_STATES, charged_only=True)
     return TeamQuotas(
         submissions_per_day=QuotaStatus(
             limit=settings.quota_submissions_per_day, used=submissions.count, window="rolling 24 h"

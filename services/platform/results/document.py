@@ -1,6 +1,7 @@
 """A report's ``results.json`` as database rows, and the report's files as job artifacts.
 
-:func:`result_rows_from_document` flattens the document into long-format result rows;
+:func:`result_rows_from_document` turns the document into long-format result rows, one name per
+catalogued metric (``services.metrics.catalogue``);
 :func:`report_summary_from_document` reads what the leaderboard shows besides metrics (the trust
 mark, DET points); :func:`upload_report` stores ``results.json`` and the plots under
 ``jobs/<id>/`` in the blob store.
@@ -15,78 +16,40 @@ from pathlib import Path
 from typing import Any
 
 from services.metrics import catalogue
+from services.metrics.catalogue import AGGREGATE_SEED
 from services.pipeline.workspace import media_type_of
 from services.pipeline.zoo import BASELINE, row_attacker
 from services.platform.leaderboard import det_key
 from services.platform.results import service as result_records
 from services.storage.blobstore import BlobStore
-from services.storage.models import AGGREGATE_SEED
-
-_ROW_IDENTITY = {"attacker", "scenario", "backend", "seed", "stage_key", "det"}
-
-
-def _flatten_metrics(prefix: str, value: Any, out: dict[str, float | None]) -> None:
-    if isinstance(value, bool):
-        return
-    if isinstance(value, int | float):
-        out[prefix] = float(value)
-    elif value is None:
-        out[prefix] = None
-    elif isinstance(value, Mapping):
-        for key, inner in value.items():
-            if key in ("pmf", "category"):
-                continue
-            _flatten_metrics(f"{prefix}_{key}" if prefix else str(key), inner, out)
-    elif isinstance(value, list | tuple) and len(value) == 2 and "ci95" in prefix:
-        _flatten_metrics(f"{prefix}_low", value[0], out)
-        _flatten_metrics(f"{prefix}_high", value[1], out)
 
 
 def result_rows_from_document(document: Mapping[str, Any]) -> list[result_records.ResultRow]:
-    """Long-format result rows of a report's ``results.json``.
+    """Long-format result rows of a report's ``results.json``, named by the metric catalogue.
 
-    One row per (scenario, back-end, seed, metric) from ``rows`` (nested values flattened with
-    ``_``: ``zebra_expected_disclosure_bits``, ``srd_empirical_mean_disclosure_bits``,
-    ``eer_ci95_percent_low``, ...), plus seed ``AGGREGATE_SEED`` rows from ``summary``: the mean
-    over seeds under the metric's own name and the standard deviation under ``<metric>_std``,
-    plus the ``utility`` block's values (scenario ``utility``, back-end ``-``, seed
-    ``AGGREGATE_SEED``; ``usable_speech`` as 1 / 0). Each row carries its zoo ``attacker``
+    Per seed: one row per catalogued metric of each score row (``catalogue.result_values``; what
+    the catalogue does not name stays in ``results.json`` only). Seed ``AGGREGATE_SEED``: each
+    ``summary`` entry's means, standard deviations (``<key>_std``) and ``n_seeds``
+    (``catalogue.summary_values``), and the ``utility`` block's values (scenario ``utility``,
+    back-end ``-``; ``usable_speech`` as 1 / 0; ``catalogue.utility_values``). A metric therefore
+    has the same name at every seed and in the aggregate. Each row carries its zoo ``attacker``
     (``baseline`` for a document without a zoo, and for the utility rows).
     """
     rows: dict[tuple[str, str, str, int, str], float | None] = {}
     for row in document.get("rows", []):
-        metrics: dict[str, float | None] = {}
-        for key, value in row.items():
-            if key not in _ROW_IDENTITY:
-                _flatten_metrics(key, value, metrics)
-        attacker = row_attacker(row)
-        for metric, value in metrics.items():
-            rows[(attacker, row["scenario"], row["backend"], int(row["seed"]), metric[:64])] = value
+        key = (row_attacker(row), str(row["scenario"]), str(row["backend"]), int(row["seed"]))
+        for metric, value in catalogue.result_values(row):
+            rows[(*key, metric)] = value
     for entry in document.get("summary", []):
-        for metric, value in entry.items():
-            if metric in ("attacker", "scenario", "backend"):
-                continue
-            key = (row_attacker(entry), entry["scenario"], entry["backend"], AGGREGATE_SEED)
-            if metric == "n_seeds":
-                rows[(*key, "n_seeds")] = float(value)
-            elif isinstance(value, Mapping):
-                rows[(*key, metric[:64])] = value.get("mean")
-                rows[(*key, f"{metric}_std"[:64])] = value.get("std")
-            elif value is None:
-                rows[(*key, metric[:64])] = None
+        key = (row_attacker(entry), str(entry["scenario"]), str(entry["backend"]), AGGREGATE_SEED)
+        for metric, value in catalogue.summary_values(entry):
+            rows[(*key, metric)] = value
     utility = document.get("utility")
     if isinstance(utility, Mapping):
         # One value per job (utility does not depend on the attacker's seed or back-end).
         key = (BASELINE, catalogue.UTILITY_SCENARIO, catalogue.UTILITY_BACKEND, AGGREGATE_SEED)
         for metric, value in catalogue.utility_values(utility).items():
             rows[(*key, metric)] = value
-        wer = utility.get("wer")
-        if isinstance(wer, Mapping):
-            flat: dict[str, float | None] = {}
-            for name in ("wer_anonymized_ci95_percent", "wer_increase_ci95_percent"):
-                _flatten_metrics(name, wer.get(name), flat)
-            for metric, value in flat.items():
-                rows[(*key, metric)] = value
     return [
         result_records.ResultRow(scenario, backend, seed, metric, value, attacker)
         for (attacker, scenario, backend, seed, metric), value in rows.items()

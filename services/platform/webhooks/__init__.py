@@ -36,6 +36,8 @@ from services.platform.webhooks.endpoints import (
 from services.platform.webhooks.payloads import (
     job_event_payload,
     record_job_event,
+    release_due_events,
+    release_held_events,
 )
 
 __all__ = [
@@ -64,6 +66,8 @@ __all__ = [
     "queue_overdue_deliveries",
     "record_attempt",
     "record_job_event",
+    "release_due_events",
+    "release_held_events",
     "retry_delay_s",
     "sign",
     "signed_headers",

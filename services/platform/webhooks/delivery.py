@@ -20,14 +20,11 @@ import base64
 import datetime as dt
 import hashlib
 import hmac
-import ipaddress
 import json
-import socket
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
 
 import httpx
 from sqlalchemy import select, update
@@ -35,6 +32,7 @@ from sqlalchemy.orm import Session, selectinload
 
 from services.platform.outbox import DELIVER_WEBHOOK, add_message
 from services.platform.webhooks.endpoints import SECRET_PREFIX, get_webhook_endpoint
+from services.platform.webhooks.targets import WebhookTarget, resolve_target
 from services.settings import Settings
 from services.storage.db import Database
 from services.storage.errors import ConflictError, NotFoundError
@@ -119,27 +117,9 @@ def retry_delay_s(settings: Settings, attempts: int) -> float:
 
 
 def disallowed_host_reason(url: str, *, allow_private: bool) -> str | None:
-    """Why ``url`` may not be called (a loopback, private, link-local or reserved address), or
-    None. The host is resolved now, so a DNS name pointing inside the network is caught too."""
-    if allow_private:
-        return None
-    host = urlsplit(url).hostname or ""
-    try:
-        infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
-    except OSError as exc:
-        return f"cannot resolve {host!r}: {exc}"
-    for info in infos:
-        address = ipaddress.ip_address(info[4][0])
-        if (
-            address.is_private
-            or address.is_loopback
-            or address.is_link_local
-            or address.is_reserved
-            or address.is_multicast
-            or address.is_unspecified
-        ):
-            return f"{host!r} resolves to the non-public address {address}"
-    return None
+    """Why ``url`` may not be called, or None (:func:`targets.resolve_target`)."""
+    target = resolve_target(url, allow_private=allow_private)
+    return target if isinstance(target, str) else None
 
 
 @dataclass(frozen=True)
@@ -174,11 +154,13 @@ def attempt_delivery(
         secret = delivery.endpoint.secret
         message_id = delivery.event_id
         body = canonical_body(delivery.payload)
-    reason = disallowed_host_reason(url, allow_private=settings.webhook_allow_private_hosts)
-    if reason is not None:
-        attempt = AttemptRecord(None, f"URL not allowed: {reason}", 0.0)
+    # Resolved and checked once; the POST goes to the checked address (no second lookup).
+    target = resolve_target(url, allow_private=settings.webhook_allow_private_hosts)
+    reason = target if isinstance(target, str) else None
+    if isinstance(target, str):
+        attempt = AttemptRecord(None, f"URL not allowed: {target}", 0.0)
     else:
-        attempt = _post(url, secret, message_id, body, settings.webhook_timeout_s, client)
+        attempt = _post(target, secret, message_id, body, settings.webhook_timeout_s, client)
     with database.session_scope() as session:
         recorded = record_attempt(
             session,
@@ -204,7 +186,7 @@ def attempt_delivery(
 
 
 def _post(
-    url: str,
+    target: WebhookTarget,
     secret: str,
     message_id: str,
     body: bytes,
@@ -212,11 +194,21 @@ def _post(
     client: httpx.Client | None,
 ) -> AttemptRecord:
     headers = signed_headers(secret, message_id, body, timestamp=int(time.time()))
+    headers["Host"] = target.host_header
+    extensions = {"sni_hostname": target.sni_hostname} if target.sni_hostname else None
     started = time.perf_counter()
     own = client is None
     http = client or httpx.Client(timeout=timeout_s, follow_redirects=False)
     try:
-        response = http.post(url, content=body, headers=headers, timeout=timeout_s)
+        request = http.build_request(
+            "POST",
+            target.url,
+            content=body,
+            headers=headers,
+            timeout=timeout_s,
+            extensions=extensions,
+        )
+        response = http.send(request)
         elapsed_ms = (time.perf_counter() - started) * 1000.0
         excerpt = response.text[:500] if response.content else ""
         error = None if 200 <= response.status_code < 300 else f"HTTP {response.status_code}"

@@ -11,6 +11,7 @@ from urllib.parse import urlsplit
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from services.platform.webhooks.targets import url_refusal
 from services.storage.errors import ConflictError, NotFoundError
 from services.storage.models import TERMINAL_STATES, Team, WebhookEndpoint
 
@@ -29,13 +30,17 @@ def generate_secret() -> str:
 # --- endpoints ----------------------------------------------------------------------------------
 
 
-def validate_webhook_url(url: str) -> str:
-    """``url`` if it is an absolute http(s) URL without credentials, else :class:`ConflictError`.
+def validate_webhook_url(url: str, *, allow_private: bool = False) -> str:
+    """``url`` if it is an absolute http(s) URL without credentials, control characters or a
+    literal non-global address (``targets.url_refusal``), else :class:`ConflictError`.
 
-    (Whether its host is a public address is checked at delivery time, see delivery.py.)
+    (A host name is resolved and its addresses checked at delivery time, see targets.py.)
     """
     if len(url) > 2048:
         raise ConflictError("webhook url is longer than 2048 characters")
+    refusal = url_refusal(url, allow_private=allow_private)
+    if refusal is not None:
+        raise ConflictError(refusal)
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ConflictError(f"webhook url {url!r} must be an absolute http:// or https:// URL")
@@ -70,9 +75,11 @@ def create_webhook_endpoint(
     *,
     event_types: Sequence[str] | None = None,
     description: str = "",
+    allow_private: bool = False,
 ) -> CreatedEndpoint:
-    """Register ``url`` for the team's job events (default: every event type)."""
-    validate_webhook_url(url)
+    """Register ``url`` for the team's job events (default: every event type); a literal
+    non-global address is refused unless ``allow_private`` (tests, single-host setups)."""
+    validate_webhook_url(url, allow_private=allow_private)
     if session.get(Team, team_id) is None:
         raise NotFoundError(f"teams: no row with id {team_id}")
     count = len(

@@ -1,6 +1,7 @@
 """Job events: their JSON payloads, and the deliveries (plus outbox messages) they create.
 
-When a job reaches a terminal state, :func:`record_job_event` (called by the job-state transition)
+When a job reaches a terminal state, :func:`record_job_event` (called by
+:func:`react_to_job_transition`, a listener of the job's state change)
 adds one ``webhook_deliveries`` row per subscribed endpoint of the job's team and, for each, an
 outbox message that queues its first attempt, all *in the same transaction*: an event exists
 exactly when the state change committed, and is sent after the commit (services/platform/outbox/).
@@ -12,17 +13,16 @@ import datetime as dt
 import secrets
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
 from services.metrics import catalogue
-from services.platform.leaderboard import worst_over_attackers
+from services.platform.leaderboard import job_values
 from services.platform.outbox import DELIVER_WEBHOOK, add_message
+from services.platform.phases import phases_due_for_release, withholds_events
 from services.storage.models import (
-    AGGREGATE_SEED,
     TERMINAL_STATES,
     Job,
-    Result,
     RunState,
     Submission,
     Team,
@@ -34,23 +34,13 @@ from services.storage.types import utc_now
 
 
 def _summary_of(session: Session, job_id: int) -> list[dict[str, Any]]:
-    """The seed-aggregated values of the catalogue's event metrics, per scenario and back-end
-    (a receiver can act on the verdict without a second request); an attacker zoo's job gives
-    the worst case over its attackers (as the leaderboard does)."""
-    rows = session.execute(
-        select(Result.attacker, Result.scenario, Result.backend, Result.metric, Result.value).where(
-            Result.job_id == job_id,
-            Result.seed == AGGREGATE_SEED,
-            Result.metric.in_([m.key for m in catalogue.event_metrics()]),
-        )
-    ).all()
-    by_attacker: dict[tuple[str, str], dict[str, dict[str, float | None]]] = {}
-    for attacker, scenario, backend, metric, value in rows:
-        by_attacker.setdefault((scenario, backend), {}).setdefault(attacker, {})[metric] = value
+    """The catalogue's event metrics per scenario and back-end, by the leaderboard's rule
+    (aggregated over seeds; an attacker zoo's job gives the worst case over its attackers), so a
+    receiver can act on the verdict without a second request."""
+    values = job_values(session, job_id, [m.key for m in catalogue.event_metrics()])
     return [
-        {"scenario": scenario, "backend": backend, **worst_over_attackers(by_attacker[key])}
-        for key in sorted(by_attacker)
-        for scenario, backend in [key]
+        {"scenario": scenario, "backend": backend, **values[(scenario, backend)]}
+        for scenario, backend in sorted(values)
     ]
 
 
@@ -79,6 +69,13 @@ def job_event_payload(session: Session, job: Job, event_type: str) -> dict[str, 
     return {"type": event_type, "timestamp": utc_now().isoformat(), "data": data}
 
 
+def react_to_job_transition(session: Session, job: Job, new_state: RunState) -> None:
+    """A job's state changed: a finished job's event is queued (the listener
+    ``services.platform.jobs`` registers with ``records.on_job_transition``)."""
+    if new_state in TERMINAL_STATES:
+        record_job_event(session, job, now=job.finished_at)
+
+
 def record_job_event(session: Session, job: Job, *, now: dt.datetime | None = None) -> list[int]:
     """Queue the event of a job that just reached a terminal state (same transaction).
 
@@ -87,6 +84,8 @@ def record_job_event(session: Session, job: Job, *, now: dt.datetime | None = No
     """
     if RunState(job.state) not in TERMINAL_STATES:
         return []
+    if withholds_events(session, job, now):
+        return []  # a hidden phase's job: recorded at its reveal (release_held_events)
     event_type = f"job.{job.state}"
     endpoints = [
         e
@@ -121,3 +120,32 @@ def record_job_event(session: Session, job: Job, *, now: dt.datetime | None = No
     for delivery_id in ids:
         add_message(session, topic=DELIVER_WEBHOOK, payload={"delivery_id": delivery_id})
     return ids
+
+
+def release_held_events(session: Session, *, now: dt.datetime | None = None) -> dict[int, int]:
+    """Record the events held back by hidden phases whose reveal time has come.
+
+    For each such phase (locked; :func:`services.platform.phases.phases_due_for_release`), every
+    terminal job in it gets its event now (:func:`record_job_event`), and the phase is marked
+    released, in the caller's transaction. Returns ``{phase_id: deliveries recorded}``. Called
+    from the periodic outbox relay, so a reveal goes out within one relay period.
+    """
+    now = now or utc_now()
+    released: dict[int, int] = {}
+    for phase in phases_due_for_release(session, now):
+        jobs = session.scalars(
+            select(Job)
+            .where(Job.phase_id == phase.id, Job.state.in_([s.value for s in TERMINAL_STATES]))
+            .order_by(Job.finished_at, Job.id)
+        ).all()
+        released[phase.id] = sum(len(record_job_event(session, job, now=now)) for job in jobs)
+        phase.events_released_at = now
+    session.flush()
+    return released
+
+
+def release_due_events(bind: Engine, *, now: dt.datetime | None = None) -> dict[int, int]:
+    """:func:`release_held_events` in a transaction of its own (the relay's and reaper's pass);
+    the deliveries' outbox messages go out after its commit or with the next relay pass."""
+    with Session(bind) as session, session.begin():
+        return release_held_events(session, now=now)

@@ -1,0 +1,101 @@
+"""What every page shares: the templates and their filters, rendering, the viewer, 404s."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from pathlib import Path
+from typing import Any
+
+from fastapi import Request
+from fastapi.responses import HTMLResponse
+from fastapi.templating import Jinja2Templates
+from sqlalchemy.orm import Session
+
+from api.auth import Principal
+from api.context import ApiContext
+from api.page_session import logout_csrf_token, viewer_of
+
+TEMPLATE_DIR = Path(__file__).resolve().parent.parent / "templates"
+STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
+templates = Jinja2Templates(directory=str(TEMPLATE_DIR))
+
+
+# --- formatting ----------------------------------------------------------------------------------
+
+
+def fmt_number(value: Any, digits: int = 2) -> str:
+    """A number with ``digits`` decimals; '—' for missing or NaN."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "—"
+    if isinstance(value, int | float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def fmt_datetime(value: dt.datetime | str | None, with_time: bool = True) -> str:
+    """``YYYY-MM-DD HH:MM UTC`` (or the date only)."""
+    if value is None:
+        return "—"
+    if isinstance(value, str):
+        try:
+            value = dt.datetime.fromisoformat(value)
+        except ValueError:
+            return str(value)
+    if value.tzinfo is not None:
+        value = value.astimezone(dt.UTC)
+    return value.strftime("%Y-%m-%d %H:%M UTC" if with_time else "%Y-%m-%d")
+
+
+def fmt_bytes(size: int | None) -> str:
+    """A byte count for people (B, KiB, MiB, GiB)."""
+    if size is None:
+        return "—"
+    value = float(size)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{size} B"
+
+
+templates.env.filters["num"] = fmt_number
+templates.env.filters["when"] = fmt_datetime
+templates.env.filters["bytes"] = fmt_bytes
+
+
+def page_viewer(request: Request, context: ApiContext, session: Session) -> Principal | None:
+    """The signed-in team's principal (page session cookie), or None for an anonymous visitor."""
+    return viewer_of(request, session, context.settings)
+
+
+def render(
+    request: Request,
+    name: str,
+    viewer: Principal | None,
+    status_code: int = 200,
+    **values: Any,
+) -> HTMLResponse:
+    """Template ``name`` for ``viewer``, never cached by shared caches."""
+    logout_token = (
+        logout_csrf_token(request, request.app.state.context.settings) if viewer else None
+    )
+    response = templates.TemplateResponse(
+        request,
+        name,
+        {"viewer": viewer, "logout_token": logout_token, **values},
+        status_code=status_code,
+    )
+    # Pages differ per viewer (login cookie): never shared by caches.
+    response.headers["Cache-Control"] = "private, no-store"
+    return response
+
+
+def not_found(request: Request, viewer: Principal | None, message: str) -> HTMLResponse:
+    """The 404 page with ``message``."""
+    return render(request, "error.html", viewer, 404, title="Not found", message=message)
+
+
+def bad_request(request: Request, viewer: Principal | None, message: str) -> HTMLResponse:
+    """The 422 page with ``message`` (a query parameter the page cannot use)."""
+    return render(request, "error.html", viewer, 422, title="Bad request", message=message)

@@ -1,0 +1,194 @@
+"""Two submissions of a protocol side by side: the page ``/protocols/{id}/compare?a=&b=``, its
+JSON twin ``/v1/protocols/{id}/compare?a=&b=`` and the overlaid DET plot.
+
+The rules live in ``services.platform.comparison``; these routes check who may see the two
+submissions (``services.platform.access``) and render the comparison.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Query, Request, Response
+from fastapi.responses import HTMLResponse
+from pydantic import BaseModel, Field
+from sqlalchemy.orm import Session
+
+from api.auth import Principal
+from api.deps import ContextDep, ReadReader
+from api.pages.rendering import not_found as _not_found
+from api.pages.rendering import page_viewer as _viewer
+from api.pages.rendering import render as _render
+from api.routes.common import errors, scope
+from api.schemas import DbId
+from services.errors import InvalidInputError
+from services.platform import access
+from services.platform.comparison import Comparison, compare_submissions
+from services.platform.protocols import get_protocol_by_id
+from services.plotting import render_det_overlay
+
+router = APIRouter(tags=["compare"])
+
+SubmissionA = Query(..., description="The first submission's id.", ge=1)
+SubmissionB = Query(..., description="The second submission's id.", ge=1)
+
+
+class SideOut(BaseModel):
+    submission_id: int
+    submission_name: str
+    team_slug: str
+    job_id: int = Field(description="The job that stands for it (its leaderboard job).")
+
+
+class MetricComparisonOut(BaseModel):
+    metric: str
+    label: str
+    unit: str
+    scenario: str
+    backend: str
+    a: float | None
+    b: float | None
+    difference: float | None = Field(description="b - a, in the metric's unit.")
+    better: str | None = Field(description="`a`, `b`, `equal`, or null when a value is missing.")
+    higher_is_better: bool
+    paired_interval: tuple[float, float] | None = Field(
+        None, description="95 % paired speaker-bootstrap interval of the difference."
+    )
+
+
+class ComparisonOut(BaseModel):
+    """Every catalogued metric of both submissions' leaderboard jobs, side by side."""
+
+    protocol_id: int
+    a: SideOut
+    b: SideOut
+    metrics: list[MetricComparisonOut]
+    utility: list[MetricComparisonOut]
+    det_curves: dict[str, dict[str, Any]] = Field(
+        description='"<scenario>|<backend>" -> {"a": curve, "b": curve} (pfa, pmiss, eer %).'
+    )
+    paired_interval_note: str
+
+    @classmethod
+    def of(cls, c: Comparison) -> ComparisonOut:
+        def out(m: Any) -> MetricComparisonOut:
+            return MetricComparisonOut(
+                **{k: getattr(m, k) for k in MetricComparisonOut.model_fields}
+            )
+
+        return cls(
+            protocol_id=c.protocol_id,
+            a=SideOut(**vars(c.a)),
+            b=SideOut(**vars(c.b)),
+            metrics=[out(m) for m in c.privacy],
+            utility=[out(m) for m in c.utility],
+            det_curves=c.det_curves,
+            paired_interval_note=c.paired_interval_note,
+        )
+
+
+def _compare(
+    session: Session, principal: Principal | None, protocol_id: int, a: int, b: int
+) -> Comparison:
+    protocol = get_protocol_by_id(session, protocol_id)
+    return compare_submissions(
+        session,
+        protocol=protocol,
+        a=access.visible_submission(session, principal, a),
+        b=access.visible_submission(session, principal, b),
+        viewer_team_id=principal.team_id if principal else None,
+        include_all=bool(principal and principal.is_admin),
+    )
+
+
+@router.get(
+    "/v1/protocols/{protocol_id}/compare",
+    response_model=ComparisonOut,
+    summary="Compare two submissions of a protocol",
+    responses=errors(404, 409),
+    openapi_extra=scope("read"),
+)
+def compare_json(
+    reader: ReadReader,
+    protocol_id: DbId,
+    a: int = SubmissionA,
+    b: int = SubmissionB,
+) -> ComparisonOut:
+    """409 when a submission has no succeeded job under this protocol (e.g. it belongs to
+    another protocol)."""
+    with reader.open() as (principal, session):
+        return ComparisonOut.of(_compare(session, principal, protocol_id, a, b))
+
+
+@router.get(
+    "/protocols/{protocol_id}/compare", response_class=HTMLResponse, include_in_schema=False
+)
+def compare_page(
+    context: ContextDep,
+    request: Request,
+    protocol_id: DbId,
+    a: int = SubmissionA,
+    b: int = SubmissionB,
+) -> Response:
+    """The two submissions' metrics, differences, DET curves and utility."""
+    with context.database.session_scope() as session:
+        viewer = _viewer(request, context, session)
+        try:
+            comparison = _compare(session, viewer, protocol_id, a, b)
+            protocol = get_protocol_by_id(session, protocol_id)
+        except InvalidInputError as exc:
+            if "not found" in str(exc):
+                return _not_found(request, viewer, str(exc))
+            return _render(
+                request, "error.html", viewer, 409, title="Cannot compare", message=str(exc)
+            )
+        return _render(
+            request,
+            "compare.html",
+            viewer,
+            protocol=protocol,
+            comparison=comparison,
+            det_keys=sorted(comparison.det_curves),
+        )
+
+
+@router.get("/protocols/{protocol_id}/compare/det.{fmt}", include_in_schema=False)
+def compare_det_plot(
+    context: ContextDep,
+    request: Request,
+    protocol_id: DbId,
+    fmt: str,
+    a: int = SubmissionA,
+    b: int = SubmissionB,
+    curve: str = Query(..., max_length=160, description='"<scenario>|<backend>"'),
+) -> Response:
+    """Both submissions' DET curves of one (scenario, back-end), overlaid. PNG or SVG."""
+    if fmt not in ("png", "svg"):
+        return Response("format must be png or svg", status_code=404, media_type="text/plain")
+    with context.database.session_scope() as session:
+        viewer = _viewer(request, context, session)
+        try:
+            comparison = _compare(session, viewer, protocol_id, a, b)
+        except InvalidInputError as exc:
+            return _not_found(request, viewer, str(exc))
+    curves = comparison.det_curves.get(curve)
+    if not curves:
+        return _not_found(request, viewer, f"no DET points stored for {curve!r}")
+    drawn = {}
+    for name, side in (("a", comparison.a), ("b", comparison.b)):
+        points = curves.get(name)
+        if points is None:
+            continue
+        eer = points.get("eer")
+        label = f"{name}: {side.submission_name}"[:60]
+        drawn[label] = (
+            points["pfa"],
+            points["pmiss"],
+            eer if isinstance(eer, int | float) else None,
+        )
+    body = render_det_overlay(drawn, f"DET: {curve.replace('|', ', ')}", fmt=fmt)
+    return Response(
+        body,
+        media_type="image/png" if fmt == "png" else "image/svg+xml",
+        headers={"Cache-Control": "private, no-store"},
+    )

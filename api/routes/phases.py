@@ -1,0 +1,237 @@
+"""Challenge phases of a protocol (read: everyone; change: administrators) and the
+administrators' re-run of every result of an older evaluator.
+
+The rules live in ``services.platform.phases`` and ``services.platform.evaluator``; these routes
+check the scope, call them in one transaction and render the result.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from fastapi import APIRouter, Path, Response, status
+from pydantic import BaseModel, Field
+
+from api.deps import AdminPrincipal, ContextDep, ReadReader
+from api.routes.common import errors, scope
+from api.schemas import DbId, StrictModel
+from services.pipeline.stage_versions import current_evaluator
+from services.platform import phases as phase_rules
+from services.platform.evaluator import rerun_outdated
+from services.platform.protocols import get_protocol_by_id
+from services.storage.models import Phase, PhaseVisibility
+
+router = APIRouter(prefix="/v1/protocols", tags=["phases"])
+
+PhaseName = Path(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+class PhaseIn(StrictModel):
+    """A phase of a protocol: its window, per-team limit and visibility."""
+
+    name: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    starts_at: dt.datetime = Field(description="When jobs are accepted from (with a time zone).")
+    ends_at: dt.datetime | None = Field(
+        None, description="When jobs stop being accepted (409 after it); none: open-ended."
+    )
+    submission_limit: int | None = Field(
+        None, ge=1, description="Jobs per team in this phase (failed and cancelled not counted)."
+    )
+    visibility: PhaseVisibility = Field(
+        PhaseVisibility.PUBLIC,
+        description="`public`: results shown as they finish; `hidden`: to the submitting team "
+        "and administrators only until `reveal_at`.",
+    )
+    reveal_at: dt.datetime | None = Field(
+        None, description="Hidden phases: when results are shown to everyone (in the future)."
+    )
+
+
+class PhasePatch(StrictModel):
+    """Fields of a phase to change (the others stay); `reveal_at` may be now or past (reveals
+    the results at once)."""
+
+    starts_at: dt.datetime | None = None
+    ends_at: dt.datetime | None = None
+    submission_limit: int | None = Field(None, ge=1)
+    visibility: PhaseVisibility | None = None
+    reveal_at: dt.datetime | None = None
+
+
+class PhaseOut(BaseModel):
+    """A phase as stored, with whether it accepts jobs and hides results now."""
+
+    name: str
+    position: int
+    starts_at: dt.datetime
+    ends_at: dt.datetime | None
+    submission_limit: int | None
+    visibility: PhaseVisibility
+    reveal_at: dt.datetime | None
+    open: bool = Field(description="Whether it accepts jobs now.")
+    hidden: bool = Field(description="Whether its results are hidden now.")
+
+    @classmethod
+    def of(cls, phase: Phase, now: dt.datetime) -> PhaseOut:
+        return cls(
+            name=phase.name,
+            position=phase.position,
+            starts_at=phase.starts_at,
+            ends_at=phase.ends_at,
+            submission_limit=phase.submission_limit,
+            visibility=PhaseVisibility(phase.visibility),
+            reveal_at=phase.reveal_at,
+            open=phase_rules.is_open(phase, now),
+            hidden=phase_rules.is_hidden(phase, now),
+        )
+
+
+class RerunRequest(StrictModel):
+    """Which leaderboard jobs to re-run with the current evaluator."""
+
+    include_current: bool = Field(
+        False, description="Also re-run jobs already evaluated by the current scorer."
+    )
+
+
+class RerunOut(BaseModel):
+    """The re-runs queued (uncharged): old job id -> new job id."""
+
+    current_scorer: str
+    current_evaluator: dict[str, object]
+    queued: dict[int, int]
+    already_running: list[int] = Field(
+        description="Submissions skipped: a re-run of theirs is still queued or running."
+    )
+
+
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+@router.get(
+    "/{protocol_id}/phases",
+    response_model=list[PhaseOut],
+    summary="List a protocol's phases",
+    responses=errors(404),
+    openapi_extra=scope("read"),
+)
+def list_phases(protocol_id: DbId, reader: ReadReader) -> list[PhaseOut]:
+    """The protocol's phases in order; none: jobs are accepted at any time, results public."""
+    with reader.open() as (_principal, session):
+        protocol = get_protocol_by_id(session, protocol_id)
+        now = _now()
+        return [PhaseOut.of(p, now) for p in phase_rules.list_phases(session, protocol.id)]
+
+
+@router.post(
+    "/{protocol_id}/phases",
+    response_model=PhaseOut,
+    status_code=status.HTTP_201_CREATED,
+    summary="Add a phase to a protocol",
+    responses=errors(404, 409),
+    openapi_extra=scope("admin"),
+)
+def create_phase(
+    principal: AdminPrincipal,
+    context: ContextDep,
+    protocol_id: DbId,
+    body: PhaseIn,
+    response: Response,
+) -> PhaseOut:
+    """422: window ending before it starts, hidden phase without or with a past `reveal_at`;
+    409: overlapping another phase."""
+    with context.database.session_scope() as session:
+        protocol = get_protocol_by_id(session, protocol_id)
+        phase = phase_rules.create_phase(
+            session,
+            protocol_id=protocol.id,
+            spec=phase_rules.PhaseSpec(
+                name=body.name,
+                starts_at=body.starts_at,
+                ends_at=body.ends_at,
+                submission_limit=body.submission_limit,
+                visibility=body.visibility.value,
+                reveal_at=body.reveal_at,
+            ),
+        )
+        response.headers["Location"] = f"/v1/protocols/{protocol.id}/phases/{phase.name}"
+        return PhaseOut.of(phase, _now())
+
+
+@router.patch(
+    "/{protocol_id}/phases/{name}",
+    response_model=PhaseOut,
+    summary="Change a phase",
+    responses=errors(404, 409),
+    openapi_extra=scope("admin"),
+)
+def update_phase(
+    principal: AdminPrincipal,
+    context: ContextDep,
+    protocol_id: DbId,
+    body: PhasePatch,
+    name: str = PhaseName,
+) -> PhaseOut:
+    """Moving `reveal_at` to now reveals a hidden phase's results at once (pages, JSON, CSV;
+    webhook events within one outbox relay period)."""
+    changes = body.model_dump(exclude_unset=True)
+    if "visibility" in changes and changes["visibility"] is not None:
+        changes["visibility"] = PhaseVisibility(changes["visibility"]).value
+    with context.database.session_scope() as session:
+        phase = phase_rules.get_phase(session, protocol_id, name)
+        phase_rules.update_phase(session, phase=phase, changes=changes)
+        return PhaseOut.of(phase, _now())
+
+
+@router.delete(
+    "/{protocol_id}/phases/{name}",
+    status_code=status.HTTP_204_NO_CONTENT,
+    summary="Delete a phase without jobs",
+    responses=errors(404, 409),
+    openapi_extra=scope("admin"),
+)
+def delete_phase(
+    principal: AdminPrincipal,
+    context: ContextDep,
+    protocol_id: DbId,
+    name: str = PhaseName,
+) -> Response:
+    """409 when jobs were created in it (end it instead)."""
+    with context.database.session_scope() as session:
+        phase_rules.delete_phase(session, phase=phase_rules.get_phase(session, protocol_id, name))
+    return Response(status_code=status.HTTP_204_NO_CONTENT)
+
+
+@router.post(
+    "/{protocol_id}/rerun-outdated",
+    response_model=RerunOut,
+    tags=["admin"],
+    summary="Re-run results of an older evaluator with the current one",
+    responses=errors(404),
+    openapi_extra=scope("admin"),
+)
+def rerun_outdated_results(
+    principal: AdminPrincipal,
+    context: ContextDep,
+    protocol_id: DbId,
+    body: RerunRequest | None = None,
+) -> RerunOut:
+    """Queues one uncharged re-run per submission whose leaderboard job was scored by another
+    scorer (stage versions) than the current one: unchanged stages are reused, no quota or phase
+    limit is charged, and the old row stays on the leaderboard until its re-run succeeds."""
+    include_current = body.include_current if body is not None else False
+    with context.database.session_scope() as session:
+        protocol = get_protocol_by_id(session, protocol_id)
+        plan = rerun_outdated(
+            session,
+            protocol_id=protocol.id,
+            created_by_user_id=principal.user_id,
+            include_current=include_current,
+        )
+    return RerunOut(
+        current_scorer=plan.current_scorer,
+        current_evaluator=current_evaluator(),
+        queued=plan.queued,
+        already_running=plan.already_running,
+    )

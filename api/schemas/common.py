@@ -1,0 +1,146 @@
+"""Field types and rules every aggregate's schemas share (one rule per kind of value)."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from annotated_types import Ge, Le
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema
+
+from services.anonymizers.registry import BUILTIN_NAMES
+from services.identifiers import IDENTIFIER_PATTERN, normalize_identifier
+from services.json_values import JSON_TEXT_PATTERN
+
+Visibility = Literal["public", "private"]
+JobState = Literal["queued", "running", "succeeded", "failed", "cancelled"]
+# API-level submission status: an archive whose upload finished but which the workers have not
+# validated yet is "validating" (stored as "pending").
+SubmissionApiStatus = Literal["validating", "accepted", "rejected"]
+Scope = Literal["submit", "read", "admin"]
+
+# name[:tag]@sha256:<64 hex>: a tag alone can be re-pointed to other code, a digest cannot.
+PINNED_IMAGE_RE = re.compile(
+    r"^(?P<name>[a-z0-9]+(?:[._-][a-z0-9]+)*(?::[0-9]+)?(?:/[a-z0-9]+(?:[._-][a-z0-9]+)*)*)"
+    r"(?::(?P<tag>[A-Za-z0-9_][A-Za-z0-9._-]{0,127}))?"
+    r"@(?P<digest>sha256:[0-9a-f]{64})$"
+)
+# The same rule for the OpenAPI document (no named groups: portable regex syntax).
+PINNED_IMAGE_PATTERN = re.sub(r"\(\?P<\w+>", "(?:", PINNED_IMAGE_RE.pattern)
+SHA256_HEX_RE = re.compile(r"^[0-9a-f]{64}$")
+SHA256_HEX_PATTERN = SHA256_HEX_RE.pattern
+
+# --- shared field types: one rule per kind of value ------------------------------------------
+
+# Ids are PostgreSQL INTEGER columns: a larger path, query or body id is a 422, not a 500.
+DB_ID_MAX = 2**31 - 1
+DbId = Annotated[int, Ge(1), Le(DB_ID_MAX)]
+# Page cursors are the last id of the previous page, as a decimal string.
+# Exactly the decimal strings of 0 .. 2147483647 (leading zeros allowed, at most 10 digits).
+CURSOR_PATTERN = (
+    r"^(?:[0-9]{1,9}|0[0-9]{9}|1[0-9]{9}|20[0-9]{8}|21[0-3][0-9]{7}|214[0-6][0-9]{6}"
+    r"|2147[0-3][0-9]{5}|21474[0-7][0-9]{4}|214748[0-2][0-9]{3}|2147483[0-5][0-9]{2}"
+    r"|21474836[0-3][0-9]|214748364[0-7])$"
+)
+
+# PostgreSQL text and jsonb cannot store NUL (U+0000); refusing it here names the field.
+NO_NUL_PATTERN = r"^[^\x00]*$"
+NUL_MESSAGE = "must not contain the NUL character (U+0000)"
+
+
+def _no_nul(value: str) -> str:
+    if "\x00" in value:
+        raise ValueError(NUL_MESSAGE)
+    return value
+
+
+def _cursor_in_range(value: str) -> str:
+    if int(value) > DB_ID_MAX:
+        raise ValueError(f"cursor must be at most {DB_ID_MAX} (a `next_cursor` value)")
+    return value
+
+
+def _json_without_nul(value: Any, path: str = "") -> None:
+    if isinstance(value, str):
+        if "\x00" in value:
+            raise ValueError(f"{path or 'value'}: {NUL_MESSAGE}")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _json_without_nul(key, f"{path}.{key}".lstrip(".") if "\x00" not in key else path)
+            _json_without_nul(item, f"{path}.{key}".lstrip("."))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _json_without_nul(item, f"{path}[{index}]")
+
+
+def _object_without_nul(value: dict[str, Any]) -> dict[str, Any]:
+    _json_without_nul(value)
+    return value
+
+
+def _text_field(max_length: int, min_length: int = 0) -> Any:
+    return Field(
+        min_length=min_length,
+        max_length=max_length,
+        json_schema_extra={"pattern": NO_NUL_PATTERN},
+    )
+
+
+def _name_field(max_length: int, min_length: int = 0) -> Any:
+    return Field(
+        min_length=min_length,
+        max_length=max_length,
+        json_schema_extra={"pattern": IDENTIFIER_PATTERN},
+    )
+
+
+def Text(max_length: int, *, min_length: int = 0) -> Any:
+    """Free text stored or filtered on: at most ``max_length`` characters, no NUL."""
+    # The pattern is documented; the validator enforces it, with a message naming the NUL.
+    return Annotated[str, _text_field(max_length, min_length), AfterValidator(_no_nul)]
+
+
+# A page cursor (the `next_cursor` of the previous page).
+Cursor = Annotated[
+    str,
+    # Enforced as 1-10 digits plus the range check (its message names the bound); documented as
+    # the exact pattern of 0 .. 2147483647.
+    Field(
+        pattern=r"^[0-9]{1,10}$",
+        json_schema_extra={"pattern": CURSOR_PATTERN},
+        description="`next_cursor`.",
+    ),
+    AfterValidator(_cursor_in_range),
+]
+# A JSON object stored in a jsonb column: no NUL in any key or string; every value within what
+# storage holds (services.json_values, enforced for every body by api/request_body.py). The
+# document names the rule through the JsonValue component (added by api/app.py).
+JsonObject = Annotated[
+    dict[str, Any],
+    AfterValidator(_object_without_nul),
+    WithJsonSchema(
+        {
+            "type": "object",
+            "propertyNames": {"pattern": JSON_TEXT_PATTERN},
+            "additionalProperties": {"$ref": "#/components/schemas/JsonValue"},
+        }
+    ),
+]
+# Spelled out (not ``Text(...)``) so that type checkers see them as type aliases.
+# Names and labels: NFKC, without control, bidi or invisible characters (services.identifiers).
+NameText = Annotated[
+    str, _name_field(200, 1), AfterValidator(_no_nul), AfterValidator(normalize_identifier)
+]
+ShortText = Annotated[
+    str, _name_field(200), AfterValidator(_no_nul), AfterValidator(normalize_identifier)
+]
+LabelText = Annotated[
+    str, _name_field(64), AfterValidator(_no_nul), AfterValidator(normalize_identifier)
+]
+BuiltinName = Literal[BUILTIN_NAMES]  # type: ignore[valid-type]
+
+
+class StrictModel(BaseModel):
+    """Request bodies refuse unknown fields (a typo is an error, not a silent default)."""
+
+    model_config = ConfigDict(extra="forbid")

@@ -1,0 +1,234 @@
+from http import HTTPStatus
+from typing import Any, cast
+from urllib.parse import quote
+
+import httpx
+
+from ... import errors
+from ...client import AuthenticatedClient, Client
+from ...models.job_out import JobOut
+from ...models.problem import Problem
+from ...types import UNSET, Response, Unset
+
+
+def _get_kwargs(
+    job_id: int,
+    *,
+    idempotency_key: None | str | Unset = UNSET,
+) -> dict[str, Any]:
+    headers: dict[str, Any] = {}
+    if not isinstance(idempotency_key, Unset):
+        headers["Idempotency-Key"] = idempotency_key
+
+    _kwargs: dict[str, Any] = {
+        "method": "post",
+        "url": "/v1/jobs/{job_id}/rerun".format(
+            job_id=quote(str(job_id), safe=""),
+        ),
+    }
+
+    _kwargs["headers"] = headers
+    return _kwargs
+
+
+def _parse_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Any | JobOut | Problem | None:
+    if response.status_code == 200:
+        response_200 = cast(Any, None)
+        return response_200
+
+    if response.status_code == 201:
+        response_201 = JobOut.from_dict(response.json())
+
+        return response_201
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+        return response_403
+
+    if response.status_code == 404:
+        response_404 = Problem.from_dict(response.json())
+
+        return response_404
+
+    if response.status_code == 409:
+        response_409 = Problem.from_dict(response.json())
+
+        return response_409
+
+    if response.status_code == 422:
+        response_422 = Problem.from_dict(response.json())
+
+        return response_422
+
+    if response.status_code == 429:
+        response_429 = Problem.from_dict(response.json())
+
+        return response_429
+
+    if response.status_code == 500:
+        response_500 = Problem.from_dict(response.json())
+
+        return response_500
+
+    if response.status_code == 503:
+        response_503 = Problem.from_dict(response.json())
+
+        return response_503
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Response[Any | JobOut | Problem]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    job_id: int,
+    *,
+    client: AuthenticatedClient,
+    idempotency_key: None | str | Unset = UNSET,
+) -> Response[Any | JobOut | Problem]:
+    """Re-run a job: a new job with the same submission, protocol and config
+
+     The new job copies the original's stored config exactly; quotas apply.
+
+    Args:
+        job_id (int):
+        idempotency_key (None | str | Unset): Makes the request safe to retry: the same key with
+            the same body returns the job created first (200); the same key with another body is a
+            409. Keys are per team, 1-255 characters.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Any | JobOut | Problem]
+    """
+
+    kwargs = _get_kwargs(
+        job_id=job_id,
+        idempotency_key=idempotency_key,
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+
+def sync(
+    job_id: int,
+    *,
+    client: AuthenticatedClient,
+    idempotency_key: None | str | Unset = UNSET,
+) -> Any | JobOut | Problem | None:
+    """Re-run a job: a new job with the same submission, protocol and config
+
+     The new job copies the original's stored config exactly; quotas apply.
+
+    Args:
+        job_id (int):
+        idempotency_key (None | str | Unset): Makes the request safe to retry: the same key with
+            the same body returns the job created first (200); the same key with another body is a
+            409. Keys are per team, 1-255 characters.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Any | JobOut | Problem
+    """
+
+    return sync_detailed(
+        job_id=job_id,
+        client=client,
+        idempotency_key=idempotency_key,
+    ).parsed
+
+
+async def asyncio_detailed(
+    job_id: int,
+    *,
+    client: AuthenticatedClient,
+    idempotency_key: None | str | Unset = UNSET,
+) -> Response[Any | JobOut | Problem]:
+    """Re-run a job: a new job with the same submission, protocol and config
+
+     The new job copies the original's stored config exactly; quotas apply.
+
+    Args:
+        job_id (int):
+        idempotency_key (None | str | Unset): Makes the request safe to retry: the same key with
+            the same body returns the job created first (200); the same key with another body is a
+            409. Keys are per team, 1-255 characters.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Any | JobOut | Problem]
+    """
+
+    kwargs = _get_kwargs(
+        job_id=job_id,
+        idempotency_key=idempotency_key,
+    )
+
+    response = await client.get_async_httpx_client().request(**kwargs)
+
+    return _build_response(client=client, response=response)
+
+
+async def asyncio(
+    job_id: int,
+    *,
+    client: AuthenticatedClient,
+    idempotency_key: None | str | Unset = UNSET,
+) -> Any | JobOut | Problem | None:
+    """Re-run a job: a new job with the same submission, protocol and config
+
+     The new job copies the original's stored config exactly; quotas apply.
+
+    Args:
+        job_id (int):
+        idempotency_key (None | str | Unset): Makes the request safe to retry: the same key with
+            the same body returns the job created first (200); the same key with another body is a
+            409. Keys are per team, 1-255 characters.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Any | JobOut | Problem
+    """
+
+    return (
+        await asyncio_detailed(
+            job_id=job_id,
+            client=client,
+            idempotency_key=idempotency_key,
+        )
+    ).parsed

@@ -1,0 +1,236 @@
+from http import HTTPStatus
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from ... import errors
+from ...client import AuthenticatedClient, Client
+from ...models.problem import Problem
+from ...models.rerun_out import RerunOut
+from ...models.rerun_request import RerunRequest
+from ...types import UNSET, Response, Unset
+
+
+def _get_kwargs(
+    protocol_id: int,
+    *,
+    body: None | RerunRequest | Unset = UNSET,
+) -> dict[str, Any]:
+    headers: dict[str, Any] = {}
+
+    _kwargs: dict[str, Any] = {
+        "method": "post",
+        "url": "/v1/protocols/{protocol_id}/rerun-outdated".format(
+            protocol_id=quote(str(protocol_id), safe=""),
+        ),
+    }
+
+    if isinstance(body, RerunRequest):
+        _kwargs["json"] = body.to_dict()
+    else:
+        _kwargs["json"] = body
+
+    headers["Content-Type"] = "application/json"
+
+    _kwargs["headers"] = headers
+    return _kwargs
+
+
+def _parse_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Problem | RerunOut | None:
+    if response.status_code == 200:
+        response_200 = RerunOut.from_dict(response.json())
+
+        return response_200
+
+    if response.status_code == 400:
+        response_400 = Problem.from_dict(response.json())
+
+        return response_400
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+        return response_403
+
+    if response.status_code == 404:
+        response_404 = Problem.from_dict(response.json())
+
+        return response_404
+
+    if response.status_code == 413:
+        response_413 = Problem.from_dict(response.json())
+
+        return response_413
+
+    if response.status_code == 422:
+        response_422 = Problem.from_dict(response.json())
+
+        return response_422
+
+    if response.status_code == 429:
+        response_429 = Problem.from_dict(response.json())
+
+        return response_429
+
+    if response.status_code == 500:
+        response_500 = Problem.from_dict(response.json())
+
+        return response_500
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Response[Problem | RerunOut]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    protocol_id: int,
+    *,
+    client: AuthenticatedClient,
+    body: None | RerunRequest | Unset = UNSET,
+) -> Response[Problem | RerunOut]:
+    """Re-run results of an older evaluator with the current one
+
+     Queues one uncharged re-run per submission whose leaderboard job was scored by another
+    scorer (stage versions) than the current one: unchanged stages are reused, no quota or phase
+    limit is charged, and the old row stays on the leaderboard until its re-run succeeds.
+
+    Args:
+        protocol_id (int):
+        body (None | RerunRequest | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Problem | RerunOut]
+    """
+
+    kwargs = _get_kwargs(
+        protocol_id=protocol_id,
+        body=body,
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+
+def sync(
+    protocol_id: int,
+    *,
+    client: AuthenticatedClient,
+    body: None | RerunRequest | Unset = UNSET,
+) -> Problem | RerunOut | None:
+    """Re-run results of an older evaluator with the current one
+
+     Queues one uncharged re-run per submission whose leaderboard job was scored by another
+    scorer (stage versions) than the current one: unchanged stages are reused, no quota or phase
+    limit is charged, and the old row stays on the leaderboard until its re-run succeeds.
+
+    Args:
+        protocol_id (int):
+        body (None | RerunRequest | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Problem | RerunOut
+    """
+
+    return sync_detailed(
+        protocol_id=protocol_id,
+        client=client,
+        body=body,
+    ).parsed
+
+
+async def asyncio_detailed(
+    protocol_id: int,
+    *,
+    client: AuthenticatedClient,
+    body: None | RerunRequest | Unset = UNSET,
+) -> Response[Problem | RerunOut]:
+    """Re-run results of an older evaluator with the current one
+
+     Queues one uncharged re-run per submission whose leaderboard job was scored by another
+    scorer (stage versions) than the current one: unchanged stages are reused, no quota or phase
+    limit is charged, and the old row stays on the leaderboard until its re-run succeeds.
+
+    Args:
+        protocol_id (int):
+        body (None | RerunRequest | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Problem | RerunOut]
+    """
+
+    kwargs = _get_kwargs(
+        protocol_id=protocol_id,
+        body=body,
+    )
+
+    response = await client.get_async_httpx_client().request(**kwargs)
+
+    return _build_response(client=client, response=response)
+
+
+async def asyncio(
+    protocol_id: int,
+    *,
+    client: AuthenticatedClient,
+    body: None | RerunRequest | Unset = UNSET,
+) -> Problem | RerunOut | None:
+    """Re-run results of an older evaluator with the current one
+
+     Queues one uncharged re-run per submission whose leaderboard job was scored by another
+    scorer (stage versions) than the current one: unchanged stages are reused, no quota or phase
+    limit is charged, and the old row stays on the leaderboard until its re-run succeeds.
+
+    Args:
+        protocol_id (int):
+        body (None | RerunRequest | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Problem | RerunOut
+    """
+
+    return (
+        await asyncio_detailed(
+            protocol_id=protocol_id,
+            client=client,
+            body=body,
+        )
+    ).parsed

@@ -1,0 +1,194 @@
+from http import HTTPStatus
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from ... import errors
+from ...client import AuthenticatedClient, Client
+from ...models.problem import Problem
+from ...models.protocol_out import ProtocolOut
+from ...types import Response
+
+
+def _get_kwargs(
+    protocol_id: int,
+) -> dict[str, Any]:
+
+    _kwargs: dict[str, Any] = {
+        "method": "get",
+        "url": "/v1/protocols/{protocol_id}".format(
+            protocol_id=quote(str(protocol_id), safe=""),
+        ),
+    }
+
+    return _kwargs
+
+
+def _parse_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Problem | ProtocolOut | None:
+    if response.status_code == 200:
+        response_200 = ProtocolOut.from_dict(response.json())
+
+        return response_200
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+        return response_403
+
+    if response.status_code == 404:
+        response_404 = Problem.from_dict(response.json())
+
+        return response_404
+
+    if response.status_code == 422:
+        response_422 = Problem.from_dict(response.json())
+
+        return response_422
+
+    if response.status_code == 429:
+        response_429 = Problem.from_dict(response.json())
+
+        return response_429
+
+    if response.status_code == 500:
+        response_500 = Problem.from_dict(response.json())
+
+        return response_500
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Response[Problem | ProtocolOut]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    protocol_id: int,
+    *,
+    client: AuthenticatedClient,
+) -> Response[Problem | ProtocolOut]:
+    """Get a protocol
+
+     One protocol version: its config and leaderboard defaults.
+
+    Args:
+        protocol_id (int):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Problem | ProtocolOut]
+    """
+
+    kwargs = _get_kwargs(
+        protocol_id=protocol_id,
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+
+def sync(
+    protocol_id: int,
+    *,
+    client: AuthenticatedClient,
+) -> Problem | ProtocolOut | None:
+    """Get a protocol
+
+     One protocol version: its config and leaderboard defaults.
+
+    Args:
+        protocol_id (int):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Problem | ProtocolOut
+    """
+
+    return sync_detailed(
+        protocol_id=protocol_id,
+        client=client,
+    ).parsed
+
+
+async def asyncio_detailed(
+    protocol_id: int,
+    *,
+    client: AuthenticatedClient,
+) -> Response[Problem | ProtocolOut]:
+    """Get a protocol
+
+     One protocol version: its config and leaderboard defaults.
+
+    Args:
+        protocol_id (int):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Problem | ProtocolOut]
+    """
+
+    kwargs = _get_kwargs(
+        protocol_id=protocol_id,
+    )
+
+    response = await client.get_async_httpx_client().request(**kwargs)
+
+    return _build_response(client=client, response=response)
+
+
+async def asyncio(
+    protocol_id: int,
+    *,
+    client: AuthenticatedClient,
+) -> Problem | ProtocolOut | None:
+    """Get a protocol
+
+     One protocol version: its config and leaderboard defaults.
+
+    Args:
+        protocol_id (int):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Problem | ProtocolOut
+    """
+
+    return (
+        await asyncio_detailed(
+            protocol_id=protocol_id,
+            client=client,
+        )
+    ).parsed

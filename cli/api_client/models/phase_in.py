@@ -1,0 +1,152 @@
+from __future__ import annotations
+
+import datetime
+from collections.abc import Mapping
+from typing import Any, Self, TypeVar, cast
+
+from attrs import define as _attrs_define
+
+from ..models.phase_visibility import PhaseVisibility
+from ..types import UNSET, Unset
+
+T = TypeVar("T", bound="PhaseIn")
+
+
+@_attrs_define
+class PhaseIn:
+    """A phase of a protocol: its window, per-team limit and visibility.
+
+    Attributes:
+        name (str):
+        starts_at (datetime.datetime): When jobs are accepted from (with a time zone).
+        ends_at (datetime.datetime | None | Unset): When jobs stop being accepted (409 after it); none: open-ended.
+        reveal_at (datetime.datetime | None | Unset): Hidden phases: when results are shown to everyone (in the future).
+        submission_limit (int | None | Unset): Jobs per team in this phase (failed and cancelled not counted).
+        visibility (PhaseVisibility | Unset): When a phase's results are shown to everyone
+            (``services/platform/phases/``).
+    """
+
+    name: str
+    starts_at: datetime.datetime
+    ends_at: datetime.datetime | Unset | None = UNSET
+    reveal_at: datetime.datetime | Unset | None = UNSET
+    submission_limit: int | Unset | None = UNSET
+    visibility: PhaseVisibility | Unset = UNSET
+
+    def to_dict(self) -> dict[str, Any]:
+        name = self.name
+
+        starts_at = self.starts_at.isoformat()
+
+        ends_at: str | Unset | None
+        if isinstance(self.ends_at, Unset):
+            ends_at = UNSET
+        elif isinstance(self.ends_at, datetime.datetime):
+            ends_at = self.ends_at.isoformat()
+        else:
+            ends_at = self.ends_at
+
+        reveal_at: str | Unset | None
+        if isinstance(self.reveal_at, Unset):
+            reveal_at = UNSET
+        elif isinstance(self.reveal_at, datetime.datetime):
+            reveal_at = self.reveal_at.isoformat()
+        else:
+            reveal_at = self.reveal_at
+
+        submission_limit: int | Unset | None
+        if isinstance(self.submission_limit, Unset):
+            submission_limit = UNSET
+        else:
+            submission_limit = self.submission_limit
+
+        visibility: str | Unset = UNSET
+        if not isinstance(self.visibility, Unset):
+            visibility = self.visibility.value
+
+        field_dict: dict[str, Any] = {}
+
+        field_dict.update(
+            {
+                "name": name,
+                "starts_at": starts_at,
+            }
+        )
+        if ends_at is not UNSET:
+            field_dict["ends_at"] = ends_at
+        if reveal_at is not UNSET:
+            field_dict["reveal_at"] = reveal_at
+        if submission_limit is not UNSET:
+            field_dict["submission_limit"] = submission_limit
+        if visibility is not UNSET:
+            field_dict["visibility"] = visibility
+
+        return field_dict
+
+    @classmethod
+    def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        d = dict(src_dict)
+        name = d.pop("name")
+
+        starts_at = datetime.datetime.fromisoformat(d.pop("starts_at"))
+
+        def _parse_ends_at(data: object) -> datetime.datetime | Unset | None:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                ends_at_type_0 = datetime.datetime.fromisoformat(data)
+
+                return ends_at_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(datetime.datetime | None | Unset, data)
+
+        ends_at = _parse_ends_at(d.pop("ends_at", UNSET))
+
+        def _parse_reveal_at(data: object) -> datetime.datetime | Unset | None:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                reveal_at_type_0 = datetime.datetime.fromisoformat(data)
+
+                return reveal_at_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(datetime.datetime | None | Unset, data)
+
+        reveal_at = _parse_reveal_at(d.pop("reveal_at", UNSET))
+
+        def _parse_submission_limit(data: object) -> int | Unset | None:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        submission_limit = _parse_submission_limit(d.pop("submission_limit", UNSET))
+
+        _visibility = d.pop("visibility", UNSET)
+        visibility: PhaseVisibility | Unset
+        if isinstance(_visibility, Unset):
+            visibility = UNSET
+        else:
+            visibility = PhaseVisibility(_visibility)
+
+        phase_in = cls(
+            name=name,
+            starts_at=starts_at,
+            ends_at=ends_at,
+            reveal_at=reveal_at,
+            submission_limit=submission_limit,
+            visibility=visibility,
+        )
+
+        return phase_in

@@ -1,0 +1,178 @@
+from __future__ import annotations
+
+import datetime
+from collections.abc import Mapping
+from typing import Any, Self, TypeVar, cast
+
+from attrs import define as _attrs_define
+
+from ..models.phase_visibility import PhaseVisibility
+from ..types import UNSET, Unset
+
+T = TypeVar("T", bound="PhasePatch")
+
+
+@_attrs_define
+class PhasePatch:
+    """Fields of a phase to change (the others stay); `reveal_at` may be now or past (reveals
+    the results at once).
+
+        Attributes:
+            ends_at (datetime.datetime | None | Unset):
+            reveal_at (datetime.datetime | None | Unset):
+            starts_at (datetime.datetime | None | Unset):
+            submission_limit (int | None | Unset):
+            visibility (None | PhaseVisibility | Unset):
+    """
+
+    ends_at: datetime.datetime | Unset | None = UNSET
+    reveal_at: datetime.datetime | Unset | None = UNSET
+    starts_at: datetime.datetime | Unset | None = UNSET
+    submission_limit: int | Unset | None = UNSET
+    visibility: PhaseVisibility | Unset | None = UNSET
+
+    def to_dict(self) -> dict[str, Any]:
+        ends_at: str | Unset | None
+        if isinstance(self.ends_at, Unset):
+            ends_at = UNSET
+        elif isinstance(self.ends_at, datetime.datetime):
+            ends_at = self.ends_at.isoformat()
+        else:
+            ends_at = self.ends_at
+
+        reveal_at: str | Unset | None
+        if isinstance(self.reveal_at, Unset):
+            reveal_at = UNSET
+        elif isinstance(self.reveal_at, datetime.datetime):
+            reveal_at = self.reveal_at.isoformat()
+        else:
+            reveal_at = self.reveal_at
+
+        starts_at: str | Unset | None
+        if isinstance(self.starts_at, Unset):
+            starts_at = UNSET
+        elif isinstance(self.starts_at, datetime.datetime):
+            starts_at = self.starts_at.isoformat()
+        else:
+            starts_at = self.starts_at
+
+        submission_limit: int | Unset | None
+        if isinstance(self.submission_limit, Unset):
+            submission_limit = UNSET
+        else:
+            submission_limit = self.submission_limit
+
+        visibility: str | Unset | None
+        if isinstance(self.visibility, Unset):
+            visibility = UNSET
+        elif isinstance(self.visibility, PhaseVisibility):
+            visibility = self.visibility.value
+        else:
+            visibility = self.visibility
+
+        field_dict: dict[str, Any] = {}
+
+        field_dict.update({})
+        if ends_at is not UNSET:
+            field_dict["ends_at"] = ends_at
+        if reveal_at is not UNSET:
+            field_dict["reveal_at"] = reveal_at
+        if starts_at is not UNSET:
+            field_dict["starts_at"] = starts_at
+        if submission_limit is not UNSET:
+            field_dict["submission_limit"] = submission_limit
+        if visibility is not UNSET:
+            field_dict["visibility"] = visibility
+
+        return field_dict
+
+    @classmethod
+    def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        d = dict(src_dict)
+
+        def _parse_ends_at(data: object) -> datetime.datetime | Unset | None:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                ends_at_type_0 = datetime.datetime.fromisoformat(data)
+
+                return ends_at_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(datetime.datetime | None | Unset, data)
+
+        ends_at = _parse_ends_at(d.pop("ends_at", UNSET))
+
+        def _parse_reveal_at(data: object) -> datetime.datetime | Unset | None:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                reveal_at_type_0 = datetime.datetime.fromisoformat(data)
+
+                return reveal_at_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(datetime.datetime | None | Unset, data)
+
+        reveal_at = _parse_reveal_at(d.pop("reveal_at", UNSET))
+
+        def _parse_starts_at(data: object) -> datetime.datetime | Unset | None:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                starts_at_type_0 = datetime.datetime.fromisoformat(data)
+
+                return starts_at_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(datetime.datetime | None | Unset, data)
+
+        starts_at = _parse_starts_at(d.pop("starts_at", UNSET))
+
+        def _parse_submission_limit(data: object) -> int | Unset | None:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        submission_limit = _parse_submission_limit(d.pop("submission_limit", UNSET))
+
+        def _parse_visibility(data: object) -> PhaseVisibility | Unset | None:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                visibility_type_0 = PhaseVisibility(data)
+
+                return visibility_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | PhaseVisibility | Unset, data)
+
+        visibility = _parse_visibility(d.pop("visibility", UNSET))
+
+        phase_patch = cls(
+            ends_at=ends_at,
+            reveal_at=reveal_at,
+            starts_at=starts_at,
+            submission_limit=submission_limit,
+            visibility=visibility,
+        )
+
+        return phase_patch

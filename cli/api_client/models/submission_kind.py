@@ -1,0 +1,10 @@
+from enum import StrEnum
+
+
+class SubmissionKind(StrEnum):
+    ARCHIVE = "archive"
+    BUILTIN = "builtin"
+    CONTAINER = "container"
+
+    def __str__(self) -> str:
+        return str(self.value)

@@ -1,0 +1,78 @@
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Self, TypeVar
+
+from attrs import define as _attrs_define
+from attrs import field as _attrs_field
+
+T = TypeVar("T", bound="WorstCaseMetricOut")
+
+
+@_attrs_define
+class WorstCaseMetricOut:
+    """A metric's worst value for the maker over a zoo's attackers, and who achieved it.
+
+    Attributes:
+        attacker (str):
+        backend (str):
+        value (float):
+    """
+
+    attacker: str
+    backend: str
+    value: float
+    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        attacker = self.attacker
+
+        backend = self.backend
+
+        value = self.value
+
+        field_dict: dict[str, Any] = {}
+        field_dict.update(self.additional_properties)
+        field_dict.update(
+            {
+                "attacker": attacker,
+                "backend": backend,
+                "value": value,
+            }
+        )
+
+        return field_dict
+
+    @classmethod
+    def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        d = dict(src_dict)
+        attacker = d.pop("attacker")
+
+        backend = d.pop("backend")
+
+        value = d.pop("value")
+
+        worst_case_metric_out = cls(
+            attacker=attacker,
+            backend=backend,
+            value=value,
+        )
+
+        worst_case_metric_out.additional_properties = d
+        return worst_case_metric_out
+
+    @property
+    def additional_keys(self) -> list[str]:
+        return list(self.additional_properties.keys())
+
+    def __getitem__(self, key: str) -> Any:
+        return self.additional_properties[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.additional_properties[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self.additional_properties[key]
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.additional_properties

@@ -1,0 +1,110 @@
+"""A README badge of a submission: its worst-case EER against the semi-informed attacker, the
+report's trust mark, a colour from the EER's thresholds (shields-style SVG by ``anybadge``,
+system fonts only: the SVG makes no request of its own).
+
+Which job stands for the submission is the leaderboard's rule (its latest succeeded job under
+the protocol whose results are public now: a hidden phase's job is left out until the reveal).
+The EER is the worst case for the maker over the job's back-ends and attackers (lowest EER):
+the summary already holds each (scenario, back-end)'s worst over attackers.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import anybadge
+from sqlalchemy import and_, select
+from sqlalchemy.orm import Session
+
+from services.metrics import catalogue
+from services.pipeline.zoo import HEADLINE_SCENARIOS
+from services.platform.leaderboard import latest_succeeded_jobs, summary_key
+from services.storage.errors import ConflictError
+from services.storage.models import JobSummary, Protocol, Submission
+
+BADGE_SCENARIO = HEADLINE_SCENARIOS[0]
+"""The attacker the badge reports: the semi-informed one (knows the anonymizer, retrains on
+its output), the strongest standard scenario."""
+
+EER_COLOURS: tuple[tuple[float, str], ...] = (
+    (10.0, "red"),
+    (25.0, "orange"),
+    (40.0, "yellow"),
+    (math.inf, "green"),
+)
+"""EER (%) upper bounds (exclusive) and their colour: below 10 % an attacker links most speakers;
+40 % and above is close to chance (50 %)."""
+
+TRUST_MARKS = {True: "✓", False: "⚠", None: "?"}
+"""The leaderboard's trust marks: checks passed, failed, not checked."""
+
+
+class NoSucceededJobError(ConflictError):
+    """The submission has no succeeded (and public) job under the protocol yet (409)."""
+
+
+@dataclass(frozen=True)
+class BadgeData:
+    """What a badge shows. ``eer_percent`` None: the job has no semi-informed EER."""
+
+    submission_id: int
+    job_id: int
+    eer_percent: float | None
+    trustworthy: bool | None
+    colour: str
+
+
+def eer_colour(eer_percent: float | None) -> str:
+    """The badge colour of an EER (%) (grey when missing)."""
+    if eer_percent is None:
+        return "lightgrey"
+    return next(colour for bound, colour in EER_COLOURS if eer_percent < bound)
+
+
+def badge_data(session: Session, *, protocol: Protocol, submission: Submission) -> BadgeData:
+    """The badge of a (visible) submission under ``protocol``; :class:`NoSucceededJobError`
+    when it has no public succeeded job there."""
+    latest = latest_succeeded_jobs(protocol.id)
+    row = session.execute(
+        select(latest.c.job_id, JobSummary.metric_values, JobSummary.trustworthy)
+        .select_from(latest)
+        .outerjoin(JobSummary, JobSummary.job_id == latest.c.job_id)
+        .where(and_(latest.c.submission_id == submission.id, latest.c.recency == 1))
+    ).first()
+    if row is None:
+        raise NoSucceededJobError(
+            f"submission {submission.id} has no succeeded job under protocol {protocol.id} "
+            f"({protocol.name} v{protocol.version}) yet; the badge shows one once it succeeds"
+        )
+    backends = {key.split("|")[1] for key in row.metric_values or {} if key.count("|") == 2}
+    candidates = [summary_key(BADGE_SCENARIO, b, catalogue.EER.key) for b in sorted(backends)]
+    values = [v for k in candidates if (v := (row.metric_values or {}).get(k)) is not None]
+    eer = min(values) if values else None
+    return BadgeData(
+        submission_id=submission.id,
+        job_id=row.job_id,
+        eer_percent=eer,
+        trustworthy=row.trustworthy,
+        colour=eer_colour(eer),
+    )
+
+
+def badge_svg(data: BadgeData) -> str:
+    """The badge as SVG text: ``unmask EER (semi-informed) | 37.9 % ✓``."""
+    digits = catalogue.EER.digits
+    value = "n/a" if data.eer_percent is None else f"{data.eer_percent:.{digits}f} %"
+    badge = anybadge.Badge(
+        label=f"unmask EER ({BADGE_SCENARIO})",
+        value=f"{value} {TRUST_MARKS[data.trustworthy]}",
+        default_color=data.colour,
+    )
+    return str(badge.badge_svg_text)
+
+
+def badge_markdown(*, base_url: str, protocol_id: int, submission_id: int) -> str:
+    """The Markdown snippet that shows the badge and links to the submission page."""
+    root = base_url.rstrip("/")
+    image = f"{root}/protocols/{protocol_id}/submissions/{submission_id}/badge.svg"
+    page = f"{root}/submissions/{submission_id}"
+    return f"[![Unmask privacy]({image})]({page})"

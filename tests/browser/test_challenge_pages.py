@@ -1,0 +1,203 @@
+"""The compare page and a README badge in headless Chromium (Playwright) against a running app
+(uvicorn on loopback, SQLite) seeded with two public submissions' results and DET points.
+
+Screenshots: ``test-artifacts/screenshots/challenge-compare.png`` and ``challenge-badge.png``
+(gitignored); the tests check they were written.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from services.platform import identity, protocols, results, submissions
+from services.platform.leaderboard import record_report_summary
+from services.settings import Settings
+from services.storage.db import Database
+from services.storage.migrate import upgrade_database
+from support.seeding import record_finished_job
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+CHROMIUM = Path("/usr/bin/chromium")
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "test-artifacts" / "screenshots"
+HMAC_KEY = "browser-challenge-key"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"]
+
+
+def _det(eer: float) -> dict[str, Any]:
+    """A DET curve through (eer, eer) (fractions) with its EER (%)."""
+    e = eer / 100
+    return {
+        "seed": 0,
+        "eer": eer,
+        "pfa": [0.001, e / 4, e, min(0.99, 3 * e), 0.99],
+        "pmiss": [0.99, min(0.99, 2.5 * e), e, e / 4, 0.001],
+    }
+
+
+def _seed(
+    database: Database, team_id: int, protocol_id: int, name: str, eer: float, wer: float
+) -> int:
+    with database.session_scope() as session:
+        sub = submissions.create_submission(
+            session,
+            team_id,
+            name,
+            "container",
+            visibility="public",
+            container_image="ghcr.io/lab/anon",
+            container_digest="sha256:" + ("c" if eer > 30 else "d") * 64,
+        )
+        job_id = record_finished_job(
+            session,
+            team_id=team_id,
+            submission_id=sub.id,
+            protocol_id=protocol_id,
+            config={"name": name},
+            rows=[
+                results.ResultRow("semi-informed", "cosine", -1, "eer_percent", eer),
+                results.ResultRow("semi-informed", "cosine", -1, "min_cllr_bits", eer / 55),
+                results.ResultRow("ignorant", "cosine", -1, "eer_percent", eer / 3),
+                results.ResultRow("utility", "-", -1, "wer_increase_percent", wer),
+            ],
+        )
+        record_report_summary(
+            session,
+            job_id,
+            trustworthy=eer > 30,
+            trust_reasons=[],
+            det_curves={"semi-informed|cosine": _det(eer), "ignorant|cosine": _det(eer / 3)},
+        )
+        return sub.id
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    import uvicorn
+
+    from api.app import create_app
+
+    folder = tmp_path_factory.mktemp("challenge-site")
+    url = f"sqlite:///{folder / 'unmask.db'}"
+    upgrade_database(url)
+    database = Database(url)
+    with database.session_scope() as session:
+        lab = identity.create_team(session, "speech-lab")
+        protocol = protocols.create_protocol(
+            session,
+            "synthetic-compare",
+            body={"config": {"scenarios": ["ignorant", "semi-informed"]}},
+        )
+        lab_id, protocol_id = lab.id, protocol.id
+    a = _seed(database, lab_id, protocol_id, "pitch shift", 18.4, 2.0)
+    b = _seed(database, lab_id, protocol_id, "voice conversion", 41.2, 7.5)
+    settings = Settings(
+        _env_file=None,  # type: ignore[call-arg]
+        database_url=url,
+        blob_dir=folder / "blobs",
+        token_hmac_key=HMAC_KEY,
+    )
+    app = create_app(settings, database=database, senders={})
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert server.started, "uvicorn did not start"
+    yield {"url": f"http://127.0.0.1:{port}", "protocol": protocol_id, "a": a, "b": b}
+    server.should_exit = True
+    thread.join(timeout=10)
+    database.dispose()
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    if not CHROMIUM.exists():
+        pytest.skip("Chromium is not installed (scripts/ensure_browser.sh)")
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    for name in ("challenge-compare.png", "challenge-badge.png"):
+        (ARTIFACTS / name).unlink(missing_ok=True)
+    profile = tmp_path_factory.mktemp("chromium-profile")
+    with sync_playwright() as playwright:
+        context = playwright.chromium.launch_persistent_context(
+            str(profile),
+            executable_path=str(CHROMIUM),
+            args=CHROMIUM_ARGS,
+            headless=True,
+            viewport={"width": 1280, "height": 900},
+        )
+        yield context
+        context.close()
+
+
+def test_compare_two_rows_from_the_leaderboard(site: dict[str, Any], browser: Any) -> None:
+    page = browser.new_page()
+    page.goto(f"{site['url']}/protocols/{site['protocol']}")
+    form = page.locator("#compare-form")
+    form.locator("select[name=a]").select_option(str(site["a"]))
+    form.locator("select[name=b]").select_option(str(site["b"]))
+    form.locator("button").click()
+    page.wait_for_url("**/compare?*")
+    assert page.locator("#compare-sides").inner_text().count("speech-lab") == 2
+    eer = page.locator(
+        '#compare-metrics tr[data-metric="eer_percent"][data-scenario="semi-informed"]'
+    )
+    assert eer.locator("td.a").inner_text() == "18.4" and eer.locator("td.b").inner_text() == "41.2"
+    assert eer.locator("td.diff").inner_text() == "+22.8"
+    assert eer.locator("td.better").inner_text() == "b"
+    wer = page.locator('#compare-utility tr[data-metric="wer_increase_percent"]')
+    assert wer.locator("td.better").inner_text() == "a"
+    images = page.locator("img.compare-det")
+    assert images.count() == 2
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('img.compare-det')]"
+        ".every(i => i.complete && i.naturalWidth > 300)"
+    )
+    page.screenshot(path=str(ARTIFACTS / "challenge-compare.png"), full_page=True)
+    page.close()
+
+
+def test_badge_renders_and_its_markdown_is_on_the_submission_page(
+    site: dict[str, Any], browser: Any
+) -> None:
+    page = browser.new_page()
+    page.goto(f"{site['url']}/submissions/{site['b']}")
+    snippet = page.locator("#badge-markdown").inner_text()
+    assert snippet.startswith("[![Unmask privacy](")
+    assert f"/protocols/{site['protocol']}/submissions/{site['b']}/badge.svg)" in snippet
+    badge = page.locator("#badge-image")
+    page.wait_for_function(
+        "() => { const i = document.getElementById('badge-image');"
+        " return i.complete && i.naturalWidth > 100; }"
+    )
+    box = badge.bounding_box()
+    assert box is not None and box["height"] == 20 and box["width"] > 150
+    badge.screenshot(path=str(ARTIFACTS / "challenge-badge.png"))
+    # Opened alone, the SVG shows the EER with its trust mark and makes no other request.
+    requests: list[str] = []
+    page.on("request", lambda r: requests.append(r.url))
+    badge_url = f"{site['url']}/protocols/{site['protocol']}/submissions/{site['b']}/badge.svg"
+    page.goto(badge_url)
+    assert "41.2 % ✓" in page.content()
+    assert requests == [badge_url]
+    page.close()
+
+
+def test_challenge_screenshots_are_written() -> None:
+    for name in ("challenge-compare.png", "challenge-badge.png"):
+        path = ARTIFACTS / name
+        assert path.exists() and path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", name

@@ -1,0 +1,137 @@
+"""Comparing two submissions over HTTP: every catalogued metric of their leaderboard jobs side
+by side with b - a and the better side, utility apart, DET curves overlaid; a submission of
+another protocol, an invisible one and the same one twice are refused with a clear 4xx."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from services.platform import results
+from services.platform.jobs import records as job_records
+from services.platform.leaderboard import record_report_summary
+from services.storage.db import Database
+
+pytestmark = pytest.mark.integration
+
+DET = {"pfa": [0.0, 0.2, 0.5, 1.0], "pmiss": [1.0, 0.4, 0.2, 0.0], "seed": 0}
+
+
+class World:
+    def __init__(self, client: Any, api_world: Any, protocol_body: dict[str, Any]) -> None:
+        self.client = client
+        self.admin = api_world.auth(api_world.admin)
+        self.a = api_world.auth(api_world.a)
+        self.b = api_world.auth(api_world.b)
+        self.protocol = self._protocol(protocol_body)
+        other = {**protocol_body, "name": "another-protocol"}
+        self.other_protocol = self._protocol(other)
+
+    def _protocol(self, body: dict[str, Any]) -> int:
+        response = self.client.post("/v1/admin/protocols", json=body, headers=self.admin)
+        assert response.status_code == 201, response.text
+        return int(response.json()["id"])
+
+    def submission(self, name: str, visibility: str = "public", headers: Any = None) -> int:
+        body = {
+            "kind": "builtin",
+            "name": name,
+            "visibility": visibility,
+            "builtin": {"name": "pitch", "params": {"semitones": 2}},
+        }
+        response = self.client.post("/v1/submissions", json=body, headers=headers or self.a)
+        assert response.status_code == 201, response.text
+        return int(response.json()["id"])
+
+    def job(self, submission_id: int, protocol_id: int, headers: Any = None) -> int:
+        body = {"submission_id": submission_id, "protocol_id": protocol_id}
+        response = self.client.post("/v1/jobs", json=body, headers=headers or self.a)
+        assert response.status_code == 201, response.text
+        return int(response.json()["id"])
+
+
+def _succeed(database: Database, job_id: int, eer: float, wer_increase: float) -> None:
+    with database.session_scope() as session:
+        job_records.transition_job(session, job_id, "running")
+        rows = [
+            results.ResultRow("semi-informed", "cosine", -1, "eer_percent", eer),
+            results.ResultRow("semi-informed", "cosine", -1, "min_cllr_bits", eer / 50),
+            results.ResultRow("utility", "-", -1, "wer_increase_percent", wer_increase),
+        ]
+        results.record_results_and_artifacts(
+            session,
+            job_id,
+            results=rows,
+            stage_id=job_records.get_stage(session, job_id, "report").id,
+        )
+        record_report_summary(
+            session,
+            job_id,
+            trustworthy=True,
+            trust_reasons=[],
+            det_curves={"semi-informed|cosine": {**DET, "eer": eer}},
+        )
+        job_records.transition_job(session, job_id, "succeeded")
+
+
+@pytest.fixture()
+def world(make_api_client: Any, api_world: Any, api_protocol_body: dict[str, Any]) -> World:
+    return World(make_api_client(), api_world, api_protocol_body)
+
+
+def test_compare_json_and_page(world: World, pg_database: Database) -> None:
+    first, second = world.submission("first"), world.submission("second", headers=world.b)
+    _succeed(pg_database, world.job(first, world.protocol), 30.0, 4.0)
+    _succeed(pg_database, world.job(second, world.protocol, world.b), 42.5, 9.0)
+    url = f"/v1/protocols/{world.protocol}/compare?a={first}&b={second}"
+    answer = world.client.get(url, headers=world.a)
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    assert body["a"]["submission_name"] == "first" and body["b"]["team_slug"] == "team-b"
+    eer = next(m for m in body["metrics"] if m["metric"] == "eer_percent")
+    assert (eer["a"], eer["b"], eer["difference"], eer["better"]) == (30.0, 42.5, 12.5, "b")
+    cllr = next(m for m in body["metrics"] if m["metric"] == "min_cllr_bits")
+    assert cllr["better"] == "b"
+    [wer] = body["utility"]
+    assert wer["metric"] == "wer_increase_percent" and wer["difference"] == 5.0
+    assert wer["better"] == "a"  # a lower WER increase is better
+    assert set(body["det_curves"]["semi-informed|cosine"]) == {"a", "b"}
+    assert eer["paired_interval"] is None and "per-trial scores" in body["paired_interval_note"]
+    page = world.client.get(f"/protocols/{world.protocol}/compare?a={first}&b={second}")
+    assert page.status_code == 200, page.text
+    assert 'id="compare-metrics"' in page.text and 'id="compare-utility"' in page.text
+    assert "+12.5" in page.text
+    det = world.client.get(
+        f"/protocols/{world.protocol}/compare/det.png",
+        params={"a": first, "b": second, "curve": "semi-informed|cosine"},
+    )
+    assert det.status_code == 200 and det.content.startswith(b"\x89PNG")
+    # The leaderboard links to it (a form selecting two rows).
+    board = world.client.get(f"/protocols/{world.protocol}")
+    assert 'id="compare-form"' in board.text
+
+
+def test_compare_refuses_other_protocols_invisible_and_identical_submissions(
+    world: World, pg_database: Database
+) -> None:
+    mine = world.submission("mine")
+    _succeed(pg_database, world.job(mine, world.protocol), 30.0, 4.0)
+    elsewhere = world.submission("elsewhere")
+    _succeed(pg_database, world.job(elsewhere, world.other_protocol), 40.0, 4.0)
+    url = f"/v1/protocols/{world.protocol}/compare"
+    response = world.client.get(url, params={"a": mine, "b": elsewhere}, headers=world.a)
+    assert response.status_code == 409
+    detail = response.json()["detail"]
+    assert f"submission {elsewhere} has no succeeded job under protocol {world.protocol}" in detail
+    assert f"evaluated under protocol {world.other_protocol}" in detail
+    page = world.client.get(
+        f"/protocols/{world.protocol}/compare", params={"a": mine, "b": elsewhere}
+    )
+    assert page.status_code == 409 and "Cannot compare" in page.text
+    hidden = world.submission("b private", visibility="private", headers=world.b)
+    response = world.client.get(url, params={"a": mine, "b": hidden}, headers=world.a)
+    assert response.status_code == 404
+    response = world.client.get(url, params={"a": mine, "b": mine}, headers=world.a)
+    assert response.status_code == 409 and "same submission" in response.json()["detail"]
+    assert world.client.get(url, params={"a": mine}, headers=world.a).status_code == 422

@@ -1,0 +1,189 @@
+"""Transfer (a recognizer started from another's checkpoint) and the epochs cap with patience."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from test_attacker_training import PROBES, TRAIN, VAL, _records, tiny_config
+
+from services.attacker import training
+from services.attacker.checkpoint import load_checkpoint
+from services.attacker.embeddings import extract_embeddings
+from services.attacker.training import (
+    EpochRecord,
+    fine_tune_learning_rate,
+    should_stop,
+    train_attacker,
+)
+from services.errors import ConfigError
+
+# ----------------------------------------------------------------- patience (pure)
+
+
+def _history(vers: list[float | None], **kw: object) -> tuple[list[EpochRecord], object]:
+    cfg = tiny_config(epochs=20, **kw)
+    return _records(vers, cfg.epochs, cfg.adversarial_start_epoch), cfg
+
+
+@pytest.mark.parametrize(
+    ("vers", "stop"),
+    [
+        ([50.0, 40.0, 30.0], False),  # too few epochs to judge patience 3
+        ([50.0, 40.0, 40.0, 40.0, 40.0], True),  # 3 epochs without a new low
+        ([50.0, 40.0, 40.0, 40.0, 38.0], False),  # 2 points lower: improving
+        ([50.0, 40.0, 40.0, 40.0, 39.5], True),  # 0.5 points is within the 1-point margin
+        ([50.0, 40.0, 30.0, 20.0, 10.0], False),
+        ([50.0, None, 40.0, 40.0, 40.0], False),  # no validation data: never stops early
+    ],
+)
+def test_should_stop_after_patience_epochs_without_a_margin_of_improvement(
+    vers: list[float | None], stop: bool
+) -> None:
+    history, cfg = _history(vers)
+    assert should_stop(history, cfg) is stop  # type: ignore[arg-type]
+
+
+def test_should_stop_respects_patience_margin_and_off() -> None:
+    history, _ = _history([50.0, 40.0, 40.0, 40.0, 39.5])
+    assert not should_stop(history, tiny_config(epochs=20, patience_margin_points=0.25))
+    assert not should_stop(history, tiny_config(epochs=20, patience=None))
+    assert should_stop(history[:3], tiny_config(epochs=20, patience=1))
+
+
+def test_adversarial_patience_counts_only_epochs_with_w_t_above_zero() -> None:
+    # E = 6: the flat first epochs have w_T = 0 and do not count.
+    vers: list[float | None] = [50.0, 40.0, 40.0, 40.0, 40.0, 40.0, 45.0, 44.0]
+    kw = {"target_classifier": "adversarial", "adversarial_start_epoch": 6}
+    history, cfg = _history(vers, **kw)
+    assert not should_stop(history, cfg)  # type: ignore[arg-type]
+    history, cfg = _history([*vers, 44.5, 44.5, 44.5], **kw)
+    assert should_stop(history, cfg)  # type: ignore[arg-type]
+
+
+def test_patience_counts_only_after_the_learning_rate_peak() -> None:
+    """VER_S may rise while a cyclic schedule climbs to its peak (an 18-epoch scratch run stopped
+    at epoch 7 that way under the first rule): those epochs are not a patience window."""
+    history, cfg = _history([80.0, 40.0, 45.0, 50.0, 55.0])
+    assert should_stop(history, cfg)  # type: ignore[arg-type]
+    assert not should_stop(history, cfg, rising_epochs=4)  # type: ignore[arg-type]
+    later, _ = _history([80.0, 40.0, 45.0, 50.0, 55.0, 41.0, 42.0, 41.5])
+    assert should_stop(later, cfg, rising_epochs=4)  # type: ignore[arg-type]
+
+
+def test_fine_tune_schedule_warms_up_then_decays_to_base_at_the_cap() -> None:
+    lr = [fine_tune_learning_rate(s, 0.0, 1.0, 4, 12) for s in range(13)]
+    assert lr[:5] == pytest.approx([0.0, 0.25, 0.5, 0.75, 1.0])
+    assert lr[8] == pytest.approx(0.5)
+    assert lr[12] == pytest.approx(0.0)
+    assert fine_tune_learning_rate(0, 0.1, 1.0, 0, 10) == pytest.approx(1.0)  # no warm-up
+
+
+# ----------------------------------------------------------------- training with patience
+
+
+SCRIPTED = [80.0, 60.0, 55.0, 55.0, 56.0, 57.0, 10.0, 5.0]
+
+
+@pytest.fixture
+def scripted(monkeypatch: pytest.MonkeyPatch) -> None:
+    def validate(self: training._Trainer) -> tuple[float | None, float | None]:
+        return SCRIPTED[self.epoch], None
+
+    monkeypatch.setattr(training._Trainer, "validate", validate)
+
+
+@pytest.mark.slow
+def test_training_stops_when_ver_s_stops_improving_and_a_resume_stops_there_too(
+    tmp_path: Path, scripted: None
+) -> None:
+    cfg = tiny_config(epochs=len(SCRIPTED), patience=3, lr_step_size=1)
+    result = train_attacker(TRAIN[::4], [], cfg, tmp_path)
+    # Epochs 4-6 are not 1 point below epoch 3's 55: stop after 6 of the 8-epoch cap.
+    assert [r.ver_source for r in result.history] == SCRIPTED[:6]
+    assert result.stopped == "patience" and result.best_epoch == 3
+    again = train_attacker(TRAIN[::4], [], cfg, tmp_path)  # nothing left to do
+    assert len(again.history) == 6 and again.resumed_after_epoch == 6
+    capped = train_attacker(
+        TRAIN[::4], [], cfg.model_copy(update={"patience": None}), tmp_path / "cap"
+    )
+    assert len(capped.history) == 8 and capped.stopped == "cap"
+
+
+# ----------------------------------------------------------------- transfer
+
+
+@pytest.fixture(scope="module")
+def source(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A recognizer trained on the same speakers: the original-speech recognizer's stand-in."""
+    out = tmp_path_factory.mktemp("source")
+    train_attacker(TRAIN, VAL, tiny_config(epochs=2, seed=3), out)
+    return out / "best.pt"
+
+
+FINE_TUNE = {"epochs": 3, "init": "original", "finetune_lr": 2e-4, "patience": None}
+
+
+@pytest.mark.slow
+def test_a_fine_tune_starts_from_the_source_weights_and_follows_its_schedule(
+    tmp_path: Path, source: Path
+) -> None:
+    cfg = tiny_config(**FINE_TUNE)
+    start: dict[str, torch.Tensor] = {}
+
+    def first_step(epoch: int, step: int, steps: int, eta: float, m: dict[str, float]) -> None:
+        if not start:
+            start["lr"] = torch.tensor(m["lr"])
+
+    result = train_attacker(TRAIN, VAL, cfg, tmp_path, init_checkpoint=source, progress=first_step)
+    assert result.init == "original"
+    assert float(start["lr"]) == pytest.approx(cfg.base_lr)  # warm-up starts at base_lr
+    steps = result.history[0].steps
+    peak = fine_tune_learning_rate(steps, cfg.base_lr, cfg.finetune_lr, steps, 3 * steps)
+    assert peak == pytest.approx(cfg.finetune_lr)
+    assert result.history[-1].learning_rate < cfg.finetune_lr / 2  # decaying toward the cap
+    # The same seed from scratch is another recognizer: transfer changed the start.
+    scratch = train_attacker(TRAIN, VAL, cfg.model_copy(update={"epochs": 1}), tmp_path / "s")
+    assert scratch.init == "scratch"
+    ckpt = load_checkpoint(tmp_path / "last.pt")
+    assert isinstance(ckpt["init_fingerprint"], str)
+    assert "init_fingerprint" not in load_checkpoint(tmp_path / "s" / "last.pt")
+
+
+@pytest.mark.slow
+def test_resuming_an_interrupted_fine_tune_is_bit_identical(tmp_path: Path, source: Path) -> None:
+    cfg = tiny_config(**FINE_TUNE)
+    straight = train_attacker(TRAIN, VAL, cfg, tmp_path / "straight", init_checkpoint=source)
+
+    class Crash(RuntimeError):
+        pass
+
+    def crash(epoch: int, step: int, steps: int, eta: float, m: dict[str, float]) -> None:
+        if epoch == 2 and step == 2:
+            raise Crash
+
+    out = tmp_path / "crashed"
+    with pytest.raises(Crash):
+        train_attacker(TRAIN, VAL, cfg, out, init_checkpoint=source, progress=crash)
+    assert load_checkpoint(out / "last.pt")["epoch"] == 1
+    resumed = train_attacker(TRAIN, VAL, cfg, out, init_checkpoint=source)
+    assert resumed.resumed_after_epoch == 1 and resumed.init == "original"
+    keys = ("loss_source", "ver_source", "learning_rate")
+    assert [[getattr(r, k) for k in keys] for r in resumed.history] == [
+        [getattr(r, k) for k in keys] for r in straight.history
+    ]
+    a = extract_embeddings(tmp_path / "straight" / "last.pt", PROBES, device="cpu")
+    b = extract_embeddings(out / "last.pt", PROBES, device="cpu")
+    assert np.array_equal(a, b)
+    # A resume that would start from another recognizer (or from scratch) is refused.
+    with pytest.raises(ConfigError, match="init checkpoint differs"):
+        train_attacker(TRAIN, VAL, cfg.model_copy(update={"epochs": 3}), out)
+
+
+def test_transfer_needs_the_same_preset_and_an_existing_file(tmp_path: Path, source: Path) -> None:
+    with pytest.raises(ConfigError, match="preset"):
+        train_attacker(TRAIN, VAL, tiny_config(preset="xvector"), tmp_path, init_checkpoint=source)
+    with pytest.raises(ConfigError, match="file not found"):
+        train_attacker(TRAIN, VAL, tiny_config(), tmp_path, init_checkpoint=tmp_path / "none.pt")

@@ -1,0 +1,121 @@
+"""Transfer in the pipeline: which recognizers start from the original-speech ones, stage keys,
+reuse of a cached original recognizer, and a zoo mixing scratch and fine-tuned attackers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from services.pipeline.config import parse_config
+from services.pipeline.stages.train import resolved_init, transfer_order, with_transfer_sources
+from support.configs import tiny_config
+
+
+@pytest.mark.parametrize(
+    ("scenarios", "init", "expected"),
+    [
+        (["original", "semi-informed"], None, "original"),
+        (["ignorant", "semi-informed"], None, "original"),
+        (["lazy-informed"], None, "original"),
+        (["semi-informed"], None, "scratch"),
+        (["semi-informed"], "original", "original"),
+        (["ignorant", "semi-informed"], "scratch", "scratch"),
+    ],
+)
+def test_init_defaults_to_original_where_an_original_recognizer_is_trained_anyway(
+    scenarios: list[str], init: str | None, expected: str
+) -> None:
+    training = {"init": init} if init else {}
+    cfg = parse_config(tiny_config(scenarios=scenarios, training=training))
+    assert resolved_init(cfg) == expected
+
+
+def test_transfer_sources_are_added_and_trained_first() -> None:
+    cfg = parse_config(tiny_config(scenarios=["semi-informed"], training={"init": "original"}))
+    needed = [("anonymized", 0), ("anonymized", 1)]
+    assert with_transfer_sources(cfg, needed) == [
+        ("original", 0),
+        ("original", 1),
+        ("anonymized", 0),
+        ("anonymized", 1),
+    ]
+    scratch = parse_config(tiny_config(scenarios=["semi-informed"]))
+    assert with_transfer_sources(scratch, needed) == needed
+    assert transfer_order({("anonymized", 0), ("original", 0)}) == [
+        ("original", 0),
+        ("anonymized", 0),
+    ]
+
+
+MICRO: dict[str, Any] = {
+    "synthetic": {"n_speakers": 8, "n_attacker_train_speakers": 4, "n_eval_speakers": 2},
+    "training": {"epochs": 1, "target_classifier": "off"},
+    "backends": ["cosine"],
+    "metrics": {"bootstrap_resamples": 0, "srd": False},
+}
+
+
+def _train_inputs(stages: Path, key: str) -> dict[str, Any]:
+    done = json.loads((stages / "train" / key / "DONE.json").read_text())
+    inputs: dict[str, Any] = done["inputs"]
+    return inputs
+
+
+@pytest.mark.slow
+def test_a_zoo_mixes_scratch_and_fine_tuned_attackers(tmp_path: Path) -> None:
+    from services.pipeline.evaluation import run_evaluation
+
+    data = tiny_config(
+        scenarios=["original", "semi-informed"],
+        attackers=[{"name": "baseline"}, {"name": "scratch", "training": {"init": "scratch"}}],
+        **MICRO,
+    )
+    result = run_evaluation(parse_config(data), tmp_path / "out")
+    training = result["training"]
+    tuned, scratch = training["baseline-anonymized-seed0"], training["scratch-anonymized-seed0"]
+    assert (tuned["init"], scratch["init"]) == ("original", "scratch")
+    assert training["baseline-original-seed0"]["init"] == "scratch"
+    # One original-speech recognizer serves both attackers (init is not in its key) ...
+    original_key = training["baseline-original-seed0"]["stage_key"]
+    assert training["scratch-original-seed0"]["stage_key"] == original_key
+    # ... and the fine-tuned recognizer's stage names it: its key changes with the source's.
+    stages = tmp_path / "out" / "stages"
+    assert tuned["stage_key"] != scratch["stage_key"]
+    assert _train_inputs(stages, tuned["stage_key"])["init"] == f"train:{original_key}"
+    assert "init" not in _train_inputs(stages, scratch["stage_key"])
+    assert _train_inputs(stages, tuned["stage_key"])["training"]["init"] == "original"
+    assert {r["attacker"] for r in result["rows"]} == {"baseline", "scratch"}
+    assert result["worst_case"]["semi-informed"]["attacker"] in {"baseline", "scratch"}
+    for entry in training.values():
+        assert entry["epochs_cap"] == 1 and entry["stopped"] == "cap"
+
+
+@pytest.mark.slow
+def test_a_cached_original_recognizer_is_reused_by_a_later_job(tmp_path: Path) -> None:
+    from services.pipeline.evaluation import run_evaluation
+
+    stages = tmp_path / "stages"
+    first = run_evaluation(
+        parse_config(tiny_config(scenarios=["original", "semi-informed"], **MICRO)),
+        tmp_path / "a",
+        stages_dir=stages,
+    )
+    original_key = first["training"]["original-seed0"]["stage_key"]
+    # A later job: semi-informed only, transfer asked for explicitly, another fine-tune rate.
+    micro = {**MICRO, "training": {**MICRO["training"], "init": "original", "finetune_lr": 3e-4}}
+    later = run_evaluation(
+        parse_config(tiny_config(scenarios=["semi-informed"], **micro)),
+        tmp_path / "b",
+        stages_dir=stages,
+    )
+    train_log = {s["key"]: s["reused"] for s in later["stages"] if s["stage"] == "train"}
+    assert later["training"]["original-seed0"]["stage_key"] == original_key
+    assert train_log[original_key] is True  # the cached recognizer, not trained again
+    tuned = later["training"]["anonymized-seed0"]
+    assert train_log[tuned["stage_key"]] is False
+    assert tuned["init"] == "original"
+    assert tuned["stage_key"] != first["training"]["anonymized-seed0"]["stage_key"]
+    assert _train_inputs(stages, tuned["stage_key"])["init"] == f"train:{original_key}"
