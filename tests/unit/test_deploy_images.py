@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
-from services.platform.jobs.phases import QUEUES
+from services.platform.jobs.phase_queues import QUEUES
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILE = (ROOT / "deploy" / "Dockerfile").read_text()
