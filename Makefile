@@ -5,7 +5,8 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
 
-.PHONY: demo test venv services lint typecheck pytest benchmarks clean constraints client client-tool
+.PHONY: demo test venv services lint typecheck pytest benchmarks clean constraints client client-tool \
+	deploy-check
 
 $(STAMP): pyproject.toml constraints.txt
 	@test -x $(PY) || python3 -m venv $(VENV)
@@ -48,6 +49,15 @@ client-tool: venv
 
 client: client-tool
 	$(PY) scripts/generate_client.py
+
+# The deployment for real (docs/deploy.md): images built on local Debian base images, the compose
+# stack started with Podman (Docker elsewhere), a job run through it, a restart, two API replicas
+# on a fresh database, everything torn down. Needs root; not part of `make test` (see the doc for
+# its duration). Extra flags: DEPLOY_CHECK_ARGS="--skip-compare" etc.
+DEPLOY_CHECK_ARGS ?=
+deploy-check: venv
+	@bash scripts/deploy_prepare.sh
+	$(PY) scripts/deploy_check.py $(DEPLOY_CHECK_ARGS)
 
 benchmarks: venv
 	for b in benchmarks/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done

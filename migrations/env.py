@@ -17,6 +17,7 @@ from sqlalchemy import Connection
 
 from services.settings import Settings
 from services.storage.db import create_db_engine
+from services.storage.migrate import take_migration_lock
 from services.storage.models import Base
 from services.storage.types import UTCDateTime
 
@@ -86,6 +87,7 @@ def run_migrations_online() -> None:
     if connection is not None:
         _configure(connection)
         with context.begin_transaction():
+            take_migration_lock(connection)
             context.run_migrations()
         return
     engine = create_db_engine(database_url())
@@ -93,6 +95,8 @@ def run_migrations_online() -> None:
         with engine.connect() as conn:
             _configure(conn)
             with context.begin_transaction():
+                # Concurrent runs (API replicas, two `migrate` jobs) queue here; see the lock.
+                take_migration_lock(conn)
                 context.run_migrations()
     finally:
         engine.dispose()
