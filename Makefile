@@ -52,7 +52,7 @@ client: client-tool
 
 # The deployment for real (docs/deploy.md): images built on local Debian base images, the compose
 # stack started with Podman (Docker elsewhere), a job run through it, a restart, two API replicas
-# on a fresh database, everything torn down. Needs root; not part of `make test` (see the doc for
+# on a fresh database, everything torn down. Needs root; `make test` runs it only under CI (see the doc for
 # its duration). Extra flags: DEPLOY_CHECK_ARGS="--skip-compare" etc.
 DEPLOY_CHECK_ARGS ?=
 deploy-check: venv
