@@ -359,6 +359,7 @@ def test_every_authenticated_route_refuses_a_missing_or_unknown_token(
             job_id=1,
             artifact_id=1,
             webhook_id=1,
+            name="development",
         )
         for headers in ({}, {"Authorization": "Bearer unm_unknown"}):
             response = client.request(method.upper(), path, headers=headers, json={})
