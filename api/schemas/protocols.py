@@ -9,7 +9,7 @@ from pydantic import BaseModel, Field, StrictBool
 
 from api.schemas.common import DB_ID_MAX, JsonObject, LabelText, StrictModel, Text
 from services.metrics import catalogue
-from services.platform.jobs.config import COST_KNOB_NAMES
+from services.platform.jobs.cost import COST_KNOB_NAMES
 from services.storage.models import Protocol
 
 

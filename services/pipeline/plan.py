@@ -5,7 +5,7 @@ attacker of the zoo (one, ``baseline``, without a zoo), the recognizers to train
 the scenarios, back-ends, probes and checks read (each once), and the score rows; plus the
 embeddings of the utility phase and of the enrollment-leak check. It imports no torch, so the
 printed plan before a run (``config_checks.plan_lines``), the platform's cost check
-(``services.platform.jobs.config.check_job_cost``) and the runner
+(``services.platform.jobs.cost.check_job_cost``) and the runner
 (``services.pipeline.evaluation``) read the same plan.
 
 Stage keys are content hashes of the stages' inputs and are known only when the inputs exist

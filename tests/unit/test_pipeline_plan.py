@@ -14,7 +14,7 @@ import pytest
 from services.pipeline.config import parse_config
 from services.pipeline.config_checks import load_checked_config, plan_lines
 from services.pipeline.plan import SCENARIO_PLAN, plan_evaluation
-from services.platform.jobs.config import CostLimitError, check_job_cost
+from services.platform.jobs.cost import CostLimitError, check_job_cost
 from services.settings import Settings
 from services.storage.models import Protocol
 

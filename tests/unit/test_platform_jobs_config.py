@@ -10,12 +10,12 @@ import pytest
 
 from services.errors import ConfigError, InvalidInputError
 from services.platform.jobs.config import (
-    CostLimitError,
     build_job_config,
     check_stored_config_cost,
     run_config,
     stored_evaluation_config,
 )
+from services.platform.jobs.cost import CostLimitError
 from services.settings import Settings
 from services.storage.models import Job, Protocol, Submission
 

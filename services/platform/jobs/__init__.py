@@ -16,16 +16,18 @@ them, in the transaction of the change.
 
 from services.platform.jobs import records
 from services.platform.jobs.config import (
-    COST_KNOB_NAMES,
-    COST_KNOBS,
-    CostLimitError,
     anonymizer_section,
     build_job_config,
-    check_job_cost,
-    cost_limits,
     job_config,
     run_config,
     validate_protocol_config,
+)
+from services.platform.jobs.cost import (
+    COST_KNOB_NAMES,
+    COST_KNOBS,
+    CostLimitError,
+    check_job_cost,
+    cost_limits,
 )
 from services.platform.jobs.host import JobServices, is_transient_error, storage_transient_errors
 from services.platform.jobs.monitor import JobCancelledError, StageMonitor, StageSupersededError

@@ -22,15 +22,7 @@ from typing import Any
 
 from services.errors import ConfigError, InvalidInputError
 from services.pipeline.config import EvaluationConfig, parse_config
-
-# The cost bounds live in services.platform.jobs.cost; re-exported for existing callers.
-from services.platform.jobs.cost import COST_KNOB_NAMES as COST_KNOB_NAMES
-from services.platform.jobs.cost import COST_KNOBS as COST_KNOBS
-from services.platform.jobs.cost import JOB_NAME_MAX_CHARS as JOB_NAME_MAX_CHARS
-from services.platform.jobs.cost import CostKnob as CostKnob
-from services.platform.jobs.cost import CostLimitError as CostLimitError
-from services.platform.jobs.cost import check_job_cost as check_job_cost
-from services.platform.jobs.cost import cost_limits as cost_limits
+from services.platform.jobs.cost import check_job_cost
 from services.settings import Settings, get_settings
 from services.storage.models import Job, Protocol, Submission, SubmissionKind
 
