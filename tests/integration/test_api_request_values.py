@@ -10,8 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-
-from tests.integration.test_api_upload_hardening import LiveServer, serve  # noqa: F401
+from test_api_upload_hardening import LiveServer, serve  # noqa: F401
 
 pytestmark = pytest.mark.integration
 

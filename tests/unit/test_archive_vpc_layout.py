@@ -24,7 +24,7 @@ from services.corpus.loaders import write_manifest
 from services.corpus.protocol import Protocol
 from services.corpus.voiceprivacy import build_vpc_protocol
 from services.pipeline.vpc_export import read_result
-from tests.support.voiceprivacy import VPCTree, build_vpc_tree
+from support.voiceprivacy import VPCTree, build_vpc_tree
 
 
 @pytest.fixture(scope="module")

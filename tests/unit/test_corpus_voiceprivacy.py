@@ -17,7 +17,7 @@ from services.corpus.loaders import read_manifest, write_manifest
 from services.corpus.protocol import load_protocol
 from services.corpus.voiceprivacy import build_vpc_protocol
 from services.errors import CorpusError
-from tests.support.voiceprivacy import VPCTree, build_vpc_tree
+from support.voiceprivacy import VPCTree, build_vpc_tree
 
 
 @pytest.fixture(scope="module")

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import torch
 import yaml
+from test_attacker_front_ends import HIDDEN, save_tiny_ecapa, save_tiny_ssl, utterances
 
 from cli.main import main
 from services.attacker.checkpoint import load_checkpoint
@@ -20,7 +21,6 @@ from services.attacker.training import TrainingConfig, train_attacker
 from services.pipeline.config import EvaluationConfig
 from services.pipeline.zoo import resolve_training, zoo_specs
 from services.settings import get_settings
-from tests.unit.test_attacker_front_ends import HIDDEN, save_tiny_ecapa, save_tiny_ssl, utterances
 
 TINY = {"preset": "tiny", "batch_size": 6, "crop_seconds": 1.0, "device": "cpu"}
 """What the tests change of a recipe: the model size and batch (the CPU's), nothing else."""

@@ -23,10 +23,10 @@ from pathlib import Path
 
 import pytest
 import yaml
+from test_utility_asr_huggingface import save_tiny_ctc
 
 from services.pipeline.zoo import zoo_specs
-from tests.support.voiceprivacy import build_vpc_tree
-from tests.unit.test_utility_asr_huggingface import save_tiny_ctc
+from support.voiceprivacy import build_vpc_tree
 
 REPO = Path(__file__).resolve().parents[2]
 PAGE = REPO / "docs" / "data.md"
