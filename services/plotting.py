@@ -129,6 +129,32 @@ def render_det_overlay(
     return buffer.getvalue()
 
 
+def render_speaker_scatter(
+    a: Sequence[float], b: Sequence[float], labels: tuple[str, str], title: str, fmt: str = "png"
+) -> bytes:
+    """Per-speaker EER (%) of two systems, one dot per speaker (x = a, y = b), with the
+    diagonal: dots above it are speakers b protects better. Returns the ``fmt`` (png or svg)
+    bytes."""
+    fig, ax = plt.subplots(figsize=(5.5, 5.5))
+    x, y = np.asarray(a, float), np.asarray(b, float)
+    top = max(50.0, float(np.nanmax(np.concatenate([x, y, [0.0]]))) + 2.0)
+    ax.plot([0, top], [0, top], color="0.6", linestyle="--", linewidth=1, label="a = b")
+    ax.scatter(x, y, s=22, alpha=0.75, edgecolors="black", linewidths=0.4,
+               label=f"{x.size} speakers")  # fmt: skip
+    ax.set_xlim(0, top)
+    ax.set_ylim(0, top)
+    ax.set_aspect("equal")
+    ax.set_xlabel(f"per-speaker EER (%), {labels[0]}")
+    ax.set_ylabel(f"per-speaker EER (%), {labels[1]}")
+    ax.set_title(title)
+    ax.grid(True, alpha=0.3)
+    ax.legend(loc="upper left")
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format=fmt, dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return buffer.getvalue()
+
+
 def plot_score_histograms(
     target_scores: np.ndarray, nontarget_scores: np.ndarray, path_stem: Path, title: str
 ) -> list[str]:

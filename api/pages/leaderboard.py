@@ -23,6 +23,7 @@ from api.pages.leaderboard_html import reference_html, row_html, sort_link
 from api.pages.rendering import bad_request, not_found, page_viewer, render
 from api.schemas import DbId
 from services.errors import InvalidInputError
+from services.pipeline.stage_versions import current_scorer, is_outdated
 from services.platform import protocols
 from services.platform.leaderboard import (
     UTILITY_TIERS,
@@ -160,7 +161,8 @@ def _csv_text(value: str) -> str:
 
 def leaderboard_csv(view: LeaderboardView) -> str:
     """The rows the page shows (same back-end, same order) as CSV: every column, with each
-    metric's standard deviation over seeds and 95 % interval bounds where it has them."""
+    metric's standard deviation over seeds and 95 % interval bounds where it has them, and the
+    evaluator of each row (marked when an older scorer produced it)."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     header = ["rank", "submission_id", "submission", "team", "baseline", "backend"]
@@ -172,6 +174,8 @@ def leaderboard_csv(view: LeaderboardView) -> str:
         if column.interval:
             header += [f"{column.label} ci95 low", f"{column.label} ci95 high"]
     header += ["trustworthy", "trust reasons", "description", "paper_url", "code_url", "submitted"]
+    header += ["unmask version", "git commit", "scorer", "evaluator outdated"]
+    scorer = current_scorer()
     writer.writerow(header)
     for row in view.display:
         cells: list[str] = [
@@ -201,6 +205,13 @@ def leaderboard_csv(view: LeaderboardView) -> str:
             row.paper_url or "",
             row.code_url or "",
             row.submitted_at.isoformat(),
+        ]
+        evaluator = row.evaluator or {}
+        cells += [
+            str(evaluator.get("unmask_version") or ""),
+            str(evaluator.get("git_commit") or ""),
+            str(evaluator.get("scorer") or ""),
+            "yes" if is_outdated(row.evaluator, scorer) else "no",
         ]
         writer.writerow(cells)
     return out.getvalue()

@@ -25,7 +25,8 @@ from services.errors import InvalidInputError
 from services.platform import access
 from services.platform.comparison import Comparison, compare_submissions
 from services.platform.protocols import get_protocol_by_id
-from services.plotting import render_det_overlay
+from services.plotting import render_det_overlay, render_speaker_scatter
+from services.storage.blobstore import BlobStore
 
 router = APIRouter(tags=["compare"])
 
@@ -52,8 +53,16 @@ class MetricComparisonOut(BaseModel):
     better: str | None = Field(description="`a`, `b`, `equal`, or null when a value is missing.")
     higher_is_better: bool
     paired_interval: tuple[float, float] | None = Field(
-        None, description="95 % paired speaker-bootstrap interval of the difference."
+        None,
+        description="95 % paired speaker-bootstrap interval of the difference (EER rows of a "
+        "(scenario, back-end) where both jobs kept their trials on the same trial grid).",
     )
+
+
+class PerSpeakerOut(BaseModel):
+    speakers: list[str]
+    a: list[float] = Field(description="Per-speaker EER (%) of a, in `speakers` order.")
+    b: list[float] = Field(description="Per-speaker EER (%) of b, in `speakers` order.")
 
 
 class ComparisonOut(BaseModel):
@@ -67,7 +76,13 @@ class ComparisonOut(BaseModel):
     det_curves: dict[str, dict[str, Any]] = Field(
         description='"<scenario>|<backend>" -> {"a": curve, "b": curve} (pfa, pmiss, eer %).'
     )
-    paired_interval_note: str
+    per_speaker_eer: dict[str, PerSpeakerOut] = Field(
+        description='"<scenario>|<backend>" -> both jobs\' per-speaker EERs (mean over seeds, of '
+        "the attacker shown), where both kept their trials."
+    )
+    paired_notes: dict[str, str] = Field(
+        description='"<scenario>|<backend>" -> why it has no paired interval.'
+    )
 
     @classmethod
     def of(cls, c: Comparison) -> ComparisonOut:
@@ -83,13 +98,20 @@ class ComparisonOut(BaseModel):
             metrics=[out(m) for m in c.privacy],
             utility=[out(m) for m in c.utility],
             det_curves=c.det_curves,
-            paired_interval_note=c.paired_interval_note,
+            per_speaker_eer={k: PerSpeakerOut(**vars(v)) for k, v in c.per_speaker.items()},
+            paired_notes=c.paired_notes,
         )
 
 
 def _compare(
-    session: Session, principal: Principal | None, protocol_id: int, a: int, b: int
+    session: Session,
+    principal: Principal | None,
+    protocol_id: int,
+    a: int,
+    b: int,
+    store: BlobStore | None,
 ) -> Comparison:
+    """``store`` None skips the paired intervals and per-speaker EERs (the DET plot)."""
     protocol = get_protocol_by_id(session, protocol_id)
     return compare_submissions(
         session,
@@ -98,6 +120,7 @@ def _compare(
         b=access.visible_submission(session, principal, b),
         viewer_team_id=principal.team_id if principal else None,
         include_all=bool(principal and principal.is_admin),
+        store=store,
     )
 
 
@@ -117,7 +140,8 @@ def compare_json(
     """409 when a submission has no succeeded job under this protocol (e.g. it belongs to
     another protocol)."""
     with reader.open() as (principal, session):
-        return ComparisonOut.of(_compare(session, principal, protocol_id, a, b))
+        store = reader.context.blob_store
+        return ComparisonOut.of(_compare(session, principal, protocol_id, a, b, store))
 
 
 @router.get(
@@ -134,7 +158,7 @@ def compare_page(
     with context.database.session_scope() as session:
         viewer = _viewer(request, context, session)
         try:
-            comparison = _compare(session, viewer, protocol_id, a, b)
+            comparison = _compare(session, viewer, protocol_id, a, b, context.blob_store)
             protocol = get_protocol_by_id(session, protocol_id)
         except InvalidInputError as exc:
             if "not found" in str(exc):
@@ -168,7 +192,7 @@ def compare_det_plot(
     with context.database.session_scope() as session:
         viewer = _viewer(request, context, session)
         try:
-            comparison = _compare(session, viewer, protocol_id, a, b)
+            comparison = _compare(session, viewer, protocol_id, a, b, None)
         except InvalidInputError as exc:
             return _not_found(request, viewer, str(exc))
     curves = comparison.det_curves.get(curve)
@@ -187,6 +211,43 @@ def compare_det_plot(
             eer if isinstance(eer, int | float) else None,
         )
     body = render_det_overlay(drawn, f"DET: {curve.replace('|', ', ')}", fmt=fmt)
+    return Response(
+        body,
+        media_type="image/png" if fmt == "png" else "image/svg+xml",
+        headers={"Cache-Control": "private, no-store"},
+    )
+
+
+@router.get("/protocols/{protocol_id}/compare/per_speaker.{fmt}", include_in_schema=False)
+def compare_per_speaker_plot(
+    context: ContextDep,
+    request: Request,
+    protocol_id: DbId,
+    fmt: str,
+    a: int = SubmissionA,
+    b: int = SubmissionB,
+    curve: str = Query(..., max_length=160, description='"<scenario>|<backend>"'),
+) -> Response:
+    """Per-speaker EER of a (x) against b (y) for one (scenario, back-end). PNG or SVG."""
+    if fmt not in ("png", "svg"):
+        return Response("format must be png or svg", status_code=404, media_type="text/plain")
+    with context.database.session_scope() as session:
+        viewer = _viewer(request, context, session)
+        try:
+            comparison = _compare(session, viewer, protocol_id, a, b, context.blob_store)
+        except InvalidInputError as exc:
+            return _not_found(request, viewer, str(exc))
+    pairs = comparison.per_speaker.get(curve)
+    if pairs is None:
+        reason = comparison.paired_notes.get(curve, f"no per-speaker EERs for {curve!r}")
+        return _not_found(request, viewer, reason)
+    labels = (
+        f"a: {comparison.a.submission_name}"[:40],
+        f"b: {comparison.b.submission_name}"[:40],
+    )
+    body = render_speaker_scatter(
+        pairs.a, pairs.b, labels, f"Per-speaker EER: {curve.replace('|', ', ')}", fmt=fmt
+    )
     return Response(
         body,
         media_type="image/png" if fmt == "png" else "image/svg+xml",

@@ -7,6 +7,7 @@ from fastapi import APIRouter, Query
 from api.deps import ReadReader
 from api.routes.common import errors, scope
 from api.schemas import DbId, LeaderboardOut, LeaderboardRow, ProtocolOut, Text
+from services.pipeline.stage_versions import current_scorer, is_outdated
 from services.platform import protocols
 from services.platform.leaderboard import UTILITY_TIERS, build_view, scenario_values
 
@@ -87,6 +88,7 @@ def get_leaderboard(
             higher_is_better=higher_is_better,
         )
         rows = view.ranked[:limit]
+        scorer = current_scorer()
         metrics = scenario_values(session, [r.job_id for r in rows], view.scenario, view.backend)
         return LeaderboardOut(
             protocol_id=protocol.id,
@@ -109,6 +111,8 @@ def get_leaderboard(
                     tier=view.tiers.get(r.submission_id, 0),
                     submitted_at=r.submitted_at,
                     metrics=metrics[r.job_id],
+                    evaluator=r.evaluator,
+                    evaluator_outdated=is_outdated(r.evaluator, scorer),
                 )
                 for r in rows
             ],

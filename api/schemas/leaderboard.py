@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -25,6 +26,17 @@ class LeaderboardRow(BaseModel):
     submitted_at: dt.datetime
     metrics: dict[str, float | None] = Field(
         description="Every metric of the same job, scenario and back-end."
+    )
+    evaluator: dict[str, Any] | None = Field(
+        None,
+        description="What evaluated the job: `unmask_version`, `git_commit` (null when unknown), "
+        "`stage_versions`, `config_hash` and `scorer` (a digest of the stage versions); null = "
+        "evaluated before evaluators were recorded.",
+    )
+    evaluator_outdated: bool = Field(
+        False,
+        description="True when an older scorer than the current one produced the row (or it is "
+        "unknown); an administrator's re-run of outdated results replaces it.",
     )
 
 

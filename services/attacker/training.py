@@ -115,6 +115,12 @@ class EpochRecord(BaseModel):
     train_seconds: float = Field(description="Wall time of the training steps (s).")
     validation_seconds: float = Field(description="Wall time of the validation pass (s).")
     epoch_seconds: float = Field(description="Wall time of the whole epoch (s).")
+    cpu_seconds: float | None = Field(
+        None,
+        description="CPU time of the training process over the whole epoch (s, every thread); "
+        "unlike the wall time it does not grow when other processes share the cores. None in "
+        "histories written before it was recorded.",
+    )
     audio_seconds: float = Field(description="Seconds of audio in the epoch's crops.")
     throughput: float = Field(description="Training speed: seconds of audio per second.")
 
@@ -798,6 +804,7 @@ class _Trainer:
                 else 0.0
             )
             t_epoch = time.perf_counter()
+            cpu_epoch = time.process_time()
             batches = self._batches(epoch)
             loader = DataLoader(
                 self.dataset,
@@ -846,6 +853,7 @@ class _Trainer:
                 train_seconds=train_seconds,
                 validation_seconds=last_val_seconds,
                 epoch_seconds=time.perf_counter() - t_epoch,
+                cpu_seconds=time.process_time() - cpu_epoch,
                 audio_seconds=audio_seconds,
                 throughput=audio_seconds / max(train_seconds, 1e-9),
             )

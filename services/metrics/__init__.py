@@ -7,9 +7,12 @@ tie rules and edge cases: docs/metrics.md.
 
 from services.metrics.bootstrap import (
     BootstrapInterval,
+    SpeakerTrials,
+    SpeakerWeightedEER,
     SRDBootstrap,
     bootstrap_eer,
     bootstrap_srd,
+    paired_bootstrap_eer_difference,
 )
 from services.metrics.calibration import (
     PavCalibration,
@@ -61,6 +64,8 @@ __all__ = [
     "SRDBootstrap",
     "SRDResult",
     "SRDSummary",
+    "SpeakerTrials",
+    "SpeakerWeightedEER",
     "ZebraResult",
     "beta_binomial_rank_pmf",
     "bootstrap_eer",
@@ -78,6 +83,7 @@ __all__ = [
     "fit_beta_binomial",
     "fit_beta_binomial_constrained",
     "matching_ranks",
+    "paired_bootstrap_eer_difference",
     "pav",
     "pav_calibration",
     "pav_llrs",

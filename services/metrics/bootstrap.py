@@ -8,6 +8,7 @@ statistic. Resampling is seeded through ``numpy.random.default_rng(seed)``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -83,6 +84,45 @@ def _weighted_eer(unit_t: NDArray[np.int64], unit_n: NDArray[np.int64]) -> float
     return 100.0 * rocch_eer_from_vertices(pmiss, pfa)[0]
 
 
+class SpeakerWeightedEER:
+    """The ROCCH EER (%) of one trial set whose trials are re-weighted per speaker.
+
+    ``speaker_index`` maps each trial to its speaker's index in ``0 .. n_speakers - 1`` (a
+    universe that may be shared with other trial sets, so one resample weights them alike).
+    Calling it with the (n_speakers,) integer weights of a resample gives that resample's EER:
+    every trial counts as often as its speaker was drawn; nan when the resample leaves no
+    target or no non-target trial.
+    """
+
+    def __init__(
+        self,
+        scores: NDArray[np.float64],
+        is_target: NDArray[np.bool_],
+        speaker_index: NDArray[np.int64],
+        n_speakers: int,
+    ) -> None:
+        # One sort; targets first among equal scores, so ties are pooled as in compute_eer.
+        order = np.lexsort((~is_target, scores))
+        value, label, owner = scores[order], is_target[order], speaker_index[order]
+        # Units PAV always pools (a run of one label, or 1..1 0..0 across a tie) stay pooled
+        # under any non-negative trial weights, so they are found once.
+        cut = (label[1:] != label[:-1]) & (value[1:] != value[:-1])
+        unit = np.concatenate(([0], np.cumsum(cut)))
+        self._n_units = int(unit[-1]) + 1 if unit.size else 0
+        # Counts per (unit, speaker) pair: a resample only re-weights these.
+        pair, pair_index = np.unique(unit * n_speakers + owner, return_inverse=True)
+        self._pair_unit, self._pair_speaker = pair // n_speakers, pair % n_speakers
+        self._pair_t = np.bincount(pair_index, weights=label).astype(np.int64)
+        self._pair_n = np.bincount(pair_index).astype(np.int64) - self._pair_t
+
+    def __call__(self, weight: NDArray[np.int64]) -> float:
+        w = weight[self._pair_speaker]
+        n = self._n_units
+        unit_t = np.bincount(self._pair_unit, weights=self._pair_t * w, minlength=n)
+        unit_n = np.bincount(self._pair_unit, weights=self._pair_n * w, minlength=n)
+        return _weighted_eer(unit_t.astype(np.int64), unit_n.astype(np.int64))
+
+
 def bootstrap_eer(
     scores: ArrayLike,
     is_target: ArrayLike,
@@ -114,30 +154,85 @@ def bootstrap_eer(
         raise ValueError("is_target must mark at least one target and one non-target trial")
     _, speaker = np.unique(speakers, return_inverse=True)
     n_speakers = int(speaker.max()) + 1
-
-    # One sort; targets first among equal scores, so ties are pooled as in compute_eer.
-    order = np.lexsort((~target, score))
-    value, label, owner = score[order], target[order], speaker[order]
-    # Units PAV always pools (a run of one label, or 1..1 0..0 across a tie) stay pooled under
-    # any non-negative trial weights, so they are found once.
-    cut = (label[1:] != label[:-1]) & (value[1:] != value[:-1])
-    unit = np.concatenate(([0], np.cumsum(cut)))
-    n_units = int(unit[-1]) + 1
-    # Counts per (unit, speaker) pair: a resample only re-weights these.
-    pair, pair_index = np.unique(unit * n_speakers + owner, return_inverse=True)
-    pair_unit, pair_speaker = pair // n_speakers, pair % n_speakers
-    pair_t = np.bincount(pair_index, weights=label).astype(np.int64)
-    pair_n = np.bincount(pair_index).astype(np.int64) - pair_t
-
-    def eer_with(weight: NDArray[np.int64]) -> float:
-        w = weight[pair_speaker]
-        unit_t = np.bincount(pair_unit, weights=pair_t * w, minlength=n_units).astype(np.int64)
-        unit_n = np.bincount(pair_unit, weights=pair_n * w, minlength=n_units).astype(np.int64)
-        return _weighted_eer(unit_t, unit_n)
-
+    eer_with = SpeakerWeightedEER(score, target, speaker, n_speakers)
     estimate = eer_with(np.ones(n_speakers, dtype=np.int64))
     multiplicities = _speaker_multiplicities(n_speakers, n_resamples, np.random.default_rng(seed))
     samples = np.array([eer_with(weight) for weight in multiplicities])
+    return _interval(estimate, samples, confidence, n_speakers)
+
+
+@dataclass(frozen=True)
+class SpeakerTrials:
+    """The trials of one scoring run: scores, target labels and the speaker each trial is
+    resampled with (the trial utterance's speaker)."""
+
+    scores: NDArray[np.float64]
+    is_target: NDArray[np.bool_]
+    speaker_ids: NDArray[np.str_]
+
+
+def paired_bootstrap_eer_difference(
+    a: Sequence[Sequence[SpeakerTrials]],
+    b: Sequence[Sequence[SpeakerTrials]],
+    *,
+    n_resamples: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> BootstrapInterval:
+    """Speaker-level paired bootstrap percentile interval of EER(b) - EER(a) (percentage points).
+
+    Each side is a list of attackers, each a list of its seeds' trial sets. A side's EER is the
+    leaderboard's aggregate: the mean over seeds of the ROCCH EER, lowest over the attackers
+    (the worst case of a zoo). Each resample draws the speakers once, with replacement, and
+    weights every trial set of both sides with that one draw, so what the two share (the
+    speakers and how hard their trials are) cancels in the difference: the interval is
+    narrower than one from two independent intervals whenever the two systems' errors go
+    together over speakers.
+
+    Raises ValueError when the two sides do not hold the same speakers (the trials are not
+    paired), a side is empty, or a trial set lacks a target or a non-target trial.
+    """
+    _check_options(n_resamples, confidence)
+    sides = [[list(seeds) for seeds in side] for side in (a, b)]
+    if any(not side or any(not seeds for seeds in side) for side in sides):
+        raise ValueError("each side needs at least one attacker with at least one trial set")
+    speaker_sets = [
+        {str(s) for seeds in side for t in seeds for s in np.unique(t.speaker_ids)}
+        for side in sides
+    ]
+    if speaker_sets[0] != speaker_sets[1]:
+        only_a = len(speaker_sets[0] - speaker_sets[1])
+        only_b = len(speaker_sets[1] - speaker_sets[0])
+        raise ValueError(
+            f"the two sides' trials are not paired: {only_a} speakers only in a, {only_b} only in b"
+        )
+    universe = np.array(sorted(speaker_sets[0]))
+    n_speakers = universe.size
+
+    def weighted(trials: SpeakerTrials) -> SpeakerWeightedEER:
+        score = as_finite_1d(trials.scores, "scores")
+        target = as_bool_1d(trials.is_target, "is_target")
+        speakers = labels_1d(trials.speaker_ids, "speaker_ids").astype(str)
+        check_same_length(scores=score, is_target=target, speaker_ids=speakers)
+        if target.all() or not target.any():
+            raise ValueError("every trial set needs a target and a non-target trial")
+        index = np.searchsorted(universe, speakers).astype(np.int64)
+        return SpeakerWeightedEER(score, target, index, n_speakers)
+
+    eers = [[[weighted(t) for t in seeds] for seeds in side] for side in sides]
+
+    def statistic(weight: NDArray[np.int64]) -> float:
+        # np.min and np.mean propagate nan: a resample that leaves some set without a target
+        # or a non-target is dropped as a whole.
+        side_eer = [
+            float(np.min([np.mean([eer(weight) for eer in seeds]) for seeds in side]))
+            for side in eers
+        ]
+        return side_eer[1] - side_eer[0]
+
+    estimate = statistic(np.ones(n_speakers, dtype=np.int64))
+    multiplicities = _speaker_multiplicities(n_speakers, n_resamples, np.random.default_rng(seed))
+    samples = np.array([statistic(weight) for weight in multiplicities])
     return _interval(estimate, samples, confidence, n_speakers)
 
 

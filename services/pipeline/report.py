@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import platform
+import shutil
 import socket
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -30,7 +31,8 @@ from services.pipeline.stages.context import StageContext, json_default
 from services.pipeline.stages.score import SCORE_SAMPLE_NAME
 from services.pipeline.stages.train import TrainedModels
 from services.pipeline.trust import assess_trust
-from services.pipeline.zoo import worst_case
+from services.pipeline.zoo import row_attacker, worst_case
+from services.scoring.trial_scores import TRIALS_NAME, trials_path
 
 RESULT_SCHEMA_VERSION = 1
 """Version of the ``results.json`` document."""
@@ -91,6 +93,7 @@ def write_report(
         mine = [r for r in rows if r.get("attacker") == attacker]
         _score_plots(ctx, prefix, cfg.scenarios, acfg.backends, mine, plot_files, plot_dir)
     plot_files.update(copy_analysis_plots(ctx.runner, analyses, plot_dir))
+    trial_files = _copy_trials(ctx, rows, out_dir)
     result = {
         "schema_version": RESULT_SCHEMA_VERSION,
         "name": cfg.name,
@@ -103,6 +106,7 @@ def write_report(
         "training": training,
         "analyses": analyses,
         "plots": {k: [f"plots/{n}" for n in v] for k, v in plot_files.items()},
+        "trials": trial_files,
         "stages": [
             {
                 "stage": o.stage,
@@ -238,6 +242,23 @@ def _score_plots(
                 plot_dir / f"scores-{prefix}{scenario}-{backend}",
                 f"Scores: {prefix}{scenario}, {backend}",
             )
+
+
+def _copy_trials(ctx: StageContext, rows: Sequence[Mapping[str, Any]], out_dir: Path) -> list[str]:
+    """Copy each row's trials (``services.scoring.trial_scores``) from its score stage into
+    ``out_dir/trials/``; returns the relative paths. A score stage reused from before trials
+    were kept has none: its row is skipped."""
+    copied = []
+    for row in rows:
+        source = ctx.runner.folder("score", row["stage_key"]) / TRIALS_NAME
+        if not source.is_file():
+            continue
+        relative = trials_path(row_attacker(row), row["scenario"], row["backend"], row["seed"])
+        target = out_dir / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, target)
+        copied.append(relative)
+    return copied
 
 
 def _with_prerestoration(

@@ -1,5 +1,6 @@
 """The compare page and a README badge in headless Chromium (Playwright) against a running app
-(uvicorn on loopback, SQLite) seeded with two public submissions' results and DET points.
+(uvicorn on loopback, SQLite) seeded with two public submissions' results, DET points and kept
+trials (the paired interval and the per-speaker EER scatter).
 
 Screenshots: ``test-artifacts/screenshots/challenge-compare.png`` and ``challenge-badge.png``
 (gitignored); the tests check they were written.
@@ -19,9 +20,11 @@ import pytest
 from services.platform import identity, protocols, results, submissions
 from services.platform.leaderboard import record_report_summary
 from services.settings import Settings
+from services.storage.blobstore import BlobStore, LocalBlobStore
 from services.storage.db import Database
 from services.storage.migrate import upgrade_database
 from support.seeding import record_finished_job
+from support.trials import keep_trials, trial_set_bytes
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -44,7 +47,13 @@ def _det(eer: float) -> dict[str, Any]:
 
 
 def _seed(
-    database: Database, team_id: int, protocol_id: int, name: str, eer: float, wer: float
+    database: Database,
+    store: BlobStore,
+    team_id: int,
+    protocol_id: int,
+    name: str,
+    eer: float,
+    wer: float,
 ) -> int:
     with database.session_scope() as session:
         sub = submissions.create_submission(
@@ -76,6 +85,8 @@ def _seed(
             trust_reasons=[],
             det_curves={"semi-informed|cosine": _det(eer), "ignorant|cosine": _det(eer / 3)},
         )
+        # Its kept trials (higher EER, less separation): the paired interval and scatter.
+        keep_trials(session, store, job_id, trial_set_bytes(4.0 - eer / 20))
         return sub.id
 
 
@@ -97,15 +108,16 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
             body={"config": {"scenarios": ["ignorant", "semi-informed"]}},
         )
         lab_id, protocol_id = lab.id, protocol.id
-    a = _seed(database, lab_id, protocol_id, "pitch shift", 18.4, 2.0)
-    b = _seed(database, lab_id, protocol_id, "voice conversion", 41.2, 7.5)
+    store = LocalBlobStore(folder / "blobs", signing_key=HMAC_KEY)
+    a = _seed(database, store, lab_id, protocol_id, "pitch shift", 18.4, 2.0)
+    b = _seed(database, store, lab_id, protocol_id, "voice conversion", 41.2, 7.5)
     settings = Settings(
         _env_file=None,  # type: ignore[call-arg]
         database_url=url,
         blob_dir=folder / "blobs",
         token_hmac_key=HMAC_KEY,
     )
-    app = create_app(settings, database=database, senders={})
+    app = create_app(settings, database=database, blob_store=store, senders={})
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
@@ -159,12 +171,15 @@ def test_compare_two_rows_from_the_leaderboard(site: dict[str, Any], browser: An
     assert eer.locator("td.a").inner_text() == "18.4" and eer.locator("td.b").inner_text() == "41.2"
     assert eer.locator("td.diff").inner_text() == "+22.8"
     assert eer.locator("td.better").inner_text() == "b"
+    low, high = (float(x) for x in eer.locator("td.paired").inner_text().split(" to "))
+    assert 0 < low < high  # b's kept trials separate less: a higher EER, beyond the interval
     wer = page.locator('#compare-utility tr[data-metric="wer_increase_percent"]')
     assert wer.locator("td.better").inner_text() == "a"
     images = page.locator("img.compare-det")
     assert images.count() == 2
+    assert page.locator("img.compare-per-speaker").count() == 1
     page.wait_for_function(
-        "() => [...document.querySelectorAll('img.compare-det')]"
+        "() => [...document.querySelectorAll('img.compare-det, img.compare-per-speaker')]"
         ".every(i => i.complete && i.naturalWidth > 300)"
     )
     page.screenshot(path=str(ARTIFACTS / "challenge-compare.png"), full_page=True)

@@ -269,6 +269,18 @@ def test_rerun_outdated_after_a_scorer_bump_reuses_unchanged_stages(
         prefix = key.rsplit("/", 1)[0] + "/attempts/"
         listed = s3.list_objects_v2(Bucket="unmask-e2e", Prefix=prefix, Delimiter="/")
         assert len(listed.get("CommonPrefixes", [])) == 1, (key, listed)
+    # The re-run scored again and kept its trials (what the compare page pairs jobs on), one
+    # artifact per result row.
+    artifacts = _ok(world["a"].get(f"/v1/jobs/{rerun_id}/artifacts"), 200)["artifacts"]
+    kept = [a["key"] for a in artifacts if a["key"].startswith(f"jobs/{rerun_id}/trials/")]
+    results = _ok(world["a"].get(f"/v1/jobs/{rerun_id}/results"), 200)["results"]
+    scored = {
+        (r["scenario"], r["backend"], r["seed"])
+        for r in results
+        if r["metric"] == "eer_percent" and r["seed"] >= 0
+    }
+    assert kept and all(k.endswith(".npz") and "/baseline/" in k for k in kept)
+    assert len(kept) == len(scored)
     # The new row stands, no longer marked.
     board = _ok(world["b"].get(f"/v1/protocols/{protocol_id}/leaderboard"), 200)
     assert [e["job_id"] for e in board["entries"]] == [rerun_id]

@@ -1,17 +1,25 @@
 """Comparing two submissions over HTTP: every catalogued metric of their leaderboard jobs side
-by side with b - a and the better side, utility apart, DET curves overlaid; a submission of
-another protocol, an invisible one and the same one twice are refused with a clear 4xx."""
+by side with b - a and the better side, utility apart, DET curves overlaid, the EER
+difference's paired speaker-bootstrap interval and the per-speaker EER scatter where both jobs
+kept their trials on the same grid; a submission of another protocol, an invisible one and the
+same one twice are refused with a clear 4xx."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from services.platform import results
 from services.platform.jobs import records as job_records
 from services.platform.leaderboard import record_report_summary
+from services.scoring import eer_report
+from services.scoring.trial_scores import load_scored_trials
+from services.storage.blobstore import BlobStore, LocalBlobStore
 from services.storage.db import Database
+from support.trials import keep_trials, trial_set_bytes
 
 pytestmark = pytest.mark.integration
 
@@ -19,8 +27,11 @@ DET = {"pfa": [0.0, 0.2, 0.5, 1.0], "pmiss": [1.0, 0.4, 0.2, 0.0], "seed": 0}
 
 
 class World:
-    def __init__(self, client: Any, api_world: Any, protocol_body: dict[str, Any]) -> None:
+    def __init__(
+        self, client: Any, api_world: Any, protocol_body: dict[str, Any], store: BlobStore
+    ) -> None:
         self.client = client
+        self.store = store
         self.admin = api_world.auth(api_world.admin)
         self.a = api_world.auth(api_world.a)
         self.b = api_world.auth(api_world.b)
@@ -51,7 +62,16 @@ class World:
         return int(response.json()["id"])
 
 
-def _succeed(database: Database, job_id: int, eer: float, wer_increase: float) -> None:
+def _succeed(
+    database: Database,
+    job_id: int,
+    eer: float,
+    wer_increase: float,
+    *,
+    store: BlobStore | None = None,
+    trials: bytes | None = None,
+) -> None:
+    """The job succeeds with these results (and, given ``store``, keeps ``trials``)."""
     with database.session_scope() as session:
         job_records.transition_job(session, job_id, "running")
         rows = [
@@ -72,12 +92,17 @@ def _succeed(database: Database, job_id: int, eer: float, wer_increase: float) -
             trust_reasons=[],
             det_curves={"semi-informed|cosine": {**DET, "eer": eer}},
         )
+        if store is not None and trials is not None:
+            keep_trials(session, store, job_id, trials)
         job_records.transition_job(session, job_id, "succeeded")
 
 
 @pytest.fixture()
-def world(make_api_client: Any, api_world: Any, api_protocol_body: dict[str, Any]) -> World:
-    return World(make_api_client(), api_world, api_protocol_body)
+def world(
+    make_api_client: Any, api_world: Any, api_protocol_body: dict[str, Any], tmp_path: Path
+) -> World:
+    store = LocalBlobStore(tmp_path / "compare-blobs", signing_key="test-signing-key")
+    return World(make_api_client(blob_store=store), api_world, api_protocol_body, store)
 
 
 def test_compare_json_and_page(world: World, pg_database: Database) -> None:
@@ -97,7 +122,9 @@ def test_compare_json_and_page(world: World, pg_database: Database) -> None:
     assert wer["metric"] == "wer_increase_percent" and wer["difference"] == 5.0
     assert wer["better"] == "a"  # a lower WER increase is better
     assert set(body["det_curves"]["semi-informed|cosine"]) == {"a", "b"}
-    assert eer["paired_interval"] is None and "per-trial scores" in body["paired_interval_note"]
+    # Neither job kept its trials: no paired interval, and the JSON says why.
+    assert eer["paired_interval"] is None and body["per_speaker_eer"] == {}
+    assert "kept no per-trial scores" in body["paired_notes"]["semi-informed|cosine"]
     page = world.client.get(f"/protocols/{world.protocol}/compare?a={first}&b={second}")
     assert page.status_code == 200, page.text
     assert 'id="compare-metrics"' in page.text and 'id="compare-utility"' in page.text
@@ -135,3 +162,53 @@ def test_compare_refuses_other_protocols_invisible_and_identical_submissions(
     response = world.client.get(url, params={"a": mine, "b": mine}, headers=world.a)
     assert response.status_code == 409 and "same submission" in response.json()["detail"]
     assert world.client.get(url, params={"a": mine}, headers=world.a).status_code == 422
+
+
+def test_paired_interval_and_per_speaker_scatter_from_kept_trials(
+    world: World, pg_database: Database
+) -> None:
+    """Both jobs kept their trials on one grid: the EER row gets a paired interval around the
+    difference of the trials' EERs and the per-speaker EERs of both lie in the JSON, the page
+    and a scatter plot. A third job on another trial grid gets no interval, and says why."""
+    a_trials, b_trials = trial_set_bytes(3.0), trial_set_bytes(2.0)
+    first, second = world.submission("first"), world.submission("second", headers=world.b)
+    _succeed(pg_database, world.job(first, world.protocol), 10.0, 4.0,
+             store=world.store, trials=a_trials)  # fmt: skip
+    _succeed(pg_database, world.job(second, world.protocol, world.b), 20.0, 4.0,
+             store=world.store, trials=b_trials)  # fmt: skip
+    url = f"/v1/protocols/{world.protocol}/compare"
+    body = world.client.get(url, params={"a": first, "b": second}, headers=world.a).json()
+    eer = next(m for m in body["metrics"] if m["metric"] == "eer_percent")
+    low, high = eer["paired_interval"]
+
+    def trials_eer(blob: bytes) -> float:
+        return eer_report(load_scored_trials(blob)[0]).eer_percent
+
+    difference = trials_eer(b_trials) - trials_eer(a_trials)
+    assert difference > 0 and low <= difference <= high and low < high
+    assert body["paired_notes"] == {}
+    pairs = body["per_speaker_eer"]["semi-informed|cosine"]
+    assert pairs["speakers"] == [f"spk{k:02d}" for k in range(12)]
+    assert len(pairs["a"]) == len(pairs["b"]) == 12
+    assert all(0.0 <= v <= 100.0 for v in pairs["a"] + pairs["b"])
+    assert np.mean(pairs["b"]) > np.mean(pairs["a"])  # b separates less: higher EERs
+    page = world.client.get(f"/protocols/{world.protocol}/compare?a={first}&b={second}")
+    assert f"{low:.1f} to {high:.1f}" in page.text and "compare-per-speaker" in page.text
+    plot = world.client.get(
+        f"/protocols/{world.protocol}/compare/per_speaker.png",
+        params={"a": first, "b": second, "curve": "semi-informed|cosine"},
+    )
+    assert plot.status_code == 200 and plot.content.startswith(b"\x89PNG")
+
+    third = world.submission("third")
+    _succeed(pg_database, world.job(third, world.protocol), 15.0, 4.0,
+             store=world.store, trials=trial_set_bytes(3.0, grid="grid-2"))  # fmt: skip
+    body = world.client.get(url, params={"a": first, "b": third}, headers=world.a).json()
+    eer = next(m for m in body["metrics"] if m["metric"] == "eer_percent")
+    assert eer["paired_interval"] is None and body["per_speaker_eer"] == {}
+    assert "scored different trials" in body["paired_notes"]["semi-informed|cosine"]
+    missing = world.client.get(
+        f"/protocols/{world.protocol}/compare/per_speaker.png",
+        params={"a": first, "b": third, "curve": "semi-informed|cosine"},
+    )
+    assert missing.status_code == 404 and "scored different trials" in missing.text

@@ -4,7 +4,9 @@ Real PostgreSQL; workers replaced by a recording dispatcher, jobs finished in th
 
 from __future__ import annotations
 
+import csv
 import datetime as dt
+import io
 from typing import Any
 
 import pytest
@@ -266,9 +268,32 @@ def test_rerun_outdated_queues_uncharged_reruns_and_keeps_old_rows(
     nothing = env.client.post(rerun_url, headers=env.admin)
     assert nothing.status_code == 200 and nothing.json()["queued"] == {}
     assert env.client.post(rerun_url, headers=env.a).status_code == 403
-    # The scorer changes (a stage version is bumped): the row is outdated on the page.
+    # Every row names its evaluator in the JSON and the CSV ...
+    [entry] = env.client.get(f"/v1/protocols/{env.protocol_id}/leaderboard", headers=env.a).json()[
+        "entries"
+    ]
+    assert entry["evaluator"]["scorer"] == job["evaluator"]["scorer"]
+    assert entry["evaluator_outdated"] is False
+
+    def csv_evaluator() -> dict[str, str]:
+        [row] = list(csv.DictReader(io.StringIO(env.csv())))
+        return {k: row[k] for k in ("unmask version", "scorer", "evaluator outdated")}
+
+    version = job["evaluator"]["unmask_version"]
+    assert csv_evaluator() == {
+        "unmask version": version,
+        "scorer": job["evaluator"]["scorer"],
+        "evaluator outdated": "no",
+    }
+    # The scorer changes (a stage version is bumped): the row is outdated on the page, in the
+    # JSON and in the CSV.
     monkeypatch.setitem(stage_versions.STAGE_VERSIONS, "score", 2)
     assert "older scorer" in env.page()
+    [entry] = env.client.get(f"/v1/protocols/{env.protocol_id}/leaderboard", headers=env.a).json()[
+        "entries"
+    ]
+    assert entry["evaluator_outdated"] is True
+    assert csv_evaluator()["evaluator outdated"] == "yes"
     plan = env.client.post(rerun_url, headers=env.admin)
     assert plan.status_code == 200, plan.text
     [(old_id, new_id)] = plan.json()["queued"].items()

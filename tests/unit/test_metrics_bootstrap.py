@@ -5,7 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from services.metrics import bootstrap_eer, bootstrap_srd, compute_eer, compute_srd
+from services.metrics import (
+    SpeakerTrials,
+    bootstrap_eer,
+    bootstrap_srd,
+    compute_eer,
+    compute_srd,
+    paired_bootstrap_eer_difference,
+)
 
 
 def synthetic_trials(
@@ -108,3 +115,68 @@ def test_invalid_inputs_raise_value_error() -> None:
         bootstrap_srd([0, 1], ["a", "b"], 40)
     with pytest.raises(ValueError, match="same length"):
         bootstrap_srd([1, 2], ["a"], 40)
+
+
+# --- the paired bootstrap of an EER difference (the compare page) ----------------------------
+
+
+def _trials(scores: np.ndarray, is_target: np.ndarray, speaker: np.ndarray) -> SpeakerTrials:
+    return SpeakerTrials(scores, is_target, np.array([f"s{k}" for k in speaker]))
+
+
+def _eer(t: SpeakerTrials) -> float:
+    return compute_eer(t.scores[t.is_target], t.scores[~t.is_target]).eer_percent
+
+
+def test_paired_difference_of_a_system_with_itself_is_exactly_zero() -> None:
+    a = _trials(*synthetic_trials(30, 40, seed=2))
+    ci = paired_bootstrap_eer_difference([[a]], [[a]], n_resamples=200, seed=0)
+    assert (ci.estimate, ci.low, ci.high) == (0.0, 0.0, 0.0)
+    assert ci.n_resamples == 200 and ci.n_speakers == 30
+
+
+def test_paired_estimate_is_the_difference_of_the_leaderboard_aggregates() -> None:
+    """Each side: mean over seeds, lowest over attackers (the leaderboard's worst case)."""
+    sets = [_trials(*synthetic_trials(25, 40, seed=s)) for s in range(5)]
+    # The speakers' trials differ between sets but the speakers are the same 25.
+    a = [[sets[0], sets[1]], [sets[2]]]
+    b = [[sets[3], sets[4]]]
+    ci = paired_bootstrap_eer_difference(a, b, n_resamples=100, seed=0)
+    side_a = min(np.mean([_eer(sets[0]), _eer(sets[1])]), _eer(sets[2]))
+    side_b = np.mean([_eer(sets[3]), _eer(sets[4])])
+    assert ci.estimate == pytest.approx(side_b - side_a)
+    assert ci.low <= ci.estimate <= ci.high
+
+
+def test_pairing_cancels_what_the_two_systems_share() -> None:
+    """Two systems whose errors go together over speakers (same hard speakers, b slightly
+    worse): the paired interval is much narrower than the two separate intervals combined, and
+    it excludes 0 where those overlap."""
+    rng = np.random.default_rng(7)
+    n_speakers, per = 40, 60
+    speaker = np.repeat(np.arange(n_speakers), per)
+    is_target = rng.random(speaker.size) < 0.3
+    hardness = rng.normal(0.0, 1.0, n_speakers)[speaker]
+    noise = rng.normal(0.0, 1.0, speaker.size)
+    a_scores = noise + 2.0 * is_target + hardness
+    b_scores = noise + 1.7 * is_target + hardness + rng.normal(0.0, 0.1, speaker.size)
+    a, b = _trials(a_scores, is_target, speaker), _trials(b_scores, is_target, speaker)
+    paired = paired_bootstrap_eer_difference([[a]], [[b]], n_resamples=400, seed=1)
+    alone = [bootstrap_eer(t.scores, t.is_target, speaker, n_resamples=400, seed=1) for t in (a, b)]
+    separate_width = np.hypot(*(i.high - i.low for i in alone))
+    assert paired.high - paired.low < 0.5 * separate_width
+    assert paired.estimate > 0 and paired.low > 0  # b is worse at hiding (a higher EER)
+    assert alone[1].low < alone[0].high  # ... which the separate intervals cannot tell
+
+
+def test_paired_bootstrap_refuses_unpaired_or_empty_sides() -> None:
+    a = _trials(*synthetic_trials(20, 30, seed=3))
+    scores, is_target, speaker = synthetic_trials(21, 30, seed=3)
+    other = _trials(scores, is_target, speaker)
+    with pytest.raises(ValueError, match="not paired: 0 speakers only in a, 1 only in b"):
+        paired_bootstrap_eer_difference([[a]], [[other]], n_resamples=10)
+    with pytest.raises(ValueError, match="at least one attacker"):
+        paired_bootstrap_eer_difference([[a]], [], n_resamples=10)
+    targets_only = SpeakerTrials(a.scores, np.ones(a.scores.size, bool), a.speaker_ids)
+    with pytest.raises(ValueError, match="a target and a non-target"):
+        paired_bootstrap_eer_difference([[a]], [[targets_only]], n_resamples=10)

@@ -8,10 +8,12 @@ from typing import Any
 
 import pytest
 
-from services.metrics import catalogue
+from services.metrics import bootstrap_eer, catalogue
 from services.pipeline.config import EvaluationConfig, parse_config
 from services.pipeline.evaluation import EvaluationRun, run_evaluation
 from services.pipeline.phases import PHASES
+from services.scoring import eer_report
+from services.scoring.trial_scores import load_scored_trials, speaker_trials, trials_path
 from support.configs import TINY_ANALYSES, tiny_config
 
 pytestmark = pytest.mark.slow
@@ -100,6 +102,31 @@ def test_result_document_is_complete(
             entry = summary[(scenario, "cosine")][key.key]
             assert entry["mean"] == pytest.approx(value)
         assert (out / "plots" / f"legal-{scenario}.png").stat().st_size > 1000
+
+
+def test_each_row_keeps_its_trials_and_they_reproduce_its_eer(
+    tiny_run: tuple[EvaluationConfig, Path, dict[str, Any]],
+) -> None:
+    """The trials a row keeps (what the compare page pairs two jobs on) give back the row's
+    EER and bootstrap interval; one scenario's trial grid is the same over back-ends and
+    differs between scenarios only if their trial utterances do."""
+    cfg, out, result = tiny_run
+    assert len(result["trials"]) == len(result["rows"])
+    grids = {}
+    for row in result["rows"]:
+        relative = trials_path("baseline", row["scenario"], row["backend"], row["seed"])
+        assert relative in result["trials"]
+        scored, grid = load_scored_trials(out / relative)
+        grids[(row["scenario"], row["backend"])] = grid
+        assert eer_report(scored).eer_percent == pytest.approx(row["eer_percent"])
+        pooled = speaker_trials(scored)
+        assert int(pooled.is_target.sum()) == row["n_target"]
+        ci = bootstrap_eer(pooled.scores, pooled.is_target, pooled.speaker_ids,
+                           n_resamples=cfg.metrics.bootstrap_resamples,
+                           seed=row["seed"])  # fmt: skip
+        assert [ci.low, ci.high] == pytest.approx(row["eer_ci95_percent"])
+    for scenario in {s for s, _ in grids}:
+        assert len({g for (s, _), g in grids.items() if s == scenario}) == 1
 
 
 def test_rerun_reuses_every_stage(tiny_run: tuple[EvaluationConfig, Path, dict[str, Any]]) -> None:

@@ -20,6 +20,8 @@ from .comparison_out_det_curves import ComparisonOutDetCurves
 from .comparison_out_det_curves_additional_property import (
     ComparisonOutDetCurvesAdditionalProperty,
 )
+from .comparison_out_paired_notes import ComparisonOutPairedNotes
+from .comparison_out_per_speaker_eer import ComparisonOutPerSpeakerEer
 from .completed_part import CompletedPart
 from .container_spec import ContainerSpec
 from .container_submission_create import ContainerSubmissionCreate
@@ -38,11 +40,13 @@ from .job_summary_state import JobSummaryState
 from .jobs_list_jobs_state_type_0 import JobsListJobsStateType0
 from .leaderboard_out import LeaderboardOut
 from .leaderboard_row import LeaderboardRow
+from .leaderboard_row_evaluator_type_0 import LeaderboardRowEvaluatorType0
 from .leaderboard_row_metrics import LeaderboardRowMetrics
 from .leaderboard_spec import LeaderboardSpec
 from .liveness import Liveness
 from .me import Me
 from .metric_comparison_out import MetricComparisonOut
+from .per_speaker_out import PerSpeakerOut
 from .phase_in import PhaseIn
 from .phase_out import PhaseOut
 from .phase_patch import PhasePatch
@@ -117,6 +121,8 @@ __all__ = (
     "ComparisonOut",
     "ComparisonOutDetCurves",
     "ComparisonOutDetCurvesAdditionalProperty",
+    "ComparisonOutPairedNotes",
+    "ComparisonOutPerSpeakerEer",
     "CompletedPart",
     "ContainerSpec",
     "ContainerSubmissionCreate",
@@ -135,11 +141,13 @@ __all__ = (
     "JobsListJobsStateType0",
     "LeaderboardOut",
     "LeaderboardRow",
+    "LeaderboardRowEvaluatorType0",
     "LeaderboardRowMetrics",
     "LeaderboardSpec",
     "Liveness",
     "Me",
     "MetricComparisonOut",
+    "PerSpeakerOut",
     "PhaseIn",
     "PhaseOut",
     "PhasePatch",

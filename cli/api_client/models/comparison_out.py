@@ -8,6 +8,8 @@ from attrs import field as _attrs_field
 
 if TYPE_CHECKING:
     from ..models.comparison_out_det_curves import ComparisonOutDetCurves
+    from ..models.comparison_out_paired_notes import ComparisonOutPairedNotes
+    from ..models.comparison_out_per_speaker_eer import ComparisonOutPerSpeakerEer
     from ..models.metric_comparison_out import MetricComparisonOut
     from ..models.side_out import SideOut
 
@@ -24,7 +26,9 @@ class ComparisonOut:
         b (SideOut):
         det_curves (ComparisonOutDetCurves): "<scenario>|<backend>" -> {"a": curve, "b": curve} (pfa, pmiss, eer %).
         metrics (list[MetricComparisonOut]):
-        paired_interval_note (str):
+        paired_notes (ComparisonOutPairedNotes): "<scenario>|<backend>" -> why it has no paired interval.
+        per_speaker_eer (ComparisonOutPerSpeakerEer): "<scenario>|<backend>" -> both jobs' per-speaker EERs (mean over
+            seeds, of the attacker shown), where both kept their trials.
         protocol_id (int):
         utility (list[MetricComparisonOut]):
     """
@@ -33,7 +37,8 @@ class ComparisonOut:
     b: SideOut
     det_curves: ComparisonOutDetCurves
     metrics: list[MetricComparisonOut]
-    paired_interval_note: str
+    paired_notes: ComparisonOutPairedNotes
+    per_speaker_eer: ComparisonOutPerSpeakerEer
     protocol_id: int
     utility: list[MetricComparisonOut]
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
@@ -50,7 +55,9 @@ class ComparisonOut:
             metrics_item = metrics_item_data.to_dict()
             metrics.append(metrics_item)
 
-        paired_interval_note = self.paired_interval_note
+        paired_notes = self.paired_notes.to_dict()
+
+        per_speaker_eer = self.per_speaker_eer.to_dict()
 
         protocol_id = self.protocol_id
 
@@ -67,7 +74,8 @@ class ComparisonOut:
                 "b": b,
                 "det_curves": det_curves,
                 "metrics": metrics,
-                "paired_interval_note": paired_interval_note,
+                "paired_notes": paired_notes,
+                "per_speaker_eer": per_speaker_eer,
                 "protocol_id": protocol_id,
                 "utility": utility,
             }
@@ -78,6 +86,8 @@ class ComparisonOut:
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
         from ..models.comparison_out_det_curves import ComparisonOutDetCurves
+        from ..models.comparison_out_paired_notes import ComparisonOutPairedNotes
+        from ..models.comparison_out_per_speaker_eer import ComparisonOutPerSpeakerEer
         from ..models.metric_comparison_out import MetricComparisonOut
         from ..models.side_out import SideOut
 
@@ -95,7 +105,9 @@ class ComparisonOut:
 
             metrics.append(metrics_item)
 
-        paired_interval_note = d.pop("paired_interval_note")
+        paired_notes = ComparisonOutPairedNotes.from_dict(d.pop("paired_notes"))
+
+        per_speaker_eer = ComparisonOutPerSpeakerEer.from_dict(d.pop("per_speaker_eer"))
 
         protocol_id = d.pop("protocol_id")
 
@@ -111,7 +123,8 @@ class ComparisonOut:
             b=b,
             det_curves=det_curves,
             metrics=metrics,
-            paired_interval_note=paired_interval_note,
+            paired_notes=paired_notes,
+            per_speaker_eer=per_speaker_eer,
             protocol_id=protocol_id,
             utility=utility,
         )

@@ -10,6 +10,7 @@ from attrs import field as _attrs_field
 from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
+    from ..models.leaderboard_row_evaluator_type_0 import LeaderboardRowEvaluatorType0
     from ..models.leaderboard_row_metrics import LeaderboardRowMetrics
 
 
@@ -29,6 +30,11 @@ class LeaderboardRow:
         submitted_at (datetime.datetime):
         team_slug (str):
         value (float | None): The primary metric; null = missing (ranked last in its tier).
+        evaluator (LeaderboardRowEvaluatorType0 | None | Unset): What evaluated the job: `unmask_version`, `git_commit`
+            (null when unknown), `stage_versions`, `config_hash` and `scorer` (a digest of the stage versions); null =
+            evaluated before evaluators were recorded.
+        evaluator_outdated (bool | Unset): True when an older scorer than the current one produced the row (or it is
+            unknown); an administrator's re-run of outdated results replaces it. Default: False.
         tier (int | Unset): Index into the leaderboard's `tiers` (0 = the best): rows rank by tier first. Default: 0.
     """
 
@@ -40,10 +46,16 @@ class LeaderboardRow:
     submitted_at: datetime.datetime
     team_slug: str
     value: float | None
+    evaluator: LeaderboardRowEvaluatorType0 | Unset | None = UNSET
+    evaluator_outdated: bool | Unset = False
     tier: int | Unset = 0
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        from ..models.leaderboard_row_evaluator_type_0 import (
+            LeaderboardRowEvaluatorType0,
+        )
+
         job_id = self.job_id
 
         metrics = self.metrics.to_dict()
@@ -61,6 +73,16 @@ class LeaderboardRow:
         value: float | None
         value = self.value
 
+        evaluator: dict[str, Any] | Unset | None
+        if isinstance(self.evaluator, Unset):
+            evaluator = UNSET
+        elif isinstance(self.evaluator, LeaderboardRowEvaluatorType0):
+            evaluator = self.evaluator.to_dict()
+        else:
+            evaluator = self.evaluator
+
+        evaluator_outdated = self.evaluator_outdated
+
         tier = self.tier
 
         field_dict: dict[str, Any] = {}
@@ -77,6 +99,10 @@ class LeaderboardRow:
                 "value": value,
             }
         )
+        if evaluator is not UNSET:
+            field_dict["evaluator"] = evaluator
+        if evaluator_outdated is not UNSET:
+            field_dict["evaluator_outdated"] = evaluator_outdated
         if tier is not UNSET:
             field_dict["tier"] = tier
 
@@ -84,6 +110,9 @@ class LeaderboardRow:
 
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        from ..models.leaderboard_row_evaluator_type_0 import (
+            LeaderboardRowEvaluatorType0,
+        )
         from ..models.leaderboard_row_metrics import LeaderboardRowMetrics
 
         d = dict(src_dict)
@@ -108,6 +137,27 @@ class LeaderboardRow:
 
         value = _parse_value(d.pop("value"))
 
+        def _parse_evaluator(
+            data: object,
+        ) -> LeaderboardRowEvaluatorType0 | Unset | None:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                evaluator_type_0 = LeaderboardRowEvaluatorType0.from_dict(data)
+
+                return evaluator_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(LeaderboardRowEvaluatorType0 | None | Unset, data)
+
+        evaluator = _parse_evaluator(d.pop("evaluator", UNSET))
+
+        evaluator_outdated = d.pop("evaluator_outdated", UNSET)
+
         tier = d.pop("tier", UNSET)
 
         leaderboard_row = cls(
@@ -119,6 +169,8 @@ class LeaderboardRow:
             submitted_at=submitted_at,
             team_slug=team_slug,
             value=value,
+            evaluator=evaluator,
+            evaluator_outdated=evaluator_outdated,
             tier=tier,
         )
 

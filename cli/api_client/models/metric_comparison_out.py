@@ -25,7 +25,8 @@ class MetricComparisonOut:
         metric (str):
         scenario (str):
         unit (str):
-        paired_interval (list[float] | None | Unset): 95 % paired speaker-bootstrap interval of the difference.
+        paired_interval (list[float] | None | Unset): 95 % paired speaker-bootstrap interval of the difference (EER rows
+            of a (scenario, back-end) where both jobs kept their trials on the same trial grid).
     """
 
     a: float | None

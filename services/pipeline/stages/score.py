@@ -40,6 +40,12 @@ from services.scoring import (
     train_plda,
 )
 from services.scoring.listed import ListedScores, score_listed_trials
+from services.scoring.trial_scores import (
+    TRIALS_NAME,
+    save_scored_trials,
+    speaker_trials,
+    trial_grid_fingerprint,
+)
 
 EmbeddedSet = tuple[Manifest, np.ndarray, str]
 """A set, its embeddings (n, dim) in manifest order and the key naming (recognizer, set)."""
@@ -128,7 +134,13 @@ def score_row(
         # SRD on the embeddings: inputs = trial utterances, references = enrollment speakers.
         if cfg.metrics.srd:
             row["srd"] = _srd_of(scored, cfg.metrics.bootstrap_resamples, seed)
-        return _write_row(folder, row, scored, seed)
+        grid = trial_grid_fingerprint(
+            [u.utt_id for u in t_man.utterances],
+            [u.utt_id for u in enrollment[0].utterances],
+            gender_mode,
+            None if fixed is None else fixed.model_dump(mode="json"),
+        )
+        return _write_row(folder, row, scored, seed, grid)
 
     outcome = ctx.runner.run("score", inputs, make)
     row: dict[str, Any] = json.loads((outcome.folder / "row.json").read_text())
@@ -161,17 +173,16 @@ def _build_backend(backend_name: str, plda_train: EmbeddedSet | None) -> Any:
 
 
 def _write_row(
-    folder: Path, row: dict[str, Any], scored: ScoredTrials, seed: int
+    folder: Path, row: dict[str, Any], scored: ScoredTrials, seed: int, grid: str
 ) -> dict[str, str]:
-    """Write the score matrices, the plot's score sample and the row into ``folder``; returns
-    the stage's outputs."""
-    matrices = {k: m.scores for k, m in scored.partitions.items()}
-    np.savez_compressed(folder / "scores.npz", allow_pickle=False, **matrices)
+    """Write the trials (scores with their speakers, ``services.scoring.trial_scores``), the
+    plot's score sample and the row into ``folder``; returns the stage's outputs."""
+    save_scored_trials(folder / TRIALS_NAME, scored, grid=grid)
     np.savez_compressed(
         folder / SCORE_SAMPLE_NAME, allow_pickle=False, **_score_sample(scored, seed)
     )
     (folder / "row.json").write_text(json.dumps(row, indent=2))
-    return {"row": "row.json", "scores": "scores.npz", "score_sample": SCORE_SAMPLE_NAME}
+    return {"row": "row.json", "trials": TRIALS_NAME, "score_sample": SCORE_SAMPLE_NAME}
 
 
 def _normalization_record(normalization: ASNorm | None, scored: ScoredTrials) -> dict[str, Any]:
@@ -215,7 +226,6 @@ def metrics_row(
     ZEBRA and the rest calibrate by PAV first, so they apply to any score.
     """
     report = eer_report(scored)
-    parts = list(scored.partitions.values())
     tar, non = _target_nontarget(scored)
     row: dict[str, Any] = {
         catalogue.EER.key: report.eer_percent,
@@ -225,17 +235,13 @@ def metrics_row(
         "n_nontarget": int(non.size),
     }
     if spec.bootstrap_resamples > 0:
-        trials = [m.trial_mask() for m in parts]
-        scores = np.concatenate([m.scores[t] for m, t in zip(parts, trials, strict=True)])
-        is_target = np.concatenate([m.target_mask()[t] for m, t in zip(parts, trials, strict=True)])
-        speakers = np.concatenate(
-            [
-                np.broadcast_to(m.row_speaker_ids[:, None], m.scores.shape)[t]
-                for m, t in zip(parts, trials, strict=True)
-            ]
-        )
+        pooled = speaker_trials(scored)
         ci = bootstrap_eer(
-            scores, is_target, speakers, n_resamples=spec.bootstrap_resamples, seed=seed
+            pooled.scores,
+            pooled.is_target,
+            pooled.speaker_ids,
+            n_resamples=spec.bootstrap_resamples,
+            seed=seed,
         )
         row["eer_ci95_percent"] = [ci.low, ci.high]
     if spec.per_speaker_eer:

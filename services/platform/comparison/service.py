@@ -7,32 +7,45 @@ whose results the viewer may see). A submission without one there, e.g. an archi
 another protocol or one evaluated under another protocol only, is refused
 (:class:`ComparisonError`, 4xx naming it).
 
-Paired intervals of a difference need the per-trial scores of both jobs on shared trials; jobs
-store summaries and DET points, not scores, so ``paired_interval`` is None for every row today
-(``paired_interval_note`` says so) rather than an interval computed on unpaired data.
+Where both jobs kept their trials (``services.scoring.trial_scores``: every score with its
+speakers, one artifact per result row) on the same trial grid, each (scenario, back-end) gets
+the EER difference's paired speaker-bootstrap interval (one draw of speakers weights both jobs'
+trials, so what they share cancels) and the per-speaker EERs of both jobs for a scatter plot.
+Without them (a job reused a score stage from before trials were kept; different trial grids)
+the interval is None and ``paired_notes`` says why, rather than an interval computed on
+unpaired data.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 from sqlalchemy import and_, select
 from sqlalchemy.orm import Session
 
-from services.metrics import catalogue
+from services.metrics import catalogue, paired_bootstrap_eer_difference
 from services.platform.leaderboard import (
     det_curves_of,
     det_key,
     job_metric_values,
     latest_succeeded_jobs,
 )
+from services.scoring import ScoredTrials, eer_report, per_speaker_eer_report
+from services.scoring.trial_scores import TRIALS_DIR, load_scored_trials, speaker_trials
+from services.storage.blobstore import BlobStore
 from services.storage.errors import ConflictError
-from services.storage.models import Job, Protocol, Submission
+from services.storage.models import Artifact, Job, Protocol, Submission
 
-PAIRED_INTERVAL_NOTE = (
-    "No paired interval: the jobs keep summaries and DET points, not per-trial scores"
-)
+PAIRED_RESAMPLES = 1000
+"""Speaker resamples of the paired bootstrap (seeded: the same request gives the same interval)."""
+
+PAIRED_CONFIDENCE = 0.95
 
 
 class ComparisonError(ConflictError):
@@ -68,6 +81,16 @@ class MetricComparison:
     paired_interval: tuple[float, float] | None = None
 
 
+@dataclass(frozen=True)
+class PerSpeakerPairs:
+    """Per-speaker EER (%) of both jobs over the speakers they share, in one order (mean over
+    seeds, of the attacker whose EER the comparison shows)."""
+
+    speakers: list[str]
+    a: list[float]
+    b: list[float]
+
+
 @dataclass
 class Comparison:
     """Everything the compare page and its JSON twin show."""
@@ -78,7 +101,10 @@ class Comparison:
     metrics: list[MetricComparison] = field(default_factory=list)
     det_curves: dict[str, dict[str, Any]] = field(default_factory=dict)
     """``{"<scenario>|<backend>": {"a": curve, "b": curve}}`` (curve: pfa, pmiss, eer, seed)."""
-    paired_interval_note: str = PAIRED_INTERVAL_NOTE
+    per_speaker: dict[str, PerSpeakerPairs] = field(default_factory=dict)
+    """``{"<scenario>|<backend>": per-speaker EERs of both}`` where both jobs kept trials."""
+    paired_notes: dict[str, str] = field(default_factory=dict)
+    """``{"<scenario>|<backend>": why there is no paired interval}``."""
 
     @property
     def privacy(self) -> list[MetricComparison]:
@@ -134,6 +160,103 @@ def _better(metric: catalogue.Metric, a: float | None, b: float | None) -> str |
     return "b" if (b > a) == metric.higher_is_better else "a"
 
 
+TrialSets = dict[str, dict[str, dict[int, tuple[str, str]]]]
+"""``{"<scenario>|<backend>": {attacker: {seed: (blob key, sha256)}}}`` of one job's trials."""
+
+
+def _trial_sets(session: Session, job_id: int) -> TrialSets:
+    """The trials a job kept (artifacts ``jobs/<id>/trials/<attacker>/<scenario>/<backend>/
+    seed<n>.npz``)."""
+    prefix = f"jobs/{job_id}/{TRIALS_DIR}/"
+    out: TrialSets = {}
+    query = select(Artifact.key, Artifact.sha256).where(
+        Artifact.job_id == job_id, Artifact.key.startswith(prefix, autoescape=True)
+    )
+    for key, sha in session.execute(query):
+        parts = key.removeprefix(prefix).split("/")
+        if len(parts) != 4 or not (parts[3].startswith("seed") and parts[3].endswith(".npz")):
+            continue
+        attacker, scenario, backend, name = parts
+        seed = name.removeprefix("seed").removesuffix(".npz")
+        if seed.lstrip("-").isdigit():
+            out.setdefault(f"{scenario}|{backend}", {}).setdefault(attacker, {})[int(seed)] = (
+                key,
+                sha,
+            )
+    return out
+
+
+@functools.lru_cache(maxsize=64)
+def _load_trials(store: BlobStore, key: str, sha256: str) -> tuple[ScoredTrials, str]:
+    """A kept trial set (cached by its content hash: an artifact's bytes never change)."""
+    del sha256  # part of the cache key only
+    return load_scored_trials(store.get_bytes(key))
+
+
+@dataclass(frozen=True)
+class _Paired:
+    interval: tuple[float, float] | None
+    per_speaker: PerSpeakerPairs | None
+    note: str | None
+
+
+def _paired(
+    store: BlobStore,
+    sets_a: Mapping[str, Mapping[int, tuple[str, str]]] | None,
+    sets_b: Mapping[str, Mapping[int, tuple[str, str]]] | None,
+) -> _Paired:
+    """The paired EER interval and the per-speaker EERs of one (scenario, back-end)."""
+    if not sets_a or not sets_b:
+        missing = " and ".join(n for n, s in (("a", sets_a), ("b", sets_b)) if not s)
+        return _Paired(None, None, f"no paired interval: job {missing} kept no per-trial scores")
+    loaded = [
+        {
+            attacker: [_load_trials(store, *by_seed[seed]) for seed in sorted(by_seed)]
+            for attacker, by_seed in sorted(sets.items())
+        }
+        for sets in (sets_a, sets_b)
+    ]
+    grids = {grid for side in loaded for seeds in side.values() for _, grid in seeds}
+    if len(grids) != 1:
+        return _Paired(None, None, "no paired interval: the two jobs scored different trials")
+    side_trials = [
+        [[speaker_trials(scored) for scored, _ in seeds] for seeds in side.values()]
+        for side in loaded
+    ]
+    try:
+        ci = paired_bootstrap_eer_difference(
+            side_trials[0],
+            side_trials[1],
+            n_resamples=PAIRED_RESAMPLES,
+            confidence=PAIRED_CONFIDENCE,
+        )
+    except ValueError as exc:
+        return _Paired(None, None, f"no paired interval: {exc}")
+    interval = None if not math.isfinite(ci.low) else (ci.low, ci.high)
+    return _Paired(interval, _per_speaker_pairs(loaded), None)
+
+
+def _per_speaker_pairs(loaded: list[dict[str, list[tuple[ScoredTrials, str]]]]) -> PerSpeakerPairs:
+    """Per-speaker EER of each side's shown attacker (lowest mean EER over seeds), mean over
+    seeds, over the speakers both sides have."""
+    by_side: list[dict[str, float]] = []
+    for side in loaded:
+        shown = min(
+            side.values(),
+            key=lambda seeds: float(np.mean([eer_report(s).eer_percent for s, _ in seeds])),
+        )
+        reports = [per_speaker_eer_report(scored) for scored, _ in shown]
+        values: dict[str, list[float]] = {}
+        for report in reports:
+            for speaker, eer in zip(report.speaker_ids, report.eer_percent, strict=True):
+                values.setdefault(str(speaker), []).append(float(eer))
+        by_side.append({k: float(np.mean(v)) for k, v in values.items()})
+    speakers = sorted(set(by_side[0]) & set(by_side[1]))
+    return PerSpeakerPairs(
+        speakers, [by_side[0][k] for k in speakers], [by_side[1][k] for k in speakers]
+    )
+
+
 def compare_submissions(
     session: Session,
     *,
@@ -142,8 +265,12 @@ def compare_submissions(
     b: Submission,
     viewer_team_id: int | None = None,
     include_all: bool = False,
+    store: BlobStore | None = None,
 ) -> Comparison:
-    """Submissions ``a`` and ``b`` (both visible to the caller) under ``protocol``."""
+    """Submissions ``a`` and ``b`` (both visible to the caller) under ``protocol``.
+
+    ``store``: the blob store holding the jobs' kept trials; None = no paired intervals and no
+    per-speaker EERs."""
     if a.id == b.id:
         raise ComparisonError(f"a and b are the same submission ({a.id}); pick two")
     sides = [
@@ -178,6 +305,24 @@ def compare_submissions(
             )
         )
     keys = {f"{m.scenario}|{m.backend}" for m in comparison.privacy}
+    trials = [_trial_sets(session, side.job_id) for side in (side_a, side_b)]
+    for key in sorted(keys):
+        if store is None:
+            comparison.paired_notes[key] = "no paired interval: no blob store to read trials from"
+        else:
+            paired = _paired(store, trials[0].get(key), trials[1].get(key))
+            if paired.note is not None:
+                comparison.paired_notes[key] = paired.note
+            if paired.per_speaker is not None and paired.per_speaker.speakers:
+                comparison.per_speaker[key] = paired.per_speaker
+            if paired.interval is not None:
+                scenario, backend = key.split("|")
+                comparison.metrics = [
+                    dataclasses.replace(m, paired_interval=paired.interval)
+                    if (m.scenario, m.backend, m.metric) == (scenario, backend, catalogue.EER.key)
+                    else m
+                    for m in comparison.metrics
+                ]
     for key in sorted(keys):
         scenario, backend = key.split("|")
         curves = det_curves_of(session, [side_a.job_id, side_b.job_id], det_key(scenario, backend))

@@ -21,6 +21,7 @@ from services.pipeline.workspace import media_type_of
 from services.pipeline.zoo import BASELINE, row_attacker
 from services.platform.leaderboard import det_key
 from services.platform.results import service as result_records
+from services.scoring.trial_scores import TRIALS_DIR
 from services.storage.blobstore import BlobStore
 
 
@@ -135,11 +136,12 @@ def report_summary_from_document(document: Mapping[str, Any]) -> result_records.
 def upload_report(
     store: BlobStore, job_id: int, job_dir: Path
 ) -> list[result_records.ArtifactRecord]:
-    """Upload ``results.json`` and the plots of a job folder under ``jobs/<id>/``."""
+    """Upload ``results.json``, the plots and each row's trials (the compare page reads them) of
+    a job folder under ``jobs/<id>/``."""
     files = [job_dir / "results.json"]
-    plots = job_dir / "plots"
-    if plots.is_dir():
-        files += sorted(p for p in plots.rglob("*") if p.is_file())
+    for folder in (job_dir / "plots", job_dir / TRIALS_DIR):
+        if folder.is_dir():
+            files += sorted(p for p in folder.rglob("*") if p.is_file())
     records = []
     for path in files:
         relative = path.relative_to(job_dir).as_posix()
