@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field
 from sqlalchemy.orm import Session
 
 from api.auth import Principal
+from api.context import ApiContext
 from api.deps import ContextDep, ReadReader
 from api.pages.rendering import not_found as _not_found
 from api.pages.rendering import page_viewer as _viewer
@@ -176,6 +177,27 @@ def compare_page(
         )
 
 
+def _plotted(
+    context: ApiContext,
+    request: Request,
+    protocol_id: int,
+    fmt: str,
+    a: int,
+    b: int,
+    store: BlobStore | None,
+) -> tuple[Comparison, Principal | None] | Response:
+    """(the comparison a plot draws, the viewer), or the 404 answer instead (an unknown format,
+    protocol or submission)."""
+    if fmt not in ("png", "svg"):
+        return Response("format must be png or svg", status_code=404, media_type="text/plain")
+    with context.database.session_scope() as session:
+        viewer = _viewer(request, context, session)
+        try:
+            return _compare(session, viewer, protocol_id, a, b, store), viewer
+        except InvalidInputError as exc:
+            return _not_found(request, viewer, str(exc))
+
+
 @router.get("/protocols/{protocol_id}/compare/det.{fmt}", include_in_schema=False)
 def compare_det_plot(
     context: ContextDep,
@@ -187,14 +209,10 @@ def compare_det_plot(
     curve: str = Query(..., max_length=160, description='"<scenario>|<backend>"'),
 ) -> Response:
     """Both submissions' DET curves of one (scenario, back-end), overlaid. PNG or SVG."""
-    if fmt not in ("png", "svg"):
-        return Response("format must be png or svg", status_code=404, media_type="text/plain")
-    with context.database.session_scope() as session:
-        viewer = _viewer(request, context, session)
-        try:
-            comparison = _compare(session, viewer, protocol_id, a, b, None)
-        except InvalidInputError as exc:
-            return _not_found(request, viewer, str(exc))
+    found = _plotted(context, request, protocol_id, fmt, a, b, None)
+    if isinstance(found, Response):
+        return found
+    comparison, viewer = found
     curves = comparison.det_curves.get(curve)
     if not curves:
         return _not_found(request, viewer, f"no DET points stored for {curve!r}")
@@ -229,14 +247,10 @@ def compare_per_speaker_plot(
     curve: str = Query(..., max_length=160, description='"<scenario>|<backend>"'),
 ) -> Response:
     """Per-speaker EER of a (x) against b (y) for one (scenario, back-end). PNG or SVG."""
-    if fmt not in ("png", "svg"):
-        return Response("format must be png or svg", status_code=404, media_type="text/plain")
-    with context.database.session_scope() as session:
-        viewer = _viewer(request, context, session)
-        try:
-            comparison = _compare(session, viewer, protocol_id, a, b, context.blob_store)
-        except InvalidInputError as exc:
-            return _not_found(request, viewer, str(exc))
+    found = _plotted(context, request, protocol_id, fmt, a, b, context.blob_store)
+    if isinstance(found, Response):
+        return found
+    comparison, viewer = found
     pairs = comparison.per_speaker.get(curve)
     if pairs is None:
         reason = comparison.paired_notes.get(curve, f"no per-speaker EERs for {curve!r}")

@@ -141,23 +141,31 @@ EER beyond the seeds' spread."""
 
 def _strongest_zoo() -> list[AttackerSpec]:
     augmentation = {"augmentation": AugmentationConfig().model_dump(mode="json")}
-    long_attackers = []
     # The long attackers train from scratch (as before transfer existed); `finetuned` transfers.
     scratch = {"init": "scratch"}
-    for name, training in (("long", scratch), ("augmented", scratch | augmentation)):
-        # Each with and without AS-norm: it helped some protocols and hurt PLDA on others
-        # (docs/results-synthetic.md), and a scoring-only variant shares the recognizers.
-        for suffix, normalization in (("", "none"), ("-asnorm", "as-norm")):
-            long_attackers.append(
-                AttackerSpec(
-                    name=name + suffix,
-                    training=training,
-                    epochs_scale=STRONGEST_EPOCHS_SCALE,
-                    backends=["cosine", "plda"],
-                    normalization=normalization,
-                )
-            )
-    return [AttackerSpec(name=BASELINE), *long_attackers, finetuned_attacker()]
+    return [
+        AttackerSpec(name=BASELINE),
+        *long_attacker_pair("long", scratch),
+        *long_attacker_pair("augmented", scratch | augmentation),
+        finetuned_attacker(),
+    ]
+
+
+def long_attacker_pair(name: str, training: dict[str, Any]) -> list[AttackerSpec]:
+    """``name`` and ``name-asnorm``: one recognizer (``training`` overrides, 3x the config's
+    epochs) scored with cosine and PLDA, without and with AS-norm. Both, because AS-norm helped
+    some protocols and hurt PLDA on others (docs/results-synthetic.md), and a scoring-only
+    variant shares the recognizer."""
+    return [
+        AttackerSpec(
+            name=name + suffix,
+            training=training,
+            epochs_scale=STRONGEST_EPOCHS_SCALE,
+            backends=["cosine", "plda"],
+            normalization=normalization,
+        )
+        for suffix, normalization in (("", "none"), ("-asnorm", "as-norm"))
+    ]
 
 
 FINETUNED = "finetuned"
