@@ -200,6 +200,18 @@ class _Paired:
     note: str | None
 
 
+SideTrials = tuple[tuple[str, tuple[tuple[int, str, str], ...]], ...]
+"""One job's kept trials of a (scenario, back-end), hashable: ``((attacker, ((seed, blob key,
+sha256), ...)), ...)``."""
+
+
+def _side_trials(sets: Mapping[str, Mapping[int, tuple[str, str]]]) -> SideTrials:
+    return tuple(
+        (attacker, tuple((seed, *by_seed[seed]) for seed in sorted(by_seed)))
+        for attacker, by_seed in sorted(sets.items())
+    )
+
+
 def _paired(
     store: BlobStore,
     sets_a: Mapping[str, Mapping[int, tuple[str, str]]] | None,
@@ -209,45 +221,60 @@ def _paired(
     if not sets_a or not sets_b:
         missing = " and ".join(n for n, s in (("a", sets_a), ("b", sets_b)) if not s)
         return _Paired(None, None, f"no paired interval: job {missing} kept no per-trial scores")
+    return _paired_of(store, _side_trials(sets_a), _side_trials(sets_b))
+
+
+@functools.lru_cache(maxsize=256)
+def _paired_of(store: BlobStore, side_a: SideTrials, side_b: SideTrials) -> _Paired:
+    """:func:`_paired` on hashable inputs, cached: the page, its JSON twin and its plots ask for
+    the same resamples, and kept trials never change under their content hash.
+
+    Each side is the attacker its EER comes from (lowest mean EER over seeds, the leaderboard's
+    worst case); its seeds' EERs are averaged in every resample. Choosing the attacker on the
+    full sample rather than in every resample keeps the cost to one attacker per side.
+    """
     loaded = [
         {
-            attacker: [_load_trials(store, *by_seed[seed]) for seed in sorted(by_seed)]
-            for attacker, by_seed in sorted(sets.items())
+            attacker: [_load_trials(store, key, sha) for _, key, sha in seeds]
+            for attacker, seeds in side
         }
-        for sets in (sets_a, sets_b)
+        for side in (side_a, side_b)
     ]
     grids = {grid for side in loaded for seeds in side.values() for _, grid in seeds}
     if len(grids) != 1:
         return _Paired(None, None, "no paired interval: the two jobs scored different trials")
-    side_trials = [
-        [[speaker_trials(scored) for scored, _ in seeds] for seeds in side.values()]
-        for side in loaded
-    ]
+    shown = [_shown_attacker(side) for side in loaded]
     try:
         ci = paired_bootstrap_eer_difference(
-            side_trials[0],
-            side_trials[1],
+            [[speaker_trials(scored) for scored, _ in shown[0]]],
+            [[speaker_trials(scored) for scored, _ in shown[1]]],
             n_resamples=PAIRED_RESAMPLES,
             confidence=PAIRED_CONFIDENCE,
         )
     except ValueError as exc:
         return _Paired(None, None, f"no paired interval: {exc}")
     interval = None if not math.isfinite(ci.low) else (ci.low, ci.high)
-    return _Paired(interval, _per_speaker_pairs(loaded), None)
+    return _Paired(interval, _per_speaker_pairs(shown), None)
 
 
-def _per_speaker_pairs(loaded: list[dict[str, list[tuple[ScoredTrials, str]]]]) -> PerSpeakerPairs:
-    """Per-speaker EER of each side's shown attacker (lowest mean EER over seeds), mean over
-    seeds, over the speakers both sides have."""
+def _shown_attacker(
+    side: Mapping[str, list[tuple[ScoredTrials, str]]],
+) -> list[tuple[ScoredTrials, str]]:
+    """The seeds of the attacker whose EER a side shows: the lowest mean EER over seeds."""
+    return min(
+        side.values(),
+        key=lambda seeds: float(np.mean([eer_report(s).eer_percent for s, _ in seeds])),
+    )
+
+
+def _per_speaker_pairs(shown: list[list[tuple[ScoredTrials, str]]]) -> PerSpeakerPairs:
+    """Per-speaker EER of each side's shown attacker, mean over seeds, over the speakers both
+    sides have."""
     by_side: list[dict[str, float]] = []
-    for side in loaded:
-        shown = min(
-            side.values(),
-            key=lambda seeds: float(np.mean([eer_report(s).eer_percent for s, _ in seeds])),
-        )
-        reports = [per_speaker_eer_report(scored) for scored, _ in shown]
+    for seeds in shown:
         values: dict[str, list[float]] = {}
-        for report in reports:
+        for scored, _ in seeds:
+            report = per_speaker_eer_report(scored)
             for speaker, eer in zip(report.speaker_ids, report.eer_percent, strict=True):
                 values.setdefault(str(speaker), []).append(float(eer))
         by_side.append({k: float(np.mean(v)) for k, v in values.items()})
