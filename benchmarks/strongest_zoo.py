@@ -2,20 +2,23 @@
 
 For each built-in anonymizer (pitch, VTLN, McAdams) and seed, on the configs of
 ``benchmarks/attacker_transfer.py`` (demo-size synthetic corpus, `tiny`, epochs cap E = 6,
-scenarios original and semi-informed), three zoos:
+scenarios original and semi-informed), four zoos:
 
-    before transfer   the zoo before `training.init` existed: baseline, `long` and `augmented`
-                      (3E epochs, from scratch), each with and without AS-norm, cosine and PLDA
-    strongest         today's `strongest` zoo (``services.pipeline.zoo``): the above plus
-                      `finetuned` (started from the original-speech recognizer, cap 3E)
-    transfer first    baseline, `finetuned` and `augmented` started from the original-speech
-                      recognizer (cap 3E; patience stops them once VER_S stops improving), each
-                      with and without AS-norm: no recognizer trains from scratch for 3E epochs
+    before transfer   the `strongest` zoo before `training.init` existed: baseline, `long` and
+                      `augmented` (3E epochs, from scratch), each with and without AS-norm,
+                      cosine and PLDA
+    + finetuned       the same plus `finetuned` (started from the original-speech recognizer,
+                      cap 3E, cosine and PLDA): the zoo as transfer first joined it
+    transfer first    baseline, `finetuned` and `augmented` both started from the
+                      original-speech recognizer (cap 3E; patience stops them once VER_S stops
+                      improving), each with and without AS-norm
+    today's strongest ``services.pipeline.zoo``: baseline, `finetuned` (transfer, in place of
+                      `long`) and `augmented` from scratch, each with and without AS-norm
 
 Printed per (anonymizer, zoo): the semi-informed worst case (EER % and the attacker and
 back-end giving it; mean +- std over seeds) and the training CPU seconds of the zoo's distinct
 anonymized-speech recognizers (each counted once, though AS-norm variants share one; the
-original-speech recognizers, common to every zoo, are given apart). Recognizers are shared with
+original-speech recognizers are given apart). Recognizers are shared with
 ``attacker_transfer.py`` and ``trust_calibration.py`` through the stage store, so run it with
 the same ``--out`` after them and only the augmented recognizers train anew.
 
@@ -38,30 +41,47 @@ from services.pipeline.zoo import (
     BASELINE,
     FINETUNED,
     NAMED_ZOOS,
+    STRONGEST_EPOCHS_SCALE,
     AttackerSpec,
     long_attacker_pair,
 )
 
 
-def zoos() -> dict[str, list[AttackerSpec]]:
+def zoos() -> dict[str, tuple[str, list[AttackerSpec]]]:
+    """{label: (run-name slug, attackers)}."""
     augmentation = {"augmentation": AugmentationConfig().model_dump(mode="json")}
-    strongest = NAMED_ZOOS["strongest"]()
-    transfer = {"init": "original"}
+    scratch, transfer = {"init": "scratch"}, {"init": "original"}
+    before = [
+        AttackerSpec(name=BASELINE),
+        *long_attacker_pair("long", scratch),
+        *long_attacker_pair("augmented", scratch | augmentation),
+    ]
+    finetuned = AttackerSpec(
+        name=FINETUNED,
+        training=transfer,
+        epochs_scale=STRONGEST_EPOCHS_SCALE,
+        backends=["cosine", "plda"],
+        normalization="none",
+    )
     return {
-        "before transfer": [a for a in strongest if a.name != FINETUNED],
-        "strongest": strongest,
-        "transfer first": [
-            AttackerSpec(name=BASELINE),
-            *long_attacker_pair(FINETUNED, transfer),
-            *long_attacker_pair("augmented", transfer | augmentation),
-        ],
+        "before transfer": ("before_transfer", before),
+        "+ finetuned": ("strongest", [*before, finetuned]),
+        "transfer first": (
+            "transfer_first",
+            [
+                AttackerSpec(name=BASELINE),
+                *long_attacker_pair(FINETUNED, transfer),
+                *long_attacker_pair("augmented", transfer | augmentation),
+            ],
+        ),
+        "today's strongest": ("strongest_today", NAMED_ZOOS["strongest"]()),
     }
 
 
-def zoo_config(anonymizer: str, seed: int, label: str, attackers: list[AttackerSpec]) -> Any:
+def zoo_config(anonymizer: str, seed: int, slug: str, attackers: list[AttackerSpec]) -> Any:
     base = make_config(anonymizer, Attacker("scratch", 6), seed=seed)
     data = base.model_dump(mode="json")
-    data["name"] = f"zoo-{anonymizer}-{label.replace(' ', '_')}-seed{seed}"
+    data["name"] = f"zoo-{anonymizer}-{slug}-seed{seed}"
     data["attackers"] = [a.model_dump(mode="json") for a in attackers]
     return EvaluationConfig.model_validate(data)
 
@@ -93,10 +113,10 @@ def main() -> None:
         "|---|---|---:|---:|---|---:|---:|",
     ]
     for anonymizer in anonymizers:
-        for label, attackers in zoos().items():
+        for label, (slug, attackers) in zoos().items():
             eers, cpus, originals, worst = [], [], [], []
             for seed in seeds:
-                cfg = zoo_config(anonymizer, seed, label, attackers)
+                cfg = zoo_config(anonymizer, seed, slug, attackers)
                 result = load_or_run(args.out, cfg, run=not args.report_only)
                 if result is None:
                     continue

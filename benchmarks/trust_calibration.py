@@ -70,7 +70,7 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="tiny corpus, pitch, seed 0, cap 1")
     ap.add_argument("--ver-s", type=float, default=40.0, help="VER_S threshold of the run table")
     ap.add_argument(
-        "--falling", type=float, default=5.0, help="still-falling threshold of the run table"
+        "--falling", type=float, default=10.0, help="still-falling threshold of the run table"
     )
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument(

@@ -69,19 +69,19 @@ def test_no_attackers_is_todays_config_byte_for_byte() -> None:
 def test_named_zoos_resolve() -> None:
     cfg = parse_config({"attackers": "strongest", "backends": ["cosine"]})
     specs = zoo_specs(cfg.attackers)
-    names = [BASELINE, "long", "long-asnorm", "augmented", "augmented-asnorm", "finetuned"]
+    names = [BASELINE, "finetuned", "finetuned-asnorm", "augmented", "augmented-asnorm"]
     assert [s.name for s in specs] == names
     configs = {s.name: attacker_config(cfg, s) for s in specs[1:]}
-    assert configs["long"].training.augmentation is None
+    assert configs["finetuned"].training.augmentation is None
     assert configs["augmented"].training.augmentation == AugmentationConfig()
     for name, attacker in configs.items():
         assert attacker.training.epochs == 3 * cfg.training.epochs
         assert attacker.backends == ["cosine", "plda"]
         assert attacker.scoring.normalization == ("as-norm" if "asnorm" in name else "none")
-        # The zoo mixes attackers from scratch and the fine-tuned one (transfer).
-        assert attacker.training.init == ("original" if name == "finetuned" else "scratch")
+        # The zoo mixes the fine-tuned attacker (transfer) and the augmented one from scratch.
+        assert attacker.training.init == ("original" if "finetuned" in name else "scratch")
     # The AS-norm variants share their recognizers (the same training).
-    assert configs["long"].training == configs["long-asnorm"].training
+    assert configs["finetuned"].training == configs["finetuned-asnorm"].training
     assert configs["augmented"].training == configs["augmented-asnorm"].training
     assert attacker_config(cfg, specs[0]) is cfg
     assert "attackers" in cfg.model_dump(mode="json")
@@ -243,14 +243,7 @@ def test_the_zoo_example_config_names_the_strongest_zoo() -> None:
     path = Path(__file__).resolve().parents[2] / "examples" / "configs" / "zoo-pitch.yaml"
     cfg = load_config(path)
     names = [s.name for s in zoo_specs(cfg.attackers)]
-    assert names == [
-        BASELINE,
-        "long",
-        "long-asnorm",
-        "augmented",
-        "augmented-asnorm",
-        "finetuned",
-    ]
+    assert names == [BASELINE, "finetuned", "finetuned-asnorm", "augmented", "augmented-asnorm"]
     quick = load_config(path.with_name("quick-pitch.yaml"))
     # The zoo's baseline is the quick example's attacker: the same training stages.
     assert attacker_config(cfg, zoo_specs(cfg.attackers)[0]).training == quick.training
