@@ -13,8 +13,8 @@
    +4 trials and a tiny attacker trained on original speech: waveform transforms embedded one at
    a time (reference) vs feature-domain transforms embedded in batches; EERs side by side, with
    the best parameter and the largest per-parameter EER difference of each (family, mode); then,
-   per implementation and family, enrollment vs trial mode (seed 001 section 5.2) with paired
-   speaker-bootstrap 95 % intervals. The enrollment is original (seed 001's condition) unless
+   per implementation and family, enrollment vs trial mode (Liu et al. section 5.2) with paired
+   speaker-bootstrap 95 % intervals. The enrollment is original (Liu et al.'s condition) unless
    ``--enrollment anonymized`` (pitch +4 like the trials).
 
 ``--validate`` runs only part 3, at a scale that approaches 1 pp: 40 speakers (``--speakers N``), 2
@@ -242,11 +242,11 @@ def mode_comparison(
 ) -> None:
     """Per implementation and family: enrollment vs trial mode EER, paired bootstrap intervals.
 
-    Seed 001 section 5.2 claims trial pre-restoration beats enrollment pre-restoration; the
+    Liu et al. section 5.2 claims trial pre-restoration beats enrollment pre-restoration; the
     verdict is "trial" or "enrollment" when the 95 % interval of (trial - enrollment) excludes 0.
     """
     print(
-        "\n## Trial vs enrollment pre-restoration (seed 001 section 5.2), 95 % speaker-bootstrap "
+        "\n## Trial vs enrollment pre-restoration (Liu et al. section 5.2), 95 % speaker-bootstrap "
         f"intervals over {len(next(iter(next(iter(boot.values())).values())))} draws\n"
     )
     print(
@@ -283,7 +283,7 @@ def end_to_end(
 ) -> None:
     """Whole attack with both implementations on one synthetic set; EERs and wall times.
 
-    Enrollment: ``n_enroll`` utterances per speaker (speaker-mean models), original (seed 001's
+    Enrollment: ``n_enroll`` utterances per speaker (speaker-mean models), original (Liu et al.'s
     condition) or, with ``enrollment_condition="anonymized"``, pitch-shifted +4 like the trials;
     trials:
     ``n_trial`` utterances per speaker pitch-shifted +4 semitones; attacker: tiny ECAPA trained
@@ -440,7 +440,7 @@ def main() -> None:
         "--enrollment",
         choices=["original", "anonymized"],
         default="original",
-        help="enrollment condition of part 3: original (seed 001's, default) or anonymized "
+        help="enrollment condition of part 3: original (Liu et al.'s, default) or anonymized "
         "(pitch +4 like the trials)",
     )
     args = parser.parse_args()

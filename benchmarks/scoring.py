@@ -1,4 +1,4 @@
-"""Scoring back-ends at seed 004's scale against the per-pair marginal-likelihood path.
+"""Scoring back-ends at Georgiou et al.'s scale against the per-pair marginal-likelihood path.
 
 796 evaluation speakers, 20 enrollment and 5 (or 50) trial utterances each; synthetic Gaussian
 embeddings with between- and within-speaker covariance: 192-dim for cosine, 512-dim reduced by

@@ -1,6 +1,6 @@
 """Cost of AS-norm next to the fast scoring path (benchmarks/scoring.py's sizes).
 
-Seed 004's scale: 796 evaluation speakers, 20 enrollment and 5 trial utterances each, and a
+Georgiou et al.'s scale: 796 evaluation speakers, 20 enrollment and 5 trial utterances each, and a
 cohort of 921 attacker-train speakers (LibriSpeech train-clean-360's count) x 10 utterances,
 drawn from the same synthetic Gaussian population (between-speaker variance 1, within 25 per
 dimension). Cosine: 192-dim, speaker-mean enrollment. PLDA: 512-dim, LDA to 200, per-utterance

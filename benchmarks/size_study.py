@@ -1,11 +1,12 @@
-"""Dataset-size study at seed 004's scale on synthetic embeddings.
+"""Dataset-size study at Georgiou et al.'s scale on synthetic embeddings.
 
-796 evaluation speakers (train-other-500 after seed 004's filter), 20 enrollment and 1..50 trial
-utterances per speaker, 5 target seeds x 5 draws = 25 repetitions per point, LDA + PLDA scoring
-with per-utterance enrollment and LLRs averaged per speaker pair (seed 004's framework).
+796 evaluation speakers (train-other-500 after Georgiou et al.'s filter), 20 enrollment and 1..50
+trial utterances per speaker, 5 target seeds x 5 draws = 25 repetitions per point, LDA + PLDA
+scoring with per-utterance enrollment and LLRs averaged per speaker pair (Georgiou et al.'s
+framework).
 
-The reference way is seed 004's: score every trial utterance against every enrollment utterance
-and average per speaker pair (``speaker_pair_method="explicit"``, blocked float32 matrix
+The reference way is Georgiou et al.'s: score every trial utterance against every enrollment
+utterance and average per speaker pair (``speaker_pair_method="explicit"``, blocked float32 matrix
 products); Unmask computes the same averages from per-speaker moments. Both give the same EER
 (checked here). The explicit path is timed for one repetition per point.
 

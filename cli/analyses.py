@@ -91,7 +91,7 @@ def size_study_command(
     ] = None,
     seed: Annotated[int, typer.Option(help="Seed of the draws.")] = 0,
 ) -> None:
-    """Dataset-size study (seed 004): EER mean / std vs speakers, enrollment and trials."""
+    """Dataset-size study (Georgiou et al.): EER mean / std vs speakers, enrollment and trials."""
     from services.scoring import CosineBackend, PLDABackend, train_plda
     from services.scoring.scorer import ScoringBackend
     from services.studies.dataset_size import SWEEPS, SizeStudyConfig, run_size_study
@@ -259,7 +259,7 @@ def srd_command(
         int, typer.Option(help="Attacker-train utterances read for the codebook.")
     ] = 200,
 ) -> None:
-    """Similarity rank disclosure (seed 003) on speaker embeddings, F0 and phone units."""
+    """Similarity rank disclosure (Chandra et al.) on speaker embeddings, F0 and phone units."""
     from services.attacks.srd_representations import (
         SRDRepresentationsConfig,
         run_srd_representations,
@@ -356,7 +356,7 @@ def prerestore_command(
         str,
         typer.Option(
             "--enrollment",
-            help="Enrollment condition: original (seed 001's, the protocol's enrollment) or "
+            help="Enrollment condition: original (Liu et al.'s, the protocol's enrollment) or "
             "anonymized (DIR/enrollment).",
         ),
     ] = PrerestorationConfig.model_fields["enrollment"].default,
@@ -392,7 +392,7 @@ def prerestore_command(
     ] = PrerestorationConfig.model_fields["enrollment_model"].default,
     device: Annotated[str, typer.Option(help="cpu, cuda or auto.")] = "cpu",
 ) -> None:
-    """De-anonymization by pre-restoration (seed 001): EER per (family, mode) and curves."""
+    """De-anonymization by pre-restoration (Liu et al.): EER per (family, mode) and curves."""
     from services.attacks.prerestore import UtteranceSet, plot_per_parameter_eer, run_prerestoration
     from services.attacks.prerestore_config import check_attack_condition
     from services.corpus.loaders import read_manifest

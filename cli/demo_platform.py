@@ -249,7 +249,9 @@ def _plain_progress_loop(
             for stage in job["stages"]:
                 if stage["state"] in ("running", "succeeded"):
                     lines = [line for line in (stage.get("log_tail") or "").splitlines() if line]
-                    note = f"{stage['state']}: {lines[-1][:70] if lines else ''}"
+                    # A log keeps the whole line (the ETA is at its end); only the terminal's
+                    # progress bar below has a width to fit.
+                    note = f"{stage['state']}: {lines[-1]}" if lines else stage["state"]
                     if stage["state"] == "running" or plain.phase == stage["name"]:
                         plain(stage["name"], float(stage["progress"] or 0.0), note)
             if job["state"] in ("succeeded", "failed", "cancelled"):

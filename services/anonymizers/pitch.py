@@ -1,7 +1,7 @@
-"""Pitch scaling with duration kept (PROTOCOLS.md sections 7-8; seed 001 eq. 2).
+"""Pitch scaling with duration kept (PROTOCOLS.md sections 7-8; Liu et al. eq. 2).
 
 ``p = 2^(a/12) p_0``: the whole spectrum (F0 and formants, like SoundStretch's pitch option used by
-seed 001) is scaled by ``r = 2^(a/12)``. Implementation: polyphase resampling by a rational
+Liu et al.) is scaled by ``r = 2^(a/12)``. Implementation: polyphase resampling by a rational
 approximation ``p/q`` of ``r`` (length ``n q / p``, so played at 16 kHz every frequency is scaled
 by ``r``), then a phase vocoder stretches the result back to exactly ``n`` samples. The phase
 vocoder is vectorized over frames: magnitudes are interpolated between analysis frames and the
@@ -76,7 +76,7 @@ class PitchShiftAnonymizer(BuiltinAnonymizer):
 
     Target mode: the shift ``12 log2(F0_target / F0_source)`` between median F0s, plus a jitter of
     std ``jitter`` semitones, clipped to +-12. Fixed mode: ``semitones`` for every utterance.
-    Random / target-id-only mode: 2.75 to 11 semitones up or down (25-100 % of seed 001's range).
+    Random / target-id-only mode: 2.75 to 11 semitones up or down (25-100 % of Liu et al.'s range).
     """
 
     name = "pitch"
@@ -90,7 +90,7 @@ class PitchShiftAnonymizer(BuiltinAnonymizer):
         super().__init__(fixed=semitones, jitter=jitter)
 
     def _draw_away_from_identity(self, u_side: float, u_size: float) -> float:
-        half = PARAMETER_RANGES["pitch"][1]  # 11 semitones, seed 001 Table 1
+        half = PARAMETER_RANGES["pitch"][1]  # 11 semitones, Liu et al. Table 1
         size = (0.25 + 0.75 * u_size) * half
         return size if u_side < 0.5 else -size
 

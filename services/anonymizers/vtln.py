@@ -10,7 +10,7 @@ Two modes:
   magnitude ``E`` (30 cepstral coefficients, 1.9 ms) gives the gain ``exp(E(omega'(omega)) -
   E(omega))`` (limited to +-40 dB) applied to ``X``; the harmonics and the phase of the source stay,
   so F0 is kept and formants move. This is what pitch-synchronous VTLN (Sundermann & Ney 2003, the
-  toolbox seed 001 used) does.
+  toolbox Liu et al. used) does.
 * ``spectrum``: the whole magnitude is warped, and the phases are re-integrated from the warped
   instantaneous frequencies (phase vocoder), so F0 harmonics move with the formants (closest to
   the feature-domain warping of the pre-restoration attack).
@@ -103,7 +103,7 @@ def vtln_warp(x: np.ndarray, family: str, a: float, mode: VTLNMode = "envelope")
 
 
 class VTLNAnonymizer(BuiltinAnonymizer):
-    """Vocal-tract-length warping with one of the four warps of seed 001.
+    """Vocal-tract-length warping with one of the four warps of Liu et al.
 
     Target mode: the parameter whose warp best scales 300-4000 Hz by ``formant_scale_target /
     formant_scale_source`` (`fit_warp_to_scale`), plus a jitter of std ``jitter`` x half the

@@ -1,4 +1,4 @@
-"""Frequency-warping functions and parameter grids of PROTOCOLS.md section 7 (seed 001, Table 1).
+"""Frequency-warping functions and parameter grids of PROTOCOLS.md section 7 (Liu et al., Table 1).
 
 Every warp maps normalized angular frequency ``omega`` in [0, pi] (pi = Nyquist) to ``omega'`` in
 [0, pi]; it is monotone increasing and fixes 0 and pi for every parameter in its grid. The
@@ -24,7 +24,7 @@ TransformFamily = Literal["pitch", "bilinear", "quadratic", "power", "piecewise_
 WARP_FAMILIES: tuple[WarpFamily, ...] = get_args(WarpFamily)
 TRANSFORM_FAMILIES: tuple[TransformFamily, ...] = get_args(TransformFamily)
 
-# (low, high, step) of seed 001 Table 1; pitch is in semitones, the warps are dimensionless.
+# (low, high, step) of Liu et al. Table 1; pitch is in semitones, the warps are dimensionless.
 PARAMETER_RANGES: dict[TransformFamily, tuple[float, float, float]] = {
     "pitch": (-11.0, 11.0, 1.0),
     "bilinear": (-0.3, 0.3, 0.02),
@@ -76,7 +76,7 @@ def quadratic_warp(omega: np.ndarray | float, a: float) -> np.ndarray:
 def power_warp(omega: np.ndarray | float, a: float) -> np.ndarray:
     """Power warp ``omega' = pi (omega/pi)^(1 + a)``; ``a`` > -1, 0 is the identity.
 
-    Seed 001's range [-0.5, 0.5] is centred on the identity, so the exponent is ``1 + a``
+    Liu et al.'s range [-0.5, 0.5] is centred on the identity, so the exponent is ``1 + a``
     (documented choice of PROTOCOLS.md section 7).
     """
     if not a > -1.0:
@@ -150,7 +150,7 @@ def inverse_warp(family: str, omega: np.ndarray | float, a: float) -> np.ndarray
 
 
 def parameter_grid(family: str) -> np.ndarray:
-    """The sweep of seed 001 Table 1 for ``family`` (semitones for pitch), low to high."""
+    """The sweep of Liu et al. Table 1 for ``family`` (semitones for pitch), low to high."""
     if family not in PARAMETER_RANGES:
         known = ", ".join(TRANSFORM_FAMILIES)
         raise ValueError(f"unknown transform family {family!r}; expected one of {known}")

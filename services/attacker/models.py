@@ -3,12 +3,12 @@
 Presets (``ModelPreset``):
 
 - ``standard``: SpeechBrain's ECAPA-TDNN default size, channels 1024,1024,1024,1024,3072,
-  192-dim embedding (the SpAnE size that seed 000 recommends; about 20.8 M parameters).
+  192-dim embedding (the SpAnE size that Franzreb et al. recommends; about 20.8 M parameters).
 - ``vpc``: half the channels, 512,512,512,512,1536, 192-dim (the VoicePrivacy 2024 size;
   about 6.2 M parameters).
 - ``tiny``: 64,64,64,64,192 channels, 64-dim embedding: for tests and demos on a CPU.
 - ``xvector``: SpeechBrain's x-vector TDNN (512,512,512,512,1500), 512-dim, for the PLDA pipeline
-  of seed 004.
+  of Georgiou et al.
 
 Every model maps (mean-normalized fbank features (batch, frames, 80), relative lengths (batch,))
 to embeddings (batch, dim), trained from scratch unless ``TrainingConfig.init_from`` names a

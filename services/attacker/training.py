@@ -1,4 +1,4 @@
-"""Training the attacker's speaker recognizer, with the target classifier of seed 000.
+"""Training the attacker's speaker recognizer, with the target classifier of Franzreb et al.
 
 The recognizer (``SpeakerEncoder``: fbanks + ECAPA-TDNN or x-vector) is trained from scratch, or
 from a SpeechBrain checkpoint (``init_from``, ``services.attacker.pretrained``), or behind an SSL
@@ -15,11 +15,12 @@ on the same embedding:
 - ``adversarial``: the head sees the embedding through a gradient reversal layer (identity
   forward, gradient times -w_T backward), so the recognizer learns to discard target information.
 
-w_T schedule (seed 000, SpAnE): w_T is 0 for the first ``adversarial_start_epoch`` = E epochs, then
-rises linearly to 1 at the last epoch: for 1-based epoch e,
+w_T schedule (Franzreb et al., SpAnE): w_T is 0 for the first ``adversarial_start_epoch`` = E
+epochs, then rises linearly to 1 at the last epoch: for 1-based epoch e,
 ``w_T(e) = 0 if e <= E else (e - E) / (epochs - E)``. With the defaults (E = 6, 10 epochs) w_T is
-0, 0, 0, 0, 0, 0, 0.25, 0.5, 0.75, 1. E counts the epochs with w_T = 0 because seed 000 calls E = 10
-of 10 "the baseline, where the target classifier's gradients are never back-propagated".
+0, 0, 0, 0, 0, 0, 0.25, 0.5, 0.75, 1. E counts the epochs with w_T = 0 because Franzreb et al.
+calls E = 10 of 10 "the baseline, where the target classifier's gradients are never
+back-propagated".
 
 Each epoch ends with a validation pass on whole held-out utterances (VER_S, VER_T in %), a history
 record, ``history.json``, the checkpoint ``last.pt`` (everything needed to resume bit-identically)
@@ -207,7 +208,7 @@ def select_best_epoch(history: Sequence[EpochRecord], config: TrainingConfig) ->
     kept. In ``adversarial`` mode (both adversaries: they share the w_T schedule) only epochs
     with ``w_target > 0`` are eligible: an epoch with w_T = 0 is a recognizer that never received
     an adversarial gradient, and reporting it as the adversarial model would describe the
-    wrong recognizer. If the schedule never leaves 0 (E >= epochs, seed 000's baseline) every
+    wrong recognizer. If the schedule never leaves 0 (E >= epochs, Franzreb et al.'s baseline) every
     epoch is eligible. Modes ``off`` and ``observe``: every epoch.
     """
     best: EpochRecord | None = None

@@ -110,8 +110,8 @@ class TrainingConfig(BaseModel):
     epochs: int = Field(
         10,
         ge=1,
-        description="The cap on training epochs (seed 000: 10); training stops earlier when VER_S "
-        "has not improved by `patience_margin_points` for `patience` epochs.",
+        description="The cap on training epochs (Franzreb et al.: 10); training stops earlier "
+        "when VER_S has not improved by `patience_margin_points` for `patience` epochs.",
     )
     patience: int | None = Field(
         3,
@@ -193,7 +193,8 @@ class TrainingConfig(BaseModel):
     adversary: Literal["reversal", "confusion"] = Field(
         "reversal",
         description="How adversarial mode pushes the recognizer: `reversal` = gradient reversal "
-        "layer (seed 000); `confusion` = the recognizer minimizes the cross-entropy between the "
+        "layer (Franzreb et al.); `confusion` = the recognizer minimizes the cross-entropy "
+        "between the "
         "target head's posterior and the uniform distribution, while the head learns on a "
         "detached embedding (it cannot be fooled by moving utterances away from their own "
         "target, which the reversal allows). Both scaled by w_T.",

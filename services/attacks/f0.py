@@ -1,10 +1,10 @@
 """F0 tracks with pYIN, cached per utterance and extracted in parallel (PROTOCOLS.md section 5).
 
-``librosa.pyin`` between 65 and 450 Hz on 16 kHz audio, 64 ms frames every 10 ms (seed 003: 10 ms
-stride). Its pitch grid has ``resolution_semitones`` between candidates; the default 1/3 semitone
-gives 101 candidate values from 65 to 450 Hz, close to the 107 distinct integer-lag values seed 003
-reports, and makes pYIN's Viterbi pass (quadratic in the number of candidates) about 5x cheaper
-than librosa's default 0.1 semitone, with the same median F0.
+``librosa.pyin`` between 65 and 450 Hz on 16 kHz audio, 64 ms frames every 10 ms (Chandra et
+al.: 10 ms stride). Its pitch grid has ``resolution_semitones`` between candidates; the default
+1/3 semitone gives 101 candidate values from 65 to 450 Hz, close to the 107 distinct integer-lag
+values Chandra et al. report, and makes pYIN's Viterbi pass (quadratic in the number of
+candidates) about 5x cheaper than librosa's default 0.1 semitone, with the same median F0.
 
 A track is the per-frame F0 in Hz with NaN on unvoiced frames (float32). Tracks are cached as
 ``<cache_dir>/f0/<params key>/<sha[:2]>/<sha>.npy`` where ``sha`` is the SHA-256 of the waveform's
@@ -22,7 +22,7 @@ per-worker cache and no cache). A worker that dies anyway (``BrokenProcessPool``
 in-process retry of the missing tracks; if that fails too, :class:`F0ExtractionError` says so in
 one line.
 
-Histograms (seed 003): voiced frames only, one bin per pYIN grid value (edges halfway between
+Histograms (Chandra et al.): voiced frames only, one bin per pYIN grid value (edges halfway between
 grid values on a log-frequency axis), normalized to sum 1.
 """
 

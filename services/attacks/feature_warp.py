@@ -254,7 +254,7 @@ class FeatureDomainTransformer:
         scaled-window STFTs (bin j of an n-point STFT lands on output bin j after the shift).
 
         The warp's product in `transform` also computes these columns (22 of 113 versions with
-        seed 001's grids); they are overwritten here, before the time smoothing and the dB.
+        Liu et al.'s grids); they are overwritten here, before the time smoothing and the dB.
         """
         x = torch.as_tensor(np.asarray(waveform, dtype=np.float32)).to(self.device)
         n_bins = self._mel.shape[0]

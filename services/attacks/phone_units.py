@@ -1,6 +1,6 @@
 """Phone-like units: energy VAD, MFCC frames, a k-means codebook, segment histograms.
 
-The open stand-in for seed 003's VQ-VAE phone units (PROTOCOLS.md section 5):
+The open stand-in for Chandra et al.'s VQ-VAE phone units (PROTOCOLS.md section 5):
 
 1. **Frames**: 13 MFCCs c1..c13 (c0, the level, is left out) of 25 ms frames every 10 ms
    (40 mel bands, 16 kHz), mean-normalized per utterance so that units describe spectral shape
@@ -13,7 +13,7 @@ The open stand-in for seed 003's VQ-VAE phone units (PROTOCOLS.md section 5):
 4. **Embedding** of an utterance: its speech frames, in order, are cut into ``n_segments``
    (default 20) uniform segments; each segment's unit histogram is normalized to sum 1 and the
    embedding is the mean of the non-empty segments' histograms (a vector of ``n_units``
-   probabilities). Seed 003 says only that codebook histograms are extracted from 20 uniform
+   probabilities). Chandra et al. says only that codebook histograms are extracted from 20 uniform
    segments; averaging gives every stretch of the utterance the same weight whatever its number
    of speech frames. A reference's embedding is the mean over its utterances' embeddings (each
    utterance weighs the same), i.e. the histogram pooled over all its segments.

@@ -1,7 +1,7 @@
-"""De-anonymization by pre-restoration (PROTOCOLS.md section 7, seed 001).
+"""De-anonymization by pre-restoration (PROTOCOLS.md section 7, Liu et al.).
 
 The attacker transforms one side of every trial with each of the R parameters of a transform
-family (pitch scaling or one of the four VTLN warps, seed 001 Table 1 grids) and keeps the best
+family (pitch scaling or one of the four VTLN warps, Liu et al. Table 1 grids) and keeps the best
 match:
 
 - **enrollment** mode: ``d = min_r dist(g(x^(r)), g(y))`` (x enrollment, y trial);
@@ -129,7 +129,7 @@ class UtteranceSet:
 def resolve_grids(
     families: Sequence[str], grids: Mapping[str, Sequence[float]] | None = None
 ) -> dict[str, np.ndarray]:
-    """Parameter sweep per family: seed 001 Table 1 (`parameter_grid`) unless ``grids`` names one.
+    """Parameter sweep per family: Liu et al. Table 1 (`parameter_grid`) unless ``grids`` names one.
 
     A custom grid must hold the family's identity (its embedding is the untransformed baseline).
     """
@@ -370,13 +370,13 @@ def score_prerestoration(
 
 @dataclass
 class FamilyModeResult:
-    """One row of seed 001's Table 2 plus its Fig. 2 curve."""
+    """One row of Liu et al.'s Table 2 plus its Fig. 2 curve."""
 
     family: str
     mode: Mode
     label: Label | None
     family_matches_anonymizer: bool | None
-    """Seed 001's bold cells: the swept family is the anonymizer's (None: anonymizer unknown)."""
+    """Liu et al.'s bold cells: the swept family is the anonymizer's (None: anonymizer unknown)."""
     eer_percent: float
     parameters: list[float]
     per_parameter_eer_percent: list[float]
@@ -427,7 +427,7 @@ class PrerestorationResult:
         raise KeyError(f"no pre-restoration result for family {family!r}, mode {mode!r}")
 
     def table(self) -> list[dict[str, Any]]:
-        """Seed 001 Table 2 rows: family, label, EER (%) per mode, baseline, and the condition."""
+        """Liu et al. Table 2 rows: family, label, EER (%) per mode, baseline, and the condition."""
         rows = []
         for family in self.families:
             row: dict[str, Any] = {
@@ -616,7 +616,7 @@ def run_prerestoration(
     keep_scores: bool = False,
     progress: ProgressFn = _no_progress,
 ) -> PrerestorationResult:
-    """Pre-restoration attack of seed 001 on one evaluation set (see the module docstring).
+    """Pre-restoration attack of Liu et al. on one evaluation set (see the module docstring).
 
     ``encoder_checkpoint``: the attacker (checkpoint path or ``SpeakerEncoder``). ``enrollment``
     and ``trial``: waveforms + speaker ids, or manifests (audio is read). Trials are every trial
@@ -625,7 +625,7 @@ def run_prerestoration(
     ``attacker_training`` (the recognizer's training data) and ``enrollment_condition`` (whether
     ``enrollment`` is original or anonymized speech) state the attack condition: recorded in the
     result, with the family they label each entry (`attack_label`). ``grids``: custom sweeps per
-    family (default: seed 001 Table 1; each must contain the identity). ``max_batch`` (1 = one
+    family (default: Liu et al. Table 1; each must contain the identity). ``max_batch`` (1 = one
     version at a time), ``max_batch_frames`` (None: the device's default), ``vtln_mode``,
     ``antialias``, ``time_smoothing``, ``scaled_pitch_window``: the `TransformEmbedder`'s.
     ``keep_scores`` keeps the best-over-r score matrices (``best_scores``, ``target_mask``).
@@ -699,7 +699,7 @@ def run_prerestoration(
 
 
 def plot_per_parameter_eer(result: PrerestorationResult, path_stem: Path) -> list[str]:
-    """Seed 001 Fig. 2: EER (%) using only transform r, against r, one panel per family.
+    """Liu et al. Fig. 2: EER (%) using only transform r, against r, one panel per family.
 
     One line per mode, a dashed line at the no-pre-restoration baseline, dotted lines at each
     mode's best-over-r EER, a grey line at the identity parameter. Writes PNG and SVG; returns

@@ -4,7 +4,7 @@ Torch-free (pydantic and the warp family names only), so that the evaluation con
 it without loading the attack. The attack itself is `services.attacks.prerestore`.
 
 The **enrollment condition** says which enrollment speech the attacker compares the anonymized
-trials with: ``original`` (seed 001's condition and the default: the attacker holds clean
+trials with: ``original`` (Liu et al.'s condition and the default: the attacker holds clean
 enrollment recordings) or ``anonymized`` (enrollment anonymized by the anonymizer under
 evaluation). The two conditions can rank the modes in opposite ways on the same data, so every
 result records its condition.
@@ -17,7 +17,7 @@ the pre-restoration family and the data the attacker's recognizer was trained on
   recognizer; the attacker ran the anonymizer on its training data, whatever family it sweeps);
 - ``lazy-informed``: the recognizer was trained on original speech, but the attacker uses the
   anonymizer's algorithm without retraining: it sweeps the anonymizer's own transform family
-  (the case seed 001 prints in bold and calls semi-informed) or compares with anonymized
+  (the case Liu et al. prints in bold and calls semi-informed) or compares with anonymized
   enrollment (section 3's lazy-informed row);
 - ``ignorant``: recognizer trained on original speech, original enrollment, and a family other
   than the anonymizer's;
@@ -54,7 +54,7 @@ PIPELINE_ATTACKER_TRAINING: dict[PipelineAttacker, AttackerTraining] = {
 
 
 class PrerestorationConfig(BaseModel):
-    """De-anonymization by pre-restoration (seed 001, PROTOCOLS.md section 7).
+    """De-anonymization by pre-restoration (Liu et al., PROTOCOLS.md section 7).
 
     ``attackers`` is read by the evaluation pipeline only; the CLI names its recognizer's
     training data with ``--attacker-training``.
@@ -66,14 +66,14 @@ class PrerestorationConfig(BaseModel):
         default_factory=lambda: list[PipelineAttacker](["ignorant"]),
         min_length=1,
         description="Recognizers attacked with pre-restoration: ignorant = trained on original "
-        "speech (seed 001's setting), semi-informed = trained on anonymized speech.",
+        "speech (Liu et al.'s setting), semi-informed = trained on anonymized speech.",
     )
     families: list[TransformFamily] = Field(
         default_factory=lambda: list[TransformFamily](
             ["pitch", "bilinear", "quadratic", "power", "piecewise_linear"]
         ),
         min_length=1,
-        description="Transform families (each sweeps its seed 001 Table 1 grid).",
+        description="Transform families (each sweeps its Liu et al. Table 1 grid).",
     )
     modes: list[PrerestorationMode] = Field(
         default_factory=lambda: list[PrerestorationMode](["enrollment", "trial"]),

@@ -1,4 +1,4 @@
-"""Similarity rank disclosure on several representations (seed 003; PROTOCOLS.md section 5).
+"""Similarity rank disclosure on several representations (Chandra et al.; PROTOCOLS.md section 5).
 
 Inputs and references. The evaluation speakers' enrollment and trial utterances are pooled;
 ``split_inputs_references`` then puts, for every speaker with at least 2 pooled utterances,

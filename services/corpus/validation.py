@@ -225,7 +225,7 @@ class ConsistencyTracker:
 class DurationFilter(BaseModel):
     """Keep utterances with ``min_s <= duration_s <= max_s`` (seconds, both ends inclusive).
 
-    Default 2-25 s (PROTOCOLS.md section 1, seed 004).
+    Default 2-25 s (PROTOCOLS.md section 1, Georgiou et al.).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")

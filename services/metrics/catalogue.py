@@ -457,7 +457,7 @@ PRERESTORE_EER = Metric(
     key="prerestore_eer_percent",
     label="Pre-restoration EER %",
     description=(
-        "Ignorant attacker's lowest EER over the pre-restoration attacks (seed 001), when run; "
+        "Ignorant attacker's lowest EER over the pre-restoration attacks (Liu et al.), when run; "
         "higher = more privacy."
     ),
     unit="%",

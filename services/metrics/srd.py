@@ -1,4 +1,5 @@
-"""Similarity rank disclosure (SRD; Bäckström et al. 2026, applied to anonymization in seed 003).
+"""Similarity rank disclosure (SRD; Bäckström et al. 2026, applied to anonymization by Chandra
+et al.).
 
 PROTOCOLS.md section 5 is normative (with issue 14's corrections). For every input, all N
 references are ranked by similarity; the matching reference lands on rank 1 + g with g

@@ -1,8 +1,9 @@
 """The optional analyses of an evaluation (PROTOCOLS.md sections 5-7), each a pipeline stage.
 
-- ``analysis-srd``: SRD on speaker embeddings, F0 and phone units, per data condition (seed 003);
-- ``analysis-size``: dataset-size sweeps on the strongest attacker's embeddings (seed 004);
-- ``analysis-prerestore``: pre-restoration attacks on the anonymized evaluation sets (seed 001).
+- ``analysis-srd``: SRD on speaker embeddings, F0 and phone units, per data condition
+  (Chandra et al.);
+- ``analysis-size``: dataset-size sweeps on the strongest attacker's embeddings (Georgiou et al.);
+- ``analysis-prerestore``: pre-restoration attacks on the anonymized evaluation sets (Liu et al.).
 
 They run in the ``analyze`` phase, after scoring, on the stages the scenarios already computed
 (plus the size study's anonymizations with other target seeds).
@@ -63,7 +64,7 @@ def run_analyses(
 def _prerestoration(
     ctx: StageContext, conditions: Conditions, models: TrainedModels
 ) -> dict[str, Any]:
-    """Pre-restoration attacks on the anonymized trials, per attacker (seed 001).
+    """Pre-restoration attacks on the anonymized trials, per attacker (Liu et al.).
 
     The enrollment side is the original or the anonymized enrollment set (``enrollment``).
     """

@@ -228,7 +228,7 @@ class ScoringSpec(BaseModel):
 
 
 class SizeStudySpec(SizeStudyConfig):
-    """A dataset-size study (seed 004) on the semi-informed attacker's embeddings."""
+    """A dataset-size study (Georgiou et al.) on the semi-informed attacker's embeddings."""
 
     target_seeds: list[int] = Field(
         default_factory=lambda: [0],
@@ -246,14 +246,15 @@ class AnalysesSpec(BaseModel):
     srd_representations: SRDRepresentationsConfig | None = Field(
         None,
         description="SRD on speaker embeddings (ignorant and semi-informed), F0 and phone units, "
-        "for original and anonymized evaluation speech (seed 003).",
+        "for original and anonymized evaluation speech (Chandra et al.).",
     )
     size_study: SizeStudySpec | None = Field(
         None,
-        description="Dataset-size sweeps over speakers, enrollment and trial counts (seed 004).",
+        description="Dataset-size sweeps over speakers, enrollment and trial counts "
+        "(Georgiou et al.).",
     )
     prerestoration: PrerestorationConfig | None = Field(
-        None, description="De-anonymization by pre-restoration: pitch and VTLN sweeps (seed 001)."
+        None, description="De-anonymization by pre-restoration: pitch and VTLN sweeps (Liu et al.)."
     )
 
 
@@ -296,7 +297,8 @@ class EvaluationConfig(BaseModel):
     )
     gender_handling: Literal["pooled", "per-gender", "mixed"] = Field(
         "pooled",
-        description="pooled (seed 000), per-gender (VPC 2024: no cross-gender trials, one EER per "
+        description="pooled (Franzreb et al.), per-gender (VPC 2024: no cross-gender trials, one "
+        "EER per "
         "gender, their mean) or mixed (the same-gender trials of both genders in one list, one "
         "EER).",
     )
@@ -517,8 +519,9 @@ def demo_config() -> EvaluationConfig:
     """The embedded demo: pitch anonymizer, synthetic corpus, small recognizer, 3 scenarios.
 
     12 epochs (a cap; patience 3): the semi-informed recognizer starts from the original-speech
-    one (``training.init`` defaults to ``original`` here) and, measured, reaches VER_S 35 % and
-    passes the trust check, where 6 epochs left it at 52 % (docs/attacker.md)."""
+    one (``training.init`` defaults to ``original`` here) and, measured with 1-3 torch threads,
+    reaches VER_S 29-40 % and passes the trust check, where 6 epochs left it at 52 %; a 20-epoch
+    cap did not help (patience stopped before the rate annealed: docs/results-synthetic.md)."""
     return EvaluationConfig(
         name="demo",
         anonymizer=AnonymizerSpec(name="pitch"),

@@ -267,7 +267,7 @@ def _with_prerestoration(
     """Add each attacker's lowest pre-restoration EER (%) over families and modes to the summary.
 
     Stored as the catalogue's pre-restoration EER of (attacker scenario, cosine): the leaderboard's
-    pre-restoration column reads the ignorant attacker's (seed 001's setting).
+    pre-restoration column reads the ignorant attacker's (Liu et al.'s setting).
     """
     for attacker, res in analyses.get("prerestoration", {}).items():
         entries = res.get("entries", [])

@@ -2,7 +2,7 @@
 
 A privacy verdict is only as strong as its attacker: an attacker that did not learn to recognize
 speakers reports a high EER whatever the anonymizer does, and that EER overestimates privacy
-(Panariello et al. 2025; seed 003's T10-2 case). :func:`assess_trust` reads a result document
+(Panariello et al. 2025; Chandra et al.'s T10-2 case). :func:`assess_trust` reads a result document
 (``results.json`` before its ``trust`` block is added) and lists what undermines it:
 
 - ``original_eer_high``: the attacker's EER on ORIGINAL speech (the ``original`` scenario, the
@@ -128,7 +128,14 @@ def _under_trained_advice(run: Mapping[str, Any]) -> str:
             f"{raise_cap}, or start from the original-speech recognizer (training.init: original)"
         )
     if run.get("stopped") == "patience":
-        return "more training data or a larger training.preset; VER_S had stopped improving"
+        # Patience can stop before the learning rate has annealed (the schedules decay towards
+        # the cap, docs/attacker.md): training to the cap is the first thing to try.
+        ran = len(run.get("history") or [])
+        where = f" at epoch {ran} of {cap}" if isinstance(cap, int) else ""
+        return (
+            "train to the cap so the learning rate anneals (training.patience: null), or more "
+            f"training data or a larger training.preset; patience stopped it{where}"
+        )
     return raise_cap
 
 

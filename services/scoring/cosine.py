@@ -1,4 +1,4 @@
-"""Cosine scoring back-end (PROTOCOLS.md section 4, seed 000).
+"""Cosine scoring back-end (PROTOCOLS.md section 4, Franzreb et al.).
 
 Score of a trial utterance x against a model y: cos(x, y) = x.y / (|x| |y|), computed for all
 pairs as a product of L2-normalized float32 matrices in row blocks. A ``speaker_mean`` enrollment

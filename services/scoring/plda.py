@@ -1,4 +1,4 @@
-"""LDA + two-covariance PLDA back-end (PROTOCOLS.md section 4; seed 004, VPC 2022).
+"""LDA + two-covariance PLDA back-end (PROTOCOLS.md section 4; Georgiou et al., VPC 2022).
 
 Pipeline, all fitted on attacker-train embeddings with speaker labels:
 

@@ -23,7 +23,8 @@ genders, scored with one EER (one threshold for both genders)."""
 
 Aggregation = Literal["none", "speaker_pair_mean"]
 """``none``: one score per trial utterance and model; ``speaker_pair_mean``: the mean score
-over all pairs of a trial speaker and an enrollment model's speaker (seed 004's framework)."""
+over all pairs of a trial speaker and an enrollment model's speaker (Georgiou et al.'s
+framework)."""
 
 GENDERS: tuple[str, ...] = ("f", "m")
 

@@ -1,11 +1,11 @@
-"""Dataset-size studies (seed 004; PROTOCOLS.md section 6).
+"""Dataset-size studies (Georgiou et al.; PROTOCOLS.md section 6).
 
 Three sweeps on a fixed trained attacker, from embeddings extracted once per target seed:
 
 - ``speakers``: number of evaluation speakers (``trials_per_speaker`` trials each, default 1;
-  enrollment = all their other enrollment-capable utterances, seed 004 section 4.1);
-- ``enrollment``: enrollment utterances per speaker, 1 trial each (seed 004 section 4.2.1);
-- ``trials``: trial utterances per speaker, 20 enrollment each (seed 004 section 4.2.2).
+  enrollment = all their other enrollment-capable utterances, Georgiou et al. section 4.1);
+- ``enrollment``: enrollment utterances per speaker, 1 trial each (Georgiou et al. section 4.2.1);
+- ``trials``: trial utterances per speaker, 20 enrollment each (Georgiou et al. section 4.2.2).
 
 Every point repeats ``samples`` random draws for each target seed's embeddings (default 5 x 5 =
 25 repetitions). A draw: the speakers eligible at the point (enough utterances for its counts)
@@ -18,10 +18,10 @@ depend on which other points are run.
 
 Scoring reuses ``services.scoring``: by default per-utterance enrollment and
 ``aggregation="speaker_pair_mean"``, i.e. the score of a (trial speaker, enrollment speaker)
-pair is the mean over all their utterance pairs, as seed 004's framework (spkanon_eval's
+pair is the mean over all their utterance pairs, as Georgiou et al.'s framework (spkanon_eval's
 ``ASV.eval_dir``: all trial x enrollment LLRs, then "average the LLRs across speakers") does. This
-is what makes more trial utterances per speaker lower the EER (seed 004 Table 6); scoring each
-trial utterance separately would leave the expected EER unchanged and only shrink its spread.
+is what makes more trial utterances per speaker lower the EER (Georgiou et al. Table 6); scoring
+each trial utterance separately would leave the expected EER unchanged and only shrink its spread.
 The average is computed exactly from per-speaker moments (``speaker_pair_mean_scores``), so the
 cost of a point does not grow with the number of utterance pairs.
 
@@ -242,7 +242,7 @@ class _Prepared:
 
 
 class SizeStudyConfig(BaseModel):
-    """Sizes, repetitions and scoring of a dataset-size study (defaults: seed 004)."""
+    """Sizes, repetitions and scoring of a dataset-size study (defaults: Georgiou et al.)."""
 
     model_config = ConfigDict(extra="forbid")
 

@@ -349,7 +349,7 @@ def test_select_best_epoch_skips_w_t_zero_epochs_in_adversarial_mode_only() -> N
         assert select_best_epoch(history[:2], adversarial) == 0  # none eligible yet
     for mode in ("off", "observe"):
         assert select_best_epoch(history, tiny_config(target_classifier=mode, **schedule)) == 2
-    # E >= epochs (w_T never leaves 0, seed 000's baseline): every epoch is eligible.
+    # E >= epochs (w_T never leaves 0, Franzreb et al.'s baseline): every epoch is eligible.
     baseline = tiny_config(target_classifier="adversarial", epochs=5, adversarial_start_epoch=5)
     assert select_best_epoch(_records(list(SCRIPTED_VER_S), 5, 5), baseline) == 2
     # Ties keep the earliest eligible epoch; without validation, the latest eligible epoch.

@@ -92,3 +92,49 @@ def test_a_log_gets_full_width_lines() -> None:
     assert not sys.stdout.isatty()  # pytest captures stdout
     console = stdout_console()
     assert console.width == LOG_WIDTH >= 200
+
+
+def test_demo_log_lines_keep_the_whole_stage_message(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Redirected demo output (a CI log) carries each stage's full last log line: the training
+    ETA sits past column 70, where the terminal's progress bar cuts."""
+    import sys
+    from types import SimpleNamespace
+
+    from cli import demo_platform
+
+    long_line = (
+        "[train] recognizer 2 of 2 (anonymized seed 0): epoch 6/12 step 2/17 ETA 24s"
+        " (a message longer than any column limit)"
+    )
+    jobs = iter(
+        [
+            {
+                "state": "running",
+                "stages": [
+                    {"name": "train", "state": "running", "progress": 0.5, "log_tail": long_line},
+                    {"name": "report", "state": "running", "progress": 0.0, "log_tail": ""},
+                ],
+            },
+            {
+                "state": "succeeded",
+                "stages": [
+                    {"name": "train", "state": "succeeded", "progress": 1.0, "log_tail": long_line},
+                    {"name": "report", "state": "succeeded", "progress": 1.0, "log_tail": ""},
+                ],
+            },
+        ]
+    )
+    response = SimpleNamespace(status_code=200)
+    client = SimpleNamespace(
+        get=lambda *a, **k: SimpleNamespace(**vars(response), json=lambda: next(jobs))
+    )
+    worker = SimpleNamespace(poll=lambda: None)
+    stream = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", stream)
+    monkeypatch.setattr(demo_platform, "POLL_INTERVAL_S", 0.0)
+    job = demo_platform._plain_progress_loop(client, 1, worker)  # type: ignore[arg-type]
+    assert job["state"] == "succeeded"
+    out = stream.getvalue()
+    assert f"running: {long_line}\n" in out
+    # A stage with no log line yet shows its state alone, without a dangling colon.
+    assert re.search(r"phase \d of \d report +0%: running\n", out)

@@ -1,4 +1,5 @@
-"""Similarity rank disclosure: ranks with ties, summaries, seed 003 relations, beta-binomials."""
+"""Similarity rank disclosure: ranks with ties, summaries, Chandra et al.'s relations,
+beta-binomials."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from services.metrics import (
 
 
 def truncate2(value: float) -> float:
-    """Seed 003 publishes MaxD truncated (not rounded) to two decimals."""
+    """Chandra et al. publishes MaxD truncated (not rounded) to two decimals."""
     return math.floor(value * 100) / 100
 
 

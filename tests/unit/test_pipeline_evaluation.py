@@ -192,7 +192,7 @@ def test_analyses_run_as_stages_and_land_in_the_result(
             ("pitch", "enrollment"),
             ("pitch", "trial"),
         }
-        assert attacker["enrollment_condition"] == "original"  # the default, seed 001's
+        assert attacker["enrollment_condition"] == "original"  # the default, Liu et al.'s
         assert all(e["family_matches_anonymizer"] for e in attacker["entries"])  # pitch vs pitch
         # Same family, but only the recognizer trained on anonymized speech is semi-informed.
         label = "lazy-informed" if name == "ignorant" else "semi-informed"

@@ -2,7 +2,7 @@
 
 The ignorant attacker (tiny ECAPA, trained a few epochs on 16 original utterances of each of 10
 synthetic speakers) scores enrollment (original) against trials pitch-shifted by +4 semitones. Pitch
-pre-restoration of the trials (seed 001 eq. 5) must undo much of the damage, with the winning
+pre-restoration of the trials (Liu et al. eq. 5) must undo much of the damage, with the winning
 parameter near the inverse shift (-4), and the feature-domain and waveform-domain implementations
 must agree.
 """
@@ -109,7 +109,7 @@ def test_trial_prerestoration_lowers_the_ignorant_attackers_eer(
     assert trial.label == "lazy-informed" and trial.family_matches_anonymizer
     assert attack.enrollment_condition == "original"
     # Pre-restoring the enrollment instead recovers part of it too (32.9, 22.6, 29.2 % for seeds
-    # 0-2). Seed 001 reports trial pre-restoration beating enrollment pre-restoration; with this
+    # 0-2). Liu et al. reports trial pre-restoration beating enrollment pre-restoration; with this
     # tiny attacker the order changes with the seed (seed 1 has enrollment winning), so the
     # order is a property of the attacker and data, not an invariant of the implementation.
     assert attack.entry("pitch", "enrollment").eer_percent < attack.baseline_eer_percent - 5.0

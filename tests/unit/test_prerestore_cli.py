@@ -95,7 +95,7 @@ def test_prerestore_command_writes_json_and_plot(
     assert "original enrollment" in printed
     data = json.loads((out / "prerestore.json").read_text())
     assert data["anonymizer_family"] == "pitch"  # read from anonymization.json
-    assert data["enrollment_condition"] == "original"  # the default, seed 001's
+    assert data["enrollment_condition"] == "original"  # the default, Liu et al.'s
     assert data["attacker_training"] == "original"
     assert data["sources"]["enrollment"] == "original"
     assert data["sources"]["trial"].endswith("trial/manifest.jsonl")

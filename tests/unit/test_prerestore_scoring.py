@@ -100,8 +100,8 @@ def test_anonymizer_families_and_family_match() -> None:
 @pytest.mark.parametrize(
     ("attack_family", "anonymizer_family", "training", "enrollment", "label"),
     [
-        # Seed 001's condition: recognizer trained on original speech, original enrollment. The
-        # anonymizer's own family (seed 001's bold cells) is not semi-informed: no retraining.
+        # Liu et al.'s condition: recognizer trained on original speech, original enrollment. The
+        # anonymizer's own family (Liu et al.'s bold cells) is not semi-informed: no retraining.
         ("pitch", "pitch", "original", "original", "lazy-informed"),
         ("power", "vtln", "original", "original", "lazy-informed"),
         ("power", "pitch", "original", "original", "ignorant"),

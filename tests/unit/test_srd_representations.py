@@ -1,4 +1,4 @@
-"""SRD on speaker embeddings, F0 and phone units (seed 003; PROTOCOLS.md section 5)."""
+"""SRD on speaker embeddings, F0 and phone units (Chandra et al.; PROTOCOLS.md section 5)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Dataset-size studies (seed 004; PROTOCOLS.md section 6)."""
+"""Dataset-size studies (Georgiou et al.; PROTOCOLS.md section 6)."""
 
 from __future__ import annotations
 
@@ -120,7 +120,7 @@ def test_precomputed_operands_give_the_score_trials_eer(backend_name: str) -> No
     np.testing.assert_allclose(fast["eer_percent"], general["eer_percent"], atol=1e-9)
 
 
-# --- seed 004's relations ----------------------------------------------------------------------
+# --- Georgiou et al.'s relations ---------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
