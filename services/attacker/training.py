@@ -28,11 +28,14 @@ and ``best.pt`` (the epoch ``select_best_epoch`` picks: lowest VER_S, in ``adver
 among epochs with w_T > 0). Training that is started again in the same folder with the same
 config and data resumes after the last completed epoch.
 
-``epochs`` is a cap: with ``patience`` set (default 3), training stops once the lowest VER_S of
-the last ``patience`` eligible epochs after the learning-rate peak is not
-``patience_margin_points`` below the lowest before them (``should_stop``; eligible as for
-``best.pt``). The decision reads only the history, so a
-resumed run stops where an uninterrupted one would.
+``epochs`` is a cap: with ``patience`` set (default 3), a plateau is the first epoch after which
+the lowest VER_S of the last ``patience`` eligible epochs after the learning-rate peak is not
+``patience_margin_points`` below the lowest before them (``should_stop``, ``plateau_epoch``;
+eligible as for ``best.pt``). From there the learning rate anneals linearly to ``base_lr`` over
+``patience`` more epochs (``cool_down_learning_rate``; fewer when the cap comes first), then
+training stops: both schedules decay towards the cap, and VER_S falls most while the rate comes
+down, so stopping at the plateau itself would skip the epochs that learn most. The decisions read
+only the history, so a resumed run anneals and stops where an uninterrupted one would.
 
 Transfer (``init_checkpoint``): the recognizer (and the source head, when the speakers are the
 same) starts from another run's checkpoint, in the pipeline the same seed's recognizer trained on
@@ -155,8 +158,9 @@ class TrainedAttacker(BaseModel):
     )
     stopped: Literal["cap", "patience"] = Field(
         "cap",
-        description="`patience`: stopped before the epochs cap because VER_S stopped improving "
-        "(`should_stop`); `cap`: trained all `config.epochs`.",
+        description="`patience`: VER_S stopped improving (`plateau_epoch`), the learning rate "
+        "annealed over `patience` more epochs (fewer at the cap) and training stopped; `cap`: "
+        "trained all `config.epochs` without a plateau.",
     )
 
     @property
@@ -243,10 +247,14 @@ def eligible_records(history: Sequence[EpochRecord], config: TrainingConfig) -> 
     return [r for r in history if not (adversarial_only and r.w_target <= 0.0)]
 
 
-PATIENCE_RULE = "patience counted over eligible epochs after the learning-rate peak"
-"""How ``should_stop`` decides; the pipeline puts it in the train stage's inputs, so recognizers
-stopped under the first rule (patience counted from epoch 1, which stopped long cyclic schedules
-while their learning rate was still rising) are not reused."""
+PATIENCE_RULE = (
+    "patience counted over eligible epochs after the learning-rate peak; "
+    "on a plateau the rate anneals to base_lr over patience epochs, then training stops"
+)
+"""How training stops; the pipeline puts it in the train stage's inputs, so recognizers stopped
+under an earlier rule are not reused: the first counted patience from epoch 1 (it stopped long
+cyclic schedules while their rate was still rising), the second stopped at the plateau itself
+(before the rate had come down)."""
 
 
 def should_stop(
@@ -272,6 +280,40 @@ def should_stop(
     lowest_before = min(float(r.ver_source or 0.0) for r in before)
     lowest_recent = min(float(r.ver_source or 0.0) for r in window)
     return lowest_recent > lowest_before - config.patience_margin_points
+
+
+def plateau_epoch(
+    history: Sequence[EpochRecord], config: TrainingConfig, rising_epochs: float = 0.0
+) -> int | None:
+    """The epoch after which patience first found a plateau (``should_stop`` on the history up
+    to it), where the cool-down starts; None while there is none (or without ``patience``). The
+    cap's own epoch is no plateau: training ends there anyway, as a run to the cap."""
+    if config.patience is None:
+        return None
+    for end in range(1, len(history) + 1):
+        if history[end - 1].epoch >= config.epochs:
+            break
+        if should_stop(history[:end], config, rising_epochs):
+            return history[end - 1].epoch
+    return None
+
+
+def cool_down_epochs(config: TrainingConfig, plateau: int) -> int:
+    """Epochs of annealing after the plateau at epoch ``plateau``: ``patience``, or fewer when
+    the epochs cap comes first."""
+    return max(0, min(config.patience or 0, config.epochs - plateau))
+
+
+def cool_down_learning_rate(
+    step: int, scheduled: float, start_step: int, start_lr: float, steps: int, base_lr: float
+) -> float:
+    """The rate at optimizer step ``step`` of a cool-down that starts at ``start_step`` with
+    ``start_lr`` (the schedule's rate there) and falls linearly to ``base_lr`` at its last step
+    (``steps`` steps in all); never above ``scheduled``, the rate without a cool-down."""
+    if step < start_step or steps <= 0:
+        return scheduled
+    frac = min(1.0, (step - start_step + 1) / steps)
+    return min(scheduled, start_lr + (base_lr - start_lr) * frac)
 
 
 def cyclic_learning_rate(step: int, base_lr: float, max_lr: float, step_size: float) -> float:
@@ -468,6 +510,8 @@ class _Trainer:
         self.epoch = 0
         self.resumed_after_epoch = 0
         self.history: list[EpochRecord] = []
+        # The plateau epoch patience found (None: none yet); the cool-down anneals after it.
+        self.plateau: int | None = None
         self.best_epoch = 0
         self.best_ver: float | None = None
         self.fingerprint = _data_fingerprint(train, val)
@@ -601,7 +645,7 @@ class _Trainer:
             self.source_head.load_state_dict(payload["source_head"])
         self.init_fingerprint = hashlib.sha256(path.read_bytes()).hexdigest()
 
-    def learning_rate(self, step: int) -> float:
+    def scheduled_learning_rate(self, step: int) -> float:
         """The schedule's rate at optimizer step ``step``: cyclic from scratch, warm-up and
         decay when fine-tuning a transferred recognizer."""
         cfg = self.config
@@ -610,6 +654,35 @@ class _Trainer:
                 step, cfg.base_lr, cfg.finetune_lr, self.warmup_steps, self.total_steps
             )
         return cyclic_learning_rate(step, cfg.base_lr, cfg.lr, self.step_size)
+
+    def learning_rate(self, step: int) -> float:
+        """The rate at optimizer step ``step``: the schedule's, annealed to ``base_lr`` after a
+        plateau (``self.plateau``, set from the history before each epoch)."""
+        scheduled = self.scheduled_learning_rate(step)
+        if self.plateau is None:
+            return scheduled
+        start = sum(r.steps for r in self.history if r.epoch <= self.plateau)
+        steps = self.steps_per_epoch * cool_down_epochs(self.config, self.plateau)
+        return cool_down_learning_rate(
+            step,
+            scheduled,
+            start,
+            self.scheduled_learning_rate(start),
+            steps,
+            self.config.base_lr,
+        )
+
+    def last_epoch(self) -> int:
+        """The epoch training ends with as far as the history tells: the cap, or the end of the
+        cool-down after a plateau."""
+        plateau = plateau_epoch(self.history, self.config, self.rising_epochs)
+        if plateau is None:
+            return self.config.epochs
+        return plateau + cool_down_epochs(self.config, plateau)
+
+    def finished(self) -> bool:
+        """The cap is reached, or the cool-down after a plateau is over."""
+        return self.epoch >= self.last_epoch()
 
     # ----------------------------------------------------------------- checkpoints
     def _payload(self, *, resumable: bool) -> dict[str, Any]:
@@ -797,8 +870,10 @@ class _Trainer:
         run_steps = 0
         run_train_seconds = 0.0
         last_val_seconds = 0.0
-        while self.epoch < cfg.epochs and not should_stop(self.history, cfg, self.rising_epochs):
+        while not self.finished():
             epoch = self.epoch + 1
+            self.plateau = plateau_epoch(self.history, cfg, self.rising_epochs)
+            last_epoch = self.last_epoch()
             w_t = (
                 target_weight(epoch, cfg.epochs, cfg.adversarial_start_epoch)
                 if cfg.target_classifier == "adversarial"
@@ -830,8 +905,8 @@ class _Trainer:
                 if progress is not None:
                     elapsed = time.perf_counter() - t_epoch
                     per_step = (run_train_seconds + elapsed) / run_steps
-                    remaining = (len(batches) - step) + len(batches) * (cfg.epochs - epoch)
-                    eta = per_step * remaining + last_val_seconds * (cfg.epochs - epoch + 1)
+                    remaining = (len(batches) - step) + len(batches) * (last_epoch - epoch)
+                    eta = per_step * remaining + last_val_seconds * (last_epoch - epoch + 1)
                     metrics = {"loss_source": sum_s / step, "lr": lr, "w_target": w_t}
                     if n_t:
                         metrics["loss_target"] = sum_t / n_t
@@ -869,8 +944,9 @@ class _Trainer:
                     for k, v in record.model_dump().items()
                     if isinstance(v, (int, float)) and k != "epoch"
                 }
-                eta = (run_train_seconds / max(run_steps, 1)) * len(batches) * (cfg.epochs - epoch)
-                eta += last_val_seconds * (cfg.epochs - epoch)
+                left = self.last_epoch() - epoch
+                eta = (run_train_seconds / max(run_steps, 1)) * len(batches) * left
+                eta += last_val_seconds * left
                 progress(epoch, len(batches), len(batches), eta, final)
 
     def result(self) -> TrainedAttacker:
@@ -886,7 +962,11 @@ class _Trainer:
             config=self.config,
             resumed_after_epoch=self.resumed_after_epoch,
             init="original" if self.init_fingerprint is not None else "scratch",
-            stopped="patience" if self.epoch < self.config.epochs else "cap",
+            stopped=(
+                "patience"
+                if plateau_epoch(self.history, self.config, self.rising_epochs) is not None
+                else "cap"
+            ),
         )
 
 

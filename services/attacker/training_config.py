@@ -111,14 +111,15 @@ class TrainingConfig(BaseModel):
         10,
         ge=1,
         description="The cap on training epochs (Franzreb et al.: 10); training stops earlier "
-        "when VER_S has not improved by `patience_margin_points` for `patience` epochs.",
+        "when VER_S reaches a plateau (`patience`) and the rate has annealed after it.",
     )
     patience: int | None = Field(
         3,
         ge=1,
-        description="Stop when the lowest VER_S of the last `patience` eligible epochs is not "
-        "`patience_margin_points` below the lowest before them (eligible: as for best.pt); null "
-        "= always train `epochs`.",
+        description="A plateau: the lowest VER_S of the last `patience` eligible epochs after the "
+        "learning-rate peak is not `patience_margin_points` below the lowest before them "
+        "(eligible: as for best.pt); then the rate anneals to base_lr over `patience` more "
+        "epochs and training stops; null = always train `epochs`.",
     )
     patience_margin_points: float = Field(
         1.0,

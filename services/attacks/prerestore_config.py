@@ -82,8 +82,8 @@ class PrerestorationConfig(BaseModel):
     )
     enrollment: EnrollmentCondition = Field(
         "original",
-        description="Enrollment speech compared with the anonymized trials: original (seed "
-        "001's condition) or anonymized. Recorded with every result; the two can rank the "
+        description="Enrollment speech compared with the anonymized trials: original (Liu "
+        "et al.'s condition) or anonymized. Recorded with every result; the two can rank the "
         "modes in opposite ways.",
     )
     implementation: Implementation = Field(

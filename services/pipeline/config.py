@@ -520,8 +520,8 @@ def demo_config() -> EvaluationConfig:
 
     12 epochs (a cap; patience 3): the semi-informed recognizer starts from the original-speech
     one (``training.init`` defaults to ``original`` here) and, measured with 1-3 torch threads,
-    reaches VER_S 29-40 % and passes the trust check, where 6 epochs left it at 52 %; a 20-epoch
-    cap did not help (patience stopped before the rate annealed: docs/results-synthetic.md)."""
+    reaches VER_S 29-40 % and passes the trust check, where 6 epochs left it at 52 %
+    (docs/results-synthetic.md, "The demo")."""
     return EvaluationConfig(
         name="demo",
         anonymizer=AnonymizerSpec(name="pitch"),

@@ -158,6 +158,7 @@ def _training_entries(
             # Transfer and the epochs cap: what the trust check reads to say what to change.
             "init": trained.init,
             "epochs_cap": trained.config.epochs,
+            "patience": trained.config.patience,
             "stopped": trained.stopped,
             "history": history,
             "stage_key": outcome.key,

@@ -128,12 +128,14 @@ def _under_trained_advice(run: Mapping[str, Any]) -> str:
             f"{raise_cap}, or start from the original-speech recognizer (training.init: original)"
         )
     if run.get("stopped") == "patience":
-        # Patience can stop before the learning rate has annealed (the schedules decay towards
-        # the cap, docs/attacker.md): training to the cap is the first thing to try.
+        # VER_S found a plateau and the rate annealed after it; a noisy VER_S can call a plateau
+        # too early, so more patience (or none: the whole cap) comes first.
         ran = len(run.get("history") or [])
         where = f" at epoch {ran} of {cap}" if isinstance(cap, int) else ""
+        patience = run.get("patience")
+        now = f" (now {patience})" if isinstance(patience, int) else ""
         return (
-            "train to the cap so the learning rate anneals (training.patience: null), or more "
+            f"raise training.patience{now} or set it to null to train to the cap, or more "
             f"training data or a larger training.preset; patience stopped it{where}"
         )
     return raise_cap

@@ -14,7 +14,10 @@ from services.attacker.checkpoint import load_checkpoint
 from services.attacker.embeddings import extract_embeddings
 from services.attacker.training import (
     EpochRecord,
+    cool_down_epochs,
+    cool_down_learning_rate,
     fine_tune_learning_rate,
+    plateau_epoch,
     should_stop,
     train_attacker,
 )
@@ -81,10 +84,31 @@ def test_fine_tune_schedule_warms_up_then_decays_to_base_at_the_cap() -> None:
     assert fine_tune_learning_rate(0, 0.1, 1.0, 0, 10) == pytest.approx(1.0)  # no warm-up
 
 
+def test_the_plateau_is_the_first_epoch_patience_stops_at_and_the_cool_down_fits_the_cap() -> None:
+    history, cfg = _history([50.0, 40.0, 40.0, 40.0, 40.0, 30.0, 41.0])
+    assert plateau_epoch(history, cfg) == 5  # type: ignore[arg-type]
+    assert plateau_epoch(history[:4], cfg) is None  # type: ignore[arg-type]
+    assert plateau_epoch(history, tiny_config(epochs=20, patience=None)) is None  # type: ignore[arg-type]
+    assert cool_down_epochs(cfg, 5) == 3  # type: ignore[arg-type]
+    assert cool_down_epochs(cfg, 19) == 1  # type: ignore[arg-type]
+    assert cool_down_epochs(cfg, 20) == 0  # type: ignore[arg-type]
+    # At the cap itself there is nothing to anneal: that run trained to its cap.
+    capped, cfg5 = _history([50.0, 40.0, 40.0, 40.0, 40.0])
+    assert plateau_epoch(capped, cfg5.model_copy(update={"epochs": 5})) is None  # type: ignore[attr-defined]
+    assert plateau_epoch(capped, cfg5.model_copy(update={"epochs": 6})) == 5  # type: ignore[attr-defined]
+
+
+def test_cool_down_rate_falls_linearly_to_base_and_never_exceeds_the_schedule() -> None:
+    rates = [cool_down_learning_rate(s, 1.0, 10, 0.8, 4, 0.0) for s in range(8, 16)]
+    assert rates == pytest.approx([1.0, 1.0, 0.6, 0.4, 0.2, 0.0, 0.0, 0.0])
+    # A schedule already lower than the cool-down (its own decay) keeps its rate.
+    assert cool_down_learning_rate(11, 0.1, 10, 0.8, 4, 0.0) == pytest.approx(0.1)
+
+
 # ----------------------------------------------------------------- training with patience
 
 
-SCRIPTED = [80.0, 60.0, 55.0, 55.0, 56.0, 57.0, 10.0, 5.0]
+SCRIPTED = [80.0, 60.0, 55.0, 55.0, 56.0, 57.0, 10.0, 5.0, 4.0, 3.0, 2.0, 1.0]
 
 
 @pytest.fixture
@@ -96,20 +120,53 @@ def scripted(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.slow
-def test_training_stops_when_ver_s_stops_improving_and_a_resume_stops_there_too(
+def test_on_a_plateau_the_rate_anneals_for_patience_epochs_then_training_stops(
     tmp_path: Path, scripted: None
 ) -> None:
     cfg = tiny_config(epochs=len(SCRIPTED), patience=3, lr_step_size=1)
     result = train_attacker(TRAIN[::4], [], cfg, tmp_path)
-    # Epochs 4-6 are not 1 point below epoch 3's 55: stop after 6 of the 8-epoch cap.
-    assert [r.ver_source for r in result.history] == SCRIPTED[:6]
-    assert result.stopped == "patience" and result.best_epoch == 3
-    again = train_attacker(TRAIN[::4], [], cfg, tmp_path)  # nothing left to do
-    assert len(again.history) == 6 and again.resumed_after_epoch == 6
-    capped = train_attacker(
+    # Epochs 4-6 are not 1 point below epoch 3's 55: a plateau at epoch 6, then 3 epochs of
+    # cool-down (7-9) of the 12-epoch cap.
+    assert [r.ver_source for r in result.history] == SCRIPTED[:9]
+    assert result.stopped == "patience" and result.best_epoch == 9
+    rates = [r.learning_rate for r in result.history]  # each epoch's last step
+    uncooled = train_attacker(
         TRAIN[::4], [], cfg.model_copy(update={"patience": None}), tmp_path / "cap"
     )
-    assert len(capped.history) == 8 and capped.stopped == "cap"
+    assert len(uncooled.history) == 12 and uncooled.stopped == "cap"
+    scheduled = [r.learning_rate for r in uncooled.history]
+    assert rates[:6] == scheduled[:6]  # the schedule until the plateau
+    assert rates[8] == pytest.approx(cfg.base_lr)  # annealed at the end of the cool-down
+    assert all(rates[i] <= scheduled[i] for i in range(6, 9))
+    again = train_attacker(TRAIN[::4], [], cfg, tmp_path)  # nothing left to do
+    assert len(again.history) == 9 and again.resumed_after_epoch == 9
+
+
+@pytest.mark.slow
+def test_a_run_interrupted_in_its_cool_down_resumes_bit_identically(
+    tmp_path: Path, scripted: None
+) -> None:
+    cfg = tiny_config(epochs=len(SCRIPTED), patience=3, lr_step_size=1)
+    straight = train_attacker(TRAIN[::4], [], cfg, tmp_path / "straight")
+
+    class Crash(RuntimeError):
+        pass
+
+    def crash_in_epoch_8(epoch: int, step: int, steps: int, eta: float, m: dict) -> None:
+        if epoch == 8 and step == 1:
+            raise Crash
+
+    with pytest.raises(Crash):
+        train_attacker(TRAIN[::4], [], cfg, tmp_path / "resumed", progress=crash_in_epoch_8)
+    resumed = train_attacker(TRAIN[::4], [], cfg, tmp_path / "resumed")
+    assert resumed.resumed_after_epoch == 7
+    keys = ("loss_source", "ver_source", "learning_rate")
+    assert [[getattr(r, k) for k in keys] for r in resumed.history] == [
+        [getattr(r, k) for k in keys] for r in straight.history
+    ]
+    a = extract_embeddings(tmp_path / "straight" / "last.pt", PROBES, device="cpu")
+    b = extract_embeddings(tmp_path / "resumed" / "last.pt", PROBES, device="cpu")
+    assert np.array_equal(a, b)
 
 
 # ----------------------------------------------------------------- transfer

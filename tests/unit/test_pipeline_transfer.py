@@ -91,6 +91,7 @@ def test_a_zoo_mixes_scratch_and_fine_tuned_attackers(tmp_path: Path) -> None:
     assert result["worst_case"]["semi-informed"]["attacker"] in {"baseline", "scratch"}
     for entry in training.values():
         assert entry["epochs_cap"] == 1 and entry["stopped"] == "cap"
+        assert entry["patience"] == 3  # the default, what the trust check's advice names
 
 
 @pytest.mark.slow

@@ -78,15 +78,16 @@ def test_ver_s_at_the_epoch_used(ver_s: float, flagged: bool) -> None:
 
 
 def test_a_patience_stop_is_told_to_train_to_the_cap() -> None:
-    """A recognizer stopped by patience before its learning rate annealed is told, in its one
-    line, to train to the cap (patience off), and where it stopped."""
+    """A recognizer stopped by patience is told, in its one line, to allow more patience or
+    train to the cap, and where it stopped."""
     history = [_epoch(1, 80.0, 5.0), _epoch(2, 52.0, 3.0), _epoch(3, 60.0, 2.9)]
     document = _document(history=history, best_epoch=2)
     run = document["training"]["anonymized-seed0"]
     run |= {"stopped": "patience", "epochs_cap": 20, "condition": "anonymized", "init": "original"}
+    run["patience"] = 3
     [reason] = assess_trust(document, SETTINGS).reasons
     assert reason.code == "ver_s_high"
-    assert "training.patience: null" in reason.message
+    assert "raise training.patience (now 3) or set it to null" in reason.message
     assert "patience stopped it at epoch 3 of 20" in reason.message
     # Hitting the cap instead: raise the cap.
     run |= {"stopped": "cap", "epochs_cap": 3}
