@@ -510,8 +510,10 @@ class _Trainer:
         self.epoch = 0
         self.resumed_after_epoch = 0
         self.history: list[EpochRecord] = []
-        # The plateau epoch patience found (None: none yet); the cool-down anneals after it.
+        # The plateau epoch patience found (None: none yet); the cool-down anneals after it,
+        # from (start step, the schedule's rate there, steps), set once per epoch.
         self.plateau: int | None = None
+        self.cool_down: tuple[int, float, int] | None = None
         self.best_epoch = 0
         self.best_ver: float | None = None
         self.fingerprint = _data_fingerprint(train, val)
@@ -655,22 +657,25 @@ class _Trainer:
             )
         return cyclic_learning_rate(step, cfg.base_lr, cfg.lr, self.step_size)
 
-    def learning_rate(self, step: int) -> float:
-        """The rate at optimizer step ``step``: the schedule's, annealed to ``base_lr`` after a
-        plateau (``self.plateau``, set from the history before each epoch)."""
-        scheduled = self.scheduled_learning_rate(step)
+    def _set_plateau(self) -> None:
+        """The plateau and its cool-down, from the history (before each epoch, so a resumed run
+        anneals like an uninterrupted one)."""
+        self.plateau = plateau_epoch(self.history, self.config, self.rising_epochs)
         if self.plateau is None:
-            return scheduled
+            self.cool_down = None
+            return
         start = sum(r.steps for r in self.history if r.epoch <= self.plateau)
         steps = self.steps_per_epoch * cool_down_epochs(self.config, self.plateau)
-        return cool_down_learning_rate(
-            step,
-            scheduled,
-            start,
-            self.scheduled_learning_rate(start),
-            steps,
-            self.config.base_lr,
-        )
+        self.cool_down = (start, self.scheduled_learning_rate(start), steps)
+
+    def learning_rate(self, step: int) -> float:
+        """The rate at optimizer step ``step``: the schedule's, annealed to ``base_lr`` after a
+        plateau (``self.cool_down``, set by ``_set_plateau`` before each epoch)."""
+        scheduled = self.scheduled_learning_rate(step)
+        if self.cool_down is None:
+            return scheduled
+        start, start_lr, steps = self.cool_down
+        return cool_down_learning_rate(step, scheduled, start, start_lr, steps, self.config.base_lr)
 
     def last_epoch(self) -> int:
         """The epoch training ends with as far as the history tells: the cap, or the end of the
@@ -872,7 +877,7 @@ class _Trainer:
         last_val_seconds = 0.0
         while not self.finished():
             epoch = self.epoch + 1
-            self.plateau = plateau_epoch(self.history, cfg, self.rising_epochs)
+            self._set_plateau()
             last_epoch = self.last_epoch()
             w_t = (
                 target_weight(epoch, cfg.epochs, cfg.adversarial_start_epoch)
