@@ -37,7 +37,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
@@ -56,6 +56,8 @@ from services.pipeline.estimates import (
 )
 from services.pipeline.evaluation import run_evaluation
 
+TsaStrategy = Literal["same-gender", "random"]
+
 
 class Attacker(NamedTuple):
     """One semi-informed attacker of a run: where it starts and its epochs cap."""
@@ -71,12 +73,15 @@ def make_config(
     seed: int,
     quick: bool = False,
     eval_speakers: int | None = None,
+    tsa: TsaStrategy = "same-gender",
 ) -> EvaluationConfig:
     """One evaluation: scenarios original and semi-informed, cosine, one attacker, one seed (so
     that a table of the seeds done so far can be printed while the others run).
 
     ``eval_speakers``: evaluation speakers instead of the demo-size corpus's 16 (the attacker's
     training speakers and the targets stay as many), for EERs 128 target trials cannot resolve.
+    ``tsa``: the target selection strategy (utterance level); ``random`` (targets of either
+    gender, the demo's and the protocol default) hides more of the speaker than ``same-gender``.
     """
     synthetic = (
         SyntheticCorpusSpec(
@@ -101,11 +106,13 @@ def make_config(
             }
         )
         suffix += f"-eval{eval_speakers}"
+    if tsa != "same-gender":
+        suffix += f"-{tsa}"
     return EvaluationConfig(
         name=f"transfer-{anonymizer}-{attacker.init}{attacker.epochs}-seed{seed}{suffix}",
         synthetic=synthetic,
         anonymizer=AnonymizerSpec(name=anonymizer),
-        tsa=TargetSelection(strategy="same-gender", granularity="utterance", seed=0),
+        tsa=TargetSelection(strategy=tsa, granularity="utterance", seed=0),
         scenarios=["original", "semi-informed"],
         training=TrainingConfig(
             preset="tiny", epochs=attacker.epochs, batch_size=32, init=attacker.init
