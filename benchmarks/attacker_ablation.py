@@ -1,4 +1,4 @@
-"""Ablation of the attacker's levers on the synthetic corpus (issue 15).
+"""Ablation of the attacker's levers on the synthetic corpus.
 
 For each built-in anonymizer (pitch, VTLN, McAdams; same-gender TSA at utterance level) the
 semi-informed attacker is trained on anonymized speech with several seeds, in up to four training

@@ -1,4 +1,4 @@
-"""Benchmark: attacker training throughput, fbank ECAPA vs the SSL front end (issue 15).
+"""Benchmark: attacker training throughput, fbank ECAPA vs the SSL front end.
 
 Trains through the real training loop (``train_attacker``: crops, AAM loss, Adam, the cyclic
 schedule) on synthetic speech (``services.corpus.synthetic``) and reports seconds of audio per

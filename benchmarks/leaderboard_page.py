@@ -1,4 +1,4 @@
-"""Leaderboard page render time for many submissions (issue 8: < 100 ms for 1,000).
+"""Leaderboard page render time for many submissions (goal: < 100 ms for 1,000).
 
 Seeds N submissions of M teams (public and private, built-in baselines and containers), each with
 a succeeded job and its long-format results (2 scenarios x 2 seeds + the aggregate rows, the

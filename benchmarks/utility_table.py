@@ -1,4 +1,4 @@
-"""Utility beside privacy on the synthetic corpus (issue 16): docs/results-synthetic.md's table.
+"""Utility beside privacy on the synthetic corpus: docs/results-synthetic.md's table.
 
 Five anonymizers on the demo-size synthetic corpus (48 speakers x 24 utterances, same-gender TSA
 at utterance level): the three DSP built-ins (pitch, VTLN, McAdams) and the two test-only
