@@ -72,15 +72,21 @@ def flagged(document: dict[str, Any], ver_s: float, falling: float) -> bool:
     return not assess_trust(document, settings).trustworthy
 
 
-def f1_scores(flags: np.ndarray, improvable: np.ndarray) -> np.ndarray:
-    """F1 of each row of ``flags`` (pairs x runs, the check's positives) against ``improvable``
-    (runs); nan where the check flags nothing or no run is improvable."""
-    tp = (flags & improvable).sum(axis=-1).astype(float)
-    n_flag = flags.sum(axis=-1)
-    positives = improvable.sum()
+def f1_scores(
+    flags: np.ndarray, improvable: np.ndarray, weights: np.ndarray | None = None
+) -> np.ndarray:
+    """F1 of each threshold pair against ``improvable`` (runs), 2 TP / (flagged + improvable);
+    ``flags``: pairs x runs, the check's positives. ``weights`` (resamples x runs, how often each
+    run was drawn) gives one F1 per resample and pair: (resamples, pairs); without it, (pairs,).
+    nan where the check flags nothing or no run is improvable."""
+    w = np.ones((1, improvable.size)) if weights is None else weights
+    tp = w @ (flags & improvable).T.astype(float)
+    n_flag = w @ flags.T.astype(float)
+    positives = (w @ improvable.astype(float))[:, None]
     with np.errstate(invalid="ignore", divide="ignore"):
         f1 = 2 * tp / (n_flag + positives)
-    return np.where((n_flag > 0) & (positives > 0), f1, np.nan)
+    f1 = np.where((n_flag > 0) & (positives > 0), f1, np.nan)
+    return f1[0] if weights is None else f1
 
 
 def bootstrap_f1(
@@ -93,12 +99,7 @@ def bootstrap_f1(
         idx = np.flatnonzero(arm == a)
         draws = rng.integers(0, idx.size, size=(n, idx.size))
         np.add.at(counts, (np.arange(n)[:, None], idx[draws]), 1.0)
-    tp = counts @ (flags & improvable).T.astype(float)  # (n, pairs)
-    n_flag = counts @ flags.T.astype(float)
-    positives = counts @ improvable.astype(float)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        f1 = 2 * tp / (n_flag + positives[:, None])
-    return np.where((n_flag > 0) & (positives[:, None] > 0), f1, np.nan)
+    return f1_scores(flags, improvable, counts)
 
 
 def main() -> None:
@@ -247,13 +248,14 @@ def main() -> None:
         + "---:|"
     )
     positives = int(improvable.sum())
+    pooled = f1_scores(flags, improvable)
     table = []
     for k, (ver_s, falling) in enumerate(pairs):
         n_flag = int(flags[k].sum())
         tp = int((flags[k] & improvable).sum())
         precision = tp / n_flag if n_flag else float("nan")
         recall = tp / positives if positives else float("nan")
-        f1 = float(f1_scores(flags[[k]], improvable)[0])
+        f1 = float(pooled[k])
         table.append((ver_s, falling, n_flag, precision, recall, f1, float(better[k])))
         arm_cells = "".join(f" {per_arm[a][k]:.2f} |" for a in present) if arm_columns else ""
         print(
@@ -272,7 +274,6 @@ def main() -> None:
                 indent=2,
             )
         )
-    pooled = f1_scores(flags, improvable)
     if np.isnan(pooled).all():
         print("no threshold pair has an F1 (no run was improvable): nothing to choose from")
         return
