@@ -142,7 +142,7 @@ def main() -> None:
     for name in args.tsa.split(","):
         if name not in ("same-gender", "random"):
             ap.error(f"--tsa: unknown strategy {name!r} (same-gender, random)")
-        arms.append(name)  # type: ignore[arg-type]
+        arms.append(name)
     needed = sorted({(i, e) for c in caps for i in ("scratch", "original") for e in (c, 3 * c)})
     results: dict[tuple[str, str, str, int, int], dict[str, Any]] = {}
     # Seed by seed, shortest caps first (the short runs are judged once the next cap is done).
