@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
-from services.errors import InvalidInputError
+from services.errors import InvalidFieldError, InvalidInputError
 from services.platform.access import AccessDeniedError
 from services.platform.quotas import QuotaExceededError
 from services.storage.errors import (
@@ -175,6 +175,8 @@ def _headers_and_extra(
         )
     if status == 401:
         return {"WWW-Authenticate": 'Bearer realm="unmask"'}, None
+    if isinstance(exc, InvalidFieldError):
+        return None, {"errors": [{"field": exc.field, "message": exc.message}]}
     return None, None
 
 
