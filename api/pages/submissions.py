@@ -23,6 +23,7 @@ from services.platform.jobs.records import list_jobs
 from services.platform.phases import revealed_jobs_clause
 from services.storage.errors import NotFoundError
 from services.storage.models import AGGREGATE_SEED, Artifact, Result, RunState
+from services.vocab import scenario_rank
 
 logger = logging.getLogger("unmask.pages")
 
@@ -80,9 +81,8 @@ def _worst_case_of(document: dict[str, Any]) -> list[dict[str, Any]]:
     worst = document.get("worst_case")
     if not isinstance(worst, Mapping):
         return []
-    order = ("original", "ignorant", "lazy-informed", "semi-informed")
     out = []
-    for scenario in sorted(worst, key=lambda s: (order.index(s) if s in order else 9, s)):
+    for scenario in sorted(worst, key=scenario_rank):
         entry = worst[scenario]
         if isinstance(entry, Mapping):
             out.append(
@@ -114,8 +114,9 @@ def _result_tables(result_rows: list[Result]) -> dict[str, Any]:
             per_seed.setdefault((row.scenario, backend, row.seed), {})[row.metric] = row.value
     metric_names = sorted({m for values in per_seed.values() for m in values})
     return {
-        "aggregate": sorted(aggregate.items()),
-        "per_seed": sorted(per_seed.items()),
+        # The evaluation's scenario order (services.vocab), then back-end and seed.
+        "aggregate": sorted(aggregate.items(), key=lambda kv: (scenario_rank(kv[0][0]), kv[0])),
+        "per_seed": sorted(per_seed.items(), key=lambda kv: (scenario_rank(kv[0][0]), kv[0])),
         "metric_names": metric_names,
     }
 

@@ -37,6 +37,8 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 from services.metrics import catalogue
 from services.storage.errors import ImmutableSubmissionError
 from services.storage.types import UTCDateTime, json_type, utc_now
+from services.vocab import TERMINAL_STATES as TERMINAL_STATES
+from services.vocab import RunState as RunState
 
 # Deterministic constraint names: Alembic can drop/alter what it can name, and SQLite batch
 # migrations need names to recreate tables.
@@ -81,21 +83,6 @@ class SubmissionStatus(StrEnum):
     PENDING = "pending"  # e.g. archive upload not verified yet
     ACCEPTED = "accepted"
     REJECTED = "rejected"
-
-
-class RunState(StrEnum):
-    """State of a job or of one of its stages."""
-
-    QUEUED = "queued"
-    RUNNING = "running"
-    SUCCEEDED = "succeeded"
-    FAILED = "failed"
-    CANCELLED = "cancelled"
-
-
-TERMINAL_STATES: frozenset[RunState] = frozenset(
-    {RunState.SUCCEEDED, RunState.FAILED, RunState.CANCELLED}
-)
 
 
 def _in_check(column: str, enum: type[StrEnum] | tuple[str, ...]) -> str:
@@ -273,10 +260,10 @@ class Submission(Base):
     team: Mapped[Team] = relationship()
 
 
-# Columns an accepted submission may still change: its labels and its state. Every other column
-# (the team, the kind and each kind's own columns, the content hash, accepted_at) defines what was
-# evaluated; changing it would silently re-label existing results. Listed this way round, the
-# columns of a new anonymizer kind are immutable without being named here.
+# Columns an accepted submission may still change: its labels, its state and bookkeeping. Every
+# other column (the team, the kind and each kind's own columns, the content hash, accepted_at)
+# defines what was evaluated; changing it would silently re-label existing results. Listed this
+# way round, the columns of a new anonymizer kind are immutable without being named here.
 SUBMISSION_MUTABLE_COLUMNS: frozenset[str] = frozenset(
     {
         "name",
@@ -287,6 +274,7 @@ SUBMISSION_MUTABLE_COLUMNS: frozenset[str] = frozenset(
         "paper_url",
         "code_url",
         "created_by_user_id",
+        "created_at",
     }
 )
 

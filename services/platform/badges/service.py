@@ -18,10 +18,10 @@ from sqlalchemy import and_, select
 from sqlalchemy.orm import Session
 
 from services.metrics import catalogue
-from services.pipeline.zoo import HEADLINE_SCENARIOS
 from services.platform.leaderboard import latest_succeeded_jobs, summary_key
 from services.storage.errors import ConflictError
 from services.storage.models import JobSummary, Protocol, Submission
+from services.vocab import HEADLINE_SCENARIOS, TRUST_MARKS
 
 BADGE_SCENARIO = HEADLINE_SCENARIOS[0]
 """The attacker the badge reports: the semi-informed one (knows the anonymizer, retrains on
@@ -35,9 +35,6 @@ EER_COLOURS: tuple[tuple[float, str], ...] = (
 )
 """EER (%) upper bounds (exclusive) and their colour: below 10 % an attacker links most speakers;
 40 % and above is close to chance (50 %)."""
-
-TRUST_MARKS = {True: "✓", False: "⚠", None: "?"}
-"""The leaderboard's trust marks: checks passed, failed, not checked."""
 
 
 class NoSucceededJobError(ConflictError):
