@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 
 from services.metrics import catalogue
 from services.platform.leaderboard import latest_succeeded_jobs, summary_key
+from services.results.keys import ResultKey
 from services.storage.errors import ConflictError
 from services.storage.models import JobSummary, Protocol, Submission
 from services.vocab import HEADLINE_SCENARIOS, TRUST_MARKS
@@ -74,7 +75,8 @@ def badge_data(session: Session, *, protocol: Protocol, submission: Submission) 
             f"submission {submission.id} has no succeeded job under protocol {protocol.id} "
             f"({protocol.name} v{protocol.version}) yet; the badge shows one once it succeeds"
         )
-    backends = {key.split("|")[1] for key in row.metric_values or {} if key.count("|") == 2}
+    keys = [ResultKey.parse_value_key(k) for k in row.metric_values or {}]
+    backends = {k.backend for k in keys if k is not None}
     candidates = [summary_key(BADGE_SCENARIO, b, catalogue.EER.key) for b in sorted(backends)]
     values = [v for k in candidates if (v := (row.metric_values or {}).get(k)) is not None]
     eer = min(values) if values else None

@@ -37,6 +37,7 @@ from services.metrics import catalogue
 from services.platform.access import visible_submissions_clause
 from services.platform.phases import revealed_jobs_clause
 from services.platform.rows import get_row
+from services.results.keys import ResultKey
 from services.storage.errors import NotFoundError
 from services.storage.models import (
     AGGREGATE_SEED,
@@ -126,13 +127,13 @@ def aggregate_parts() -> tuple[Any, Any]:
 
 
 def summary_key(scenario: str, backend: str, metric: str) -> str:
-    """The key of one value in ``JobSummary.metric_values``."""
-    return f"{scenario}|{backend}|{metric}"
+    """The key of one value in ``JobSummary.metric_values`` (:class:`ResultKey`)."""
+    return ResultKey(scenario, backend, metric).format()
 
 
 def det_key(scenario: str, backend: str) -> str:
-    """The key of one DET curve in ``JobSummary.det_curves``."""
-    return f"{scenario}|{backend}"
+    """The key of one DET curve in ``JobSummary.det_curves`` (:class:`ResultKey`)."""
+    return ResultKey(scenario, backend).format()
 
 
 def _aggregated_values(
@@ -193,10 +194,9 @@ def scenario_values(
 ) -> dict[int, dict[str, float | None]]:
     """``{job_id: {metric: value}}``: every metric the jobs recorded for (``scenario``,
     ``backend``), aggregated over seeds and worst over a zoo's attackers."""
-    prefix = summary_key(scenario, backend, "")
     by_job = _aggregated_values(session, job_ids, None, scenario=scenario, backend=backend)
     return {
-        job_id: {key.removeprefix(prefix): value for key, value in values.items()}
+        job_id: {str(ResultKey.parse(key).metric): value for key, value in values.items()}
         for job_id, values in by_job.items()
     }
 
@@ -208,8 +208,8 @@ def job_values(
     rule (aggregated over seeds, worst over a zoo's attackers); what a webhook payload shows."""
     out: dict[tuple[str, str], dict[str, float | None]] = {}
     for key, value in _aggregated_values(session, [job_id], metrics)[job_id].items():
-        scenario, backend, metric = key.split("|", 2)
-        out.setdefault((scenario, backend), {})[metric] = value
+        parsed = ResultKey.parse(key)
+        out.setdefault((parsed.scenario, parsed.backend), {})[str(parsed.metric)] = value
     return out
 
 
