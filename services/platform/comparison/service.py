@@ -26,14 +26,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from sqlalchemy import and_, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from services.metrics import catalogue, paired_bootstrap_eer_difference
 from services.platform.leaderboard import (
     det_curves_of,
     job_metric_values,
-    latest_succeeded_jobs,
+    representative_job,
 )
 from services.results.keys import ResultKey
 from services.scoring import ScoredTrials, eer_report, per_speaker_eer_report
@@ -130,15 +130,14 @@ def _side(
             f"submission {submission.id} belongs to protocol {submission.protocol_id}, not "
             f"{protocol.id}; compare submissions of one protocol"
         )
-    latest = latest_succeeded_jobs(
-        protocol.id, viewer_team_id=viewer_team_id, include_all=include_all
+    job = representative_job(
+        session,
+        submission.id,
+        protocol.id,
+        viewer_team_id=viewer_team_id,
+        include_all=include_all,
     )
-    job_id = session.scalar(
-        select(latest.c.job_id).where(
-            and_(latest.c.submission_id == submission.id, latest.c.recency == 1)
-        )
-    )
-    if job_id is None:
+    if job is None:
         other = session.scalar(
             select(Job.protocol_id).where(
                 Job.submission_id == submission.id, Job.protocol_id != protocol.id
@@ -149,7 +148,7 @@ def _side(
             f"submission {submission.id} has no succeeded job under protocol {protocol.id}"
             f"{where}; compare submissions of one protocol"
         )
-    return Side(submission.id, submission.name, submission.team.slug, int(job_id))
+    return Side(submission.id, submission.name, submission.team.slug, job.id)
 
 
 def _better(metric: catalogue.Metric, a: float | None, b: float | None) -> str | None:

@@ -72,29 +72,53 @@ _JOB_ID_CHUNK = 500
 # --- the shared rule: which job, which value ----------------------------------------------------
 
 
+# THE rule for which job stands for a submission: its latest succeeded job, by finished_at, then
+# the highest id (a re-run that finishes later replaces the job it re-ran).
+REPRESENTATIVE_ORDER = (Job.finished_at.desc(), Job.id.desc())
+
+
 def latest_succeeded_jobs(
     protocol_id: int, *, viewer_team_id: int | None = None, include_all: bool = False
 ) -> Any:
     """Subquery ``latest(job_id, submission_id, finished_at, recency)`` of the succeeded jobs
     under ``protocol_id`` whose results the viewer may see (a hidden phase's: its team's and,
-    ``include_all``, administrators'); ``recency == 1`` is each submission's latest (by
-    ``finished_at``, then job id)."""
+    ``include_all``, administrators'); ``recency == 1`` is each submission's representative job
+    (:func:`representative_job` for one submission: the same order)."""
     return (
         select(
             Job.id.label("job_id"),
             Job.submission_id.label("submission_id"),
             Job.finished_at.label("finished_at"),
             func.row_number()
-            .over(
-                partition_by=Job.submission_id,
-                order_by=(Job.finished_at.desc(), Job.id.desc()),
-            )
+            .over(partition_by=Job.submission_id, order_by=REPRESENTATIVE_ORDER)
             .label("recency"),
         )
         .where(Job.protocol_id == protocol_id, Job.state == RunState.SUCCEEDED.value)
         .where(revealed_jobs_clause(viewer_team_id=viewer_team_id, include_all=include_all))
         .subquery("latest")
     )
+
+
+def representative_job(
+    session: Session,
+    submission_id: int,
+    protocol_id: int | None,
+    *,
+    viewer_team_id: int | None = None,
+    include_all: bool = False,
+) -> Job | None:
+    """The job that stands for a submission under a protocol (None: under any protocol): its
+    latest succeeded job (by ``finished_at``, then id) whose results the viewer may see; None
+    when it has none. The leaderboard (:func:`latest_succeeded_jobs`, the same order), the
+    submission page, the badge and the comparison all show this job."""
+    query = select(Job).where(
+        Job.submission_id == submission_id,
+        Job.state == RunState.SUCCEEDED.value,
+        revealed_jobs_clause(viewer_team_id=viewer_team_id, include_all=include_all),
+    )
+    if protocol_id is not None:
+        query = query.where(Job.protocol_id == protocol_id)
+    return session.scalars(query.order_by(*REPRESENTATIVE_ORDER).limit(1)).first()
 
 
 def ranked_submission_counts(
