@@ -150,7 +150,7 @@ class ApiToken(Base):
         return self.revoked_at is not None
 
 
-class Protocol(Base):
+class ProtocolRecord(Base):
     """A versioned evaluation protocol (the config every job on a leaderboard shares)."""
 
     __tablename__ = "protocols"
@@ -352,7 +352,7 @@ class Job(Base):
     finished_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
 
     submission: Mapped[Submission] = relationship()
-    protocol: Mapped[Protocol | None] = relationship()
+    protocol: Mapped[ProtocolRecord | None] = relationship()
     stages: Mapped[list[Stage]] = relationship(
         back_populates="job", order_by="Stage.position", passive_deletes=True
     )
@@ -538,7 +538,7 @@ class WebhookAttempt(Base):
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utc_now)
 
 
-class JobSummary(Base):
+class JobSummaryRecord(Base):
     """The leaderboard metrics of a succeeded job, precomputed when it succeeds.
 
     ``metric_values`` maps ``"<scenario>|<backend>|<metric>"`` to the value aggregated like the

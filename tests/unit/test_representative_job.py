@@ -20,7 +20,7 @@ from services.settings import Settings
 from services.storage.blobstore import LocalBlobStore
 from services.storage.db import Database
 from services.storage.migrate import upgrade_database
-from services.storage.models import Protocol, Submission
+from services.storage.models import ProtocolRecord, Submission
 from support.seeding import record_finished_job
 
 HMAC_KEY = "representative-test-key"
@@ -103,7 +103,7 @@ def _surfaces(world: World, database: Database, client: Any) -> dict[str, int]:
         f"/v1/protocols/{world.protocol_id}/compare?a={world.rerun}&b={world.other}", headers=auth
     ).json()
     with database.session_scope() as session:
-        protocol = session.get(Protocol, world.protocol_id)
+        protocol = session.get(ProtocolRecord, world.protocol_id)
         sub = session.get(Submission, world.rerun)
         assert protocol is not None and sub is not None
         badge = badge_data(session, protocol=protocol, submission=sub)

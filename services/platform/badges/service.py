@@ -20,7 +20,7 @@ from services.metrics import catalogue
 from services.platform.leaderboard import representative_job
 from services.results.keys import ResultKey
 from services.storage.errors import ConflictError
-from services.storage.models import JobSummary, Protocol, Submission
+from services.storage.models import JobSummaryRecord, ProtocolRecord, Submission
 from services.vocab import HEADLINE_SCENARIOS, TRUST_MARKS
 
 BADGE_SCENARIO = HEADLINE_SCENARIOS[0]
@@ -59,7 +59,7 @@ def eer_colour(eer_percent: float | None) -> str:
     return next(colour for bound, colour in EER_COLOURS if eer_percent < bound)
 
 
-def badge_data(session: Session, *, protocol: Protocol, submission: Submission) -> BadgeData:
+def badge_data(session: Session, *, protocol: ProtocolRecord, submission: Submission) -> BadgeData:
     """The badge of a (visible) submission under ``protocol``; :class:`NoSucceededJobError`
     when it has no public succeeded job there."""
     job = representative_job(session, submission.id, protocol.id)
@@ -68,7 +68,7 @@ def badge_data(session: Session, *, protocol: Protocol, submission: Submission) 
             f"submission {submission.id} has no succeeded job under protocol {protocol.id} "
             f"({protocol.name} v{protocol.version}) yet; the badge shows one once it succeeds"
         )
-    summary = session.get(JobSummary, job.id)
+    summary = session.get(JobSummaryRecord, job.id)
     metric_values = (summary.metric_values if summary else None) or {}
     keys = [ResultKey.parse_value_key(k) for k in metric_values]
     # The worst case for the maker over the back-ends (the catalogue's rule for EER).

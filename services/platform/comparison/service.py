@@ -40,7 +40,7 @@ from services.scoring import ScoredTrials, eer_report, per_speaker_eer_report
 from services.scoring.trial_scores import TRIALS_DIR, load_scored_trials, speaker_trials
 from services.storage.blobstore import BlobStore
 from services.storage.errors import ConflictError
-from services.storage.models import Artifact, Job, Protocol, Submission
+from services.storage.models import Artifact, Job, ProtocolRecord, Submission
 
 PAIRED_RESAMPLES = 1000
 """Speaker resamples of the paired bootstrap (seeded: the same request gives the same interval)."""
@@ -119,7 +119,7 @@ class Comparison:
 
 def _side(
     session: Session,
-    protocol: Protocol,
+    protocol: ProtocolRecord,
     submission: Submission,
     *,
     viewer_team_id: int | None,
@@ -287,7 +287,7 @@ def _per_speaker_pairs(shown: list[list[tuple[ScoredTrials, str]]]) -> PerSpeake
 def compare_submissions(
     session: Session,
     *,
-    protocol: Protocol,
+    protocol: ProtocolRecord,
     a: Submission,
     b: Submission,
     viewer_team_id: int | None = None,

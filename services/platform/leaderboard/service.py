@@ -42,7 +42,7 @@ from services.storage.errors import NotFoundError
 from services.storage.models import (
     AGGREGATE_SEED,
     Job,
-    JobSummary,
+    JobSummaryRecord,
     Result,
     RunState,
     Submission,
@@ -151,12 +151,12 @@ def aggregate_parts() -> tuple[Any, Any]:
 
 
 def summary_key(scenario: str, backend: str, metric: str) -> str:
-    """The key of one value in ``JobSummary.metric_values`` (:class:`ResultKey`)."""
+    """The key of one value in ``JobSummaryRecord.metric_values`` (:class:`ResultKey`)."""
     return ResultKey(scenario, backend, metric).format()
 
 
 def det_key(scenario: str, backend: str) -> str:
-    """The key of one DET curve in ``JobSummary.det_curves`` (:class:`ResultKey`)."""
+    """The key of one DET curve in ``JobSummaryRecord.det_curves`` (:class:`ResultKey`)."""
     return ResultKey(scenario, backend).format()
 
 
@@ -308,11 +308,11 @@ class LeaderboardTableRow:
         return kind_of(self.kind).baseline
 
 
-def _summary_row(session: Session, job_id: int) -> JobSummary:
-    summary = session.get(JobSummary, job_id)
+def _summary_row(session: Session, job_id: int) -> JobSummaryRecord:
+    summary = session.get(JobSummaryRecord, job_id)
     if summary is None:
         job = get_row(session, Job, job_id)
-        summary = JobSummary(job_id=job_id, protocol_id=job.protocol_id, metric_values={})
+        summary = JobSummaryRecord(job_id=job_id, protocol_id=job.protocol_id, metric_values={})
         session.add(summary)
     return summary
 
@@ -325,7 +325,7 @@ def record_report_summary(
     trust_reasons: Sequence[Mapping[str, Any]],
     det_curves: Mapping[str, Any],
     worst_case: Mapping[str, Any] | None = None,
-) -> JobSummary:
+) -> JobSummaryRecord:
     """Keep the report's trust mark, DET points and zoo worst case in the job's summary (created
     when missing; its metric values are filled by :func:`refresh_job_summary` when the job
     succeeds)."""
@@ -343,8 +343,8 @@ def det_curves_of(session: Session, job_ids: Sequence[int], key: str) -> dict[in
     out: dict[int, dict[str, Any]] = {}
     if not job_ids:
         return out
-    query = select(JobSummary.job_id, JobSummary.det_curves).where(
-        JobSummary.job_id.in_(list(job_ids))
+    query = select(JobSummaryRecord.job_id, JobSummaryRecord.det_curves).where(
+        JobSummaryRecord.job_id.in_(list(job_ids))
     )
     for job_id, curves in session.execute(query):
         if isinstance(curves, dict) and isinstance(curves.get(key), dict):
@@ -359,12 +359,12 @@ def react_to_job_transition(session: Session, job: Job, new_state: RunState) -> 
         refresh_job_summary(session, job.id)
 
 
-def refresh_job_summary(session: Session, job_id: int) -> JobSummary:
+def refresh_job_summary(session: Session, job_id: int) -> JobSummaryRecord:
     """(Re)compute the stored summary of a job from its results (call when it succeeded)."""
     return refresh_job_summaries(session, [job_id])[0]
 
 
-def refresh_job_summaries(session: Session, job_ids: Sequence[int]) -> list[JobSummary]:
+def refresh_job_summaries(session: Session, job_ids: Sequence[int]) -> list[JobSummaryRecord]:
     """(Re)compute the summaries of ``job_ids`` (e.g. a backfill), in that order."""
     jobs = {job.id: job for job in session.scalars(select(Job).where(Job.id.in_(job_ids)))}
     missing = [job_id for job_id in job_ids if job_id not in jobs]
@@ -373,13 +373,15 @@ def refresh_job_summaries(session: Session, job_ids: Sequence[int]) -> list[JobS
     values = _aggregated_values(session, list(job_ids), summary_metric_keys())
     existing = {
         s.job_id: s
-        for s in session.scalars(select(JobSummary).where(JobSummary.job_id.in_(job_ids)))
+        for s in session.scalars(
+            select(JobSummaryRecord).where(JobSummaryRecord.job_id.in_(job_ids))
+        )
     }
     out = []
     for job_id in job_ids:
         summary = existing.get(job_id)
         if summary is None:
-            summary = JobSummary(job_id=job_id)
+            summary = JobSummaryRecord(job_id=job_id)
             session.add(summary)
         summary.protocol_id = jobs[job_id].protocol_id
         summary.metric_values = values[job_id]
@@ -418,16 +420,16 @@ def leaderboard_table(
             Team.slug,
             latest.c.job_id,
             latest.c.finished_at,
-            JobSummary.metric_values,
-            JobSummary.trustworthy,
-            JobSummary.trust_reasons,
-            JobSummary.worst_case,
+            JobSummaryRecord.metric_values,
+            JobSummaryRecord.trustworthy,
+            JobSummaryRecord.trust_reasons,
+            JobSummaryRecord.worst_case,
             Job.evaluator,
         )
         .join(latest, and_(latest.c.submission_id == Submission.id, latest.c.recency == 1))
         .join(Team, Team.id == Submission.team_id)
         .join(Job, Job.id == latest.c.job_id)
-        .outerjoin(JobSummary, JobSummary.job_id == latest.c.job_id)
+        .outerjoin(JobSummaryRecord, JobSummaryRecord.job_id == latest.c.job_id)
         .order_by(Submission.created_at, Submission.id)
     )
     if not include_all_private:
