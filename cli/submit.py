@@ -90,7 +90,12 @@ def print_results_table(
         console.print(table)
         return
     natural = Measurement.get(console, console.options.update(max_width=10_000), table)
-    console.print(table, width=max(console.width, natural.maximum))
+    width = console.width
+    console.width = max(width, natural.maximum)  # print() never exceeds the console's width
+    try:
+        console.print(table)
+    finally:
+        console.width = width
 
 
 class _ProgressPrinter:

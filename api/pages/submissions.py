@@ -124,29 +124,33 @@ class TableColumn:
     key: str
     label: str
     digits: int
-    std: bool = True
+
+    @classmethod
+    def of(cls, metric: catalogue.Metric, label: str | None = None) -> TableColumn:
+        """The column of a catalogued metric (its label with the unit where that helps)."""
+        return cls(metric.key, label or metric.label, metric.digits)
 
 
-EER_COLUMN = TableColumn(catalogue.EER.key, "EER %", catalogue.EER.digits)
+EER_COLUMN = TableColumn.of(catalogue.EER)
 """The first metric column of the aggregate table, always shown."""
 
 AGGREGATE_COLUMNS = (
-    TableColumn("min_cllr_bits", "min Cllr", 3),
-    TableColumn("cllr_bits", "Cllr", 3),
-    TableColumn("linkability", "Linkability", 3),
-    TableColumn("srd_mean_disclosure_bits", "SRD MeanD (bits)", 3),
-    TableColumn("srd_identification_rate_percent", "IdR %", 1),
+    TableColumn.of(catalogue.MIN_CLLR),
+    TableColumn.of(catalogue.CLLR),
+    TableColumn.of(catalogue.LINKABILITY),
+    TableColumn.of(catalogue.SRD_MEAN_DISCLOSURE, "SRD MeanD (bits)"),
+    TableColumn.of(catalogue.SRD_IDENTIFICATION_RATE),
 )
 """The aggregate table's metric columns after the EER (a column no row has a value for is left
 out and named in a note under the table)."""
 
 PER_SEED_COLUMNS = (
-    TableColumn("min_cllr_bits", "min Cllr", 3, std=False),
-    TableColumn("cllr_bits", "Cllr", 3, std=False),
-    TableColumn("linkability", "Linkability", 3, std=False),
-    TableColumn("zebra_expected_disclosure_bits", "ZEBRA (bits)", 3, std=False),
-    TableColumn("srd_mean_disclosure_bits", "SRD MeanD (bits)", 3, std=False),
-    TableColumn("srd_identification_rate_percent", "IdR %", 1, std=False),
+    TableColumn.of(catalogue.MIN_CLLR),
+    TableColumn.of(catalogue.CLLR),
+    TableColumn.of(catalogue.LINKABILITY),
+    TableColumn.of(catalogue.ZEBRA_EXPECTED_DISCLOSURE, "ZEBRA (bits)"),
+    TableColumn.of(catalogue.SRD_MEAN_DISCLOSURE, "SRD MeanD (bits)"),
+    TableColumn.of(catalogue.SRD_IDENTIFICATION_RATE),
 )
 """The per-seed table's metric columns after the EER (same rule as the aggregate's)."""
 
@@ -232,9 +236,10 @@ def verdict_line(tables: Mapping[str, Any], trust: Mapping[str, Any]) -> dict[st
     seeds = [m for (s, b, _), m in tables["per_seed"] if (s, b) == (scenario, backend)]
     if n_seeds is not None and n_seeds > 1 and std is not None:
         text += f" ± {eer.format(std)} over {int(n_seeds)} seeds"
-    elif len(seeds) == 1 and seeds[0].get("eer_ci95_percent_low") is not None:
-        low, high = seeds[0]["eer_ci95_percent_low"], seeds[0].get("eer_ci95_percent_high")
-        text += f" (95 % CI {eer.format(low)}–{eer.format(high)})"
+    elif len(seeds) == 1 and eer.interval is not None:
+        low, high = (seeds[0].get(k) for k in eer.interval)
+        if low is not None and high is not None:
+            text += f" (95 % CI {eer.format(low)}–{eer.format(high)})"
     text += f" for the {scenario} attacker ({backend}); 50 % = chance, higher = more private"
     reference = aggregate.get(("original", backend), {}).get(eer.key)
     if reference is not None:
