@@ -344,7 +344,6 @@ def plot_legal_curves(
                 ax.plot(xs, ys, ":", marker="s", ms=3, color=colors[L], lw=1.8, label=ref_label)
                 shown_max = max(shown_max, *xs)
         ax.set_xscale("log")
-        ax.set_xlim(n_low / 1.25, shown_max * 1.25)
         ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
         ax.xaxis.set_minor_formatter(NullFormatter())
@@ -356,5 +355,7 @@ def plot_legal_curves(
         ax.set_title(label, fontsize=LEGAL_FONT_SIZE + 1)
         if ax.get_legend_handles_labels()[0]:  # below the axes: never over the curves
             ax.legend(fontsize=LEGAL_FONT_SIZE - 2, loc="upper center", bbox_to_anchor=(0.5, -0.16))
+    for ax in axes:  # one x range for both panels: the measured N and the references drawn
+        ax.set_xlim(n_low / 1.25, shown_max * 1.25)
     fig.suptitle(title)
     return save_figure(fig, path_stem)

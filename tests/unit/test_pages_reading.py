@@ -201,3 +201,38 @@ def test_the_cli_table_in_a_ci_log_never_truncates_numbers() -> None:
         assert metric.label in text
         assert metric.format(12.345678) in text
     assert max(len(line) for line in text.splitlines()) > 80  # wider than the log's default
+
+
+def test_the_legal_plot_follows_the_measured_population_not_the_papers(
+    tmp_path: Any, monkeypatch: Any
+) -> None:
+    """The paper's reference curves run to 20,000 speakers; the plot's x axis follows the
+    measured N (references drawn up to ``LEGAL_REFERENCE_SPAN`` times it), with legible text."""
+    from matplotlib.figure import Figure
+
+    from services import plotting
+
+    figures: list[Figure] = []
+    monkeypatch.setattr(plotting, "save_figure", lambda fig, stem: figures.append(fig) or [])
+    points = [
+        {"n": n, "mean_percent": 50.0, "interval_percent": [40.0, 60.0], "chance_percent": 100 / n}
+        for n in (2, 3, 4)
+    ]
+    curves = [
+        {"metric": metric, "conversation_length": 1, "points": points}
+        for metric in ("linkability_top1", "singling_out")
+    ]
+    paper_n = list(range(20, 20_001, 100))
+    references = [
+        (metric, 1, paper_n, [80.0] * len(paper_n), "paper, L=1")
+        for metric in ("linkability_top1", "singling_out")
+    ]
+    plotting.plot_legal_curves(curves, references, tmp_path / "legal", "Legal metrics")
+    (fig,) = figures
+    top = 4 * plotting.LEGAL_REFERENCE_SPAN
+    for ax in fig.axes[:2]:
+        low, high = ax.get_xlim()
+        assert low < 2 and 20 <= high <= top * 1.25, (low, high)
+        reference = next(line for line in ax.get_lines() if line.get_label() == "paper, L=1")
+        assert max(reference.get_xdata()) <= top  # type: ignore[arg-type]
+        assert ax.xaxis.label.get_fontsize() >= 10
