@@ -23,9 +23,9 @@ from services.pipeline.config import Scenario
 from services.pipeline.zoo import HEADLINE_SCENARIOS, row_attacker
 from services.platform import access, results
 from services.platform.jobs.records import list_jobs
-from services.platform.phases import revealed_jobs_clause
+from services.platform.phases import is_hidden, revealed_jobs_clause
 from services.storage.errors import NotFoundError
-from services.storage.models import AGGREGATE_SEED, Artifact, Job, Result, RunState
+from services.storage.models import AGGREGATE_SEED, Artifact, Job, Phase, Result, RunState
 
 logger = logging.getLogger("unmask.pages")
 
@@ -331,6 +331,13 @@ def submission_page(
         rows = results.list_results(session, selected.id) if selected else []
         document = _load_results_document(context, artifacts) if artifacts else {}
         order = scenario_order(selected.config if selected else None)
+        phase = session.get(Phase, selected.phase_id) if selected and selected.phase_id else None
+        # Only its team and administrators see a hidden phase's result: say so to them.
+        hidden_phase = (
+            {"name": phase.name, "reveal_at": phase.reveal_at}
+            if phase is not None and is_hidden(phase)
+            else None
+        )
         tables = _result_tables(rows, order, document)
         trust = _trust_of(document)
         return render(
@@ -342,6 +349,7 @@ def submission_page(
             job=selected,
             tables=tables,
             eer_column=EER_COLUMN,
+            hidden_phase=hidden_phase,
             verdict=verdict_line(tables, trust) if document or rows else None,
             wall=_wall_time(selected, document.get("provenance") or {}) if selected else None,
             plot_groups=_plots(selected.id, artifacts) if selected else [],

@@ -331,6 +331,12 @@ def test_hidden_phase_rows_are_marked_for_their_team_and_phases_say_when_reveale
     # The public rows carry no marker.
     assert page.locator(f'tr[data-submission="{site["a"]}"] .badge.hidden-phase').count() == 0
     page.screenshot(path=str(ARTIFACTS / "challenge-leaderboard-hidden-phase.png"), full_page=True)
+    # Its submission page says the same to the team.
+    page.goto(f"{site['url']}/submissions/{site['hidden']}")
+    assert page.inner_text("#hidden-phase") == "hidden · final"
+    assert "only this team and administrators" in page.inner_text("#hidden-phase-note")
+    page.goto(f"{site['url']}/submissions/{site['a']}")
+    assert page.locator("#hidden-phase").count() == 0
     page.click("text=Sign out")
     page.close()
 
