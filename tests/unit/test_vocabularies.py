@@ -106,7 +106,7 @@ def test_the_submission_page_tables_follow_the_scenario_order() -> None:
         )
         for s in ("semi-informed", "ignorant", "original", "lazy-informed")
     ]
-    tables = _result_tables(rows)  # type: ignore[arg-type]
+    tables = _result_tables(rows, SCENARIO_ORDER, {})  # type: ignore[arg-type]
     assert [key[0] for key, _ in tables["aggregate"]] == list(SCENARIO_ORDER)
 
 
