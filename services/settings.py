@@ -386,7 +386,8 @@ class Settings(BaseSettings):
     )
     webhook_allow_private_hosts: bool = Field(
         False,
-        description="Allow webhook URLs on loopback/private addresses (tests, single-host setups).",
+        description="Allow outbound calls (webhook URLs, OpenID Connect issuers' key sets) to "
+        "loopback/private addresses (tests, single-host setups); services/net/policy.py.",
     )
 
     # Failed authentication (bad API tokens, bad page logins), per client address (api/).
