@@ -390,6 +390,33 @@ class Settings(BaseSettings):
         "loopback/private addresses (tests, single-host setups); services/net/policy.py.",
     )
 
+    # OpenID Connect trusted submitters (services/platform/identity/oidc.py, trusted.py).
+    oidc_issuers: dict[str, Literal["github", "gitlab"]] = Field(
+        default_factory=lambda: {
+            "https://token.actions.githubusercontent.com": "github",
+            "https://gitlab.com": "gitlab",
+        },
+        description="ID-token issuers trusted submitters may name, each with the claim profile "
+        'it speaks (JSON, e.g. {"https://gitlab.example.org": "gitlab"}).',
+    )
+    oidc_audience: str = Field(
+        "",
+        description="The `aud` an ID token must carry; empty = UNMASK_PUBLIC_URL without a "
+        "trailing slash (what `unmask submit` asks for by default).",
+    )
+    oidc_token_ttl_s: int = Field(
+        900, ge=60, le=3600, description="Lifetime of a token exchanged for an ID token, seconds."
+    )
+    oidc_leeway_s: int = Field(
+        60, ge=0, le=300, description="Clock skew allowed on an ID token's exp/nbf/iat, seconds."
+    )
+    oidc_max_id_token_bytes: int = Field(
+        8192, ge=1024, le=65536, description="Largest ID token accepted for an exchange, bytes."
+    )
+    oidc_key_set_ttl_s: float = Field(
+        3600.0, gt=0, description="How long an issuer's fetched key set (JWKS) is kept, seconds."
+    )
+
     # Failed authentication (bad API tokens, bad page logins), per client address (api/).
     auth_max_failures: int = Field(
         20,
@@ -408,6 +435,11 @@ class Settings(BaseSettings):
     page_session_max_age_s: int = Field(
         12 * 3600, ge=60, description="Lifetime of the pages' login cookie, seconds."
     )
+
+    def oidc_expected_audience(self) -> str:
+        """The ``aud`` an exchanged ID token must carry (empty when neither
+        ``oidc_audience`` nor ``public_url`` is set: every exchange is then refused)."""
+        return self.oidc_audience or self.public_url.rstrip("/")
 
     def resolved_database_url(self) -> str:
         """The database URL, defaulting to an SQLite file inside ``data_dir``."""

@@ -165,6 +165,62 @@ class ApiToken(Base):
         return self.revoked_at is not None
 
 
+class TrustedSubmitter(Base):
+    """A CI workflow allowed to submit for a team without a stored secret (OpenID Connect).
+
+    An ID token of ``issuer`` whose repository id (and owner id, when set) match, and whose ref,
+    environment and workflow file match the optional constraints, is exchanged for a short-lived
+    token of the team (services/platform/identity/trusted.py). Pull-request events are refused
+    unless ``allow_pull_requests``.
+    """
+
+    __tablename__ = "trusted_submitters"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    team_id: Mapped[int] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(200), default="")
+    issuer: Mapped[str] = mapped_column(String(512))
+    # GitHub ``repository`` / GitLab ``project_path``: shown, matched as well as the id.
+    repository: Mapped[str] = mapped_column(String(256))
+    # GitHub ``repository_id`` / GitLab ``project_id``: survives a rename or a re-created name.
+    repository_id: Mapped[str] = mapped_column(String(64), index=True)
+    # GitHub ``repository_owner_id`` / GitLab ``namespace_id``.
+    repository_owner_id: Mapped[str | None] = mapped_column(String(64))
+    ref: Mapped[str | None] = mapped_column(String(256))
+    environment: Mapped[str | None] = mapped_column(String(256))
+    workflow: Mapped[str | None] = mapped_column(String(512))
+    allow_pull_requests: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utc_now)
+
+
+class OidcExchange(Base):
+    """The audit row of one ID token exchanged for a short-lived API token.
+
+    ``(issuer, jti)`` is unique: an ID token is exchanged once (a replay is refused).
+    """
+
+    __tablename__ = "oidc_exchanges"
+    __table_args__ = (UniqueConstraint("issuer", "jti"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    team_id: Mapped[int] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"), index=True)
+    trusted_submitter_id: Mapped[int | None] = mapped_column(
+        ForeignKey("trusted_submitters.id", ondelete="SET NULL"), index=True
+    )
+    token_id: Mapped[int | None] = mapped_column(
+        ForeignKey("api_tokens.id", ondelete="SET NULL"), index=True
+    )
+    issuer: Mapped[str] = mapped_column(String(512))
+    jti: Mapped[str] = mapped_column(String(256))
+    subject: Mapped[str] = mapped_column(String(512))
+    repository: Mapped[str] = mapped_column(String(256))
+    ref: Mapped[str | None] = mapped_column(String(256))
+    run_id: Mapped[str | None] = mapped_column(String(64))
+    event_name: Mapped[str | None] = mapped_column(String(64))
+    id_token_expires_at: Mapped[dt.datetime] = mapped_column(UTCDateTime())
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utc_now)
+
+
 class Protocol(Base):
     """A versioned evaluation protocol (the config every job on a leaderboard shares)."""
 
