@@ -19,6 +19,10 @@ DEV_TOKEN_HMAC_KEY = "dev-only-change-me"
 """The default token key: fine for the embedded demo, refused by a platform deployment."""
 
 
+def _default_oidc_issuers() -> dict[str, Literal["github", "gitlab"]]:
+    return {"https://token.actions.githubusercontent.com": "github", "https://gitlab.com": "gitlab"}
+
+
 class Settings(BaseSettings):
     """Deployment settings, read from ``UNMASK_*`` environment variables (and a ``.env`` file)."""
 
@@ -392,10 +396,7 @@ class Settings(BaseSettings):
 
     # OpenID Connect trusted submitters (services/platform/identity/oidc.py, trusted.py).
     oidc_issuers: dict[str, Literal["github", "gitlab"]] = Field(
-        default_factory=lambda: {
-            "https://token.actions.githubusercontent.com": "github",
-            "https://gitlab.com": "gitlab",
-        },
+        default_factory=_default_oidc_issuers,
         description="ID-token issuers trusted submitters may name, each with the claim profile "
         'it speaks (JSON, e.g. {"https://gitlab.example.org": "gitlab"}).',
     )

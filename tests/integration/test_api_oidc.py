@@ -312,3 +312,53 @@ def test_admin_routes_for_trusted_submitters(
     assert deleted.status_code == 204
     answer = _exchange(oidc_client, issuer.token())
     assert answer.status_code == 403 and answer.json()["claim"] == "repository_id"
+
+
+def test_the_documented_setup_and_the_client_exchange_end_to_end(
+    make_api_client: Any, issuer: Issuer, api_world: Any
+) -> None:
+    """docs/ci.md's registration (issuer swapped for the local one), then `UnmaskClient.from_env`
+    as in a GitHub Actions job: the runner's token URL answers a token of the local issuer."""
+    import httpx
+
+    from cli.client import UnmaskClient
+    from support.docs_ci import documented_registration
+
+    api = make_api_client(
+        oidc_issuers={issuer.url: "github"},
+        public_url=AUDIENCE,
+        webhook_allow_private_hosts=True,
+    )
+    body = {**documented_registration(), "team": "team-a", "issuer": issuer.url}
+    created = api.post(
+        "/v1/admin/trusted-submitters", json=body, headers=api_world.auth(api_world.admin)
+    )
+    assert created.status_code == 201, created.text
+    documented_run = {
+        "repository": body["repository"],
+        "repository_id": body["repository_id"],
+        "ref": body["ref"],
+        "workflow_ref": f"{body['repository']}/{body['workflow']}@{body['ref']}",
+    }
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        if request.url.host == "runner.test":
+            assert request.headers["authorization"] == "bearer runner-secret"
+            token = issuer.token(aud=request.url.params["audience"], **documented_run)
+            return httpx.Response(200, json={"value": token})
+        answer = api.request(
+            request.method,
+            request.url.raw_path.decode(),
+            headers={k: v for k, v in request.headers.items() if k != "host"},
+            content=request.content,
+        )
+        return httpx.Response(answer.status_code, headers=answer.headers, content=answer.content)
+
+    env = {
+        "UNMASK_URL": AUDIENCE,
+        "ACTIONS_ID_TOKEN_REQUEST_URL": "https://runner.test/idtoken?api-version=2.0",
+        "ACTIONS_ID_TOKEN_REQUEST_TOKEN": "runner-secret",
+    }
+    with UnmaskClient.from_env(env, transport=httpx.MockTransport(handle)) as client:
+        me = client.me()
+    assert me["team_slug"] == "team-a" and sorted(me["scopes"]) == ["read", "submit"]

@@ -46,6 +46,8 @@ from .leaderboard_spec import LeaderboardSpec
 from .liveness import Liveness
 from .me import Me
 from .metric_comparison_out import MetricComparisonOut
+from .oidc_exchange_request import OidcExchangeRequest
+from .oidc_token_issued import OidcTokenIssued
 from .per_speaker_out import PerSpeakerOut
 from .phase_in import PhaseIn
 from .phase_out import PhaseOut
@@ -87,6 +89,8 @@ from .token_issued import TokenIssued
 from .token_out import TokenOut
 from .trust_out import TrustOut
 from .trust_reason_out import TrustReasonOut
+from .trusted_submitter_create import TrustedSubmitterCreate
+from .trusted_submitter_out import TrustedSubmitterOut
 from .upload_part import UploadPart
 from .upload_part_headers import UploadPartHeaders
 from .webhook_attempt_out import WebhookAttemptOut
@@ -147,6 +151,8 @@ __all__ = (
     "Liveness",
     "Me",
     "MetricComparisonOut",
+    "OidcExchangeRequest",
+    "OidcTokenIssued",
     "PerSpeakerOut",
     "PhaseIn",
     "PhaseOut",
@@ -188,6 +194,8 @@ __all__ = (
     "TokenOut",
     "TrustOut",
     "TrustReasonOut",
+    "TrustedSubmitterCreate",
+    "TrustedSubmitterOut",
     "UploadPart",
     "UploadPartHeaders",
     "WebhookAttemptOut",
