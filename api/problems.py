@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
-from services.errors import InvalidInputError
+from services.errors import InvalidFieldError, InvalidInputError
 from services.platform.access import AccessDeniedError
 from services.platform.quotas import QuotaExceededError
 from services.storage.errors import (
@@ -178,6 +178,8 @@ def _headers_and_extra(
     extra = {"claim": claim} if isinstance(claim, str) else None
     if status == 401:
         return {"WWW-Authenticate": 'Bearer realm="unmask"'}, extra
+    if isinstance(exc, InvalidFieldError):
+        return None, {"errors": [{"field": exc.field, "message": exc.message}]}
     return None, extra
 
 

@@ -62,12 +62,10 @@ class TokenScope(StrEnum):
     ADMIN = "admin"
 
 
-class SubmissionKind(StrEnum):
-    """How an anonymizer is supplied."""
-
-    BUILTIN = "builtin"  # a built-in anonymizer by name + parameters
-    ARCHIVE = "archive"  # pre-anonymized audio uploaded as an archive blob
-    CONTAINER = "container"  # an OCI image, pinned by digest
+SUBMISSION_KIND_VALUES: tuple[str, ...] = ("builtin", "archive", "container")
+"""The anonymizer kinds the ``submissions`` table's checks admit (an Alembic revision changes
+them). What each kind means and stores is ``services.anonymizers.kinds``; a test keeps the two
+lists equal."""
 
 
 class Visibility(StrEnum):
@@ -100,8 +98,8 @@ TERMINAL_STATES: frozenset[RunState] = frozenset(
 )
 
 
-def _in_check(column: str, enum: type[StrEnum]) -> str:
-    values = ", ".join(f"'{member.value}'" for member in enum)
+def _in_check(column: str, enum: type[StrEnum] | tuple[str, ...]) -> str:
+    values = ", ".join(f"'{member}'" for member in enum)
     return f"{column} IN ({values})"
 
 
@@ -283,7 +281,7 @@ class Submission(Base):
 
     __tablename__ = "submissions"
     __table_args__ = (
-        CheckConstraint(_in_check("kind", SubmissionKind), name="kind"),
+        CheckConstraint(_in_check("kind", SUBMISSION_KIND_VALUES), name="kind"),
         CheckConstraint(_in_check("visibility", Visibility), name="visibility"),
         CheckConstraint(_in_check("status", SubmissionStatus), name="status"),
         CheckConstraint(
@@ -331,21 +329,29 @@ class Submission(Base):
     team: Mapped[Team] = relationship()
 
 
-# Columns that define what was evaluated; changing them after acceptance would silently
-# re-label existing results.
-SUBMISSION_CONTENT_COLUMNS: tuple[str, ...] = (
-    "team_id",
-    "kind",
-    "content_hash",
-    "builtin_name",
-    "builtin_params",
-    "archive_blob_key",
-    "archive_sha256",
-    "protocol_id",
-    "container_image",
-    "container_digest",
-    "accepted_at",
+# Columns an accepted submission may still change: its labels and its state. Every other column
+# (the team, the kind and each kind's own columns, the content hash, accepted_at) defines what was
+# evaluated; changing it would silently re-label existing results. Listed this way round, the
+# columns of a new anonymizer kind are immutable without being named here.
+SUBMISSION_MUTABLE_COLUMNS: frozenset[str] = frozenset(
+    {
+        "name",
+        "visibility",
+        "status",
+        "rejection_reason",
+        "description",
+        "paper_url",
+        "code_url",
+        "created_by_user_id",
+    }
 )
+
+
+def submission_content_columns() -> tuple[str, ...]:
+    """The columns of ``submissions`` an accepted submission may not change."""
+    return tuple(
+        c.key for c in Submission.__table__.columns if c.key not in SUBMISSION_MUTABLE_COLUMNS
+    )
 
 
 @event.listens_for(Submission, "before_update")
@@ -357,7 +363,7 @@ def _refuse_changes_to_accepted_submission(_mapper: Any, _connection: Any, targe
     ) == SubmissionStatus.ACCEPTED.value
     if not was_accepted:
         return
-    changed = [name for name in SUBMISSION_CONTENT_COLUMNS if state.attrs[name].history.deleted]
+    changed = [name for name in submission_content_columns() if state.attrs[name].history.deleted]
     if status_history.deleted and target.status != SubmissionStatus.ACCEPTED.value:
         changed.append("status")
     if changed:

@@ -19,6 +19,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from services.anonymizers.kinds.archive import KIND as ARCHIVE_KIND
 from services.errors import InvalidInputError
 from services.pipeline.stage_versions import current_evaluator
 from services.platform import phases as phase_rules
@@ -37,7 +38,6 @@ from services.storage.models import (
     Protocol,
     RunState,
     Submission,
-    SubmissionKind,
     SubmissionStatus,
 )
 
@@ -131,7 +131,7 @@ def create_job(
     old job's phase unchecked and is not charged (no quota, no phase limit).
     """
     if (
-        submission.kind == SubmissionKind.ARCHIVE.value
+        submission.kind == ARCHIVE_KIND
         and submission.protocol_id is not None
         and submission.protocol_id != protocol.id
     ):
