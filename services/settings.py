@@ -8,6 +8,8 @@ defaults (durations, split sizes, model sizes) are not here: they belong to the 
 
 from __future__ import annotations
 
+import base64
+import hashlib
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
@@ -418,6 +420,23 @@ class Settings(BaseSettings):
         3600.0, gt=0, description="How long an issuer's fetched key set (JWKS) is kept, seconds."
     )
 
+    # Anonymizers served over HTTP (services/anonymizers/kinds/service.py).
+    service_secret_key: str = Field(
+        "",
+        description="Fernet key (32 url-safe base64 bytes) encrypting service submissions' "
+        "signing secrets and credential headers at rest; empty = derived from "
+        "UNMASK_TOKEN_HMAC_KEY. Changing it makes stored service secrets unreadable.",
+    )
+    service_timeout_s: float = Field(
+        30.0, gt=0, description="Connect/read timeout of one call to an anonymizer service."
+    )
+    service_max_attempts: int = Field(
+        4, ge=1, le=10, description="Tries per utterance (5xx, 429, 503, timeouts are retried)."
+    )
+    service_concurrency: int = Field(
+        4, ge=1, le=64, description="Requests in flight to one anonymizer service per job."
+    )
+
     # Failed authentication (bad API tokens, bad page logins), per client address (api/).
     auth_max_failures: int = Field(
         20,
@@ -441,6 +460,14 @@ class Settings(BaseSettings):
         """The ``aud`` an exchanged ID token must carry (empty when neither
         ``oidc_audience`` nor ``public_url`` is set: every exchange is then refused)."""
         return self.oidc_audience or self.public_url.rstrip("/")
+
+    def resolved_service_secret_key(self) -> str:
+        """The Fernet key of service secrets: ``service_secret_key`` or one derived from
+        ``token_hmac_key``."""
+        if self.service_secret_key:
+            return self.service_secret_key
+        digest = hashlib.sha256(b"unmask-service-secrets\x1f" + self.token_hmac_key.encode())
+        return base64.urlsafe_b64encode(digest.digest()).decode()
 
     def resolved_database_url(self) -> str:
         """The database URL, defaulting to an SQLite file inside ``data_dir``."""

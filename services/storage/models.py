@@ -62,7 +62,7 @@ class TokenScope(StrEnum):
     ADMIN = "admin"
 
 
-SUBMISSION_KIND_VALUES: tuple[str, ...] = ("builtin", "archive", "container")
+SUBMISSION_KIND_VALUES: tuple[str, ...] = ("builtin", "archive", "container", "service")
 """The anonymizer kinds the ``submissions`` table's checks admit (an Alembic revision changes
 them). What each kind means and stores is ``services.anonymizers.kinds``; a test keeps the two
 lists equal."""
@@ -288,7 +288,8 @@ class Submission(Base):
             "(kind = 'builtin' AND builtin_name IS NOT NULL)"
             " OR (kind = 'archive' AND archive_blob_key IS NOT NULL)"
             " OR (kind = 'container' AND container_image IS NOT NULL"
-            " AND container_digest IS NOT NULL)",
+            " AND container_digest IS NOT NULL)"
+            " OR (kind = 'service' AND service_url IS NOT NULL AND service_secret IS NOT NULL)",
             name="kind_fields",
         ),
         Index("ix_submissions_team_id_created_at", "team_id", "created_at"),
@@ -323,6 +324,13 @@ class Submission(Base):
     )
     container_image: Mapped[str | None] = mapped_column(String(512))
     container_digest: Mapped[str | None] = mapped_column(String(128))
+    # Services only (services/anonymizers/kinds/service.py): the endpoint, the request-signing
+    # secret and the maker's credential header (name; value), secrets Fernet-encrypted with
+    # ``Settings.service_secret_key``.
+    service_url: Mapped[str | None] = mapped_column(String(2048))
+    service_secret: Mapped[str | None] = mapped_column(Text)
+    service_credential_header: Mapped[str | None] = mapped_column(String(128))
+    service_credential: Mapped[str | None] = mapped_column(Text)
     accepted_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utc_now)
 

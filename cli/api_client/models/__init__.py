@@ -71,6 +71,9 @@ from .result_out import ResultOut
 from .results_out import ResultsOut
 from .results_out_state import ResultsOutState
 from .results_out_worst_case_type_0 import ResultsOutWorstCaseType0
+from .service_spec import ServiceSpec
+from .service_submission_create import ServiceSubmissionCreate
+from .service_submission_create_visibility import ServiceSubmissionCreateVisibility
 from .side_out import SideOut
 from .stage_out import StageOut
 from .stage_out_state import StageOutState
@@ -176,6 +179,9 @@ __all__ = (
     "ResultsOut",
     "ResultsOutState",
     "ResultsOutWorstCaseType0",
+    "ServiceSpec",
+    "ServiceSubmissionCreate",
+    "ServiceSubmissionCreateVisibility",
     "SideOut",
     "StageOut",
     "StageOutState",

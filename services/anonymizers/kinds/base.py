@@ -115,6 +115,10 @@ class AnonymizerKind:
         """What the API's submission view shows of the stored columns (field -> value)."""
         return {}
 
+    def created_fields(self, columns: Mapping[str, Any], settings: Settings) -> dict[str, Any]:
+        """What only the creation answer shows, once (a secret the maker needs)."""
+        return {}
+
     def check(self, config: Any, *, engine_url: str | None = None) -> list[str]:
         """Problems with ``config`` found before any work (``anonymizer.<field>: message``)."""
         return []
