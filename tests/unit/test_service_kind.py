@@ -369,3 +369,19 @@ def test_the_concurrency_limit_holds(tmp_path: Path) -> None:
     # keeps one pseudonym.
     assert all(u.startswith("u_") and s.startswith("s_") and "spk" not in u + s for u, s in seen)
     assert len({s for _, s in seen}) == 6
+
+
+def test_the_plan_counts_the_calls(tmp_path: Path) -> None:
+    from services.pipeline import estimates
+    from services.pipeline.config_checks import plan_lines
+
+    section = {"kind": "service", "url": "https://anon.example.org", "secret": "x"}
+    cfg = parse_config(
+        {"anonymizer": section, "synthetic": {"n_speakers": 12, "utts_per_speaker": 6}}
+    )
+    lines = plan_lines(cfg, tmp_path / "stages")
+    assert "service anonymizer at https://anon.example.org" in lines[0]
+    (cost,) = [line for line in lines if "HTTPS calls" in line]
+    calls = int(cost.removeprefix("plan: cost: ").split()[0])
+    audio = estimates.synthetic_training_audio(cfg)
+    assert calls == audio.n_eval + audio.n_train > 0  # both scenarios read anonymized speech

@@ -132,6 +132,11 @@ class AnonymizerKind:
         the measured built-in speed; None = not estimated (the maker's code)."""
         return None
 
+    def calls_note(self, n_utterances: int) -> str | None:
+        """Words for the plan's cost line when the kind calls out per utterance (``N HTTPS calls
+        to ...``); None = no outside calls."""
+        return None
+
     def build(self, config: Any, ctx: RunnerContext) -> Anonymizer:
         """The runner: the anonymizer the anonymize stage calls for ``config``."""
         raise NotImplementedError

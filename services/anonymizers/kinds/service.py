@@ -518,6 +518,12 @@ class ServiceKind(AnonymizerKind):
     def describe(self, config: Any) -> str:
         return f"service anonymizer at {config.url} (one HTTPS call per utterance and seed)"
 
+    def calls_note(self, n_utterances: int) -> str | None:
+        return (
+            f"{n_utterances} HTTPS calls to the anonymizer service per seed not yet cached "
+            "(its time is not estimated)"
+        )
+
     def build(self, config: Any, ctx: RunnerContext) -> Anonymizer:
         """A caller under the outbound policy, with this host's limits and cache."""
         settings = ctx.settings
