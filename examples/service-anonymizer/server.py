@@ -92,8 +92,8 @@ def create_app(
         )
         seed = int(request.headers.get("unmask-seed", "0"))
         (out,) = anonymizer.anonymize([item], seed)
-        buffer = io.BytesIO()
-        sf.write(buffer, np.asarray(out, dtype=np.float32), SAMPLE_RATE_HZ, "PCM_16", format="WAV")
+        buffer = io.BytesIO()  # 32-bit float: the samples exactly as computed
+        sf.write(buffer, np.asarray(out, dtype=np.float32), SAMPLE_RATE_HZ, "FLOAT", format="WAV")
         return Response(buffer.getvalue(), media_type="audio/wav")
 
     return app

@@ -2,7 +2,8 @@
 
 ``submissions.service_url``, ``service_secret`` (the request-signing secret, Fernet-encrypted),
 ``service_credential_header`` and ``service_credential`` (the maker's own header, encrypted);
-the ``kind`` checks admit ``service``. Downgrade deletes service submissions (their jobs and
+the ``kind`` checks admit ``service``. ``phases.allowed_kinds``: the submission kinds a phase
+accepts jobs of (NULL: every kind). Downgrade deletes service submissions (their jobs and
 results go with them through the foreign keys' cascades) before narrowing the checks.
 
 Revision ID: 0012
@@ -14,12 +15,18 @@ from collections.abc import Sequence
 
 import sqlalchemy as sa
 from alembic import op
+from sqlalchemy.dialects import postgresql
 
 # revision identifiers, used by Alembic.
 revision: str = "0012"
 down_revision: str | Sequence[str] | None = "0011"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
+
+
+def _json() -> sa.types.TypeEngine:
+    return sa.JSON().with_variant(postgresql.JSONB(astext_type=sa.Text()), "postgresql")
+
 
 _KIND_FIELDS = (
     "(kind = 'builtin' AND builtin_name IS NOT NULL)"
@@ -33,6 +40,8 @@ _SERVICE_FIELDS = (
 
 
 def upgrade() -> None:
+    with op.batch_alter_table("phases", schema=None) as batch_op:
+        batch_op.add_column(sa.Column("allowed_kinds", _json(), nullable=True))
     with op.batch_alter_table("submissions", schema=None) as batch_op:
         batch_op.add_column(sa.Column("service_url", sa.String(length=2048), nullable=True))
         batch_op.add_column(sa.Column("service_secret", sa.Text(), nullable=True))
@@ -64,3 +73,5 @@ def downgrade() -> None:
         batch_op.drop_column("service_credential_header")
         batch_op.drop_column("service_secret")
         batch_op.drop_column("service_url")
+    with op.batch_alter_table("phases", schema=None) as batch_op:
+        batch_op.drop_column("allowed_kinds")

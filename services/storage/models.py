@@ -271,6 +271,9 @@ class Phase(Base):
     submission_limit: Mapped[int | None] = mapped_column(Integer)
     visibility: Mapped[str] = mapped_column(String(16), default=PhaseVisibility.PUBLIC.value)
     reveal_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
+    # The submission kinds whose jobs the phase accepts (None: every kind), e.g. ["container"]
+    # for an official phase that must rerun the code.
+    allowed_kinds: Mapped[list[str] | None] = mapped_column(json_type())
     # When the webhook events held back until the reveal were recorded (None: not yet).
     events_released_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utc_now)

@@ -50,8 +50,11 @@ from .oidc_exchange_request import OidcExchangeRequest
 from .oidc_token_issued import OidcTokenIssued
 from .per_speaker_out import PerSpeakerOut
 from .phase_in import PhaseIn
+from .phase_in_allowed_kinds_type_0_item import PhaseInAllowedKindsType0Item
 from .phase_out import PhaseOut
+from .phase_out_allowed_kinds_type_0_item import PhaseOutAllowedKindsType0Item
 from .phase_patch import PhasePatch
+from .phase_patch_allowed_kinds_type_0_item import PhasePatchAllowedKindsType0Item
 from .phase_visibility import PhaseVisibility
 from .problem import Problem
 from .protocol_create import ProtocolCreate
@@ -158,8 +161,11 @@ __all__ = (
     "OidcTokenIssued",
     "PerSpeakerOut",
     "PhaseIn",
+    "PhaseInAllowedKindsType0Item",
     "PhaseOut",
+    "PhaseOutAllowedKindsType0Item",
     "PhasePatch",
+    "PhasePatchAllowedKindsType0Item",
     "PhaseVisibility",
     "Problem",
     "ProtocolCreate",
