@@ -33,7 +33,7 @@ from services.platform.jobs import (
 )
 from services.platform.jobs import records as job_records
 from services.platform.outbox import RUN_PHASE, install_senders
-from services.settings import Settings
+from services.settings import Settings, get_settings
 from services.storage.blobstore import LocalBlobStore
 from services.storage.db import Database
 from services.storage.models import AGGREGATE_SEED
@@ -77,14 +77,20 @@ class _Served:
 
 
 @pytest.fixture()
-def worker(pg_database: Database, tmp_path: Path) -> Iterator[tuple[JobServices, list[Any]]]:
+def worker(
+    pg_database: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[tuple[JobServices, list[Any]]]:
+    # The anonymize stage reads the process's settings, as a worker process does.
+    monkeypatch.setenv("UNMASK_WEBHOOK_ALLOW_PRIVATE_HOSTS", "true")  # the service is on loopback
+    monkeypatch.setenv("UNMASK_TOKEN_HMAC_KEY", "e2e-key")
+    monkeypatch.setenv("UNMASK_CACHE_DIR", str(tmp_path / "cache"))
+    get_settings.cache_clear()
     settings = Settings(
         _env_file=None,  # type: ignore[call-arg]
         data_dir=tmp_path / "host",
         heartbeat_interval_s=0.5,
-        webhook_allow_private_hosts=True,  # the service is on loopback
-        token_hmac_key="e2e-key",
     )
+    assert settings.webhook_allow_private_hosts and settings.token_hmac_key == "e2e-key"
     services = JobServices(
         pg_database, LocalBlobStore(tmp_path / "blobs", signing_key="k"), settings
     )
@@ -92,6 +98,7 @@ def worker(pg_database: Database, tmp_path: Path) -> Iterator[tuple[JobServices,
     install_senders({RUN_PHASE: lambda payload: sent.append(payload)})
     yield services, sent
     install_senders(None)
+    get_settings.cache_clear()
 
 
 def _run(
@@ -145,7 +152,7 @@ def _eer(database: Database, job_id: int) -> float:
 
 
 def test_a_service_job_matches_the_builtin_through_the_same_seed(
-    pg_database: Database, worker: tuple[JobServices, list[Any]]
+    pg_database: Database, worker: tuple[JobServices, list[Any]], tmp_path: Path
 ) -> None:
     services, sent = worker
     config = micro_protocol_config(scenarios=["semi-informed"], backends=["cosine"])
@@ -180,6 +187,10 @@ def test_a_service_job_matches_the_builtin_through_the_same_seed(
     finally:
         if served is not None:
             served.stop()
+    # The endpoint answered every utterance (kept in the answer cache), and the EER is the
+    # built-in's own.
+    answers = list((tmp_path / "cache" / "service-answers").rglob("*.npy"))
+    assert len(answers) > 10
     assert _eer(pg_database, service) == _eer(pg_database, builtin)
     with pg_database.session_scope() as session:
         protocol = job_records.get_job(session, service).protocol
