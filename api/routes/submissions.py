@@ -100,7 +100,8 @@ def create_submission(
             code_url=body.code_url,
             **fields,
         )
-        return SubmissionOut.of(submission)
+        created = kind.created_fields(kind.columns_of(submission), context.settings)
+        return SubmissionOut.of(submission).model_copy(update=created)
 
 
 def _register_archive(

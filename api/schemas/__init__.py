@@ -39,6 +39,8 @@ from api.schemas.common import (
 from api.schemas.health import CheckOut, Liveness, Readiness
 from api.schemas.identity import (
     Me,
+    OidcExchangeRequest,
+    OidcTokenIssued,
     Quotas,
     QuotaUsage,
     TeamCreate,
@@ -46,6 +48,8 @@ from api.schemas.identity import (
     TokenCreate,
     TokenIssued,
     TokenOut,
+    TrustedSubmitterCreate,
+    TrustedSubmitterOut,
 )
 from api.schemas.jobs import (
     OVERRIDABLE_CONFIG_FIELDS,
@@ -117,6 +121,8 @@ __all__ = [
     "Liveness",
     "Me",
     "NameText",
+    "OidcExchangeRequest",
+    "OidcTokenIssued",
     "ProtocolCreate",
     "ProtocolOut",
     "QuotaUsage",
@@ -142,6 +148,8 @@ __all__ = [
     "TokenOut",
     "TrustOut",
     "TrustReasonOut",
+    "TrustedSubmitterCreate",
+    "TrustedSubmitterOut",
     "UploadPart",
     "Visibility",
     "WorstCaseMetricOut",

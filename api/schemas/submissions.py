@@ -148,6 +148,12 @@ class SubmissionOut(BaseModel):
     content_hash: str
     builtin: BuiltinSpec | None = None
     container_image: str | None = None
+    service_url: str | None = None
+    service_secret: str | None = Field(
+        None,
+        description="Service submissions, in the creation answer only: the secret the endpoint "
+        "checks `Unmask-Signature` with (docs/service-contract.md); never shown again.",
+    )
     archive_sha256: str | None = None
     archive_protocol_id: int | None = Field(
         None, description="Archive submissions: the protocol the audio was anonymized for."

@@ -243,6 +243,9 @@ def plan_lines(cfg: EvaluationConfig, stages_dir: Path, speed: Throughputs = MEA
     else:
         lines.append(f"plan: stage store {stages_dir} is empty; every stage is computed")
     lines.append(_estimate_line(cfg, recognizers, speed))
+    calls = _calls_line(cfg)
+    if calls is not None:
+        lines.append(calls)
     if plan.zoo:
         lines += _attacker_lines(plan)
     return lines
@@ -297,6 +300,26 @@ def _estimate_line(
         f"epochs caps, patience usually stops earlier; throughputs measured per preset, "
         f"services/pipeline/estimates.py{left_out})"
     )
+
+
+def _calls_line(cfg: EvaluationConfig) -> str | None:
+    """The plan's line for a kind that calls out per utterance (a service): how many calls."""
+    from services.pipeline import estimates
+
+    kind = kind_of(cfg.anonymizer)
+    if kind.calls_note(0) is None:
+        return None
+    try:
+        audio = (
+            estimates.synthetic_training_audio(cfg)
+            if cfg.protocol is None
+            else estimates.protocol_training_audio(cfg.protocol)
+        )
+    except Exception:  # an unreadable protocol is reported by the config checks
+        return None
+    anonymizes_training = any(s != "original" for s in cfg.scenarios)
+    anonymized = audio.n_eval + (audio.n_train if anonymizes_training else 0)
+    return f"plan: cost: {kind.calls_note(anonymized)}"
 
 
 def _attacker_lines(plan: EvaluationPlan) -> list[str]:

@@ -64,7 +64,7 @@ class TokenScope(StrEnum):
     ADMIN = "admin"
 
 
-SUBMISSION_KIND_VALUES: tuple[str, ...] = ("builtin", "archive", "container")
+SUBMISSION_KIND_VALUES: tuple[str, ...] = ("builtin", "archive", "container", "service")
 """The anonymizer kinds the ``submissions`` table's checks admit (an Alembic revision changes
 them). What each kind means and stores is ``services.anonymizers.kinds``; a test keeps the two
 lists equal."""
@@ -150,6 +150,62 @@ class ApiToken(Base):
         return self.revoked_at is not None
 
 
+class TrustedSubmitter(Base):
+    """A CI workflow allowed to submit for a team without a stored secret (OpenID Connect).
+
+    An ID token of ``issuer`` whose repository id (and owner id, when set) match, and whose ref,
+    environment and workflow file match the optional constraints, is exchanged for a short-lived
+    token of the team (services/platform/identity/trusted.py). Pull-request events are refused
+    unless ``allow_pull_requests``.
+    """
+
+    __tablename__ = "trusted_submitters"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    team_id: Mapped[int] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(200), default="")
+    issuer: Mapped[str] = mapped_column(String(512))
+    # GitHub ``repository`` / GitLab ``project_path``: shown, matched as well as the id.
+    repository: Mapped[str] = mapped_column(String(256))
+    # GitHub ``repository_id`` / GitLab ``project_id``: survives a rename or a re-created name.
+    repository_id: Mapped[str] = mapped_column(String(64), index=True)
+    # GitHub ``repository_owner_id`` / GitLab ``namespace_id``.
+    repository_owner_id: Mapped[str | None] = mapped_column(String(64))
+    ref: Mapped[str | None] = mapped_column(String(256))
+    environment: Mapped[str | None] = mapped_column(String(256))
+    workflow: Mapped[str | None] = mapped_column(String(512))
+    allow_pull_requests: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utc_now)
+
+
+class OidcExchange(Base):
+    """The audit row of one ID token exchanged for a short-lived API token.
+
+    ``(issuer, jti)`` is unique: an ID token is exchanged once (a replay is refused).
+    """
+
+    __tablename__ = "oidc_exchanges"
+    __table_args__ = (UniqueConstraint("issuer", "jti"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    team_id: Mapped[int] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"), index=True)
+    trusted_submitter_id: Mapped[int | None] = mapped_column(
+        ForeignKey("trusted_submitters.id", ondelete="SET NULL"), index=True
+    )
+    token_id: Mapped[int | None] = mapped_column(
+        ForeignKey("api_tokens.id", ondelete="SET NULL"), index=True
+    )
+    issuer: Mapped[str] = mapped_column(String(512))
+    jti: Mapped[str] = mapped_column(String(256))
+    subject: Mapped[str] = mapped_column(String(512))
+    repository: Mapped[str] = mapped_column(String(256))
+    ref: Mapped[str | None] = mapped_column(String(256))
+    run_id: Mapped[str | None] = mapped_column(String(64))
+    event_name: Mapped[str | None] = mapped_column(String(64))
+    id_token_expires_at: Mapped[dt.datetime] = mapped_column(UTCDateTime())
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utc_now)
+
+
 class ProtocolRecord(Base):
     """A versioned evaluation protocol (the config every job on a leaderboard shares)."""
 
@@ -202,6 +258,9 @@ class Phase(Base):
     submission_limit: Mapped[int | None] = mapped_column(Integer)
     visibility: Mapped[str] = mapped_column(String(16), default=PhaseVisibility.PUBLIC.value)
     reveal_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
+    # The submission kinds whose jobs the phase accepts (None: every kind), e.g. ["container"]
+    # for an official phase that must rerun the code.
+    allowed_kinds: Mapped[list[str] | None] = mapped_column(json_type())
     # When the webhook events held back until the reveal were recorded (None: not yet).
     events_released_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utc_now)
@@ -219,7 +278,8 @@ class Submission(Base):
             "(kind = 'builtin' AND builtin_name IS NOT NULL)"
             " OR (kind = 'archive' AND archive_blob_key IS NOT NULL)"
             " OR (kind = 'container' AND container_image IS NOT NULL"
-            " AND container_digest IS NOT NULL)",
+            " AND container_digest IS NOT NULL)"
+            " OR (kind = 'service' AND service_url IS NOT NULL AND service_secret IS NOT NULL)",
             name="kind_fields",
         ),
         Index("ix_submissions_team_id_created_at", "team_id", "created_at"),
@@ -254,6 +314,13 @@ class Submission(Base):
     )
     container_image: Mapped[str | None] = mapped_column(String(512))
     container_digest: Mapped[str | None] = mapped_column(String(128))
+    # Services only (services/anonymizers/kinds/service.py): the endpoint, the request-signing
+    # secret and the maker's credential header (name; value), secrets Fernet-encrypted with
+    # ``Settings.service_secret_key``.
+    service_url: Mapped[str | None] = mapped_column(String(2048))
+    service_secret: Mapped[str | None] = mapped_column(Text)
+    service_credential_header: Mapped[str | None] = mapped_column(String(128))
+    service_credential: Mapped[str | None] = mapped_column(Text)
     accepted_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utc_now)
 

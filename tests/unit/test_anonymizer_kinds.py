@@ -34,7 +34,7 @@ DIGEST = "sha256:" + "a" * 64
 
 
 def test_every_kind_declares_its_parts() -> None:
-    assert KIND_NAMES == ("builtin", "archive", "container")
+    assert KIND_NAMES == ("builtin", "archive", "container", "service")
     for kind in KINDS:
         # The config model's kind is the kind's name, and nothing else.
         annotation = kind.config_model.model_fields["kind"].annotation
@@ -154,6 +154,7 @@ def test_the_api_union_and_enum_come_from_the_registry() -> None:
         == [
             "builtin",
             "container",
+            "service",
         ]
     )
     for kind in submitted_kinds():

@@ -115,6 +115,10 @@ class AnonymizerKind:
         """What the API's submission view shows of the stored columns (field -> value)."""
         return {}
 
+    def created_fields(self, columns: Mapping[str, Any], settings: Settings) -> dict[str, Any]:
+        """What only the creation answer shows, once (a secret the maker needs)."""
+        return {}
+
     def check(self, config: Any, *, engine_url: str | None = None) -> list[str]:
         """Problems with ``config`` found before any work (``anonymizer.<field>: message``)."""
         return []
@@ -126,6 +130,11 @@ class AnonymizerKind:
     def anonymize_s_per_utt(self, measured_builtin_s: float) -> float | None:
         """Seconds per utterance the anonymize stage takes, for the printed time estimate, given
         the measured built-in speed; None = not estimated (the maker's code)."""
+        return None
+
+    def calls_note(self, n_utterances: int) -> str | None:
+        """Words for the plan's cost line when the kind calls out per utterance (``N HTTPS calls
+        to ...``); None = no outside calls."""
         return None
 
     def build(self, config: Any, ctx: RunnerContext) -> Anonymizer:

@@ -36,16 +36,17 @@ from services.anonymizers.kinds.archive import ArchiveKind
 from services.anonymizers.kinds.base import AnonymizerKind, KindConfig, RunnerContext
 from services.anonymizers.kinds.builtin import BuiltinAnonymizerConfig, BuiltinKind
 from services.anonymizers.kinds.container import ContainerKind
+from services.anonymizers.kinds.service import ServiceKind
 from services.errors import ConfigError
 
 if TYPE_CHECKING:
     from services.anonymizers.base import Anonymizer
 
-KINDS: tuple[AnonymizerKind, ...] = (BuiltinKind(), ArchiveKind(), ContainerKind())
+KINDS: tuple[AnonymizerKind, ...] = (BuiltinKind(), ArchiveKind(), ContainerKind(), ServiceKind())
 """Every kind, in the order documents and enums list them."""
 
 KIND_NAMES: tuple[str, ...] = tuple(k.name for k in KINDS)
-"""The values of ``kind``: ``builtin``, ``archive``, ``container``."""
+"""The values of ``kind``: ``builtin``, ``archive``, ``container``, ``service``."""
 
 DEFAULT_KIND = BuiltinKind.name
 """The kind of an ``anonymizer`` section that names none."""

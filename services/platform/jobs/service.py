@@ -126,7 +126,8 @@ def create_job(
     lowered below it since).
 
     A protocol with phases puts the job in ``phase`` (a name; None: the one open now), checked by
-    ``services.platform.phases.phase_for_new_job`` (409 after its end or over its limit).
+    ``services.platform.phases.phase_for_new_job`` (409 after its end, over its limit, or for a
+    submission kind the phase does not accept).
     ``rerun_of`` (an administrator's re-run with the current evaluator): the job goes into the
     old job's phase unchecked and is not charged (no quota, no phase limit).
     """
@@ -163,7 +164,9 @@ def create_job(
     if rerun_of is not None:
         phase_id = rerun_of.phase_id
     elif not replay:
-        phase_id = _checked_phase_id(session, protocol_id=protocol.id, team_id=team_id, name=phase)
+        phase_id = _checked_phase_id(
+            session, protocol_id=protocol.id, team_id=team_id, name=phase, kind=submission.kind
+        )
     creation = job_records.create_job(
         session,
         team_id=team_id,
@@ -187,10 +190,10 @@ def create_job(
 
 
 def _checked_phase_id(
-    session: Session, *, protocol_id: int, team_id: int, name: str | None
+    session: Session, *, protocol_id: int, team_id: int, name: str | None, kind: str
 ) -> int | None:
     found = phase_rules.phase_for_new_job(
-        session, protocol_id=protocol_id, team_id=team_id, name=name
+        session, protocol_id=protocol_id, team_id=team_id, name=name, kind=kind
     )
     return found.id if found is not None else None
 
