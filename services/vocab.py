@@ -1,5 +1,5 @@
 """The platform's vocabularies, each defined once: job states, webhook events, attack scenarios
-(order, labels, headline), trust marks.
+(order, labels, headline), the aggregate's seed, trust marks.
 
 Every other spelling reads these: the ``jobs`` table's check and the job state machines
 (``services.storage.models``, ``services.platform.jobs.records``), the API's enums
@@ -105,6 +105,13 @@ def scenario_rank(scenario: str) -> tuple[int, str]:
         return (SCENARIO_ORDER.index(scenario), scenario)
     except ValueError:
         return (len(SCENARIO_ORDER), scenario)
+
+
+# --- result rows ------------------------------------------------------------------------------
+
+AGGREGATE_SEED = -1
+"""The seed of a result row that holds a value aggregated over seeds (``<key>_std`` beside it):
+the metric catalogue names the values, storage keeps the rows."""
 
 
 # --- trust marks ----------------------------------------------------------------------------

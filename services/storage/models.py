@@ -34,7 +34,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
-from services.metrics import catalogue
+from services import vocab
 from services.storage.errors import ImmutableSubmissionError
 from services.storage.types import UTCDateTime, json_type, utc_now
 from services.vocab import TERMINAL_STATES as TERMINAL_STATES
@@ -52,8 +52,8 @@ NAMING_CONVENTION: dict[str, str] = {
 
 SHA256_HEX_LENGTH = 64
 MAX_BLOB_KEY_LENGTH = 1024
-# ``Result.seed`` of a row that aggregates over seeds: the metric catalogue's (one definition).
-AGGREGATE_SEED = catalogue.AGGREGATE_SEED
+# ``Result.seed`` of a row that aggregates over seeds (one definition, services.vocab).
+AGGREGATE_SEED = vocab.AGGREGATE_SEED
 
 
 class TokenScope(StrEnum):
