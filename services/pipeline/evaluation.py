@@ -303,7 +303,7 @@ def _train_step(run: EvaluationRun, state: EvaluationState) -> None:
                 seed,
                 (position, total),
                 context=context,
-                init_from=transfer_source(context.config, condition, seed, models),
+                init_from=transfer_source(attacker, condition, seed, models),
             )
 
 

@@ -24,8 +24,12 @@ from services.attacker.training import (
 from services.attacker.training_config import TrainingConfig
 from services.corpus.manifest import Manifest
 from services.pipeline.checkpoint_sync import CheckpointSync
-from services.pipeline.config import EvaluationConfig
-from services.pipeline.plan import resolved_init, transfer_order, with_transfer_sources
+from services.pipeline.plan import (
+    AttackerPlan,
+    resolved_init,
+    transfer_order,
+    with_transfer_sources,
+)
 from services.pipeline.sets import ConditionSets
 from services.pipeline.stage_runner import StageOutcome, stage_key
 from services.pipeline.stages.context import StageContext
@@ -56,13 +60,14 @@ def checkpoint_sync_of(ctx: StageContext, stage: str, key: str) -> CheckpointSyn
 
 
 def transfer_source(
-    cfg: EvaluationConfig,
+    attacker: AttackerPlan,
     condition: str,
     seed: int,
     models: Mapping[tuple[str, int], tuple[TrainedAttacker, StageOutcome]],
 ) -> tuple[TrainedAttacker, StageOutcome] | None:
-    """The trained recognizer the (``condition``, ``seed``) one starts from; None: scratch."""
-    if condition != "anonymized" or resolved_init(cfg) != "original":
+    """The trained recognizer the (``condition``, ``seed``) one starts from; None: scratch.
+    Where it starts is decided once, by the plan (``AttackerPlan.stage_init``)."""
+    if attacker.stage_init(condition) != "original":
         return None
     return models[("original", seed)]
 
