@@ -162,13 +162,15 @@ class EvaluationRun:
         position: tuple[int, int] = (1, 1),
         *,
         context: StageContext | None = None,
-        init_from: tuple[TrainedAttacker, StageOutcome] | None = None,
+        transfer_from: tuple[TrainedAttacker, StageOutcome] | None = None,
     ) -> tuple[TrainedAttacker, StageOutcome]:
         """Train the recognizer on ``data`` (original or anonymized speech) with ``seed``;
         ``position``: (i, n), recognizer i of the run's n (for progress); ``context``: an
-        attacker's (default: the config's own); ``init_from``: the recognizer it starts from
+        attacker's (default: the config's own); ``transfer_from``: the recognizer it starts from
         (transfer; ``stages.train.transfer_source``)."""
-        return train_recognizer(context or self.context, data, condition, seed, position, init_from)
+        return train_recognizer(
+            context or self.context, data, condition, seed, position, transfer_from
+        )
 
     def embed_stage(
         self,
@@ -303,7 +305,7 @@ def _train_step(run: EvaluationRun, state: EvaluationState) -> None:
                 seed,
                 (position, total),
                 context=context,
-                init_from=transfer_source(attacker, condition, seed, models),
+                transfer_from=transfer_source(attacker, condition, seed, models),
             )
 
 
