@@ -13,10 +13,11 @@ speakers reports a high EER whatever the anonymizer does, and that EER overestim
   (more epochs or data would likely lower the EER). When the utility phase found the anonymized
   speech unusable (``utility.usable_speech.usable`` false), the message says instead that the
   speech carries no speaker information to learn: more training cannot help there;
-- ``ver_s_still_falling``: training hit its epochs cap (``training.epochs``; patience did not
-  stop it), the epoch a recognizer uses is its last one and VER_S fell by more than
-  ``UNMASK_TRUST_STILL_FALLING_VER_S_POINTS`` in it: training stopped while improving, and the
-  message names the key to raise. (Documents written before the cap record it: any last epoch.)
+- ``ver_s_still_falling``: training reached its epochs cap (``training.epochs``; a cap stop, or
+  a run whose patience cool-down ran into the cap), the epoch a recognizer uses is its last
+  one and VER_S fell by more than ``UNMASK_TRUST_STILL_FALLING_VER_S_POINTS`` in it: training
+  stopped while improving, and the message names the key to raise. (Documents written before
+  the cap was recorded: any last epoch.)
 - ``loss_not_falling``: a recognizer's training loss in its last epoch is not below its first;
 - ``enrollment_unanonymized`` (archive submissions, where the maker anonymized the enrollment):
   the anonymized enrollment is much closer to the original speakers than the anonymized trials
@@ -112,11 +113,14 @@ def _used_record(run: Mapping[str, Any]) -> Mapping[str, Any] | None:
 
 
 def _cap_hit(run: Mapping[str, Any], history: Sequence[Mapping[str, Any]]) -> bool:
-    """Whether training ran into its epochs cap (True for documents that do not record it)."""
-    if run.get("stopped") == "patience":
-        return False
+    """Whether training ran into its epochs cap (True for documents that record no cap and no
+    patience stop). A run that reached the cap counts whatever its label says: documents written
+    before stops were labelled by ``stop_reason`` may call a run still improving at the cap a
+    patience stop."""
     cap = run.get("epochs_cap")
-    return not isinstance(cap, int) or len(history) >= cap
+    if isinstance(cap, int):
+        return len(history) >= cap
+    return run.get("stopped") != "patience"
 
 
 def _under_trained_advice(run: Mapping[str, Any]) -> str:
