@@ -25,6 +25,12 @@ speakers reports a high EER whatever the anonymizer does, and that EER overestim
   attacker enrolled with clear voices meets anonymized trials, so its EER measures the mismatch
   rather than the anonymizer's protection against an attacker with anonymized enrollment.
 
+- ``challenger_stronger``: the challenger (``services.pipeline.challenger``: the pretrained GE2E
+  verifier, not trained on the evaluation's data, scored on the headline's trials) reaches a lower
+  EER than the verdict's attacker beyond the paired speaker-bootstrap interval of the difference:
+  a stronger attacker exists, so the verdict overestimates privacy. The message names it and its
+  EER.
+
 With an attacker zoo (the document has ``worst_case``), the verdict is the worst-case attacker's
 (``zoo.headline``): the checks run on that attacker's summary entries and recognizers alone, and
 the block adds ``attacker`` (its name) and ``other_attackers`` (each other attacker's reasons, for
@@ -35,6 +41,8 @@ The block written into ``results.json``::
     "trust": {"trustworthy": bool,
               "reasons": [{"code": str, "message": str, "value": float|null,
                            "threshold": float|null}],
+              # when the run scored a challenger: its block (services.pipeline.challenger)
+              "challenger": {...},
               # with a zoo only:
               "attacker": str, "other_attackers": {name: [reason, ...]}}
 """
@@ -48,6 +56,7 @@ from typing import Any
 import numpy as np
 
 from services.metrics import catalogue
+from services.pipeline.challenger import challenger_message
 from services.pipeline.zoo import BASELINE, headline
 from services.settings import Settings, get_settings
 
@@ -73,6 +82,8 @@ class Trust:
     """The zoo attacker the verdict is of (None: no zoo)."""
     others: Mapping[str, tuple[TrustReason, ...]] = field(default_factory=dict)
     """The other zoo attackers' reasons, by name (information only)."""
+    challenger: Mapping[str, Any] | None = None
+    """The document's challenger block, when the run scored one."""
 
     @property
     def trustworthy(self) -> bool:
@@ -83,6 +94,8 @@ class Trust:
             "trustworthy": self.trustworthy,
             "reasons": [asdict(r) for r in self.reasons],
         }
+        if self.challenger is not None:
+            out["challenger"] = dict(self.challenger)
         if self.attacker is not None:
             out["attacker"] = self.attacker
             out["other_attackers"] = {
@@ -259,9 +272,12 @@ def assess_trust(document: Mapping[str, Any], settings: Settings | None = None) 
     """The reasons (see the module docstring) that undermine the verdict of ``document``; with a
     zoo (``worst_case`` in the document), those of the worst-case attacker (``zoo.headline``)."""
     settings = settings or get_settings()
+    block = document.get("challenger")
+    challenger = block if isinstance(block, Mapping) else None
+    challenged = _challenger_reasons(challenger)
     worst = document.get("worst_case")
     if not isinstance(worst, Mapping):
-        return Trust(tuple(_reasons(document, settings)))
+        return Trust(tuple(_reasons(document, settings)) + challenged, challenger=challenger)
     chosen = headline(worst)[1]
     summary = [e for e in document.get("summary") or [] if isinstance(e, Mapping)]
     training = document.get("training") or {}
@@ -283,7 +299,23 @@ def assess_trust(document: Mapping[str, Any], settings: Settings | None = None) 
         }
         by_name[name] = tuple(_reasons(part, settings))
     others = {n: r for n, r in by_name.items() if n != chosen}
-    return Trust(by_name[chosen], attacker=chosen, others=others)
+    return Trust(by_name[chosen] + challenged, chosen, others, challenger)
+
+
+def _challenger_reasons(block: Mapping[str, Any] | None) -> tuple[TrustReason, ...]:
+    """``challenger_stronger`` when the challenger beat the verdict beyond the interval."""
+    message = challenger_message(block) if block is not None else None
+    if message is None or block is None:
+        return ()
+    head = block.get("headline") or {}
+    return (
+        TrustReason(
+            "challenger_stronger",
+            message,
+            float(block["eer_percent"]),
+            float(head["eer_percent"]),
+        ),
+    )
 
 
 def _reasons(document: Mapping[str, Any], settings: Settings) -> list[TrustReason]:
@@ -347,8 +379,10 @@ def trust_from_document(document: Mapping[str, Any]) -> Trust | None:
     )
     attacker = block.get("attacker")
     others = block.get("other_attackers")
+    challenger = block.get("challenger")
     return Trust(
         reasons,
+        challenger=challenger if isinstance(challenger, Mapping) else None,
         attacker=str(attacker) if isinstance(attacker, str) else None,
         others={
             str(name): tuple(
