@@ -61,6 +61,7 @@ from services.pipeline.sets import (
 )
 from services.pipeline.stage_runner import StageOutcome, StageRunner
 from services.pipeline.stages.anonymize import anonymize_sets
+from services.pipeline.stages.challenge import challenge_stage
 from services.pipeline.stages.context import (
     AudioCache,
     ProgressReporter,
@@ -347,6 +348,10 @@ def _score_step(run: EvaluationRun, state: RunState) -> None:
             if zoo:
                 row["attacker"] = attacker.name
             state.rows.append(row)
+    if get_settings().challenger:
+        block = challenge_stage(run.context, state.rows, state.conditions)
+        if block is not None:
+            state.blocks["challenger"] = block
     run.progress("score", 1.0, f"{len(state.rows)} rows")
 
 

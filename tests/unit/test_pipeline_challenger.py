@@ -42,9 +42,7 @@ def test_a_challenger_within_the_interval_or_weaker_is_not_acted_on() -> None:
     assert not near["stronger"] and near["interval_points"][1] >= 0
     # The same gain on the same trials (paired: a uniform shift of the targets) is beyond it.
     base = np.random.default_rng(5).standard_normal(N_SPEAKERS * 24)
-    paired = challenge_decision(
-        [_trials(2.0, 0, noise_of=base)], _trials(2.6, 0, noise_of=base)
-    )
+    paired = challenge_decision([_trials(2.0, 0, noise_of=base)], _trials(2.6, 0, noise_of=base))
     assert paired["stronger"]
     weaker = challenge_decision(headline, _trials(0.5, 7))
     assert not weaker["stronger"] and weaker["difference_points"] > 0

@@ -1,0 +1,99 @@
+"""The challenger step: the pretrained GE2E verifier scored on the headline scenario's trials.
+
+See ``services.pipeline.challenger`` for what it is and how it decides. Its embeddings are
+``embed`` stages keyed by the GE2E model (package version and weights hash) and the set, and its
+scores a ``score`` stage (cosine, no normalization, the config's trial lists and metrics without
+the legal ones): a rerun reuses them, and its cost in CPU seconds is measured only when they are
+computed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from services.corpus.manifest import Manifest
+from services.metrics import SpeakerTrials
+from services.pipeline.challenger import challenger_block, cpu_clock
+from services.pipeline.plan import SCENARIO_PLAN
+from services.pipeline.sets import ConditionSets
+from services.pipeline.stages.context import StageContext
+from services.pipeline.stages.score import EmbeddedSet, score_row
+from services.pipeline.zoo import headline, row_attacker, worst_case
+from services.scoring.trial_scores import TRIALS_NAME, load_scored_trials, speaker_trials
+
+
+def ge2e_embedded(ctx: StageContext, data: ConditionSets, set_name: str) -> EmbeddedSet:
+    """The GE2E embeddings of one set (an ``embed`` stage keyed by the GE2E model)."""
+    from services.attacker import ge2e
+
+    manifest: Manifest = data.get(set_name)
+    model = ge2e.model_key()
+    inputs = {"model": model, "data": data.keys[set_name], "manifest": manifest.content_hash()}
+
+    def make(folder: Path) -> dict[str, Any]:
+        ctx.progress("score", 0.0, f"challenger {ge2e.GE2E}: {len(manifest)} {set_name}")
+        emb = ge2e.ge2e_embeddings(ctx.audio.load(manifest))
+        np.save(folder / "embeddings.npy", emb)
+        (folder / "utt_ids.json").write_text(json.dumps([u.utt_id for u in manifest.utterances]))
+        return {"embeddings": "embeddings.npy", "utt_ids": "utt_ids.json"}
+
+    outcome = ctx.runner.run("embed", inputs, make)
+    embeddings = np.load(outcome.folder / "embeddings.npy")
+    return manifest, embeddings, f"embed:{outcome.key}:{data.keys[set_name]}"
+
+
+def _trials(ctx: StageContext, row: Mapping[str, Any]) -> SpeakerTrials:
+    scored, _ = load_scored_trials(ctx.runner.folder("score", row["stage_key"]) / TRIALS_NAME)
+    return speaker_trials(scored)
+
+
+def challenge_stage(
+    ctx: StageContext,
+    rows: Sequence[Mapping[str, Any]],
+    conditions: Mapping[str, ConditionSets | None],
+) -> dict[str, Any] | None:
+    """The ``challenger`` block (``services.pipeline.challenger``) of a run's score rows; None
+    when no attack scenario was scored or its data is missing."""
+    worst = worst_case(rows)
+    scenario, attacker = headline(worst)
+    if scenario is None or scenario not in SCENARIO_PLAN or scenario == "original":
+        return None
+    entry = worst[scenario]
+    _, enrollment_condition, trial_condition = SCENARIO_PLAN[scenario]
+    enrollment_sets = conditions.get(enrollment_condition)
+    trial_sets = conditions.get(trial_condition)
+    head_rows = [
+        r
+        for r in rows
+        if r["scenario"] == scenario
+        and row_attacker(r) == attacker
+        and r["backend"] == entry["backend"]
+        and "stage_key" in r
+    ]
+    if enrollment_sets is None or trial_sets is None or not head_rows:
+        return None
+    start = cpu_clock()
+    enrollment = ge2e_embedded(ctx, enrollment_sets, "enrollment")
+    trial = ge2e_embedded(ctx, trial_sets, "trial")
+    plain = ctx.config.model_copy(
+        update={
+            "metrics": ctx.config.metrics.model_copy(update={"legal": None}),
+            "scoring": ctx.config.scoring.model_copy(update={"normalization": "none"}),
+        }
+    )
+    row = score_row(replace(ctx, config=plain), scenario, "cosine", 0, enrollment, trial, None)
+    cpu_seconds = cpu_clock() - start
+    return challenger_block(
+        scenario,
+        entry,
+        [_trials(ctx, r) for r in head_rows],
+        row,
+        _trials(ctx, row),
+        cpu_seconds,
+    )
