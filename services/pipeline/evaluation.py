@@ -61,7 +61,7 @@ from services.pipeline.sets import (
 )
 from services.pipeline.stage_runner import StageOutcome, StageRunner
 from services.pipeline.stages.anonymize import anonymize_sets
-from services.pipeline.stages.challenge import challenge_stage
+from services.pipeline.stages.challenge import challenge_stage, pretrained_rows
 from services.pipeline.stages.context import (
     AudioCache,
     ProgressReporter,
@@ -348,6 +348,9 @@ def _score_step(run: EvaluationRun, state: RunState) -> None:
             if zoo:
                 row["attacker"] = attacker.name
             state.rows.append(row)
+    for name, _ in state.plan.pretrained:  # GE2E, the only pretrained verifier
+        run.progress("score", 0.0, f"{name}: pretrained, every scenario")
+        state.rows += pretrained_rows(run.context, name, state.conditions)
     if get_settings().challenger:
         block = challenge_stage(run.context, state.rows, state.conditions)
         if block is not None:

@@ -1,4 +1,5 @@
-"""The challenger step: the pretrained GE2E verifier scored on the headline scenario's trials.
+"""Pretrained verifiers in the score phase: the zoo's pretrained attackers (their rows) and the
+challenger (the pretrained GE2E verifier scored on the headline scenario's trials).
 
 See ``services.pipeline.challenger`` for what it is and how it decides. Its embeddings are
 ``embed`` stages keyed by the GE2E model (package version and weights hash) and the set, and its
@@ -48,6 +49,51 @@ def ge2e_embedded(ctx: StageContext, data: ConditionSets, set_name: str) -> Embe
     return manifest, embeddings, f"embed:{outcome.key}:{data.keys[set_name]}"
 
 
+def _plain(ctx: StageContext) -> StageContext:
+    """``ctx`` scoring with cosine as it is: no normalization, no legal metrics."""
+    plain = ctx.config.model_copy(
+        update={
+            "metrics": ctx.config.metrics.model_copy(update={"legal": None}),
+            "scoring": ctx.config.scoring.model_copy(update={"normalization": "none"}),
+        }
+    )
+    return replace(ctx, config=plain)
+
+
+def pretrained_rows(
+    ctx: StageContext,
+    name: str,
+    conditions: Mapping[str, ConditionSets | None],
+) -> list[dict[str, Any]]:
+    """The score rows of a pretrained attacker of the zoo (``AttackerSpec.pretrained``, GE2E):
+    every scenario of the config with cosine, on the first seed (nothing is trained, so seeds do
+    not change it), each row naming ``name``. Embeddings are shared across scenarios."""
+    cache: dict[tuple[str, str], EmbeddedSet] = {}
+
+    def embedded(condition: str, set_name: str) -> EmbeddedSet:
+        if (condition, set_name) not in cache:
+            data = conditions.get(condition)
+            assert data is not None, f"no {condition} sets"
+            cache[(condition, set_name)] = ge2e_embedded(ctx, data, set_name)
+        return cache[(condition, set_name)]
+
+    rows = []
+    seed = ctx.config.seeds[0]
+    for scenario in ctx.config.scenarios:
+        _, enrollment, trial = SCENARIO_PLAN[scenario]
+        row = score_row(
+            _plain(ctx),
+            scenario,
+            "cosine",
+            seed,
+            embedded(enrollment, "enrollment"),
+            embedded(trial, "trial"),
+            None,
+        )
+        rows.append(row | {"attacker": name})
+    return rows
+
+
 def _trials(ctx: StageContext, row: Mapping[str, Any]) -> SpeakerTrials:
     scored, _ = load_scored_trials(ctx.runner.folder("score", row["stage_key"]) / TRIALS_NAME)
     return speaker_trials(scored)
@@ -81,13 +127,7 @@ def challenge_stage(
     start = cpu_clock()
     enrollment = ge2e_embedded(ctx, enrollment_sets, "enrollment")
     trial = ge2e_embedded(ctx, trial_sets, "trial")
-    plain = ctx.config.model_copy(
-        update={
-            "metrics": ctx.config.metrics.model_copy(update={"legal": None}),
-            "scoring": ctx.config.scoring.model_copy(update={"normalization": "none"}),
-        }
-    )
-    row = score_row(replace(ctx, config=plain), scenario, "cosine", 0, enrollment, trial, None)
+    row = score_row(_plain(ctx), scenario, "cosine", 0, enrollment, trial, None)
     cpu_seconds = cpu_clock() - start
     return challenger_block(
         scenario,
