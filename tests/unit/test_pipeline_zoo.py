@@ -247,7 +247,12 @@ def test_two_cheap_attackers_give_rows_per_attacker_and_a_worst_case(tmp_path: P
         entry = worst[scenario]
         lowest = min((r for r in rows if r["scenario"] == scenario), key=lambda r: r["eer_percent"])
         assert entry["eer_percent"] == pytest.approx(lowest["eer_percent"])
-        assert entry["attacker"] == lowest["attacker"]
+        tied = {
+            r["attacker"]
+            for r in rows
+            if r["scenario"] == scenario and r["eer_percent"] == lowest["eer_percent"]
+        }
+        assert entry["attacker"] == min(tied)  # ties: by attacker name
     assert result["trust"]["attacker"] == worst["semi-informed"]["attacker"]
     assert set(result["trust"]["other_attackers"]) == (
         {"baseline", "plda-only", "wider-crops", "ge2e"} - {result["trust"]["attacker"]}
