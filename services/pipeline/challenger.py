@@ -22,7 +22,12 @@ The block in ``results.json`` (``challenger``; with a zoo also under ``worst_cas
     {"attacker": "ge2e", "family": str, "scenario": str, "backend": "cosine",
      "eer_percent": float, "headline": {"attacker": str, "backend": str, "eer_percent": float,
      "n_seeds": int}, "difference_points": float, "interval_points": [low, high] | null,
-     "confidence": 0.95, "n_speakers": int, "stronger": bool, "cpu_seconds": float}
+     "confidence": 0.95, "n_speakers": int, "stronger": bool, "cpu_seconds": float,
+     "compute_seconds": float}
+
+``cpu_seconds``: process CPU seconds this run spent on it (near 0 when its stages were reused);
+``compute_seconds``: the wall seconds its embed and score stages took when they were computed.
+No block when the verdict's attacker is itself a pretrained zoo member (``ge2e``).
 """
 
 from __future__ import annotations

@@ -352,7 +352,8 @@ def _score_step(run: EvaluationRun, state: RunState) -> None:
         run.progress("score", 0.0, f"{name}: pretrained, every scenario")
         state.rows += pretrained_rows(run.context, name, state.conditions)
     if get_settings().challenger:
-        block = challenge_stage(run.context, state.rows, state.conditions)
+        pretrained = [name for name, _ in state.plan.pretrained]
+        block = challenge_stage(run.context, state.rows, state.conditions, pretrained)
         if block is not None:
             state.blocks["challenger"] = block
     run.progress("score", 1.0, f"{len(state.rows)} rows")

@@ -23,6 +23,7 @@ from services.metrics import SpeakerTrials
 from services.pipeline.challenger import challenger_block, cpu_clock
 from services.pipeline.plan import SCENARIO_PLAN
 from services.pipeline.sets import ConditionSets
+from services.pipeline.stage_runner import read_compute_seconds
 from services.pipeline.stages.context import StageContext
 from services.pipeline.stages.score import EmbeddedSet, score_row
 from services.pipeline.zoo import headline, row_attacker, worst_case
@@ -47,6 +48,11 @@ def ge2e_embedded(ctx: StageContext, data: ConditionSets, set_name: str) -> Embe
     outcome = ctx.runner.run("embed", inputs, make)
     embeddings = np.load(outcome.folder / "embeddings.npy")
     return manifest, embeddings, f"embed:{outcome.key}:{data.keys[set_name]}"
+
+
+def _compute_seconds(ctx: StageContext, stage: str, key: str) -> float:
+    """Seconds the stage took when it was computed (its compute record; 0 when absent)."""
+    return read_compute_seconds(ctx.runner.folder(stage, key)) or 0.0
 
 
 def _plain(ctx: StageContext) -> StageContext:
@@ -103,12 +109,16 @@ def challenge_stage(
     ctx: StageContext,
     rows: Sequence[Mapping[str, Any]],
     conditions: Mapping[str, ConditionSets | None],
+    pretrained: Sequence[str] = (),
 ) -> dict[str, Any] | None:
     """The ``challenger`` block (``services.pipeline.challenger``) of a run's score rows; None
-    when no attack scenario was scored or its data is missing."""
+    when no attack scenario was scored, its data is missing, or the verdict's attacker is
+    already a pretrained zoo member (``pretrained``: their names), i.e. the challenger itself."""
     worst = worst_case(rows)
     scenario, attacker = headline(worst)
     if scenario is None or scenario not in SCENARIO_PLAN or scenario == "original":
+        return None
+    if attacker in pretrained:
         return None
     entry = worst[scenario]
     _, enrollment_condition, trial_condition = SCENARIO_PLAN[scenario]
@@ -129,7 +139,7 @@ def challenge_stage(
     trial = ge2e_embedded(ctx, trial_sets, "trial")
     row = score_row(_plain(ctx), scenario, "cosine", 0, enrollment, trial, None)
     cpu_seconds = cpu_clock() - start
-    return challenger_block(
+    block = challenger_block(
         scenario,
         entry,
         [_trials(ctx, r) for r in head_rows],
@@ -137,3 +147,8 @@ def challenge_stage(
         _trials(ctx, row),
         cpu_seconds,
     )
+    # What its stages took when computed (wall seconds; this run may have reused them).
+    keys = [("embed", e[2].split(":")[1]) for e in (enrollment, trial)]
+    keys.append(("score", str(row["stage_key"])))
+    block["compute_seconds"] = round(sum(_compute_seconds(ctx, *k) for k in keys), 2)
+    return block
