@@ -23,9 +23,17 @@ The block in ``results.json`` (``challenger``; with a zoo also under ``worst_cas
      "eer_percent": float, "headline": {"attacker": str, "backend": str, "eer_percent": float,
      "n_seeds": int}, "difference_points": float, "interval_points": [low, high] | null,
      "confidence": 0.95, "n_speakers": int, "stronger": bool, "cpu_seconds": float,
-     "compute_seconds": float}
+     "compute_seconds": float,
+     "scenarios": {scenario: {"eer_percent", "headline", "difference_points",
+                              "interval_points", "stronger"}}}
 
-``cpu_seconds``: process CPU seconds this run spent on it (near 0 when its stages were reused);
+``scenarios``: the same challenge for every attack scenario the run scored (ignorant and
+lazy-informed too: is the trained attacker's row weaker than the pretrained verifier's beyond the
+interval?); only the headline scenario's decides the trust check, the others are reported (the
+worst case of each scenario names its challenger).
+
+``cpu_seconds``: process CPU seconds this run spent on it, all scenarios (near 0 when its
+stages were reused);
 ``compute_seconds``: the wall seconds its embed and score stages took when they were computed.
 No block when the verdict's attacker is itself a pretrained zoo member (``ge2e``).
 """

@@ -143,12 +143,14 @@ def _report_challenger(result: dict[str, Any]) -> None:
     worst = result.get(catalogue.WORST_CASE.key)
     if not isinstance(block, dict) or not isinstance(worst, dict):
         return
-    entry = worst.get(block.get("scenario"))
-    if isinstance(entry, dict):
-        entry["challenger"] = {
-            k: block.get(k)
-            for k in ("attacker", "backend", "eer_percent", "interval_points", "stronger")
-        }
+    for scenario, challenge in (block.get("scenarios") or {}).items():
+        entry = worst.get(scenario)
+        if isinstance(entry, dict) and isinstance(challenge, dict):
+            entry["challenger"] = {
+                "attacker": block.get("attacker"),
+                "backend": block.get("backend"),
+                **{k: challenge.get(k) for k in ("eer_percent", "interval_points", "stronger")},
+            }
 
 
 def _training_entries(

@@ -26,7 +26,7 @@ from services.pipeline.sets import ConditionSets
 from services.pipeline.stage_runner import read_compute_seconds
 from services.pipeline.stages.context import StageContext
 from services.pipeline.stages.score import EmbeddedSet, score_row
-from services.pipeline.zoo import headline, row_attacker, worst_case
+from services.pipeline.zoo import HEADLINE_SCENARIOS, headline, row_attacker, worst_case
 from services.scoring.trial_scores import TRIALS_NAME, load_scored_trials, speaker_trials
 
 
@@ -105,22 +105,15 @@ def _trials(ctx: StageContext, row: Mapping[str, Any]) -> SpeakerTrials:
     return speaker_trials(scored)
 
 
-def challenge_stage(
+def _challenge(
     ctx: StageContext,
     rows: Sequence[Mapping[str, Any]],
+    entry: Mapping[str, Any],
+    scenario: str,
     conditions: Mapping[str, ConditionSets | None],
-    pretrained: Sequence[str] = (),
 ) -> dict[str, Any] | None:
-    """The ``challenger`` block (``services.pipeline.challenger``) of a run's score rows; None
-    when no attack scenario was scored, its data is missing, or the verdict's attacker is
-    already a pretrained zoo member (``pretrained``: their names), i.e. the challenger itself."""
-    worst = worst_case(rows)
-    scenario, attacker = headline(worst)
-    if scenario is None or scenario not in SCENARIO_PLAN or scenario == "original":
-        return None
-    if attacker in pretrained:
-        return None
-    entry = worst[scenario]
+    """The challenger block of one scenario against its worst-case ``entry``; None when its data
+    or the entry's score stages are missing."""
     _, enrollment_condition, trial_condition = SCENARIO_PLAN[scenario]
     enrollment_sets = conditions.get(enrollment_condition)
     trial_sets = conditions.get(trial_condition)
@@ -128,7 +121,7 @@ def challenge_stage(
         r
         for r in rows
         if r["scenario"] == scenario
-        and row_attacker(r) == attacker
+        and row_attacker(r) == entry["attacker"]
         and r["backend"] == entry["backend"]
         and "stage_key" in r
     ]
@@ -137,7 +130,8 @@ def challenge_stage(
     start = cpu_clock()
     enrollment = ge2e_embedded(ctx, enrollment_sets, "enrollment")
     trial = ge2e_embedded(ctx, trial_sets, "trial")
-    row = score_row(_plain(ctx), scenario, "cosine", 0, enrollment, trial, None)
+    seed = ctx.config.seeds[0]  # as the pretrained zoo member's rows: the same score stage
+    row = score_row(_plain(ctx), scenario, "cosine", seed, enrollment, trial, None)
     cpu_seconds = cpu_clock() - start
     block = challenger_block(
         scenario,
@@ -151,4 +145,45 @@ def challenge_stage(
     keys = [("embed", e[2].split(":")[1]) for e in (enrollment, trial)]
     keys.append(("score", str(row["stage_key"])))
     block["compute_seconds"] = round(sum(_compute_seconds(ctx, *k) for k in keys), 2)
+    return block
+
+
+SCENARIO_FIELDS = ("eer_percent", "headline", "difference_points", "interval_points", "stronger")
+"""What the block keeps of each attack scenario's challenge (``scenarios``)."""
+
+
+def challenge_stage(
+    ctx: StageContext,
+    rows: Sequence[Mapping[str, Any]],
+    conditions: Mapping[str, ConditionSets | None],
+    pretrained: Sequence[str] = (),
+) -> dict[str, Any] | None:
+    """The ``challenger`` block (``services.pipeline.challenger``) of a run's score rows: the
+    headline scenario's challenge, and under ``scenarios`` every attack scenario's (ignorant,
+    lazy-informed, semi-informed: is a trained attacker's row weaker than the pretrained
+    verifier's beyond the interval?). None when no attack scenario was scored, its data is
+    missing, or the verdict's attacker is already a pretrained zoo member (``pretrained``: their
+    names), i.e. the challenger itself."""
+    worst = worst_case(rows)
+    scenario, attacker = headline(worst)
+    if scenario is None or scenario not in SCENARIO_PLAN or scenario == "original":
+        return None
+    if attacker in pretrained:
+        return None
+    block = _challenge(ctx, rows, worst[scenario], scenario, conditions)
+    if block is None:
+        return None
+    scenarios = {scenario: {k: block.get(k) for k in SCENARIO_FIELDS}}
+    cpu, compute = block["cpu_seconds"], block["compute_seconds"]
+    for other in HEADLINE_SCENARIOS:
+        entry = worst.get(other)
+        if other == scenario or entry is None or entry["attacker"] in pretrained:
+            continue
+        found = _challenge(ctx, rows, entry, other, conditions)
+        if found is not None:
+            scenarios[other] = {k: found.get(k) for k in SCENARIO_FIELDS}
+            cpu += found["cpu_seconds"]
+            compute += found["compute_seconds"]
+    block["scenarios"] = scenarios
+    block["cpu_seconds"], block["compute_seconds"] = round(cpu, 2), round(compute, 2)
     return block
