@@ -22,6 +22,8 @@ stage store per corpus (``--out``), so a rerun with more seeds trains only the n
         --out out/outside --seeds 0 1 2                   # the calibration size (hours of CPU)
     .venv/bin/python benchmarks/outside_attackers.py --out out/outside-smoke --smoke
                                                           # minutes: 12 speakers x 8 utterances
+    .venv/bin/python benchmarks/outside_attackers.py --out out/outside-small --size small
+                                                          # 24 speakers x 12, cap 4 epochs
 
 The calibration size is 72 speakers (36 attacker-training, 24 evaluation, 12 target) x 16
 utterances per corpus, the `tiny` preset and a cap of 10 epochs; ``--smoke`` is 12 x 8 and a cap
@@ -66,10 +68,24 @@ def attackers() -> list[AttackerSpec]:
     ]
 
 
-def sizes(smoke: bool) -> dict[str, int]:
-    if smoke:
-        return {"speakers": 12, "utterances": 8, "train": 6, "eval": 4, "targets": 2, "epochs": 2}
-    return {"speakers": 72, "utterances": 16, "train": 36, "eval": 24, "targets": 12, "epochs": 10}
+SIZES: dict[str, dict[str, int]] = {
+    "smoke": {"speakers": 12, "utterances": 8, "train": 6, "eval": 4, "targets": 2, "epochs": 2},
+    "small": {"speakers": 24, "utterances": 12, "train": 12, "eval": 8, "targets": 4, "epochs": 4},
+    "calibration": {
+        "speakers": 72,
+        "utterances": 16,
+        "train": 36,
+        "eval": 24,
+        "targets": 12,
+        "epochs": 10,
+    },
+}
+"""Corpus and schedule sizes: ``smoke`` says whether everything runs, ``small`` is the smallest
+that separates attackers at all (8 evaluation speakers), ``calibration`` the issue's size."""
+
+
+def sizes(smoke: bool = False, name: str | None = None) -> dict[str, int]:
+    return SIZES[name or ("smoke" if smoke else "calibration")]
 
 
 def espeak_protocol(out: Path, size: Mapping[str, int]) -> Path:
@@ -210,8 +226,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--corpora", nargs="+", choices=CORPORA, default=list(CORPORA))
     parser.add_argument("--anonymizer", default="pitch")
     parser.add_argument("--smoke", action="store_true", help="12 speakers x 8, cap 2 epochs")
+    parser.add_argument("--size", choices=sorted(SIZES), help="overrides --smoke")
     args = parser.parse_args(argv)
-    size = sizes(args.smoke)
+    size = sizes(args.smoke, args.size)
     out_lines = []
     for corpus in args.corpora:
         out = args.out / corpus
