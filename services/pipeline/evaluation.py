@@ -348,11 +348,11 @@ def _score_step(run: EvaluationRun, state: RunState) -> None:
             if zoo:
                 row["attacker"] = attacker.name
             state.rows.append(row)
-    for name, _ in state.plan.pretrained:  # GE2E, the only pretrained verifier
+    for name, verifier, folder in state.plan.pretrained:
         run.progress("score", 0.0, f"{name}: pretrained, every scenario")
-        state.rows += pretrained_rows(run.context, name, state.conditions)
+        state.rows += pretrained_rows(run.context, name, state.conditions, verifier, folder)
     if get_settings().challenger:
-        pretrained = [name for name, _ in state.plan.pretrained]
+        pretrained = [name for name, _, _ in state.plan.pretrained]
         block = challenge_stage(run.context, state.rows, state.conditions, pretrained)
         if block is not None:
             state.blocks["challenger"] = block

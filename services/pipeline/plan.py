@@ -135,10 +135,11 @@ class EvaluationPlan:
     """(original trials, anonymized trials) by the first attacker's original recognizer."""
     leak_embeddings: tuple[EmbeddingKey, ...]
     """The enrollment-leak check's embeddings (archive submissions)."""
-    pretrained: tuple[tuple[str, str], ...] = ()
-    """(name, verifier) of the zoo's pretrained attackers (``AttackerSpec.pretrained``): nothing
-    to train; their embeddings and cosine rows (every scenario, the first seed) are computed in
-    the score phase (``stages.challenge.pretrained_rows``)."""
+    pretrained: tuple[tuple[str, str, str | None], ...] = ()
+    """(name, verifier, checkpoint folder or None) of the zoo's pretrained attackers
+    (``AttackerSpec.pretrained``): nothing to train; their embeddings and cosine rows (every
+    scenario, the first seed) are computed in the score phase
+    (``stages.challenge.pretrained_rows``)."""
 
     @property
     def zoo(self) -> bool:
@@ -204,7 +205,7 @@ class EvaluationPlan:
             for step in attacker.scores:
                 inputs = (step.scenario, step.backend, f"seed {step.seed}")
                 yield PlannedStage("score", "score", attacker.name, inputs)
-        for name, verifier in self.pretrained:
+        for name, verifier, _ in self.pretrained:
             for scenario in self.config.scenarios:
                 inputs = (f"{verifier} (pretrained)", scenario, "cosine")
                 yield PlannedStage("score", "score", name, inputs)
@@ -320,7 +321,11 @@ def plan_evaluation(cfg: EvaluationConfig) -> EvaluationPlan:
     leak = enrollment_leak_plan(cfg, recognizers)
     attackers = []
     specs = zoo_specs(cfg.attackers)
-    pretrained = tuple((s.name, s.pretrained) for s in specs if s.pretrained is not None)
+    pretrained = tuple(
+        (s.name, s.pretrained, None if s.pretrained_path is None else str(s.pretrained_path))
+        for s in specs
+        if s.pretrained is not None
+    )
     for i, spec in enumerate(s for s in specs if s.pretrained is None):
         # The first attacker's original recognizer serves the leak check and the utility phase.
         extra = leak + utility if i == 0 else []

@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import (
@@ -82,13 +83,21 @@ class AttackerSpec(BaseModel):
     cohort_top_k: int | None = Field(
         None, ge=2, description="AS-norm cohort top K; null = the config's `scoring.cohort_top_k`."
     )
-    pretrained: Literal["ge2e"] | None = Field(
+    pretrained: Literal["ge2e", "ecapa"] | None = Field(
         None,
         description="A pretrained verifier scored as it is, never trained on the evaluation's "
-        "data: `ge2e` (Resemblyzer's GE2E encoder, weights in its wheel; cosine scoring). Its "
-        "embeddings of the scenario's enrollment and trials are the same whatever the scenario "
-        "trains on, so it is the ignorant, lazy-informed and semi-informed attacker at once. "
-        "Not with `training`, `epochs_scale`, `normalization` or a back-end other than cosine.",
+        "data: `ge2e` (Resemblyzer's GE2E encoder, weights in its wheel) or `ecapa` (a "
+        "SpeechBrain ECAPA checkpoint folder on local disk, `pretrained_path`); cosine scoring. "
+        "Its embeddings of the scenario's enrollment and trials are the same whatever the "
+        "scenario trains on, so it is the ignorant, lazy-informed and semi-informed attacker at "
+        "once. Not with `training`, `epochs_scale`, `normalization` or a back-end other than "
+        "cosine.",
+    )
+    pretrained_path: Path | None = Field(
+        None,
+        description="`pretrained: ecapa`: the SpeechBrain checkpoint folder (hyperparams.yaml + "
+        "embedding_model.ckpt, the speechbrain/spkrec-ecapa-voxceleb layout; its preset is the "
+        "one its shapes fit). Relative to the config file.",
     )
     epochs_scale: float | None = Field(
         None,
@@ -139,6 +148,8 @@ class AttackerSpec(BaseModel):
                 )
             if self.backends not in (None, ["cosine"]):
                 raise ValueError(f"pretrained {self.pretrained!r} scores with cosine only")
+        if (self.pretrained == "ecapa") != (self.pretrained_path is not None):
+            raise ValueError("pretrained_path names the folder of pretrained: ecapa (and only it)")
         return self
 
     @field_validator("backends")

@@ -89,7 +89,7 @@ def test_a_pretrained_attacker_trains_nothing_and_scores_every_scenario() -> Non
     )
     plan = plan_evaluation(cfg)
     assert [a.name for a in plan.attackers] == ["baseline"]
-    assert plan.pretrained == (("ge2e", "ge2e"),)
+    assert plan.pretrained == (("ge2e", "ge2e", None),)
     assert plan.n_recognizers == len(
         plan_evaluation(cfg.model_copy(update={"attackers": None})).distinct_recognizers()
     )

@@ -199,9 +199,12 @@ def test_worst_case_is_never_weaker_than_the_baseline_attackers(seed: int) -> No
 
 @pytest.mark.slow
 def test_two_cheap_attackers_give_rows_per_attacker_and_a_worst_case(tmp_path: Path) -> None:
+    from test_attacker_front_ends import save_tiny_ecapa
+
     from services.pipeline.evaluation import run_evaluation
     from support.configs import tiny_config
 
+    save_tiny_ecapa(tmp_path / "vox")  # an operator's ECAPA folder, scored as it is
     data = tiny_config(
         synthetic={"n_speakers": 8, "n_attacker_train_speakers": 4, "n_eval_speakers": 2},
         scenarios=["original", "semi-informed"],
@@ -213,6 +216,7 @@ def test_two_cheap_attackers_give_rows_per_attacker_and_a_worst_case(tmp_path: P
             {"name": "plda-only", "backends": ["plda"]},  # shares the baseline's recognizers
             {"name": "wider-crops", "training": {"crop_seconds": 1.0}},
             {"name": "ge2e", "pretrained": "ge2e"},  # not trained: cosine rows of its own
+            {"name": "vox", "pretrained": "ecapa", "pretrained_path": str(tmp_path / "vox")},
         ],
     )
     result = run_evaluation(parse_config(data), tmp_path / "out")
@@ -225,6 +229,7 @@ def test_two_cheap_attackers_give_rows_per_attacker_and_a_worst_case(tmp_path: P
             ("plda-only", "plda"),
             ("wider-crops", "cosine"),
             ("ge2e", "cosine"),
+            ("vox", "cosine"),
         ]
         for s in ("original", "semi-informed")
     }
@@ -241,6 +246,7 @@ def test_two_cheap_attackers_give_rows_per_attacker_and_a_worst_case(tmp_path: P
         "plda-only",
         "wider-crops",
         "ge2e",
+        "vox",
     }
     worst = result["worst_case"]
     for scenario in ("original", "semi-informed"):
@@ -255,11 +261,11 @@ def test_two_cheap_attackers_give_rows_per_attacker_and_a_worst_case(tmp_path: P
         assert entry["attacker"] == min(tied)  # ties: by attacker name
     assert result["trust"]["attacker"] == worst["semi-informed"]["attacker"]
     assert set(result["trust"]["other_attackers"]) == (
-        {"baseline", "plda-only", "wider-crops", "ge2e"} - {result["trust"]["attacker"]}
+        {"baseline", "plda-only", "wider-crops", "ge2e", "vox"} - {result["trust"]["attacker"]}
     )
     # The challenger (GE2E) was scored on the headline's trials and the worst case reports it,
     # unless the verdict's attacker is the zoo's GE2E member itself (then nothing to challenge).
-    if worst["semi-informed"]["attacker"] == "ge2e":
+    if worst["semi-informed"]["attacker"] in ("ge2e", "vox"):
         assert "challenger" not in result
         return
     challenger = result["challenger"]

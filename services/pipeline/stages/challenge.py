@@ -30,17 +30,34 @@ from services.pipeline.zoo import HEADLINE_SCENARIOS, headline, row_attacker, wo
 from services.scoring.trial_scores import TRIALS_NAME, load_scored_trials, speaker_trials
 
 
-def ge2e_embedded(ctx: StageContext, data: ConditionSets, set_name: str) -> EmbeddedSet:
-    """The GE2E embeddings of one set (an ``embed`` stage keyed by the GE2E model)."""
+def ge2e_embedded(
+    ctx: StageContext,
+    data: ConditionSets,
+    set_name: str,
+    verifier: str = "ge2e",
+    checkpoint: str | None = None,
+) -> EmbeddedSet:
+    """The embeddings of one set by a pretrained verifier, as it is (an ``embed`` stage keyed by
+    the verifier's weights): GE2E, or the SpeechBrain ECAPA folder ``checkpoint``."""
     from services.attacker import ge2e
+    from services.attacker.pretrained import ecapa_embeddings, ecapa_model_key
 
     manifest: Manifest = data.get(set_name)
-    model = ge2e.model_key()
+    if verifier == "ecapa":
+        assert checkpoint is not None, "pretrained ecapa needs its folder"
+        model = ecapa_model_key(checkpoint)
+    else:
+        model = ge2e.model_key()
     inputs = {"model": model, "data": data.keys[set_name], "manifest": manifest.content_hash()}
 
     def make(folder: Path) -> dict[str, Any]:
-        ctx.progress("score", 0.0, f"challenger {ge2e.GE2E}: {len(manifest)} {set_name}")
-        emb = ge2e.ge2e_embeddings(ctx.audio.load(manifest))
+        ctx.progress("score", 0.0, f"pretrained {verifier}: {len(manifest)} {set_name}")
+        waves = ctx.audio.load(manifest)
+        if verifier == "ecapa":
+            assert checkpoint is not None
+            emb = ecapa_embeddings(checkpoint, waves)
+        else:
+            emb = ge2e.ge2e_embeddings(waves)
         np.save(folder / "embeddings.npy", emb)
         (folder / "utt_ids.json").write_text(json.dumps([u.utt_id for u in manifest.utterances]))
         return {"embeddings": "embeddings.npy", "utt_ids": "utt_ids.json"}
@@ -70,8 +87,11 @@ def pretrained_rows(
     ctx: StageContext,
     name: str,
     conditions: Mapping[str, ConditionSets | None],
+    verifier: str = "ge2e",
+    checkpoint: str | None = None,
 ) -> list[dict[str, Any]]:
-    """The score rows of a pretrained attacker of the zoo (``AttackerSpec.pretrained``, GE2E):
+    """The score rows of a pretrained attacker of the zoo (``AttackerSpec.pretrained``: GE2E, or
+    the ECAPA folder ``checkpoint``):
     every scenario of the config with cosine, on the first seed (nothing is trained, so seeds do
     not change it), each row naming ``name``. Embeddings are shared across scenarios."""
     cache: dict[tuple[str, str], EmbeddedSet] = {}
@@ -80,7 +100,7 @@ def pretrained_rows(
         if (condition, set_name) not in cache:
             data = conditions.get(condition)
             assert data is not None, f"no {condition} sets"
-            cache[(condition, set_name)] = ge2e_embedded(ctx, data, set_name)
+            cache[(condition, set_name)] = ge2e_embedded(ctx, data, set_name, verifier, checkpoint)
         return cache[(condition, set_name)]
 
     rows = []
