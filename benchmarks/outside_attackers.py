@@ -45,6 +45,7 @@ from services.corpus.importers import import_librispeech
 from services.corpus.loaders import write_manifest
 from services.corpus.protocol import TargetSelection, build_protocol, save_protocol
 from services.metrics import catalogue
+from services.pipeline.challenger import challenge_decision
 from services.pipeline.config import (
     AnonymizerSpec,
     EvaluationConfig,
@@ -53,6 +54,7 @@ from services.pipeline.config import (
 )
 from services.pipeline.evaluation import run_evaluation
 from services.pipeline.zoo import AttackerSpec, long_attacker_pair
+from services.scoring.trial_scores import load_scored_trials, speaker_trials, trials_path
 
 SCENARIOS = ["original", "ignorant", "lazy-informed", "semi-informed"]
 CORPORA = ("synthetic", "espeak")
@@ -168,8 +170,40 @@ def _cell(rows: Sequence[Mapping[str, Any]]) -> str:
     return text
 
 
-def table(corpus: str, results: Sequence[Mapping[str, Any]]) -> list[str]:
-    """The corpus's table (markdown) and its verdict lines."""
+def trained_challenge(result: Mapping[str, Any], folder: Path) -> str:
+    """The challenger's decision against the strongest TRAINED attacker of the semi-informed
+    scenario (what a run without the pretrained zoo member would decide), from the trials the
+    run kept in ``folder``; empty when they are missing."""
+    eer = catalogue.EER.key
+    rows = [
+        r
+        for r in result["rows"]
+        if r["scenario"] == "semi-informed" and r["attacker"] != "ge2e" and r.get(eer) is not None
+    ]
+    if not rows:
+        return ""
+    best = min(rows, key=lambda r: (r[eer], r["attacker"], r["backend"]))
+    paths = [
+        folder / trials_path(best["attacker"], "semi-informed", best["backend"], best["seed"]),
+        folder / trials_path("ge2e", "semi-informed", "cosine", best["seed"]),
+    ]
+    if not all(p.is_file() for p in paths):
+        return ""
+    head, challenger = (speaker_trials(load_scored_trials(p)[0]) for p in paths)
+    decision = challenge_decision([head], challenger)
+    low, high = decision["interval_points"] or [float("nan")] * 2
+    return (
+        f"; without ge2e in the zoo: {best['attacker']}, {best['backend']} {best[eer]:.1f} % vs "
+        f"challenger ge2e, difference {decision['difference_points']:+.1f} ({low:+.1f} to "
+        f"{high:+.1f}): {'NOT TRUSTWORTHY' if decision['stronger'] else 'not flagged'}"
+    )
+
+
+def table(
+    corpus: str, results: Sequence[Mapping[str, Any]], folders: Sequence[Path] = ()
+) -> list[str]:
+    """The corpus's table (markdown) and its verdict lines (``folders``: the runs' folders, for
+    the challenge against the strongest trained attacker)."""
     rows = [r for result in results for r in result["rows"]]
     pairs = sorted({(r["attacker"], r["backend"]) for r in rows})
     lines = [
@@ -191,7 +225,7 @@ def table(corpus: str, results: Sequence[Mapping[str, Any]]) -> list[str]:
         ]
         lines.append(f"| {attacker} | {backend} | " + " | ".join(cells) + " |")
     lines.append("")
-    for result in results:
+    for index, result in enumerate(results):
         worst = result["worst_case"]["semi-informed"]
         trust = result["trust"]
         seed = result["rows"][0]["seed"]
@@ -215,6 +249,8 @@ def table(corpus: str, results: Sequence[Mapping[str, Any]]) -> list[str]:
                 f"{block['cpu_seconds']:.0f} CPU s here, {block['compute_seconds']:.0f} s "
                 "when its stages were computed"
             )
+        if index < len(folders):
+            verdict += trained_challenge(result, folders[index])
         lines.append(verdict)
     return lines
 
@@ -233,12 +269,13 @@ def main(argv: list[str] | None = None) -> int:
     for corpus in args.corpora:
         out = args.out / corpus
         protocol = espeak_protocol(args.out, size) if corpus == "espeak" else None
-        results = [
-            run_one(out, make_config(corpus, seed, size, args.anonymizer, protocol))
-            for seed in args.seeds
+        configs = [
+            make_config(corpus, seed, size, args.anonymizer, protocol) for seed in args.seeds
         ]
-        out_lines += [*table(corpus, results), ""]
-        print("\n".join(table(corpus, results)), flush=True)
+        results = [run_one(out, cfg) for cfg in configs]
+        lines = table(corpus, results, [out / cfg.name for cfg in configs])
+        out_lines += [*lines, ""]
+        print("\n".join(lines), flush=True)
     (args.out / "table.md").write_text("\n".join(out_lines))
     return 0
 
