@@ -171,32 +171,38 @@ def _cell(rows: Sequence[Mapping[str, Any]]) -> str:
 
 
 def trained_challenge(result: Mapping[str, Any], folder: Path) -> str:
-    """The challenger's decision against the strongest TRAINED attacker of the semi-informed
-    scenario (what a run without the pretrained zoo member would decide), from the trials the
-    run kept in ``folder``; empty when they are missing."""
+    """The challenger's decision against the default attacker alone (``baseline``, its better
+    back-end: the verdict of a run without a zoo) and against the strongest TRAINED attacker of
+    the zoo, semi-informed, from the trials the run kept in ``folder``; empty when missing."""
     eer = catalogue.EER.key
     rows = [
         r
         for r in result["rows"]
         if r["scenario"] == "semi-informed" and r["attacker"] != "ge2e" and r.get(eer) is not None
     ]
-    if not rows:
-        return ""
-    best = min(rows, key=lambda r: (r[eer], r["attacker"], r["backend"]))
-    paths = [
-        folder / trials_path(best["attacker"], "semi-informed", best["backend"], best["seed"]),
-        folder / trials_path("ge2e", "semi-informed", "cosine", best["seed"]),
-    ]
-    if not all(p.is_file() for p in paths):
-        return ""
-    head, challenger = (speaker_trials(load_scored_trials(p)[0]) for p in paths)
-    decision = challenge_decision([head], challenger)
-    low, high = decision["interval_points"] or [float("nan")] * 2
-    return (
-        f"; without ge2e in the zoo: {best['attacker']}, {best['backend']} {best[eer]:.1f} % vs "
-        f"challenger ge2e, difference {decision['difference_points']:+.1f} ({low:+.1f} to "
-        f"{high:+.1f}): {'NOT TRUSTWORTHY' if decision['stronger'] else 'not flagged'}"
-    )
+    text = ""
+    for label, pool in (
+        ("the default alone", [r for r in rows if r["attacker"] == "baseline"]),
+        ("the strongest trained", rows),
+    ):
+        if not pool:
+            continue
+        best = min(pool, key=lambda r: (r[eer], r["attacker"], r["backend"]))
+        paths = [
+            folder / trials_path(best["attacker"], "semi-informed", best["backend"], best["seed"]),
+            folder / trials_path("ge2e", "semi-informed", "cosine", best["seed"]),
+        ]
+        if not all(p.is_file() for p in paths):
+            continue
+        head, challenger = (speaker_trials(load_scored_trials(p)[0]) for p in paths)
+        decision = challenge_decision([head], challenger)
+        low, high = decision["interval_points"] or [float("nan")] * 2
+        text += (
+            f"; {label}: {best['attacker']}, {best['backend']} {best[eer]:.1f} % vs ge2e, "
+            f"difference {decision['difference_points']:+.1f} ({low:+.1f} to {high:+.1f}): "
+            f"{'NOT TRUSTWORTHY' if decision['stronger'] else 'not flagged'}"
+        )
+    return text
 
 
 def table(
