@@ -39,6 +39,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from services.anonymizers.kinds.builtin import BuiltinAnonymizerConfig
 from services.attacker.training_config import TrainingConfig
 from services.corpus.espeak import build_espeak_corpus
 from services.corpus.importers import import_librispeech
@@ -46,12 +47,7 @@ from services.corpus.loaders import write_manifest
 from services.corpus.protocol import TargetSelection, build_protocol, save_protocol
 from services.metrics import catalogue
 from services.pipeline.challenger import challenge_decision
-from services.pipeline.config import (
-    AnonymizerSpec,
-    EvaluationConfig,
-    MetricsSpec,
-    SyntheticCorpusSpec,
-)
+from services.pipeline.config import EvaluationConfig, MetricsSpec, SyntheticCorpusSpec
 from services.pipeline.evaluation import run_evaluation
 from services.pipeline.zoo import AttackerSpec, long_attacker_pair
 from services.scoring.trial_scores import load_scored_trials, speaker_trials, trials_path
@@ -134,7 +130,7 @@ def make_config(
         name=f"outside-{corpus}-{anonymizer}-{size['speakers']}x{size['utterances']}-seed{seed}",
         protocol=protocol if corpus == "espeak" else None,
         synthetic=synthetic,
-        anonymizer=AnonymizerSpec(name=anonymizer),
+        anonymizer=BuiltinAnonymizerConfig(name=anonymizer),
         tsa=TargetSelection(strategy="same-gender", granularity="utterance", seed=0),
         scenarios=SCENARIOS,
         training=TrainingConfig(preset="tiny", epochs=size["epochs"], batch_size=32),
