@@ -47,6 +47,7 @@ from cli.api_client.models import (
     RerunRequest,
 )
 from cli.api_client.types import UNSET
+from cli.http_retry import RetryAfterTransport
 from cli.result_table import aggregate_rows
 from services.metrics import catalogue
 
@@ -108,7 +109,8 @@ class UnmaskClient:
             base_url=self.url,
             headers={"Authorization": f"Bearer {token}", "User-Agent": "unmask-client/1"},
             timeout=timeout_s,
-            transport=transport,
+            # A busy server (429/503) is waited for as its Retry-After asks, then retried.
+            transport=RetryAfterTransport(transport),
         )
         # The generated, typed client (cli/api_client) over the same connection pool.
         self._api = AuthenticatedClient(base_url=self.url, token=token).set_httpx_client(self._http)
