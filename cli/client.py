@@ -340,6 +340,46 @@ class UnmaskClient:
         result: list[dict[str, Any]] = self._call(phases_list_phases, protocol_id=protocol_id)
         return result
 
+    def protocols(self, *, name: str | None = None) -> list[dict[str, Any]]:
+        """Every protocol version (``name``: that name's versions)."""
+        params = {} if name is None else {"name": name}
+        result: list[dict[str, Any]] = self.request("GET", "/v1/protocols", params=params)
+        return result
+
+    def register_protocol(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        """Administrators: register a protocol (``name``, ``config``, ``leaderboard``, ...);
+        ``created`` in the answer says whether a new version was made (False: the same content
+        as the latest version, which is returned)."""
+        try:
+            response = self._http.post("/v1/admin/protocols", json=dict(body))
+        except httpx.HTTPError as exc:
+            raise UnmaskApiError(f"POST /v1/admin/protocols: {type(exc).__name__}: {exc}") from None
+        if response.status_code not in (200, 201):
+            raise UnmaskApiError(
+                f"POST /v1/admin/protocols answered {response.status_code}: {_describe(response)}",
+                status=response.status_code,
+            )
+        result: dict[str, Any] = response.json()
+        return {**result, "created": response.status_code == 201}
+
+    def create_phase(self, protocol_id: int, body: Mapping[str, Any]) -> dict[str, Any]:
+        """Administrators: add a phase (``name``, ``starts_at``, ...) to a protocol."""
+        result: dict[str, Any] = self.request(
+            "POST", f"/v1/protocols/{protocol_id}/phases", json=dict(body), expected=(201,)
+        )
+        return result
+
+    def update_phase(self, protocol_id: int, name: str, body: Mapping[str, Any]) -> dict[str, Any]:
+        """Administrators: change a phase's fields in ``body``."""
+        result: dict[str, Any] = self.request(
+            "PATCH", f"/v1/protocols/{protocol_id}/phases/{name}", json=dict(body)
+        )
+        return result
+
+    def delete_phase(self, protocol_id: int, name: str) -> None:
+        """Administrators: delete a phase without jobs."""
+        self.request("DELETE", f"/v1/protocols/{protocol_id}/phases/{name}", expected=(204,))
+
     def rerun_outdated(self, protocol_id: int, *, include_current: bool = False) -> dict[str, Any]:
         """Administrators: queue uncharged re-runs of the protocol's results of an older
         scorer (``include_current``: of every result)."""

@@ -377,3 +377,48 @@ def test_submit_to_a_phase_and_rerun_outdated_from_the_command_line(
     monkeypatch.setenv("UNMASK_TOKEN", token)
     assert main(["rerun-outdated", "--protocol", "synthetic-ci"]) == 3  # 403: not an admin
     assert "admin" in capsys.readouterr().err
+
+
+def test_admin_protocol_and_phase_commands_over_http(
+    server: tuple[str, str, str],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    url, token, admin = server
+    monkeypatch.setenv("UNMASK_URL", url)
+    monkeypatch.setenv("UNMASK_TOKEN", admin)
+    config = tmp_path / "protocol.yaml"
+    config.write_text(
+        "name: ignored\nanonymizer: {name: pitch}\nscenarios: [ignorant, semi-informed]\n"
+        "backends: [cosine]\n"
+    )
+    assert main(["admin", "protocol", "register", "cli-made", str(config)]) == 0
+    captured = capsys.readouterr()
+    assert "protocol cli-made v1 (id " in captured.out and "registered" in captured.out
+    assert "anonymizer, name left out" in captured.err
+    assert main(["admin", "protocol", "register", "cli-made", str(config)]) == 0
+    assert "v1" in (again := capsys.readouterr().out) and "unchanged" in again
+    # The checks of `unmask evaluate`: a corpus that cannot be drawn is refused (exit 2).
+    config.write_text("synthetic: {n_speakers: 12, utts_per_speaker: 6}\n")
+    assert main(["admin", "protocol", "register", "cli-small", str(config)]) == 2
+    assert "exceeds n_speakers = 12" in capsys.readouterr().err
+    assert main(["admin", "protocol", "list"]) == 0
+    listed = capsys.readouterr().out
+    assert "synthetic-ci v1" in listed and "cli-made v1" in listed and "cli-small" not in listed
+
+    assert main(["admin", "phase", "add", "dev", "-p", "cli-made", "--limit", "3"]) == 0
+    assert "dev: " in (added := capsys.readouterr().out) and "3 jobs per team" in added
+    assert main(["admin", "phase", "update", "dev", "-p", "cli-made", "--limit", "5"]) == 0
+    assert "5 jobs per team" in capsys.readouterr().out
+    assert main(["admin", "phase", "list", "-p", "cli-made"]) == 0
+    assert "dev: " in (phases := capsys.readouterr().out) and "open" in phases
+    assert main(["admin", "phase", "add", "x", "-p", "cli-made", "--starts-at", "tomorrow"]) == 2
+    assert "--starts-at 'tomorrow': expected an ISO 8601 time" in capsys.readouterr().err
+    assert main(["admin", "phase", "delete", "dev", "-p", "cli-made"]) == 0
+    assert main(["admin", "phase", "list", "-p", "cli-made"]) == 0
+    assert "no phases" in capsys.readouterr().out
+    # A token without the admin scope: refused by the server, exit 3 (auth), one line.
+    monkeypatch.setenv("UNMASK_TOKEN", token)
+    assert main(["admin", "protocol", "register", "cli-other", str(config)]) == 3
+    assert "403" in capsys.readouterr().err
