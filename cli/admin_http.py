@@ -192,13 +192,9 @@ def add_phase_command(
     reveal_at: str | None = typer.Option(None, help="Hidden phases: when results are shown."),
 ) -> None:
     """Add a phase to a protocol (its window must not overlap another's)."""
-    phase = _with_protocol(
-        "phase add",
-        protocol,
-        lambda client, pid: client.create_phase(
-            pid, {"name": name, **_phase_body(starts_at, ends_at, limit, hidden, reveal_at)}
-        ),
-    )
+    with _client("phase add") as client:
+        body = {"name": name, **_phase_body(starts_at, ends_at, limit, hidden, reveal_at)}
+        phase = client.create_phase(int(client.find_protocol(protocol)["id"]), body)
     _say(_phase_line(phase))
 
 
@@ -213,13 +209,9 @@ def update_phase_command(
     reveal_at: str | None = typer.Option(None, help="now (reveal at once) or a later time."),
 ) -> None:
     """Change a phase's window, limit or visibility (the options given)."""
-    phase = _with_protocol(
-        "phase update",
-        protocol,
-        lambda client, pid: client.update_phase(
-            pid, name, _phase_body(starts_at, ends_at, limit, hidden, reveal_at)
-        ),
-    )
+    with _client("phase update") as client:
+        body = _phase_body(starts_at, ends_at, limit, hidden, reveal_at)
+        phase = client.update_phase(int(client.find_protocol(protocol)["id"]), name, body)
     _say(_phase_line(phase))
 
 

@@ -1,5 +1,5 @@
 """An httpx transport that retries what the server says to retry: 429 and 503 after their
-``Retry-After`` (seconds or an HTTP date), and connections that could not be opened.
+``Retry-After`` (seconds or an HTTP date); optionally connections that could not be opened.
 
 Used by every client of the API in this repository (the demo's poller, ``unmask submit`` and
 its client): a busy server (SQLite "database is locked", a quota window, a restart) is waited
@@ -43,8 +43,10 @@ def retry_after_seconds(value: str | None, *, now: dt.datetime | None = None) ->
 
 class RetryAfterTransport(httpx.BaseTransport):
     """Wraps a transport: a 429/503 answer is retried after its ``Retry-After`` (else an
-    exponential back-off), a connection error (nothing was sent) after the back-off; at most
-    ``attempts`` tries, after which the last answer (or error) is the caller's."""
+    exponential back-off); with ``retry_connect``, a connection error (nothing was sent) after
+    the back-off too. At most ``attempts`` tries, after which the last answer (or error) is the
+    caller's. Without ``retry_connect`` an unreachable server fails at once (a wrong URL should
+    not take minutes to say so)."""
 
     def __init__(
         self,
@@ -55,6 +57,7 @@ class RetryAfterTransport(httpx.BaseTransport):
         backoff_s: float = DEFAULT_BACKOFF_S,
         sleep: Callable[[float], None] = time.sleep,
         on_wait: Callable[[httpx.Request, str, float], None] | None = None,
+        retry_connect: bool = False,
     ) -> None:
         if attempts < 1:
             raise ValueError(f"attempts must be >= 1, got {attempts}")
@@ -64,6 +67,7 @@ class RetryAfterTransport(httpx.BaseTransport):
         self.backoff_s = backoff_s
         self.sleep = sleep
         self.on_wait = on_wait
+        self.retry_connect = retry_connect
 
     def _backoff(self, attempt: int) -> float:
         return float(min(self.max_wait_s, self.backoff_s * 2**attempt))
@@ -79,7 +83,7 @@ class RetryAfterTransport(httpx.BaseTransport):
             try:
                 response = self.inner.handle_request(request)
             except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
-                if last:
+                if last or not self.retry_connect:
                     raise
                 self._wait(request, f"{type(exc).__name__}: {exc}", self._backoff(attempt))
                 continue

@@ -66,8 +66,18 @@ def test_connection_errors_are_retried_then_raised() -> None:
 
     client = httpx.Client(
         base_url="http://api.test",
-        transport=RetryAfterTransport(httpx.MockTransport(refuse), attempts=3, sleep=waits.append),
+        transport=RetryAfterTransport(
+            httpx.MockTransport(refuse), attempts=3, sleep=waits.append, retry_connect=True
+        ),
     )
     with pytest.raises(httpx.ConnectError):
         client.get("/x")
     assert calls == 3 and waits == [1.0, 2.0]
+    # By default an unreachable server is an error at once.
+    client = httpx.Client(
+        base_url="http://api.test",
+        transport=RetryAfterTransport(httpx.MockTransport(refuse), sleep=waits.append),
+    )
+    with pytest.raises(httpx.ConnectError):
+        client.get("/x")
+    assert calls == 4 and waits == [1.0, 2.0]
