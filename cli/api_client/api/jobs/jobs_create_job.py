@@ -1,5 +1,5 @@
 from http import HTTPStatus
-from typing import Any, cast
+from typing import Any
 
 import httpx
 
@@ -35,9 +35,10 @@ def _get_kwargs(
 
 def _parse_response(
     *, client: AuthenticatedClient | Client, response: httpx.Response
-) -> Any | JobOut | Problem | None:
+) -> JobOut | Problem | None:
     if response.status_code == 200:
-        response_200 = cast(Any, None)
+        response_200 = JobOut.from_dict(response.json())
+
         return response_200
 
     if response.status_code == 201:
@@ -103,7 +104,7 @@ def _parse_response(
 
 def _build_response(
     *, client: AuthenticatedClient | Client, response: httpx.Response
-) -> Response[Any | JobOut | Problem]:
+) -> Response[JobOut | Problem]:
     return Response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
@@ -117,7 +118,7 @@ def sync_detailed(
     client: AuthenticatedClient,
     body: JobCreate,
     idempotency_key: None | str | Unset = UNSET,
-) -> Response[Any | JobOut | Problem]:
+) -> Response[JobOut | Problem]:
     """Create a job (submission + protocol + config overrides)
 
      Validates the merged config (422 names the field), checks quotas (429), stores the job
@@ -135,7 +136,7 @@ def sync_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[Any | JobOut | Problem]
+        Response[JobOut | Problem]
     """
 
     kwargs = _get_kwargs(
@@ -155,7 +156,7 @@ def sync(
     client: AuthenticatedClient,
     body: JobCreate,
     idempotency_key: None | str | Unset = UNSET,
-) -> Any | JobOut | Problem | None:
+) -> JobOut | Problem | None:
     """Create a job (submission + protocol + config overrides)
 
      Validates the merged config (422 names the field), checks quotas (429), stores the job
@@ -173,7 +174,7 @@ def sync(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Any | JobOut | Problem
+        JobOut | Problem
     """
 
     return sync_detailed(
@@ -188,7 +189,7 @@ async def asyncio_detailed(
     client: AuthenticatedClient,
     body: JobCreate,
     idempotency_key: None | str | Unset = UNSET,
-) -> Response[Any | JobOut | Problem]:
+) -> Response[JobOut | Problem]:
     """Create a job (submission + protocol + config overrides)
 
      Validates the merged config (422 names the field), checks quotas (429), stores the job
@@ -206,7 +207,7 @@ async def asyncio_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[Any | JobOut | Problem]
+        Response[JobOut | Problem]
     """
 
     kwargs = _get_kwargs(
@@ -224,7 +225,7 @@ async def asyncio(
     client: AuthenticatedClient,
     body: JobCreate,
     idempotency_key: None | str | Unset = UNSET,
-) -> Any | JobOut | Problem | None:
+) -> JobOut | Problem | None:
     """Create a job (submission + protocol + config overrides)
 
      Validates the merged config (422 names the field), checks quotas (429), stores the job
@@ -242,7 +243,7 @@ async def asyncio(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Any | JobOut | Problem
+        JobOut | Problem
     """
 
     return (

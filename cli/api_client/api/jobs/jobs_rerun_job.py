@@ -1,5 +1,5 @@
 from http import HTTPStatus
-from typing import Any, cast
+from typing import Any
 from urllib.parse import quote
 
 import httpx
@@ -33,9 +33,10 @@ def _get_kwargs(
 
 def _parse_response(
     *, client: AuthenticatedClient | Client, response: httpx.Response
-) -> Any | JobOut | Problem | None:
+) -> JobOut | Problem | None:
     if response.status_code == 200:
-        response_200 = cast(Any, None)
+        response_200 = JobOut.from_dict(response.json())
+
         return response_200
 
     if response.status_code == 201:
@@ -91,7 +92,7 @@ def _parse_response(
 
 def _build_response(
     *, client: AuthenticatedClient | Client, response: httpx.Response
-) -> Response[Any | JobOut | Problem]:
+) -> Response[JobOut | Problem]:
     return Response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
@@ -105,7 +106,7 @@ def sync_detailed(
     *,
     client: AuthenticatedClient,
     idempotency_key: None | str | Unset = UNSET,
-) -> Response[Any | JobOut | Problem]:
+) -> Response[JobOut | Problem]:
     """Re-run a job: a new job with the same submission, protocol and config
 
      The new job copies the original's stored config exactly; quotas apply.
@@ -121,7 +122,7 @@ def sync_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[Any | JobOut | Problem]
+        Response[JobOut | Problem]
     """
 
     kwargs = _get_kwargs(
@@ -141,7 +142,7 @@ def sync(
     *,
     client: AuthenticatedClient,
     idempotency_key: None | str | Unset = UNSET,
-) -> Any | JobOut | Problem | None:
+) -> JobOut | Problem | None:
     """Re-run a job: a new job with the same submission, protocol and config
 
      The new job copies the original's stored config exactly; quotas apply.
@@ -157,7 +158,7 @@ def sync(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Any | JobOut | Problem
+        JobOut | Problem
     """
 
     return sync_detailed(
@@ -172,7 +173,7 @@ async def asyncio_detailed(
     *,
     client: AuthenticatedClient,
     idempotency_key: None | str | Unset = UNSET,
-) -> Response[Any | JobOut | Problem]:
+) -> Response[JobOut | Problem]:
     """Re-run a job: a new job with the same submission, protocol and config
 
      The new job copies the original's stored config exactly; quotas apply.
@@ -188,7 +189,7 @@ async def asyncio_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[Any | JobOut | Problem]
+        Response[JobOut | Problem]
     """
 
     kwargs = _get_kwargs(
@@ -206,7 +207,7 @@ async def asyncio(
     *,
     client: AuthenticatedClient,
     idempotency_key: None | str | Unset = UNSET,
-) -> Any | JobOut | Problem | None:
+) -> JobOut | Problem | None:
     """Re-run a job: a new job with the same submission, protocol and config
 
      The new job copies the original's stored config exactly; quotas apply.
@@ -222,7 +223,7 @@ async def asyncio(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Any | JobOut | Problem
+        JobOut | Problem
     """
 
     return (
