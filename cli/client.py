@@ -1,7 +1,8 @@
 """A small Python client of the Unmask HTTP API, for CI pipelines and scripts.
 
-Only ``httpx`` and the generated, typed client ``cli/api_client`` (openapi-python-client, from
-the API's OpenAPI document: ``make client``; no FastAPI, no Celery, no torch):
+Built on the ``unmask-client`` distribution (``unmask_client``: the generated, typed client
+``unmask_client/api_client`` from the API's OpenAPI document, ``make client``; the Retry-After
+transport), plus the metric catalogue for the thresholds; no FastAPI, no Celery, no torch:
 ``from cli.client import UnmaskClient``. The archive upload streams from disk through ``httpx``
 directly (the generated operation takes the body in memory).
 
@@ -29,16 +30,18 @@ from typing import Any
 
 import httpx
 
-from cli.api_client import AuthenticatedClient
-from cli.api_client.api.identity import identity_me
-from cli.api_client.api.jobs import jobs_create_job, jobs_get_job, jobs_get_results
-from cli.api_client.api.phases import phases_list_phases, phases_rerun_outdated_results
-from cli.api_client.api.protocols import protocols_get_protocol, protocols_list_protocols
-from cli.api_client.api.submissions import (
+from cli.result_table import aggregate_rows
+from services.metrics import catalogue
+from unmask_client.api_client import AuthenticatedClient
+from unmask_client.api_client.api.identity import identity_me
+from unmask_client.api_client.api.jobs import jobs_create_job, jobs_get_job, jobs_get_results
+from unmask_client.api_client.api.phases import phases_list_phases, phases_rerun_outdated_results
+from unmask_client.api_client.api.protocols import protocols_get_protocol, protocols_list_protocols
+from unmask_client.api_client.api.submissions import (
     submissions_create_submission,
     submissions_get_submission,
 )
-from cli.api_client.models import (
+from unmask_client.api_client.models import (
     BuiltinSpecName,
     BuiltinSubmissionCreate,
     ContainerSubmissionCreate,
@@ -46,10 +49,8 @@ from cli.api_client.models import (
     JobCreateConfigOverrides,
     RerunRequest,
 )
-from cli.api_client.types import UNSET
-from cli.http_retry import RetryAfterTransport
-from cli.result_table import aggregate_rows
-from services.metrics import catalogue
+from unmask_client.api_client.types import UNSET
+from unmask_client.retry import RetryAfterTransport
 
 TERMINAL_JOB_STATES = frozenset({"succeeded", "failed", "cancelled"})
 DEFAULT_TIMEOUT_S = 60.0
@@ -112,7 +113,7 @@ class UnmaskClient:
             # A busy server (429/503) is waited for as its Retry-After asks, then retried.
             transport=RetryAfterTransport(transport),
         )
-        # The generated, typed client (cli/api_client) over the same connection pool.
+        # The generated, typed client (unmask_client/api_client) over the same connection pool.
         self._api = AuthenticatedClient(base_url=self.url, token=token).set_httpx_client(self._http)
 
     @classmethod
@@ -149,8 +150,8 @@ class UnmaskClient:
         return None if response.status_code == 204 or not response.content else response.json()
 
     def _call(self, operation: Any, *, expected: Sequence[int] = (200,), **kwargs: Any) -> Any:
-        """One call of a generated operation (``cli/api_client``, typed request); the answer's
-        JSON body (None for 204). Errors as :meth:`request`."""
+        """One call of a generated operation (``unmask_client.api_client``, typed request); the
+        answer's JSON body (None for 204). Errors as :meth:`request`."""
         route = operation._get_kwargs(**kwargs)
         label = f"{route['method'].upper()} {route['url']}"
         try:

@@ -43,11 +43,11 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 from cli.die_with_parent import PARENT_PID_VARIABLE
-from cli.http_retry import RetryAfterTransport
 from cli.progress import PlainProgress, stdout_console
 from cli.result_table import rows_table
 from cli.verdict import print_verdict
 from services.storage.models import TERMINAL_STATES, RunState
+from unmask_client.retry import RetryAfterTransport
 
 if TYPE_CHECKING:
     from services.pipeline.config import EvaluationConfig

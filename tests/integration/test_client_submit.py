@@ -422,3 +422,80 @@ def test_admin_protocol_and_phase_commands_over_http(
     monkeypatch.setenv("UNMASK_TOKEN", token)
     assert main(["admin", "protocol", "register", "cli-other", str(config)]) == 3
     assert "403" in capsys.readouterr().err
+
+
+CLEAN_VENV_SCRIPT = """
+import json, os, sys
+try:
+    import numpy  # noqa: F401
+    sys.exit("numpy is importable: the venv is not clean")
+except ImportError:
+    pass
+from unmask_client import Client, UnmaskError
+from unmask_client.api_client.models import JobOut
+
+with Client.from_env() as unmask:
+    protocol = unmask.find_protocol("synthetic-ci")
+    submission = unmask.submit_builtin("pitch +4 (package)", "pitch", {"semitones": 4})
+    job = unmask.create_job(submission.id, protocol.id, idempotency_key="pkg-1")
+    replay = unmask.create_job(submission.id, protocol.id, idempotency_key="pkg-1")
+    assert isinstance(replay, JobOut) and replay.id == job.id, replay
+    done = unmask.wait_for_job(job.id, poll_s=0.2)
+    rows = unmask.results(done.id).results
+    board = unmask.leaderboard(protocol.id)
+    try:
+        unmask.job(10**9)
+        missing = None
+    except UnmaskError as exc:
+        missing = exc.status
+    print(json.dumps({
+        "state": str(done.state),
+        "eer": sorted({r.value for r in rows
+                       if r.metric == "eer_percent" and r.scenario == "semi-informed"}),
+        "jobs": [j.id for j in unmask.iter_jobs(page_size=1)],
+        "board_metrics": [dict(row.metrics.additional_properties) for row in board.entries],
+        "missing": missing,
+        "modules": sorted({m.split(".")[0] for m in sys.modules}
+                          & {"cli", "services", "numpy", "torch"}),
+    }))
+"""
+
+
+@pytest.mark.slow  # builds a wheel and a virtual environment (about a minute)
+def test_the_client_package_installs_alone_in_a_clean_venv_and_submits(
+    server: tuple[str, str, str], tmp_path: Path
+) -> None:
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    source = tmp_path / "src"
+    shutil.copytree(root / "clients" / "python", source, symlinks=False)  # the package's copy
+    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
+    subprocess.run([*pip, "wheel", "--no-deps", str(source), "-w", str(tmp_path / "dist")],
+                   check=True, capture_output=True, timeout=300)  # fmt: skip
+    (wheel,) = (tmp_path / "dist").glob("unmask_client-*.whl")
+    subprocess.run([sys.executable, "-m", "venv", str(tmp_path / "venv")], check=True, timeout=300)
+    venv_python = str(tmp_path / "venv" / "bin" / "python")
+    venv_pip = [venv_python, "-m", "pip", "--disable-pip-version-check", "-q", "install"]
+    subprocess.run([*venv_pip, "--no-deps", str(wheel)], check=True, timeout=300)
+    # Its own small dependencies only (from the pip cache or the index): no numpy, no torch.
+    subprocess.run([*venv_pip, "httpx", "attrs", "python-dateutil"], check=True, timeout=600)
+    url, token, _ = server
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    done = subprocess.run(
+        [venv_python, "-c", CLEAN_VENV_SCRIPT],
+        cwd=tmp_path,  # not the repository: nothing of it on sys.path
+        env={**env, "UNMASK_URL": url, "UNMASK_TOKEN": token},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["state"] == "succeeded" and report["eer"] == [40.0]
+    assert len(report["jobs"]) == 1 and report["missing"] == 404
+    assert report["board_metrics"] and report["board_metrics"][0]["eer_percent"] == 40.0
+    assert report["modules"] == []

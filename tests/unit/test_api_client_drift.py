@@ -1,5 +1,5 @@
-"""The generated HTTP client (cli/api_client/) is what the API's OpenAPI document generates
-today, and every operation id is ``<tag>-<route name>`` (the client's function names)."""
+"""The generated HTTP client (unmask_client/api_client/) is what the API's OpenAPI document
+generates today, and every operation id is ``<tag>-<route name>`` (the client's function names)."""
 
 from __future__ import annotations
 

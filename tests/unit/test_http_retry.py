@@ -7,7 +7,7 @@ import datetime as dt
 import httpx
 import pytest
 
-from cli.http_retry import RetryAfterTransport, retry_after_seconds
+from unmask_client.retry import RetryAfterTransport, retry_after_seconds
 
 
 def test_retry_after_reads_seconds_and_http_dates() -> None:
