@@ -277,6 +277,8 @@ class LeaderboardTableRow:
     evaluator: dict[str, Any] | None = None
     """The job's evaluator (``services.pipeline.stage_versions.current_evaluator``); None =
     recorded before evaluators were."""
+    phase_id: int | None = None
+    """The challenge phase the job ran in (None: the protocol has no phases)."""
 
     @property
     def is_baseline(self) -> bool:
@@ -399,6 +401,7 @@ def leaderboard_table(
             JobSummary.trust_reasons,
             JobSummary.worst_case,
             Job.evaluator,
+            Job.phase_id,
         )
         .join(latest, and_(latest.c.submission_id == Submission.id, latest.c.recency == 1))
         .join(Team, Team.id == Submission.team_id)
@@ -446,6 +449,7 @@ def leaderboard_table(
                 trust_reasons=list(r.trust_reasons or []),
                 worst_case=dict(r.worst_case) if r.worst_case else None,
                 evaluator=dict(r.evaluator) if r.evaluator else None,
+                phase_id=r.phase_id,
             )
         )
     return rows
