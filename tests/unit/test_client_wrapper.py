@@ -82,3 +82,22 @@ def test_wait_for_job_follows_a_slow_job_and_gives_up_on_a_stalled_one() -> None
     now[0] = 0.0
     with pytest.raises(UnmaskError, match="job 1 stalled"):
         _client(stalled).wait_for_job(1, stall_timeout_s=900, clock=lambda: now[0], sleep=tick)
+
+
+def test_the_client_package_imports_only_its_own_dependencies() -> None:
+    """unmask_client (wrapper and generated code) imports the standard library, httpx, attrs,
+    python-dateutil and itself: what the unmask-client distribution declares."""
+    import ast
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2] / "unmask_client"
+    allowed = {"unmask_client", "httpx", "attr", "attrs", "dateutil", *sys.stdlib_module_names}
+    found: set[str] = set()
+    for path in root.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                found |= {alias.name.split(".")[0] for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                found.add(node.module.split(".")[0])
+    assert found and found <= allowed, found - allowed
