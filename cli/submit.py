@@ -1,8 +1,10 @@
 """`unmask submit`: evaluate an anonymizer on an Unmask server and gate CI on the verdict.
 
-Reads ``UNMASK_URL`` and ``UNMASK_TOKEN`` (a token with the ``submit`` and ``read`` scopes),
-submits a built-in anonymizer, a container image or a pre-anonymized archive, starts a job on a
-protocol, shows its progress, prints the result table and checks the thresholds.
+Reads ``UNMASK_URL`` and ``UNMASK_TOKEN`` (a token with the ``submit`` and ``read`` scopes; in
+GitHub Actions with ``id-token: write`` and no ``UNMASK_TOKEN``, a short-lived token exchanged for
+the run's OpenID Connect ID token, cli/oidc.py), submits a built-in anonymizer, a container
+image or a pre-anonymized archive, starts a job on a protocol, shows its progress, prints the
+result table and checks the thresholds.
 
 Exit codes (docs/ci.md):
 

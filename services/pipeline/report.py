@@ -337,22 +337,24 @@ DECLARED_NAME_KEYS = ("name", "system", "anonymizer")
 
 
 def anonymizer_record(cfg: EvaluationConfig, log: Sequence[Any]) -> dict[str, Any]:
-    """The result's ``anonymizer`` block: the config's spec, named by what it is. A built-in by
-    its name; a container by its image; a pre-anonymized archive by the name its maker declared
-    in ``metadata.json`` (``name``, ``system`` or ``anonymizer``), else its file or folder name,
-    with ``vpc_suffix``, the VoicePrivacy suffix detected in it (None when not that layout).
-    ``log``: the stage runner's outcomes (the ``archive-check`` stage's folder holds the
-    validation report of a raw archive)."""
+    """The result's ``anonymizer`` block: the config's section, with a ``name`` saying what was
+    evaluated. A built-in keeps its name; a container or a service is named by its image or URL;
+    pre-anonymized audio by the name its maker declared in ``metadata.json`` (``name``,
+    ``system`` or ``anonymizer``), else its file or folder name, with ``vpc_suffix``, the
+    VoicePrivacy suffix detected in it (None when not that layout). ``log``: the stage runner's
+    outcomes (the ``archive-check`` stage's folder holds the validation report of a raw
+    archive)."""
     from services.anonymizers.archive import REPORT_NAME, ArchiveValidation
+    from services.anonymizers.kinds.registry import kind_of
 
     spec = cfg.anonymizer
+    kind = kind_of(spec)
     record: dict[str, Any] = spec.model_dump(mode="json")
-    if spec.kind == "builtin":
+    if not kind.pre_anonymized:
+        reference = record.get("name") or record.get("image") or record.get("url")
+        record["name"] = str(reference or kind.name)
         return record
-    if spec.kind == "container":
-        record["name"] = spec.image
-        return record
-    source = Path(str(spec.archive))
+    source = Path(str(record.get("archive")))
     folders = [source] + [o.folder for o in log if o.stage == "archive-check"]
     validation = None
     for folder in folders:

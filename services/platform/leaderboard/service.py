@@ -32,6 +32,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, and_, case, func, select
 from sqlalchemy.orm import Session
 
+from services.anonymizers.kinds.registry import kind_of
 from services.metrics import catalogue
 from services.platform.access import visible_submissions_clause
 from services.platform.phases import revealed_jobs_clause
@@ -44,7 +45,6 @@ from services.storage.models import (
     Result,
     RunState,
     Submission,
-    SubmissionKind,
     Team,
 )
 
@@ -283,7 +283,7 @@ class LeaderboardTableRow:
     @property
     def is_baseline(self) -> bool:
         """Built-in anonymizers are the platform's baselines."""
-        return self.kind == SubmissionKind.BUILTIN.value
+        return kind_of(self.kind).baseline
 
 
 def _summary_row(session: Session, job_id: int) -> JobSummary:
