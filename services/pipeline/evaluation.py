@@ -62,6 +62,7 @@ from services.pipeline.sets import (
 )
 from services.pipeline.stage_runner import StageOutcome, StageRunner
 from services.pipeline.stages.anonymize import anonymize_sets
+from services.pipeline.stages.challenge import challenge_stage, pretrained_rows
 from services.pipeline.stages.context import (
     AudioCache,
     ProgressReporter,
@@ -348,6 +349,14 @@ def _score_step(run: EvaluationRun, state: RunState) -> None:
             if zoo:
                 row["attacker"] = attacker.name
             state.rows.append(row)
+    for name, verifier, folder in state.plan.pretrained:
+        run.progress("score", 0.0, f"{name}: pretrained, every scenario")
+        state.rows += pretrained_rows(run.context, name, state.conditions, verifier, folder)
+    if get_settings().challenger:
+        pretrained = [name for name, _, _ in state.plan.pretrained]
+        block = challenge_stage(run.context, state.rows, state.conditions, pretrained)
+        if block is not None:
+            state.blocks["challenger"] = block
     run.progress("score", 1.0, f"{len(state.rows)} rows")
 
 
