@@ -86,6 +86,16 @@ def config_problems(cfg: EvaluationConfig, *, engine_url: str | None = None) -> 
     return problems
 
 
+def protocol_problems(cfg: EvaluationConfig) -> list[str]:
+    """The problems of a platform protocol's config that ``unmask evaluate`` would refuse and
+    that can be judged where the protocol is registered (the API host): the synthetic corpus's
+    role sizes and per-speaker counts. A protocol file's path names a file on the worker hosts,
+    and the anonymizer comes with each submission: neither is checked here."""
+    if cfg.protocol is not None:
+        return []
+    return _corpus_problems(cfg)
+
+
 def _legal_problems(cfg: EvaluationConfig) -> list[str]:
     """Legal-metrics requests a protocol file's evaluation set cannot serve (the synthetic
     corpus's are checked with the config itself)."""
