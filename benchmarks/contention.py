@@ -233,7 +233,9 @@ def main() -> None:
         for policy in args.policies:
             result = run_cell(policy, n, args)
             steps[(policy, n)] = float(result["median_s"])  # type: ignore[arg-type]
-            info[policy] = f"{result['threads']} thread(s), wait {result['wait']}"
+            info[policy] = (
+                f"{result['threads']} thread(s), OMP_WAIT_POLICY {result['wait']} (environment)"
+            )
             print(f"  {policy} beside {n}: {steps[(policy, n)]:.2f} s/step", flush=True)
     print(f"after steps: {load_line()}")
     print(
