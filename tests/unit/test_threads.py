@@ -100,7 +100,7 @@ def test_prepare_sets_defaults_and_keeps_what_the_user_set() -> None:
 
 def test_bad_wait_policy_setting_is_refused() -> None:
     with pytest.raises(ValueError, match="omp_wait_policy"):
-        Settings(omp_wait_policy="spin")  # type: ignore[arg-type]
+        Settings(omp_wait_policy="spin")
 
 
 @pytest.mark.parametrize("package", ["cli", "workers", "api"])
