@@ -20,6 +20,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from services.anonymizers.kinds.registry import kind_of
 from services.attacker.local_weights import local_weights_problems
 from services.errors import ConfigError, InvalidInputError
 from services.pipeline.config import (
@@ -157,37 +158,8 @@ def _utility_problems(cfg: EvaluationConfig) -> list[str]:
 
 
 def _anonymizer_problems(cfg: EvaluationConfig, engine_url: str | None) -> list[str]:
-    spec = cfg.anonymizer
-    if spec.kind == "builtin":
-        # Test-only built-ins (silence, noise) are valid in evaluation configs: they exercise the
-        # utility metrics; the platform's submission API offers BUILTIN_NAMES only.
-        from services.anonymizers.registry import ALL_BUILTIN_NAMES, build_anonymizer
 
-        try:
-            build_anonymizer(spec.name, spec.params)
-        except (InvalidInputError, ValueError) as exc:
-            field = "anonymizer.params" if spec.name in ALL_BUILTIN_NAMES else "anonymizer.name"
-            return [f"{field}: {exc}"]
-        return []
-    if spec.kind == "archive":
-        archive = spec.archive
-        if archive is None or not (archive.is_dir() or archive.is_file()):
-            return [
-                f"anonymizer.archive: {archive} not found (an archive file, or a folder: "
-                "extracted, or in the VoicePrivacy layout)"
-            ]
-        return []
-    problems: list[str] = []
-    image = spec.image or ""
-    if any(c.isspace() for c in image) or image.startswith(("-", "@", ":")):
-        problems.append(f"anonymizer.image: invalid image reference {image!r}")
-    from services.anonymizers.container import ContainerEngineError, engine_client
-
-    try:
-        engine_client(engine_url or None).close()
-    except ContainerEngineError as exc:
-        problems.append(f"anonymizer.kind container: {exc}")
-    return problems
+    return kind_of(cfg.anonymizer).check(cfg.anonymizer, engine_url=engine_url)
 
 
 def _corpus_problems(cfg: EvaluationConfig) -> list[str]:
@@ -237,8 +209,7 @@ def plan_lines(
     plan = plan_evaluation(cfg)
     recognizers = estimates.recognizer_plan(cfg)
     lines = [
-        f"plan: {cfg.name}: {cfg.anonymizer.kind} anonymizer "
-        f"{cfg.anonymizer.name if cfg.anonymizer.kind == 'builtin' else ''}".rstrip()
+        f"plan: {cfg.name}: {kind_of(cfg.anonymizer).describe(cfg.anonymizer)}"
         + f"; scenarios {', '.join(cfg.scenarios)}; seeds {cfg.seeds}; back-ends "
         f"{', '.join(cfg.backends)}",
         f"plan: stages corpus -> {'anonymize -> ' if plan.anonymize else ''}train "
@@ -254,6 +225,9 @@ def plan_lines(
     else:
         lines.append(f"plan: stage store {stages_dir} is empty; every stage is computed")
     lines.append(_estimate_line(cfg, recognizers, speed))
+    calls = _calls_line(cfg)
+    if calls is not None:
+        lines.append(calls)
     if plan.zoo:
         lines += _attacker_lines(plan)
     return lines
@@ -275,8 +249,15 @@ def _estimate_line(
             sizes = estimates.protocol_audio_sizes(cfg.protocol)
     except Exception as exc:  # an unreadable protocol is reported by the config checks
         return f"plan: no time estimate ({type(exc).__name__} reading the protocol)"
+    kind = kind_of(cfg.anonymizer)
+    anonymize_scale = kind.anonymize_s_per_utt(1.0)  # the kind's cost relative to a built-in's
     phases = estimates.phase_seconds(
-        cfg, recognizers, training, sizes, speed or estimates.PHASE_SPEEDS
+        cfg,
+        recognizers,
+        training,
+        sizes,
+        speed or estimates.PHASE_SPEEDS,
+        anonymize_scale=anonymize_scale,
     )
     if phases is None:
         measured = set(estimates.TRAIN_AUDIO_SECONDS_PER_SECOND)
@@ -296,14 +277,41 @@ def _estimate_line(
         for name in ("corpus", "anonymize", "train", "embed", "utility", "report")
         if phases[name] > 0
     ]
-    analyses = any(cfg.analyses.model_dump().values())
+    left_out = [
+        name
+        for name, present in (
+            (f"{kind.name} anonymization", anonymize_scale is None),
+            ("analyses", any(cfg.analyses.model_dump().values())),
+        )
+        if present
+    ]
     return (
         f"plan: at most about {_minutes(seconds)} on a 2-core CPU without reuse: "
         + ", ".join(parts)
         + " (training to the epochs caps, patience usually stops earlier; audio durations times "
         "measured throughputs, services/pipeline/estimates.py"
-        + ("; analyses not included)" if analyses else ")")
+        + (f"; {', '.join(left_out)} not included)" if left_out else ")")
     )
+
+
+def _calls_line(cfg: EvaluationConfig) -> str | None:
+    """The plan's line for a kind that calls out per utterance (a service): how many calls."""
+    from services.pipeline import estimates
+
+    kind = kind_of(cfg.anonymizer)
+    if kind.calls_note(0) is None:
+        return None
+    try:
+        audio = (
+            estimates.synthetic_training_audio(cfg)
+            if cfg.protocol is None
+            else estimates.protocol_training_audio(cfg.protocol)
+        )
+    except Exception:  # an unreadable protocol is reported by the config checks
+        return None
+    anonymizes_training = any(s != "original" for s in cfg.scenarios)
+    anonymized = audio.n_eval + (audio.n_train if anonymizes_training else 0)
+    return f"plan: cost: {kind.calls_note(anonymized)}"
 
 
 def _attacker_lines(plan: EvaluationPlan) -> list[str]:

@@ -223,11 +223,14 @@ def phase_seconds(
     training: TrainingAudio,
     sizes: AudioSizes,
     speed: PhaseThroughputs = PHASE_SPEEDS,
+    *,
+    anonymize_scale: float | None = 1.0,
 ) -> dict[str, float] | None:
     """Estimated wall seconds per phase without reuse (attacker training to its epochs caps, the
     utility ASR to its cap): ``corpus``, ``anonymize``, ``train``, ``embed``, ``utility`` (which
-    includes ``utility-asr``, trained once per protocol) and ``report``. None when a preset has
-    no measured throughput."""
+    includes ``utility-asr``, trained once per protocol) and ``report``. ``anonymize_scale``:
+    the anonymizer kind's cost relative to a built-in's (None = not estimated: 0 here). None when
+    a preset has no measured throughput."""
     train = training_seconds(recognizers, training, cfg.training.crop_seconds)
     if train is None:
         return None
@@ -241,7 +244,7 @@ def phase_seconds(
         embed += 2 * eval_s / embed_speed  # the enrollment and trial sets, each of its condition
     out = {
         "corpus": sizes.corpus_s / speed.corpus if cfg.protocol is None else 0.0,
-        "anonymize": anonymized_s / speed.anonymize,
+        "anonymize": anonymized_s / speed.anonymize * (anonymize_scale or 0.0),
         "train": train,
         "embed": embed,
         "utility": 0.0,

@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from services.anonymizers.container import ContainerSandbox
+from services.anonymizers.kinds.registry import kind_of
 from services.attacker.training import TrainedAttacker
 from services.corpus.manifest import Manifest
 from services.corpus.protocol import Protocol
@@ -61,6 +62,7 @@ from services.pipeline.sets import (
 )
 from services.pipeline.stage_runner import StageOutcome, StageRunner
 from services.pipeline.stages.anonymize import anonymize_sets
+from services.pipeline.stages.challenge import challenge_stage, pretrained_rows
 from services.pipeline.stages.context import (
     AudioCache,
     ProgressReporter,
@@ -347,6 +349,14 @@ def _score_step(run: EvaluationRun, state: RunState) -> None:
             if zoo:
                 row["attacker"] = attacker.name
             state.rows.append(row)
+    for name, verifier, folder in state.plan.pretrained:
+        run.progress("score", 0.0, f"{name}: pretrained, every scenario")
+        state.rows += pretrained_rows(run.context, name, state.conditions, verifier, folder)
+    if get_settings().challenger:
+        pretrained = [name for name, _, _ in state.plan.pretrained]
+        block = challenge_stage(run.context, state.rows, state.conditions, pretrained)
+        if block is not None:
+            state.blocks["challenger"] = block
     run.progress("score", 1.0, f"{len(state.rows)} rows")
 
 
@@ -385,7 +395,7 @@ def _report_step(run: EvaluationRun, state: RunState) -> None:
         a.name: {(k[0], k[1]): probe_recognizer(*state.embeddings[a.name][k][:2]) for k in a.probes}
         for a in plan.attackers
     }
-    if run.cfg.anonymizer.kind == "archive":
+    if kind_of(run.cfg.anonymizer).pre_anonymized:
         state.blocks["enrollment_leak"] = enrollment_leak_block(
             list(plan.leak_embeddings), state.embeddings[first.name]
         )

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
+from services.anonymizers.kinds.registry import kind_of
 from services.attacker.training_config import InitName
 from services.pipeline.config import EvaluationConfig, attacker_config
 from services.pipeline.zoo import zoo_specs
@@ -135,6 +136,11 @@ class EvaluationPlan:
     """(original trials, anonymized trials) by the first attacker's original recognizer."""
     leak_embeddings: tuple[EmbeddingKey, ...]
     """The enrollment-leak check's embeddings (archive submissions)."""
+    pretrained: tuple[tuple[str, str, str | None], ...] = ()
+    """(name, verifier, checkpoint folder or None) of the zoo's pretrained attackers
+    (``AttackerSpec.pretrained``): nothing to train; their embeddings and cosine rows (every
+    scenario, the first seed) are computed in the score phase
+    (``stages.challenge.pretrained_rows``)."""
 
     @property
     def zoo(self) -> bool:
@@ -200,6 +206,10 @@ class EvaluationPlan:
             for step in attacker.scores:
                 inputs = (step.scenario, step.backend, f"seed {step.seed}")
                 yield PlannedStage("score", "score", attacker.name, inputs)
+        for name, verifier, _ in self.pretrained:
+            for scenario in self.config.scenarios:
+                inputs = (f"{verifier} (pretrained)", scenario, "cosine")
+                yield PlannedStage("score", "score", name, inputs)
         if self.config.utility is not None:
             yield PlannedStage("utility", "utility", None, ("original and anonymized trials",))
         yield PlannedStage("report", "report", None, ("score rows", "analyses"))
@@ -267,9 +277,10 @@ def utility_embedding_plan(cfg: EvaluationConfig) -> list[EmbeddingKey]:
 def enrollment_leak_plan(
     cfg: EvaluationConfig, needed: tuple[RecognizerKey, ...] | list[RecognizerKey]
 ) -> list[EmbeddingKey]:
-    """The embeddings the enrollment-leak check (archive submissions) needs: original and
-    anonymized enrollment and trials, all by the first recognizer trained on original speech."""
-    if cfg.anonymizer.kind != "archive":
+    """The embeddings the enrollment-leak check (pre-anonymized audio: an archive) needs:
+    original and anonymized enrollment and trials, all by the first recognizer trained on
+    original speech."""
+    if not kind_of(cfg.anonymizer).pre_anonymized:
         return []
     seeds = sorted(seed for condition, seed in needed if condition == ORIGINAL)
     if not seeds:
@@ -311,7 +322,13 @@ def plan_evaluation(cfg: EvaluationConfig) -> EvaluationPlan:
     utility = utility_embedding_plan(cfg)
     leak = enrollment_leak_plan(cfg, recognizers)
     attackers = []
-    for i, spec in enumerate(zoo_specs(cfg.attackers)):
+    specs = zoo_specs(cfg.attackers)
+    pretrained = tuple(
+        (s.name, s.pretrained, None if s.pretrained_path is None else str(s.pretrained_path))
+        for s in specs
+        if s.pretrained is not None
+    )
+    for i, spec in enumerate(s for s in specs if s.pretrained is None):
         # The first attacker's original recognizer serves the leak check and the utility phase.
         extra = leak + utility if i == 0 else []
         acfg = attacker_config(cfg, spec)
@@ -325,4 +342,5 @@ def plan_evaluation(cfg: EvaluationConfig) -> EvaluationPlan:
         anonymize=any(s != ORIGINAL for s in cfg.scenarios),
         utility_embeddings=tuple(utility),
         leak_embeddings=tuple(leak),
+        pretrained=pretrained,
     )

@@ -80,6 +80,24 @@ def test_the_plan_reads_each_scenarios_recognizer_and_shares_equal_training() ->
     assert [s.phase for s in stages].count("score") == plan.n_score_rows
 
 
+def test_a_pretrained_attacker_trains_nothing_and_scores_every_scenario() -> None:
+    cfg = parse_config(
+        {
+            "scenarios": ["ignorant", "lazy-informed", "semi-informed"],
+            "attackers": [{"name": "baseline"}, {"name": "ge2e", "pretrained": "ge2e"}],
+        }
+    )
+    plan = plan_evaluation(cfg)
+    assert [a.name for a in plan.attackers] == ["baseline"]
+    assert plan.pretrained == (("ge2e", "ge2e", None),)
+    assert plan.n_recognizers == len(
+        plan_evaluation(cfg.model_copy(update={"attackers": None})).distinct_recognizers()
+    )
+    scored = [s for s in plan.stages() if s.phase == "score" and s.attacker == "ge2e"]
+    assert [s.inputs[1] for s in scored] == ["ignorant", "lazy-informed", "semi-informed"]
+    assert not [s for s in plan.stages() if s.phase == "train" and s.attacker == "ge2e"]
+
+
 def test_the_printed_plan_states_recognizers_and_epochs_per_attacker(tmp_path: Path) -> None:
     cfg = load_checked_config(REPO / "examples" / "configs" / "zoo-pitch.yaml")
     plan = plan_evaluation(cfg)
