@@ -14,7 +14,8 @@ from typing import Any
 from cli.result_table import aggregate_attacker_rows
 from services.metrics import catalogue
 from services.metrics.catalogue import AGGREGATE_SEED
-from services.pipeline.zoo import HEADLINE_SCENARIOS, row_attacker
+from services.pipeline.zoo import row_attacker
+from services.vocab import HEADLINE_SCENARIOS
 
 ORIGINAL_SCENARIO = "original"
 

@@ -29,6 +29,7 @@ from services.platform.comparison import Comparison, compare_submissions
 from services.platform.leaderboard import REFERENCE_SCENARIO
 from services.platform.protocols import get_protocol_by_id
 from services.plotting import render_det_overlay, render_speaker_scatter
+from services.results.keys import ResultKey
 from services.storage.blobstore import BlobStore
 
 router = APIRouter(tags=["compare"])
@@ -149,7 +150,7 @@ def compare_json(
 
 def _headline_first(key: str) -> tuple[int, str]:
     """Sort key of ``<scenario>|<backend>`` keys: the headline scenarios first, in their order."""
-    scenario = key.split("|", 1)[0]
+    scenario = ResultKey.parse(key).scenario
     order = (*HEADLINE_SCENARIOS, REFERENCE_SCENARIO)
     return (order.index(scenario) if scenario in order else len(order), key)
 
@@ -176,7 +177,7 @@ def verdict_sentence(comparison: Comparison) -> str | None:
         if low <= 0 <= high:
             text += ": the interval includes 0, so the difference may be chance"
     else:
-        note = comparison.paired_notes.get(f"{m.scenario}|{m.backend}")
+        note = comparison.paired_notes.get(ResultKey(m.scenario, m.backend).format())
         text += f" ({note})" if note else " (no paired interval)"
     return text + "."
 

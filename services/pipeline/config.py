@@ -42,8 +42,7 @@ from services.pipeline.zoo import (
 )
 from services.studies.dataset_size import SizeStudyConfig
 from services.utility.config import UtilityConfig
-
-Scenario = Literal["original", "ignorant", "lazy-informed", "semi-informed"]
+from services.vocab import Scenario
 
 SEED_MAX = 2**32 - 1
 """Largest seed anywhere in a config: what NumPy's legacy seeding and every generator accept."""

@@ -292,7 +292,11 @@ def _with_prerestoration(
         entries = res.get("entries", [])
         if not entries:
             continue
-        best = min(float(e[catalogue.EER.key]) for e in entries)
+        eers = {str(i): float(e[catalogue.EER.key]) for i, e in enumerate(entries)}
+        worst = catalogue.worst_for_maker(catalogue.EER.key, eers)
+        if worst is None:
+            continue
+        best = eers[worst]  # the attack's best: the worst for the maker
         entry = next(
             (e for e in summary if e["scenario"] == attacker and e["backend"] == "cosine"), None
         )

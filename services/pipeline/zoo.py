@@ -43,6 +43,7 @@ from pydantic import (
 from services.attacker.training_config import AugmentationConfig, TrainingConfig
 from services.metrics import catalogue
 from services.pipeline import zoo_voiceprivacy
+from services.vocab import HEADLINE_SCENARIOS
 
 BASELINE = "baseline"
 """Name of the attacker that is the config's own training and back-ends (today's attacker)."""
@@ -312,11 +313,6 @@ def validate_zoo(base: TrainingConfig, attackers: Sequence[AttackerSpec] | str |
                 problems.append(f"attackers[{i}] ({spec.name}): training.{loc}: {err['msg']}")
     if problems:
         raise ValueError("; ".join(problems))
-
-
-HEADLINE_SCENARIOS: tuple[str, ...] = ("semi-informed", "lazy-informed", "ignorant")
-"""The verdict's headline scenario: the strongest attack scenario the evaluation ran, in this
-order of strength (``original`` only when no attack scenario ran)."""
 
 
 def headline(worst: Mapping[str, Mapping[str, Any]]) -> tuple[str | None, str]:

@@ -16,7 +16,7 @@ from services.pipeline.config_checks import load_checked_config, plan_lines
 from services.pipeline.plan import SCENARIO_PLAN, plan_evaluation
 from services.platform.jobs.cost import CostLimitError, check_job_cost
 from services.settings import Settings
-from services.storage.models import Protocol
+from services.storage.models import ProtocolRecord
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -114,8 +114,8 @@ def test_the_cost_check_bounds_the_longest_schedule_of_the_plan() -> None:
     cfg = parse_config({"training": {"epochs": 8}, "attackers": "strongest"})
     assert cfg.training.epochs == 8 and plan_evaluation(cfg).max_epochs == 24
     settings = Settings(_env_file=None)  # type: ignore[call-arg]
-    protocol = Protocol(id=1, name="p", version=1, body={"limits": {"epochs": 20}})
+    protocol = ProtocolRecord(id=1, name="p", version=1, body={"limits": {"epochs": 20}})
     with pytest.raises(CostLimitError, match=r"training\.epochs: 24 is above the limit of 20"):
         check_job_cost(cfg, protocol, settings)
-    roomy = Protocol(id=1, name="p", version=1, body={"limits": {"epochs": 24}})
+    roomy = ProtocolRecord(id=1, name="p", version=1, body={"limits": {"epochs": 24}})
     check_job_cost(cfg, roomy, settings)
