@@ -130,7 +130,7 @@ class UnmaskClient:
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **kwargs: Any) -> UnmaskClient:
         """A client for ``UNMASK_URL`` with ``UNMASK_TOKEN``; without one, in a GitHub Actions
-        job that may mint ID tokens, with tokens exchanged for them (cli/oidc.py)."""
+        job that may mint ID tokens, with tokens exchanged for them (unmask_client/oidc.py)."""
         env = os.environ if environ is None else environ
         url, token = env.get("UNMASK_URL", ""), env.get("UNMASK_TOKEN", "")
         if not token and url and github_oidc_available(env):

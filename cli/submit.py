@@ -1,10 +1,13 @@
 """`unmask submit`: evaluate an anonymizer on an Unmask server and gate CI on the verdict.
 
+(Integrators' CI runs the same gate from the `unmask-client` package alone: `unmask-submit`,
+unmask_client/submit.py.)
+
 Reads ``UNMASK_URL`` and ``UNMASK_TOKEN`` (a token with the ``submit`` and ``read`` scopes; in
 GitHub Actions with ``id-token: write`` and no ``UNMASK_TOKEN``, a short-lived token exchanged for
-the run's OpenID Connect ID token, cli/oidc.py), submits a built-in anonymizer, a container
-image or a pre-anonymized archive, starts a job on a protocol, shows its progress, prints the
-result table and checks the thresholds.
+the run's OpenID Connect ID token, unmask_client/oidc.py), submits a built-in anonymizer, a
+container image or a pre-anonymized archive, starts a job on a protocol, shows its progress,
+prints the result table and checks the thresholds.
 
 Exit codes (docs/ci.md):
 

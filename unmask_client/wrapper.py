@@ -48,6 +48,7 @@ from unmask_client.api_client.api.submissions import (
 )
 from unmask_client.api_client.models import (
     BuiltinSubmissionCreate,
+    ContainerSubmissionCreate,
     JobCreate,
     JobCreateConfigOverrides,
     JobOut,
@@ -224,6 +225,71 @@ class Client:
             }
         )
         return self.call(submissions_create_submission, SubmissionOut, body=body)
+
+    def submit_container(
+        self, name: str, image: str, *, visibility: str = "private"
+    ) -> SubmissionOut:
+        """Submit a container image pinned by digest (``name@sha256:<64 hex>``)."""
+        body = ContainerSubmissionCreate.from_dict(
+            {
+                "kind": "container",
+                "name": name,
+                "visibility": visibility,
+                "container": {"image": image},
+            }
+        )
+        return self.call(submissions_create_submission, SubmissionOut, body=body)
+
+    def submit_archive(
+        self,
+        name: str,
+        path: str | os.PathLike[str],
+        protocol_id: int,
+        *,
+        visibility: str = "private",
+    ) -> SubmissionOut:
+        """Upload a pre-anonymized archive file, streamed from disk (``validating`` until the
+        workers have checked it: :meth:`wait_until_accepted`)."""
+        size = os.stat(path).st_size
+
+        def chunks() -> Iterator[bytes]:
+            with open(path, "rb") as handle:
+                while chunk := handle.read(1 << 20):
+                    yield chunk
+
+        try:
+            response = self.http.post(
+                "/v1/submissions/archive",
+                params={"name": name, "protocol_id": protocol_id, "visibility": visibility},
+                content=chunks(),
+                headers={"Content-Type": "application/octet-stream", "Content-Length": str(size)},
+            )
+        except httpx.HTTPError as exc:
+            raise UnmaskError(f"archive upload: {type(exc).__name__}: {exc}") from None
+        if response.status_code not in (200, 201):
+            detail = _detail(response.content)
+            raise UnmaskError(
+                f"archive upload answered {response.status_code}: {detail}",
+                status=response.status_code,
+                detail=detail,
+            )
+        return SubmissionOut.from_dict(response.json())
+
+    def wait_until_accepted(
+        self, submission_id: int, *, poll_s: float = 2.0, timeout_s: float = 3600.0
+    ) -> SubmissionOut:
+        """Poll a validating (archive) submission until accepted; rejected raises."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            submission = self.submission(submission_id)
+            if str(submission.status) == "accepted":
+                return submission
+            if str(submission.status) == "rejected":
+                reason = submission.rejection_reason or "no reason given"
+                raise UnmaskError(f"submission {submission_id} was rejected: {reason}")
+            if time.monotonic() > deadline:
+                raise UnmaskError(f"submission {submission_id} still validating")
+            time.sleep(poll_s)
 
     def create_job(
         self,

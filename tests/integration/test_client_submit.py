@@ -276,6 +276,63 @@ def test_submit_exit_codes_for_bad_input_failed_jobs_and_api_errors(
     assert _submit(monkeypatch, "http://127.0.0.1:9", token, "--builtin", "pitch") == 3
 
 
+def test_the_client_packages_submit_gates_like_unmask_submit(
+    server: tuple[str, str, str], tmp_path: Path
+) -> None:
+    """``python -m unmask_client.submit`` (the ``unmask-client`` distribution's own command):
+    the same flags, table, verdict and exit codes as ``unmask submit``."""
+    import io
+
+    from unmask_client import Client, submit
+
+    url, token, _ = server
+    env = {"UNMASK_URL": url, "UNMASK_TOKEN": token}
+
+    def run(*args: str, environ: dict[str, str] = env) -> tuple[int, str, str]:
+        out, err = io.StringIO(), io.StringIO()
+        argv = ["--protocol", "synthetic-ci", "--poll", "0.2", *args]
+        code = submit.main(argv, environ, out, err)
+        return code, out.getvalue(), err.getvalue()
+
+    report = tmp_path / "verdict.json"
+    code, out, err = run(
+        "--builtin", "pitch", "--param", "semitones=4", "--min-eer", "30",
+        "--max-srd-meand", "0.1", "--json", str(report),
+    )  # fmt: skip
+    assert code == 0, err
+    assert "EER (%) [semi-informed, cosine] = 40 (ok: required >= 30)" in out
+    assert "SRD MeanD (bits) [semi-informed, cosine] = 0.05" in out
+    assert out.rstrip().endswith("verdict: PASS")
+    header, first, second = out.splitlines()[1:4]
+    assert header.split()[:2] == ["scenario", "back-end"] and "Top-1 link (%)" in header
+    assert first.split()[:3] == ["ignorant", "cosine", "20"]  # the evaluation's order
+    assert second.split()[:3] == ["semi-informed", "cosine", "40"]  # never cut to "4…"
+    assert "succeeded" in err and "/jobs/" in err  # progress on stderr
+    document = json.loads(report.read_text())
+    assert document["verdict"]["passed"] is True and document["job"]["state"] == "succeeded"
+    code, out, _ = run("--builtin", "pitch", "--param", "semitones=2", "--min-eer", "30")
+    assert code == 1 and "FAIL  EER (%) [semi-informed, cosine] = 20" in out
+    code, out, _ = run("--builtin", "pitch", "--param", "semitones=4", "--max-singling-out", "5")
+    assert code == 1 and "FAIL  Singling out (%) [semi-informed, cosine] = 50" in out
+    code, out, _ = run("--builtin", "pitch", "--param", "semitones=4", "--min-cllr", "0.5")
+    assert code == 1 and "min Cllr (bits) [semi-informed, cosine]: missing" in out
+    code, out, _ = run("--builtin", "pitch", "--param", "semitones=4", "--max-wer-increase", "5")
+    assert code == 1 and "the protocol measures no WER" in out
+    code, out, err = run("--builtin", "pitch", "--param", "semitones=-2", "--min-eer", "30")
+    assert code == 3 and "failed: played failure" in err
+    assert run("--builtin", "pitch", "--image", "x@sha256:1")[0] == 2
+    code, _, err = run("--builtin", "no-such-anonymizer")
+    assert code == 2 and "no-such-anonymizer" in err and err.count("\n") == 1
+    code, _, err = run("--builtin", "pitch", environ={"UNMASK_URL": url})
+    assert code == 2 and "UNMASK_TOKEN" in err
+    assert run("--builtin", "pitch", environ={**env, "UNMASK_TOKEN": "unm_" + "x" * 43})[0] == 3
+    assert run("--builtin", "pitch", environ={**env, "UNMASK_URL": "http://127.0.0.1:9"})[0] == 3
+    code, out, _ = run("--builtin", "pitch", "--param", "semitones=3", "--no-wait")
+    assert code == 0 and out.strip().isdigit()
+    with Client(url, token) as unmask:  # the played job finishes before the server stops
+        assert str(unmask.wait_for_job(int(out), poll_s=0.2).state) == "succeeded"
+
+
 def test_no_wait_prints_the_job_id_and_the_client_reads_it_back(
     server: tuple[str, str, str],
     monkeypatch: pytest.MonkeyPatch,
@@ -460,6 +517,18 @@ with Client.from_env() as unmask:
     }))
 """
 
+# The client's own CI gate, run as integrators' CI runs it (in-process here, so that
+# sys.modules shows afterwards what the command imported).
+CLEAN_VENV_SUBMIT = """
+import json, sys
+from unmask_client.submit import main
+code = main(["--protocol", "synthetic-ci", "--builtin", "pitch", "--param", "semitones=4",
+             "--poll", "0.2", "--min-eer", "30", "--max-srd-meand", "0.1"])
+print(json.dumps({"code": code, "modules": sorted({m.split(".")[0] for m in sys.modules}
+                                                   & {"cli", "services", "numpy", "torch",
+                                                      "typer", "click", "rich", "pydantic"})}))
+"""
+
 
 @pytest.mark.slow  # builds a wheel and a virtual environment (about a minute)
 def test_the_client_package_installs_alone_in_a_clean_venv_and_submits(
@@ -499,3 +568,21 @@ def test_the_client_package_installs_alone_in_a_clean_venv_and_submits(
     assert len(report["jobs"]) == 1 and report["missing"] == 404
     assert report["board_metrics"] and report["board_metrics"][0]["eer_percent"] == 40.0
     assert report["modules"] == []
+    # The command integrators' CI runs: the console script, and in-process to see its imports.
+    gate = subprocess.run(
+        [str(tmp_path / "venv" / "bin" / "unmask-submit"), "--protocol", "synthetic-ci",
+         "--builtin", "pitch", "--param", "semitones=2", "--poll", "0.2", "--min-eer", "30"],
+        cwd=tmp_path, env={**env, "UNMASK_URL": url, "UNMASK_TOKEN": token},
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert gate.returncode == 1, gate.stderr[-3000:]
+    assert "FAIL  EER (%) [semi-informed, cosine] = 20" in gate.stdout
+    done = subprocess.run(
+        [venv_python, "-c", CLEAN_VENV_SUBMIT],
+        cwd=tmp_path, env={**env, "UNMASK_URL": url, "UNMASK_TOKEN": token},
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "verdict: PASS" in done.stdout
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report == {"code": 0, "modules": []}  # numpy (and the CLI's libraries) never imported

@@ -1,4 +1,5 @@
-"""The CI examples (GitHub composite action, GitLab job) only use options `unmask submit` has."""
+"""The CI examples (GitHub composite action, GitLab job) install the `unmask-client` package
+alone and only use options its `unmask-submit` command has (the flags of `unmask submit`)."""
 
 from __future__ import annotations
 
@@ -9,15 +10,43 @@ import typer
 import yaml
 
 from cli.submit import EXIT_BAD_INPUT, run_standalone, submit_command
+from unmask_client import submit as client_submit
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _submit_options() -> set[str]:
+    """The options of the client package's `unmask-submit`, which the examples run."""
+    parser = client_submit.build_parser()
+    return {opt for action in parser._actions for opt in action.option_strings}
+
+
+def _cli_submit_options() -> set[str]:
     app = typer.Typer()
     app.command()(submit_command)
     command = typer.main.get_command(app)
     return {opt for param in command.params for opt in (*param.opts, *param.secondary_opts)}
+
+
+def test_the_client_command_has_the_flags_of_unmask_submit_for_the_common_path() -> None:
+    # Not in the client's command: none (each flag of `unmask submit` is there too).
+    missing = (
+        _cli_submit_options() - _submit_options() - {"--install-completion", "--show-completion"}
+    )
+    assert not missing, missing
+
+
+def test_examples_install_the_client_package_alone_and_run_its_command() -> None:
+    action = (ROOT / "examples/github-action/action.yml").read_text()
+    gitlab = (ROOT / "examples/gitlab-ci.yml").read_text()
+    for text in (action, gitlab):
+        assert "clients/python" in text and "unmask-submit" in text
+        assert "cli.submit" not in text and "PYTHONPATH" not in text
+        (install,) = [line for line in text.splitlines() if "pip install" in line]
+        command = install.split("#")[0].strip().rstrip('"')
+        assert command.endswith("clients/python"), install  # that one package, nothing else
+    pyproject = (ROOT / "clients/python/pyproject.toml").read_text()
+    assert 'unmask-submit = "unmask_client.submit:run"' in pyproject
 
 
 def _flags(script: str) -> set[str]:

@@ -1,6 +1,6 @@
 """`unmask submit` without a stored token: in GitHub Actions (ACTIONS_ID_TOKEN_REQUEST_URL/TOKEN)
 the client fetches the run's ID token for the server's audience, exchanges it, and renews the
-short-lived token before it expires (cli/oidc.py)."""
+short-lived token before it expires (unmask_client/oidc.py)."""
 
 from __future__ import annotations
 

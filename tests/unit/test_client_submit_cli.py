@@ -1,0 +1,102 @@
+"""The ``unmask-client`` distribution's own CI gate (``unmask_client.submit``) against the
+platform's definitions: its threshold flags name catalogued metrics in the catalogue's direction,
+and its seed aggregation and verdicts agree with ``unmask submit``'s."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from cli.client import Thresholds
+from cli.client import check_thresholds as cli_check_thresholds
+from cli.result_table import aggregate_rows as cli_aggregate_rows
+from services.metrics import catalogue
+from services.vocab import SCENARIO_ORDER
+from unmask_client import submit
+
+
+@pytest.mark.parametrize("spec", submit.THRESHOLD_SPECS, ids=lambda s: s.flag)
+def test_each_threshold_names_a_catalogued_metric_in_its_direction(
+    spec: submit.ThresholdSpec,
+) -> None:
+    metric = catalogue.metric(spec.metric)
+    assert spec.op == (">=" if metric.higher_is_better else "<=")
+    assert spec.flag.startswith("min-" if metric.higher_is_better else "max-")
+    # `unmask submit` checks the same metric under the same flag.
+    field = spec.flag.replace("-", "_")
+    checks = Thresholds(**{field: 1.0}).checks()
+    assert [(key, op) for _, key, op, _ in checks] == [(spec.metric, spec.op)]
+
+
+def test_utility_keys_are_the_catalogues() -> None:
+    assert submit.UTILITY_SCENARIO == catalogue.UTILITY_SCENARIO
+    assert submit.UTILITY_BACKEND == catalogue.UTILITY_BACKEND
+    assert submit.WER_INCREASE_KEY == catalogue.WER_INCREASE.key
+    assert submit.USABLE_SPEECH_KEY == catalogue.USABLE_SPEECH.key
+    assert submit.AGGREGATE_SEED == catalogue.AGGREGATE_SEED
+    assert submit.SCENARIO_ORDER == SCENARIO_ORDER
+
+
+ROWS = [
+    # an attacker zoo: two attackers, two seeds without an aggregate row for one metric
+    {"attacker": "a", "scenario": "semi-informed", "backend": "cosine", "seed": -1,
+     "metric": "eer_percent", "value": 31.0},
+    {"attacker": "a", "scenario": "semi-informed", "backend": "cosine", "seed": 0,
+     "metric": "eer_percent", "value": 99.0},
+    {"attacker": "b", "scenario": "semi-informed", "backend": "cosine", "seed": 0,
+     "metric": "eer_percent", "value": 20.0},
+    {"attacker": "b", "scenario": "semi-informed", "backend": "cosine", "seed": 1,
+     "metric": "eer_percent", "value": 30.0},
+    {"attacker": "b", "scenario": "semi-informed", "backend": "cosine", "seed": 1,
+     "metric": "srd_mean_disclosure_bits", "value": None},
+    {"scenario": "utility", "backend": "-", "seed": -1, "metric": "wer_increase_percent",
+     "value": 4.0},
+    {"scenario": "utility", "backend": "-", "seed": -1, "metric": "usable_speech", "value": 0.0},
+]  # fmt: skip
+
+
+def test_aggregation_and_verdicts_agree_with_unmask_submit() -> None:
+    assert submit.aggregate_rows(ROWS) == cli_aggregate_rows(ROWS)
+    for bounds in ({"min-eer": 25.0}, {"min-eer": 20.0, "max-srd-meand": 0.1}, {}):
+        ours = submit.check_thresholds(ROWS, bounds, max_wer_increase=5.0)
+        fields = {k.replace("-", "_"): v for k, v in bounds.items()}
+        theirs = cli_check_thresholds(ROWS, Thresholds(**fields, max_wer_increase=5.0))
+        assert (ours.passed, ours.backends) == (theirs.passed, theirs.backends)
+        assert len(ours.failures) == len(theirs.failures)
+        assert len(ours.checked) == len(theirs.checked)
+    verdict = submit.check_thresholds(ROWS, {"min-eer": 26.0})
+    assert verdict.backends == ["a/cosine", "b/cosine"]  # each attacker is checked
+    # b has no aggregate row: the mean of its seeds (20, 30) fails 26; a's aggregate row wins.
+    assert verdict.failures == ["EER (%) [semi-informed, b/cosine] = 25 (FAIL: required >= 26)"]
+
+
+def test_the_table_is_plain_and_never_cuts_a_number() -> None:
+    text = submit.format_table(ROWS)
+    lines = text.splitlines()
+    assert lines[0].split()[:2] == ["scenario", "back-end"]
+    assert lines[1].split()[:3] == ["semi-informed", "a/cosine", "31"]
+    assert lines[2].split()[:3] == ["semi-informed", "b/cosine", "25"]
+    assert "utility" not in text and "…" not in text
+
+
+def test_usage_errors_exit_2_with_one_line() -> None:
+    err = io.StringIO()
+    assert submit.main(["--protocol", "p"], {}, io.StringIO(), err) == 2
+    assert err.getvalue().count("\n") == 1 and "--builtin" in err.getvalue()
+    err = io.StringIO()
+    assert submit.main(["-p", "p", "--builtin", "pitch"], {}, io.StringIO(), err) == 2
+    assert "UNMASK_URL" in err.getvalue()
+    err = io.StringIO()
+    env = {"UNMASK_URL": "http://127.0.0.1:9", "UNMASK_TOKEN": "t"}
+    argv = ["-p", "p", "--builtin", "pitch", "--param", "oops"]
+    assert submit.main(argv, env, io.StringIO(), err) == 2
+    assert "KEY=VALUE" in err.getvalue()
+
+
+def test_overrides_nest_by_dots() -> None:
+    merged: dict[str, object] = {}
+    submit._merge_override(merged, "training.epochs=3")
+    submit._merge_override(merged, "training.lr=0.1")
+    submit._merge_override(merged, "seeds=[0,1]")
+    assert merged == {"training": {"epochs": 3, "lr": 0.1}, "seeds": [0, 1]}
