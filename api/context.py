@@ -65,7 +65,12 @@ class ApiContext:
         return self._blob_store
 
     def start(self) -> None:
-        """Process start-up: install the outbox senders (see the class docstring)."""
+        """Process start-up: refuse settings that would let the ``Host`` header pick the
+        server's links (:meth:`Settings.host_binding_problem`), then install the outbox senders
+        (see the class docstring)."""
+        problem = self.settings.host_binding_problem()
+        if problem is not None:
+            raise RuntimeError(problem)
         if self.senders is not None:
             install_senders(self.senders, retry_after_s=self.settings.outbox_resend_after_s)
             return

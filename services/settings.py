@@ -28,15 +28,34 @@ class Settings(BaseSettings):
     def _refuse_the_dev_token_key(self) -> Settings:
         """Anyone who knows the default key can forge token hashes: a platform deployment (a
         server database) must set its own; the embedded demo (SQLite) and test suites may not."""
-        embedded = not self.database_url or self.database_url.startswith("sqlite")
         if self.token_hmac_key == DEV_TOKEN_HMAC_KEY and not (
-            embedded or self.allow_dev_token_hmac_key
+            self.embedded or self.allow_dev_token_hmac_key
         ):
             raise ValueError(
                 "UNMASK_TOKEN_HMAC_KEY: the default development key is refused with a server "
                 "database; set a long random string (e.g. `openssl rand -hex 32`)"
             )
         return self
+
+    @property
+    def embedded(self) -> bool:
+        """Whether this is the embedded deployment (the demo's SQLite database)."""
+        return not self.database_url or self.database_url.startswith("sqlite")
+
+    def host_binding_problem(self) -> str | None:
+        """Why an API server must not start with these settings, or None.
+
+        Outside the embedded demo, absolute links need ``public_url`` and the ``Host`` header
+        needs a check: with neither a public URL nor a trusted-host list, a server would answer
+        (and could be led to build links for) any host name.
+        """
+        if self.embedded or self.public_url or self.trusted_hosts != ["*"]:
+            return None
+        return (
+            "UNMASK_PUBLIC_URL (e.g. https://unmask.example.org) or UNMASK_TRUSTED_HOSTS must be "
+            "set for a server database: absolute links are built from the public URL, never "
+            "from the request's Host header"
+        )
 
     # Local state of the embedded deployment: SQLite file, blob folder, caches.
     data_dir: Path = Field(Path(".unmask"), description="Folder for embedded-mode state.")
@@ -65,8 +84,9 @@ class Settings(BaseSettings):
     public_url: str = Field(
         "",
         description="Base URL clients reach the API at (e.g. https://unmask.example.org); links "
-        "the API builds (an upload's complete_url, redirects) start with it. Empty = paths "
-        "without a host. The request's Host header is never echoed.",
+        "the API builds (an upload's complete_url, redirects, badge Markdown) start with it. "
+        "Empty = paths without a host. The request's Host header is never echoed. With a server "
+        "database, the API refuses to start unless this or trusted_hosts is set.",
     )
     trusted_hosts: list[str] = Field(
         default_factory=lambda: ["*"],

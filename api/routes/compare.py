@@ -7,7 +7,7 @@ submissions (``services.platform.access``) and render the comparison.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import HTMLResponse
@@ -31,8 +31,8 @@ from services.storage.blobstore import BlobStore
 
 router = APIRouter(tags=["compare"])
 
-SubmissionA = Query(..., description="The first submission's id.", ge=1)
-SubmissionB = Query(..., description="The second submission's id.", ge=1)
+SubmissionA = Annotated[DbId, Query(description="The first submission's id.")]
+SubmissionB = Annotated[DbId, Query(description="The second submission's id.")]
 
 
 class SideOut(BaseModel):
@@ -135,8 +135,8 @@ def _compare(
 def compare_json(
     reader: ReadReader,
     protocol_id: DbId,
-    a: int = SubmissionA,
-    b: int = SubmissionB,
+    a: SubmissionA,
+    b: SubmissionB,
 ) -> ComparisonOut:
     """409 when a submission has no succeeded job under this protocol (e.g. it belongs to
     another protocol)."""
@@ -152,8 +152,8 @@ def compare_page(
     context: ContextDep,
     request: Request,
     protocol_id: DbId,
-    a: int = SubmissionA,
-    b: int = SubmissionB,
+    a: SubmissionA,
+    b: SubmissionB,
 ) -> Response:
     """The two submissions' metrics, differences, DET curves and utility."""
     with context.database.session_scope() as session:
@@ -204,8 +204,8 @@ def compare_det_plot(
     request: Request,
     protocol_id: DbId,
     fmt: str,
-    a: int = SubmissionA,
-    b: int = SubmissionB,
+    a: SubmissionA,
+    b: SubmissionB,
     curve: str = Query(..., max_length=160, description='"<scenario>|<backend>"'),
 ) -> Response:
     """Both submissions' DET curves of one (scenario, back-end), overlaid. PNG or SVG."""
@@ -242,8 +242,8 @@ def compare_per_speaker_plot(
     request: Request,
     protocol_id: DbId,
     fmt: str,
-    a: int = SubmissionA,
-    b: int = SubmissionB,
+    a: SubmissionA,
+    b: SubmissionB,
     curve: str = Query(..., max_length=160, description='"<scenario>|<backend>"'),
 ) -> Response:
     """Per-speaker EER of a (x) against b (y) for one (scenario, back-end). PNG or SVG."""

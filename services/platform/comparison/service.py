@@ -36,6 +36,7 @@ from services.platform.leaderboard import (
     job_metric_values,
     latest_succeeded_jobs,
 )
+from services.platform.phases import revealed_jobs_clause
 from services.scoring import ScoredTrials, eer_report, per_speaker_eer_report
 from services.scoring.trial_scores import TRIALS_DIR, load_scored_trials, speaker_trials
 from services.storage.blobstore import BlobStore
@@ -140,8 +141,11 @@ def _side(
     )
     if job_id is None:
         other = session.scalar(
+            # The rows' visibility rule: a hidden phase's job is not named either.
             select(Job.protocol_id).where(
-                Job.submission_id == submission.id, Job.protocol_id != protocol.id
+                Job.submission_id == submission.id,
+                Job.protocol_id != protocol.id,
+                revealed_jobs_clause(viewer_team_id=viewer_team_id, include_all=include_all),
             )
         )
         where = f"; it was evaluated under protocol {other}" if other is not None else ""
