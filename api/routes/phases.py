@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 
 from fastapi import APIRouter, Path, Response, status
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, StrictBool
 
 from api.deps import AdminPrincipal, ContextDep, ReadReader
 from api.routes.common import errors, scope
@@ -89,7 +89,7 @@ class PhaseOut(BaseModel):
 class RerunRequest(StrictModel):
     """Which leaderboard jobs to re-run with the current evaluator."""
 
-    include_current: bool = Field(
+    include_current: StrictBool = Field(
         False, description="Also re-run jobs already evaluated by the current scorer."
     )
 

@@ -51,11 +51,38 @@ def address_refusal(address: IPAddress) -> str | None:
     return None
 
 
+_NUMERIC_HOST = re.compile(r"^[0-9a-fA-FxX.]+$")
+
+
 def _literal(host: str) -> IPAddress | None:
+    """The address a literal host names, or None for a host name. IPv4 in every form a resolver
+    accepts (``127.1``, ``2130706433``, ``0x7f000001``, ``0177.0.0.1``, ``0``) is normalized
+    first, so a check cannot be passed by spelling an address differently."""
     try:
         return ipaddress.ip_address(host)
     except ValueError:
-        return None
+        pass
+    if _NUMERIC_HOST.match(host):
+        try:
+            return ipaddress.IPv4Address(socket.inet_aton(host))
+        except OSError:
+            return None
+    return None
+
+
+def url_parts(url: str) -> tuple[str, str, int | None] | str:
+    """(scheme, host, port) of an absolute http(s) URL, or, as a string, why it is not one
+    (a port outside 1..65535 included: a permanent error, never retried)."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as exc:
+        return f"webhook url is not a valid URL: {exc}"
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return f"webhook url {url[:80]!r} must be an absolute http:// or https:// URL"
+    if port == 0:
+        return "webhook url port must be 1-65535"
+    return parts.scheme, parts.hostname, port
 
 
 def url_refusal(url: str, *, allow_private: bool) -> str | None:
@@ -65,8 +92,10 @@ def url_refusal(url: str, *, allow_private: bool) -> str | None:
         return (
             f"webhook url contains the control or whitespace character U+{ord(found.group()):04X}"
         )
-    host = urlsplit(url).hostname or ""
-    address = _literal(host)
+    parsed = url_parts(url)
+    if isinstance(parsed, str):
+        return parsed
+    address = _literal(parsed[1])
     if address is not None and not allow_private:
         reason = address_refusal(address)
         if reason is not None:
@@ -86,8 +115,11 @@ class WebhookTarget:
 
 def resolve_target(url: str, *, allow_private: bool) -> WebhookTarget | str:
     """The checked target of ``url`` or, as a string, why it may not be called."""
+    parsed = url_parts(url)
+    if isinstance(parsed, str):
+        return parsed
     parts = urlsplit(url)
-    host = parts.hostname or ""
+    host = parsed[1]
     try:
         infos = socket.getaddrinfo(host, parts.port, proto=socket.IPPROTO_TCP)
     except OSError as exc:

@@ -1,17 +1,22 @@
-"""What a hostile client tries on the read paths: ids beyond the database column, counts and
-messages that would disclose a hidden phase's result, a forged ``Host`` header in absolute links.
+"""What a hostile client tries: ids beyond the database column, counts and messages that would
+disclose a hidden phase's result, a forged ``Host`` header in absolute links, concurrent
+administrator operations, booleans spelled as numbers.
 Real PostgreSQL; workers replaced by a recording dispatcher, jobs finished in the database."""
 
 from __future__ import annotations
 
 import datetime as dt
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
+from sqlalchemy import select
 
 from services.platform import results
 from services.platform.jobs import records as job_records
 from services.storage.db import Database
+from services.storage.models import Job
 
 pytestmark = pytest.mark.integration
 
@@ -150,3 +155,34 @@ def test_a_server_database_without_public_url_or_trusted_hosts_refuses_to_start(
         .get("/v1/health/live")
         .is_success
     )
+
+
+def test_concurrent_rerun_outdated_queues_each_rerun_once(
+    env: Env, pg_database: Database, api_dispatcher: Any
+) -> None:
+    submissions = [env.submission(env.a, f"s{i}") for i in range(3)]
+    for i, submission in enumerate(submissions):
+        _succeed(pg_database, env.job(submission, env.protocol_id, env.a), 20.0 + i)
+    url = f"/v1/protocols/{env.protocol_id}/rerun-outdated"
+    barrier = threading.Barrier(5)
+
+    def rerun(_: int) -> Any:
+        barrier.wait()
+        return env.client.post(url, json={"include_current": True}, headers=env.admin)
+
+    with ThreadPoolExecutor(5) as pool:
+        answers = list(pool.map(rerun, range(5)))
+    assert all(a.status_code == 200 for a in answers), [a.text for a in answers]
+    queued = [new for a in answers for new in a.json()["queued"].values()]
+    assert len(queued) == len(set(queued)) == 3
+    with pg_database.session_scope() as session:
+        reruns = session.scalars(select(Job.id).where(Job.charged.is_(False))).all()
+    assert sorted(reruns) == sorted(queued)
+
+
+def test_booleans_are_strict(env: Env) -> None:
+    url = f"/v1/protocols/{env.protocol_id}/rerun-outdated"
+    for value in (0, 1, "true", "yes"):
+        answer = env.client.post(url, json={"include_current": value}, headers=env.admin)
+        assert answer.status_code == 422, answer.text
+        assert answer.json()["errors"][0]["field"] == "body.include_current"
