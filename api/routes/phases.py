@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field, StrictBool
 
 from api.deps import AdminPrincipal, ContextDep, ReadReader
 from api.routes.common import errors, scope
-from api.schemas import DbId, StrictModel
+from api.schemas import DB_ID_MAX, DbId, StrictModel
 from services.pipeline.stage_versions import current_evaluator
 from services.platform import phases as phase_rules
 from services.platform.evaluator import rerun_outdated
@@ -35,7 +35,10 @@ class PhaseIn(StrictModel):
         None, description="When jobs stop being accepted (409 after it); none: open-ended."
     )
     submission_limit: int | None = Field(
-        None, ge=1, description="Jobs per team in this phase (failed and cancelled not counted)."
+        None,
+        ge=1,
+        le=DB_ID_MAX,
+        description="Jobs per team in this phase (failed and cancelled not counted).",
     )
     visibility: PhaseVisibility = Field(
         PhaseVisibility.PUBLIC,
@@ -53,7 +56,7 @@ class PhasePatch(StrictModel):
 
     starts_at: dt.datetime | None = None
     ends_at: dt.datetime | None = None
-    submission_limit: int | None = Field(None, ge=1)
+    submission_limit: int | None = Field(None, ge=1, le=DB_ID_MAX)
     visibility: PhaseVisibility | None = None
     reveal_at: dt.datetime | None = None
 

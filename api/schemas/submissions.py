@@ -20,7 +20,12 @@ from api.schemas.common import (
 )
 from services.errors import InvalidInputError
 from services.platform.submissions import info as submission_info
-from services.storage.models import Submission, SubmissionKind, SubmissionStatus
+from services.storage.models import (
+    MAX_CONTAINER_IMAGE_LENGTH,
+    Submission,
+    SubmissionKind,
+    SubmissionStatus,
+)
 
 
 class BuiltinSpec(StrictModel):
@@ -34,7 +39,8 @@ class ContainerSpec(StrictModel):
     """An OCI image pinned by digest (run by the container runner)."""
 
     image: str = Field(
-        max_length=1024,
+        # The stored name[:tag] (the column's length) plus "@sha256:" and 64 hex digits.
+        max_length=MAX_CONTAINER_IMAGE_LENGTH + len("@sha256:") + 64,
         description="`name[:tag]@sha256:<64 hex>`; tags alone are refused (not reproducible).",
         examples=["ghcr.io/lab/anon@sha256:" + "0" * 64],
         json_schema_extra={"pattern": PINNED_IMAGE_PATTERN},

@@ -50,6 +50,8 @@ NAMING_CONVENTION: dict[str, str] = {
 
 SHA256_HEX_LENGTH = 64
 MAX_BLOB_KEY_LENGTH = 1024
+# A container image name without its digest (``name[:tag]``), as stored.
+MAX_CONTAINER_IMAGE_LENGTH = 512
 # ``Result.seed`` of a row that aggregates over seeds: the metric catalogue's (one definition).
 AGGREGATE_SEED = catalogue.AGGREGATE_SEED
 
@@ -267,7 +269,7 @@ class Submission(Base):
     protocol_id: Mapped[int | None] = mapped_column(
         ForeignKey("protocols.id", ondelete="RESTRICT"), index=True
     )
-    container_image: Mapped[str | None] = mapped_column(String(512))
+    container_image: Mapped[str | None] = mapped_column(String(MAX_CONTAINER_IMAGE_LENGTH))
     container_digest: Mapped[str | None] = mapped_column(String(128))
     accepted_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utc_now)

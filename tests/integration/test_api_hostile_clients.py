@@ -186,3 +186,25 @@ def test_booleans_are_strict(env: Env) -> None:
         answer = env.client.post(url, json={"include_current": value}, headers=env.admin)
         assert answer.status_code == 422, answer.text
         assert answer.json()["errors"][0]["field"] == "body.include_current"
+
+
+@pytest.mark.parametrize("crop", [2.5, 5e-324, 3600])
+def test_every_cost_bound_accepted_is_read_back(env: Env, crop: float) -> None:
+    body = {
+        **env.protocol_body,
+        "name": "bounded",
+        "limits": {"crop_seconds": crop, "training_work": 0.5, "epochs": 3},
+    }
+    created = env.client.post("/v1/admin/protocols", json=body, headers=env.admin)
+    assert created.status_code == 201, created.text
+    assert created.json()["limits"] == {"crop_seconds": crop, "training_work": 0.5, "epochs": 3}
+    read = env.client.get(f"/v1/protocols/{created.json()['id']}", headers=env.a)
+    assert read.status_code == 200 and read.json()["limits"]["crop_seconds"] == crop
+
+
+def test_a_container_image_longer_than_its_column_is_a_422(env: Env) -> None:
+    image = "ghcr.io/lab/" + "a" * 600 + "@sha256:" + "0" * 64
+    body = {"kind": "container", "name": "long", "container": {"image": image}}
+    answer = env.client.post("/v1/submissions", json=body, headers=env.a)
+    assert answer.status_code == 422, answer.text
+    assert answer.json()["errors"][0]["field"] == "body.container.image"
