@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from fastapi import Request
 
 from api.auth_limits import FailedAuthLimiter
+from services.platform.comparison.background import PairedResults
 from services.platform.outbox import MessageSender, install_senders
 from services.settings import Settings
 from services.storage.blobstore import BlobStore, blob_store_from_settings
@@ -42,6 +43,7 @@ class ApiContext:
         self._blob_store = blob_store
         self.senders = senders
         self._lock = threading.Lock()
+        self._paired: PairedResults | None = None
         self.auth_limiter = FailedAuthLimiter(
             settings.auth_max_failures, settings.auth_failure_window_s
         )
@@ -64,6 +66,17 @@ class ApiContext:
                     self._blob_store = blob_store_from_settings(self.settings)
         return self._blob_store
 
+    @property
+    def paired_results(self) -> PairedResults:
+        """The comparisons' paired intervals: computed off the request path, cached."""
+        if self._paired is None:
+            with self._lock:
+                if self._paired is None:
+                    self._paired = PairedResults(
+                        self.blob_store, workers=self.settings.compare_workers
+                    )
+        return self._paired
+
     def start(self) -> None:
         """Process start-up: refuse settings that would let the ``Host`` header pick the
         server's links (:meth:`Settings.host_binding_problem`), then install the outbox senders
@@ -79,7 +92,9 @@ class ApiContext:
         install_outbox_senders(app, self.settings)
 
     def close(self) -> None:
-        """Release pooled database connections."""
+        """Release pooled database connections and the background threads."""
+        if self._paired is not None:
+            self._paired.close()
         if self._database is not None:
             self._database.dispose()
 

@@ -292,6 +292,21 @@ class Settings(BaseSettings):
     artifact_url_expiry_s: int = Field(
         300, description="Lifetime of artifact download links handed out by the API, seconds."
     )
+    compare_workers: int = Field(
+        1,
+        ge=1,
+        le=64,
+        description="Background threads per API process computing the paired bootstrap "
+        "intervals of comparisons (off the request path; results cached in the blob store).",
+    )
+    compare_wait_s: float = Field(
+        10.0,
+        ge=0,
+        le=60,
+        description="How long a comparison request waits for a paired interval being computed "
+        "(seconds; it holds no database session or thread meanwhile); after it the answer "
+        "says the interval is still being computed.",
+    )
     max_json_body_bytes: int = Field(
         1024 * 1024,
         ge=1024,
