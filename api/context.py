@@ -70,11 +70,10 @@ class ApiContext:
     def paired_results(self) -> PairedResults:
         """The comparisons' paired intervals: computed off the request path, cached."""
         if self._paired is None:
+            store = self.blob_store  # takes the lock itself
             with self._lock:
                 if self._paired is None:
-                    self._paired = PairedResults(
-                        self.blob_store, workers=self.settings.compare_workers
-                    )
+                    self._paired = PairedResults(store, workers=self.settings.compare_workers)
         return self._paired
 
     def start(self) -> None:

@@ -87,3 +87,22 @@ def test_a_full_queue_is_answered_at_once_and_a_side_without_trials_needs_no_wor
     release.set()
     assert first.result(30).note == again.result(30).note == "done"
     results.close()
+
+
+def test_the_api_builds_its_paired_results_on_the_settings_blob_store(tmp_path: Path) -> None:
+    """Built on first use from the settings' store (both lazily, under one lock: no deadlock)."""
+    from api.context import ApiContext
+    from services.settings import Settings
+
+    context = ApiContext(Settings(_env_file=None, blob_dir=tmp_path / "blobs"), senders={})  # type: ignore[call-arg]
+    done = threading.Event()
+    found: list[Any] = []
+
+    def build() -> None:
+        found.append(context.paired_results)
+        done.set()
+
+    threading.Thread(target=build, daemon=True).start()
+    assert done.wait(10), "ApiContext.paired_results deadlocked"
+    assert found[0].store is context.blob_store
+    context.close()
