@@ -10,6 +10,7 @@ ones by default, imported then, so the API runs (and its tests run) without Cele
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import Mapping
 
@@ -44,6 +45,7 @@ class ApiContext:
         self.senders = senders
         self._lock = threading.Lock()
         self._paired: PairedResults | None = None
+        self._plot_slot: tuple[asyncio.AbstractEventLoop, asyncio.Semaphore] | None = None
         self.auth_limiter = FailedAuthLimiter(
             settings.auth_max_failures, settings.auth_failure_window_s
         )
@@ -75,6 +77,14 @@ class ApiContext:
                 if self._paired is None:
                     self._paired = PairedResults(store, workers=self.settings.compare_workers)
         return self._paired
+
+    def plot_slot(self) -> asyncio.Semaphore:
+        """The one slot of this app's plot renders on the running event loop (matplotlib draws
+        one figure at a time per process; waiters hold no thread)."""
+        loop = asyncio.get_running_loop()
+        if self._plot_slot is None or self._plot_slot[0] is not loop:
+            self._plot_slot = (loop, asyncio.Semaphore(1))
+        return self._plot_slot[1]
 
     def start(self) -> None:
         """Process start-up: refuse settings that would let the ``Host`` header pick the

@@ -43,15 +43,26 @@ def cached_render(render: _Render) -> _Render:
     of its arguments, and run one at a time in this process: a server re-draws a plot only when
     what it shows changed, and its expensive renders never run more than one at once."""
 
-    @functools.wraps(render)
-    def wrapper(*args: Any, **kwargs: Any) -> bytes:
-        key = hashlib.sha256(
+    def key_of(args: Any, kwargs: Any) -> str:
+        return hashlib.sha256(
             repr((render.__name__, args, sorted(kwargs.items()))).encode()
         ).hexdigest()
+
+    def cached(*args: Any, **kwargs: Any) -> bytes | None:
+        """The bytes of an earlier render of the same content, or None (nothing drawn)."""
+        key = key_of(args, kwargs)
         with _rendered_lock:
             if key in _rendered:
                 _rendered.move_to_end(key)
                 return _rendered[key]
+        return None
+
+    @functools.wraps(render)
+    def wrapper(*args: Any, **kwargs: Any) -> bytes:
+        key = key_of(args, kwargs)
+        found = cached(*args, **kwargs)
+        if found is not None:
+            return found
         with _render_lock:
             body = render(*args, **kwargs)
         with _rendered_lock:
@@ -60,6 +71,7 @@ def cached_render(render: _Render) -> _Render:
                 _rendered.popitem(last=False)
         return body
 
+    wrapper.cached = cached  # type: ignore[attr-defined]
     return wrapper  # type: ignore[return-value]
 
 

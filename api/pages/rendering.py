@@ -5,10 +5,12 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from fastapi import Request
+from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, Response
 from fastapi.templating import Jinja2Templates
 from sqlalchemy.orm import Session
@@ -112,3 +114,17 @@ def image_response(body: bytes, fmt: str, request: Request) -> Response:
     return Response(
         body, media_type="image/png" if fmt == "png" else "image/svg+xml", headers=headers
     )
+
+
+async def render_plot(
+    context: ApiContext, render: Callable[..., bytes], *args: Any, **kwargs: Any
+) -> bytes:
+    """``render(*args, **kwargs)`` (a ``services.plotting`` renderer): the cached bytes at once,
+    else drawn on a worker thread once this app's plot slot is free. Waiting for the slot holds
+    no thread, so a queue of plots never starves the other routes of threads."""
+    cached = getattr(render, "cached", None)
+    found = cached(*args, **kwargs) if cached is not None else None
+    if found is not None:
+        return bytes(found)
+    async with context.plot_slot():
+        return await run_in_threadpool(render, *args, **kwargs)

@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session
 from api.auth import Principal
 from api.context import ApiContext
 from api.deps import ContextDep, ReadReader
-from api.pages.rendering import image_response
+from api.pages.rendering import image_response, render_plot
 from api.pages.rendering import not_found as _not_found
 from api.pages.rendering import page_viewer as _viewer
 from api.pages.rendering import render as _render
@@ -149,7 +149,7 @@ async def _with_paired(context: ApiContext, comparison: Comparison) -> Compariso
         wrapped = {key: asyncio.wrap_future(f) for key, f in waiting.items()}
         await asyncio.wait(wrapped.values(), timeout=context.settings.compare_wait_s)
         for key, task in wrapped.items():
-            if not task.done():
+            if not task.done() or task.cancelled():
                 found[key] = PairedResult(None, None, PENDING_NOTE)
             elif task.exception() is not None:
                 logger.warning("paired interval of %s failed: %r", key, task.exception())
@@ -295,7 +295,7 @@ async def compare_det_plot(
             eer if isinstance(eer, int | float) else None,
         )
     title = f"DET: {curve.replace('|', ', ')}"
-    body = await run_in_threadpool(render_det_overlay, drawn, title, fmt=fmt)
+    body = await render_plot(context, render_det_overlay, drawn, title, fmt=fmt)
     return image_response(body, fmt, request)
 
 
@@ -323,5 +323,7 @@ async def compare_per_speaker_plot(
         f"b: {comparison.b.submission_name}"[:40],
     )
     title = f"Per-speaker EER: {curve.replace('|', ', ')}"
-    body = await run_in_threadpool(render_speaker_scatter, pairs.a, pairs.b, labels, title, fmt=fmt)
+    body = await render_plot(
+        context, render_speaker_scatter, pairs.a, pairs.b, labels, title, fmt=fmt
+    )
     return image_response(body, fmt, request)

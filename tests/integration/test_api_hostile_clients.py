@@ -16,7 +16,7 @@ from sqlalchemy import select
 from services.platform import results
 from services.platform.jobs import records as job_records
 from services.storage.db import Database
-from services.storage.models import Job
+from services.storage.models import ApiToken, Job
 
 pytestmark = pytest.mark.integration
 
@@ -208,3 +208,24 @@ def test_a_container_image_longer_than_its_column_is_a_422(env: Env) -> None:
     answer = env.client.post("/v1/submissions", json=body, headers=env.a)
     assert answer.status_code == 422, answer.text
     assert answer.json()["errors"][0]["field"] == "body.container.image"
+
+
+def test_an_admin_token_cannot_revoke_itself(
+    env: Env, api_world: Any, pg_database: Database
+) -> None:
+    with pg_database.session_scope() as session:
+        admins = [t.id for t in session.scalars(select(ApiToken)) if "admin" in t.scopes]
+    [own] = admins
+
+    def team(slug: str, headers: dict[str, str]) -> int:
+        body = {"slug": slug}
+        return int(env.client.post("/v1/admin/teams", json=body, headers=headers).status_code)
+
+    refused = env.client.post(f"/v1/admin/tokens/{own}/revoke", headers=env.admin)
+    assert refused.status_code == 409, refused.text
+    assert "making this request" in refused.json()["detail"]
+    assert team("still-admin", env.admin) == 201
+    # Another admin may revoke it.
+    second = api_world.auth(api_world.token("ops", ["admin"]))
+    assert env.client.post(f"/v1/admin/tokens/{own}/revoke", headers=second).status_code == 200
+    assert team("locked-out", env.admin) == 401
