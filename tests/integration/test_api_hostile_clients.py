@@ -229,3 +229,18 @@ def test_an_admin_token_cannot_revoke_itself(
     second = api_world.auth(api_world.token("ops", ["admin"]))
     assert env.client.post(f"/v1/admin/tokens/{own}/revoke", headers=second).status_code == 200
     assert team("locked-out", env.admin) == 401
+
+
+def test_error_details_quote_a_short_prefix_only(env: Env) -> None:
+    submission = env.submission(env.a, "echo")
+    counts = list(range(2, 100_000))
+    body = {
+        "submission_id": submission,
+        "protocol_id": env.protocol_id,
+        "config_overrides": {"metrics": {"legal": {"speaker_counts": counts}}},
+    }
+    answer = env.client.post("/v1/jobs", json=body, headers=env.a)
+    assert answer.status_code == 422, answer.text[:300]
+    assert answer.headers["content-type"].startswith("application/problem+json")
+    assert len(answer.content) < 5_000, len(answer.content)
+    assert "characters in all" in answer.text or "speaker_counts" in answer.text

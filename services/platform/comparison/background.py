@@ -149,6 +149,9 @@ class PairedResults:
         flipped: Future[PairedResult] = Future()
 
         def flip(done: Future[PairedResult]) -> None:
+            if done.cancelled():  # the server is stopping
+                flipped.cancel()
+                return
             error = done.exception()
             if error is not None:
                 flipped.set_exception(error)
