@@ -36,6 +36,7 @@ from api.routes import (
     phases,
     protocols,
     submissions,
+    tokens,
     webhooks,
 )
 from api.security_headers import SecurityHeadersMiddleware
@@ -161,7 +162,7 @@ def create_app(
     # Inner to the body limit: bodies are read (under the read timeout) only within it.
     app.add_middleware(RequestBodyMiddleware, read_timeout_s=context.settings.upload_read_timeout_s)
     app.add_middleware(BodyLimitMiddleware, max_bytes=context.settings.max_json_body_bytes)
-    for module in (health, admin, protocols, submissions, jobs, blobs):
+    for module in (health, admin, tokens, protocols, submissions, jobs, blobs):
         app.include_router(module.router)
     app.include_router(jobs.submission_jobs_router)
     app.include_router(phases.router)

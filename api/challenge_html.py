@@ -21,6 +21,24 @@ def _when(value: dt.datetime | None) -> str:
     return value.strftime("%Y-%m-%d %H:%M UTC") if value is not None else "no end"
 
 
+def phase_visibility_text(phase: Phase, now: dt.datetime) -> str:
+    """Who sees a phase's results at ``now``: ``public``, ``hidden until <reveal>`` (or ``hidden,
+    no reveal date``) or, once the reveal has passed, ``revealed at <reveal>``."""
+    if phase.visibility != PhaseVisibility.HIDDEN.value:
+        return "public"
+    if phase.reveal_at is None:
+        return "hidden, no reveal date"
+    if phase_rules.is_hidden(phase, now):
+        return f"hidden until {_when(phase.reveal_at)}"
+    return f"revealed at {_when(phase.reveal_at)}"
+
+
+def hidden_phase_names(phases: Sequence[Phase], now: dt.datetime) -> dict[int, str]:
+    """``{phase id: name}`` of the phases whose results are hidden at ``now`` (their rows are
+    shown only to their team and administrators, marked as such)."""
+    return {phase.id: phase.name for phase in phases if phase_rules.is_hidden(phase, now)}
+
+
 def phases_html(phases: Sequence[Phase], now: dt.datetime) -> Markup | None:
     """The protocol's phases (window, limit, visibility, whether open now); None when it has
     none."""
@@ -29,8 +47,7 @@ def phases_html(phases: Sequence[Phase], now: dt.datetime) -> Markup | None:
     rows = []
     for phase in phases:
         if phase.visibility == PhaseVisibility.HIDDEN.value:
-            state = "hidden" if phase_rules.is_hidden(phase, now) else "revealed"
-            visibility = f"{state} until {_when(phase.reveal_at)}"
+            visibility = phase_visibility_text(phase, now)
         else:
             visibility = "public"
         status = (

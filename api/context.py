@@ -18,6 +18,7 @@ from fastapi import Request
 
 from api.auth_limits import FailedAuthLimiter
 from services.platform.comparison.background import PairedResults
+from services.platform.identity.oidc import KeySetCache
 from services.platform.outbox import MessageSender, install_senders
 from services.settings import Settings
 from services.storage.blobstore import BlobStore, blob_store_from_settings
@@ -46,6 +47,7 @@ class ApiContext:
         self._lock = threading.Lock()
         self._paired: PairedResults | None = None
         self._plot_slot: tuple[asyncio.AbstractEventLoop, asyncio.Semaphore] | None = None
+        self._key_sets: KeySetCache | None = None
         self.auth_limiter = FailedAuthLimiter(
             settings.auth_max_failures, settings.auth_failure_window_s
         )
@@ -67,6 +69,18 @@ class ApiContext:
                 if self._blob_store is None:
                     self._blob_store = blob_store_from_settings(self.settings)
         return self._blob_store
+
+    @property
+    def oidc_key_sets(self) -> KeySetCache:
+        """The OpenID Connect issuers' key sets, cached for this app (created on first use)."""
+        if self._key_sets is None:
+            with self._lock:
+                if self._key_sets is None:
+                    self._key_sets = KeySetCache(
+                        allow_private=self.settings.webhook_allow_private_hosts,
+                        ttl_s=self.settings.oidc_key_set_ttl_s,
+                    )
+        return self._key_sets
 
     @property
     def paired_results(self) -> PairedResults:

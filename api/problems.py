@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
-from services.errors import InvalidInputError
+from services.errors import InvalidFieldError, InvalidInputError
 from services.platform.access import AccessDeniedError
 from services.platform.quotas import QuotaExceededError
 from services.storage.errors import (
@@ -187,9 +187,14 @@ def _headers_and_extra(
                 "retry_after_s": exc.retry_after_s,
             },
         )
+    # An ID token refused or not allowed (OpenID Connect exchange): the claim at fault.
+    claim = getattr(exc, "claim", None)
+    extra = {"claim": claim} if isinstance(claim, str) else None
     if status == 401:
-        return {"WWW-Authenticate": 'Bearer realm="unmask"'}, None
-    return None, None
+        return {"WWW-Authenticate": 'Bearer realm="unmask"'}, extra
+    if isinstance(exc, InvalidFieldError):
+        return None, {"errors": [{"field": exc.field, "message": exc.message}]}
+    return None, extra
 
 
 def _field_name(loc: tuple[Any, ...] | list[Any]) -> str:

@@ -49,10 +49,10 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from services.anonymizers.kinds.builtin import BuiltinAnonymizerConfig
 from services.attacker.training_config import AugmentationConfig, TrainingConfig
 from services.corpus.protocol import TargetSelection
 from services.pipeline.config import (
-    AnonymizerSpec,
     EvaluationConfig,
     MetricsSpec,
     ScoringSpec,
@@ -137,7 +137,7 @@ def make_config(
     return EvaluationConfig(
         name=f"ablation-{anonymizer}-{variant}-{normalization}{suffix}",
         synthetic=synthetic,
-        anonymizer=AnonymizerSpec(name=anonymizer),
+        anonymizer=BuiltinAnonymizerConfig(name=anonymizer),
         tsa=TargetSelection(strategy="same-gender", granularity="utterance", seed=0),
         scenarios=["semi-informed"],
         training=TrainingConfig(

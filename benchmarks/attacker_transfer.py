@@ -41,10 +41,10 @@ from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
+from services.anonymizers.kinds.builtin import BuiltinAnonymizerConfig
 from services.attacker.training_config import InitName, TrainingConfig
 from services.corpus.protocol import TargetSelection
 from services.pipeline.config import (
-    AnonymizerSpec,
     EvaluationConfig,
     MetricsSpec,
     SyntheticCorpusSpec,
@@ -111,7 +111,7 @@ def make_config(
     return EvaluationConfig(
         name=f"transfer-{anonymizer}-{attacker.init}{attacker.epochs}-seed{seed}{suffix}",
         synthetic=synthetic,
-        anonymizer=AnonymizerSpec(name=anonymizer),
+        anonymizer=BuiltinAnonymizerConfig(name=anonymizer),
         tsa=TargetSelection(strategy=tsa, granularity="utterance", seed=0),
         scenarios=["original", "semi-informed"],
         training=TrainingConfig(

@@ -23,10 +23,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+from services.anonymizers.kinds.builtin import BuiltinAnonymizerConfig
 from services.attacker.training_config import TrainingConfig
 from services.corpus.protocol import TargetSelection
 from services.pipeline.config import (
-    AnonymizerSpec,
     EvaluationConfig,
     MetricsSpec,
     SyntheticCorpusSpec,
@@ -54,7 +54,7 @@ def make_config(anonymizer: str, quick: bool) -> EvaluationConfig:
     return EvaluationConfig(
         name=f"utility-{anonymizer}",
         synthetic=synthetic,
-        anonymizer=AnonymizerSpec(name=anonymizer),
+        anonymizer=BuiltinAnonymizerConfig(name=anonymizer),
         tsa=TargetSelection(strategy="same-gender", granularity="utterance", seed=0),
         scenarios=["ignorant"],
         training=TrainingConfig(preset="tiny", epochs=2 if quick else 8, batch_size=32),

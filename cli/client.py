@@ -5,7 +5,7 @@ the API's OpenAPI document: ``make client``; no FastAPI, no Celery, no torch):
 ``from cli.client import UnmaskClient``. The archive upload streams from disk through ``httpx``
 directly (the generated operation takes the body in memory).
 
-    client = UnmaskClient.from_env()                  # UNMASK_URL, UNMASK_TOKEN
+    client = UnmaskClient.from_env()                  # UNMASK_URL, UNMASK_TOKEN (or GitHub OIDC)
     protocol = client.find_protocol("vpc-lazy")       # by name (latest version) or id
     submission = client.submit_builtin("pitch +4", "pitch", {"semitones": 4})
     job = client.create_job(submission["id"], protocol["id"], idempotency_key="ci-1234")
@@ -47,6 +47,7 @@ from cli.api_client.models import (
     RerunRequest,
 )
 from cli.api_client.types import UNSET
+from cli.oidc import GitHubOidcTokenSource, OidcExchangeError, github_oidc_available
 from cli.result_table import aggregate_rows
 from services.metrics import catalogue
 
@@ -98,30 +99,50 @@ class UnmaskClient:
         *,
         timeout_s: float = DEFAULT_TIMEOUT_S,
         transport: httpx.BaseTransport | None = None,
+        token_source: GitHubOidcTokenSource | None = None,
     ) -> None:
         if not url:
             raise UnmaskConfigError("no API URL: set UNMASK_URL (e.g. https://unmask.example.org)")
-        if not token:
-            raise UnmaskConfigError("no API token: set UNMASK_TOKEN (a token with submit + read)")
+        if not token and token_source is None:
+            raise UnmaskConfigError(
+                "no API token: set UNMASK_TOKEN (a token with submit + read), or run in GitHub "
+                "Actions with `permissions: id-token: write` for a trusted submitter"
+            )
         self.url = url.rstrip("/")
+        self._token_source = token_source
+        if token_source is not None:
+            token = token_source.token()  # fails here, before anything is submitted
         self._http = httpx.Client(
             base_url=self.url,
             headers={"Authorization": f"Bearer {token}", "User-Agent": "unmask-client/1"},
             timeout=timeout_s,
             transport=transport,
+            # Short-lived exchanged tokens are renewed before each request that needs it.
+            event_hooks={"request": [token_source.authorize]} if token_source else None,
         )
         # The generated, typed client (cli/api_client) over the same connection pool.
         self._api = AuthenticatedClient(base_url=self.url, token=token).set_httpx_client(self._http)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **kwargs: Any) -> UnmaskClient:
-        """A client for ``UNMASK_URL`` with ``UNMASK_TOKEN``."""
+        """A client for ``UNMASK_URL`` with ``UNMASK_TOKEN``; without one, in a GitHub Actions
+        job that may mint ID tokens, with tokens exchanged for them (cli/oidc.py)."""
         env = os.environ if environ is None else environ
-        return cls(env.get("UNMASK_URL", ""), env.get("UNMASK_TOKEN", ""), **kwargs)
+        url, token = env.get("UNMASK_URL", ""), env.get("UNMASK_TOKEN", "")
+        if not token and url and github_oidc_available(env):
+            source = GitHubOidcTokenSource(url, env, transport=kwargs.get("transport"))
+            try:
+                return cls(url, "", token_source=source, **kwargs)
+            except OidcExchangeError as exc:
+                source.close()
+                raise UnmaskApiError(f"OpenID Connect: {exc}", status=exc.status) from None
+        return cls(url, token, **kwargs)
 
     def close(self) -> None:
         """Close the connection pool."""
         self._http.close()
+        if self._token_source is not None:
+            self._token_source.close()
 
     def __enter__(self) -> UnmaskClient:
         return self

@@ -15,6 +15,7 @@ from cli.progress import PlainProgress, stdout_console
 from cli.result_table import summary_table
 from cli.verdict import document_rows, print_verdict
 from services.anonymizers.container import ContainerSandbox
+from services.anonymizers.kinds.registry import kind_of
 from services.errors import InvalidInputError
 from services.metrics import catalogue
 from services.pipeline.config import EvaluationConfig, demo_config
@@ -160,7 +161,7 @@ def demo_command(
 
         raise typer.Exit(run_platform_demo(out_dir, cfg, serve=serve, as_json=as_json))
     console.print(
-        f"Unmask demo: {cfg.anonymizer.name} anonymizer, synthetic corpus of "
+        f"Unmask demo: {kind_of(cfg.anonymizer).describe(cfg.anonymizer)}, synthetic corpus of "
         f"{cfg.synthetic.n_speakers} speakers, scenarios {', '.join(cfg.scenarios)}; "
         f"output in {out_dir}"
     )

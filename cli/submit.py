@@ -1,8 +1,10 @@
 """`unmask submit`: evaluate an anonymizer on an Unmask server and gate CI on the verdict.
 
-Reads ``UNMASK_URL`` and ``UNMASK_TOKEN`` (a token with the ``submit`` and ``read`` scopes),
-submits a built-in anonymizer, a container image or a pre-anonymized archive, starts a job on a
-protocol, shows its progress, prints the result table and checks the thresholds.
+Reads ``UNMASK_URL`` and ``UNMASK_TOKEN`` (a token with the ``submit`` and ``read`` scopes; in
+GitHub Actions with ``id-token: write`` and no ``UNMASK_TOKEN``, a short-lived token exchanged for
+the run's OpenID Connect ID token, cli/oidc.py), submits a built-in anonymizer, a container
+image or a pre-anonymized archive, starts a job on a protocol, shows its progress, prints the
+result table and checks the thresholds.
 
 Exit codes (docs/ci.md):
 
@@ -24,6 +26,7 @@ from typing import Any
 
 import typer
 from rich.console import Console
+from rich.measure import Measurement
 
 from cli.client import (
     Thresholds,
@@ -76,9 +79,25 @@ def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
     return base
 
 
-def print_results_table(results: list[dict[str, Any]], title: str) -> None:
-    """Seed-aggregated metrics per scenario and back-end (stdout)."""
-    out.print(rows_table(results, title))
+def print_results_table(
+    results: list[dict[str, Any]], title: str, console: Console | None = None
+) -> None:
+    """Seed-aggregated metrics per scenario and back-end (stdout, or ``console``).
+
+    On a terminal the table fits the terminal's width. Elsewhere (a CI log, a pipe: 80 columns
+    by default) it is printed at its natural width, so no header or number is cut to "0.0…"."""
+    console = console or out
+    table = rows_table(results, title)
+    if console.is_terminal:
+        console.print(table)
+        return
+    natural = Measurement.get(console, console.options.update(max_width=10_000), table)
+    width = console.width
+    console.width = max(width, natural.maximum)  # print() never exceeds the console's width
+    try:
+        console.print(table)
+    finally:
+        console.width = width
 
 
 class _ProgressPrinter:

@@ -18,3 +18,13 @@ class CorpusError(InvalidInputError):
 
 class ConfigError(InvalidInputError):
     """An evaluation config or parameter is invalid; the message names the field."""
+
+
+class InvalidFieldError(InvalidInputError):
+    """One named field holds a bad value; ``field`` says where (``body.builtin.params``), and
+    the message starts with it. The API adds it to the problem's ``errors`` list."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, WithJsonSchema
 
 JSON_INT_MAX = 2**63 - 1
 """Largest magnitude of a JSON integer (a signed 64-bit integer, PostgreSQL ``bigint``)."""
@@ -94,3 +96,40 @@ def json_problem(value: Any, path: str = "", depth: int = 0) -> tuple[str, str] 
                 return problem
         return None
     return None
+
+
+NUL_MESSAGE = "must not contain the NUL character (U+0000)"
+
+
+def _json_without_nul(value: Any, path: str = "") -> None:
+    if isinstance(value, str):
+        if "\x00" in value:
+            raise ValueError(f"{path or 'value'}: {NUL_MESSAGE}")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _json_without_nul(key, f"{path}.{key}".lstrip(".") if "\x00" not in key else path)
+            _json_without_nul(item, f"{path}.{key}".lstrip("."))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _json_without_nul(item, f"{path}[{index}]")
+
+
+def _object_without_nul(value: dict[str, Any]) -> dict[str, Any]:
+    _json_without_nul(value)
+    return value
+
+
+# A JSON object stored in a jsonb column: no NUL in any key or string; every value within what
+# storage holds (json_problem, enforced for every API body by api/request_body.py). The OpenAPI
+# document names the rule through the JsonValue component (JSON_VALUE_SCHEMA, added by api/app.py).
+JsonObject = Annotated[
+    dict[str, Any],
+    AfterValidator(_object_without_nul),
+    WithJsonSchema(
+        {
+            "type": "object",
+            "propertyNames": {"pattern": JSON_TEXT_PATTERN},
+            "additionalProperties": {"$ref": "#/components/schemas/JsonValue"},
+        }
+    ),
+]

@@ -24,7 +24,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter, MaxNLocator, NullFormatter
+from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
 from scipy.stats import norm
 
 FORMATS = ("png", "svg")
@@ -334,6 +334,16 @@ LEGAL_PANELS = (
 """The two panels of the legal-metrics plot: curve ``metric`` name and axis label."""
 
 
+LEGAL_REFERENCE_SPAN = 10.0
+"""How far past this evaluation's largest population size N the published reference curves are
+drawn (a factor on N): enough to see the trend, never so far that the measured points are
+squeezed into a corner (the paper's curves run to 20,000 speakers)."""
+
+LEGAL_FONT_SIZE = 11
+"""Font size (pt) of the legal-metrics figure's labels, legible when the page shows it at its
+natural width."""
+
+
 def plot_legal_curves(
     curves: Sequence[Mapping[str, object]],
     references: Sequence[tuple[str, int, Sequence[int], Sequence[float], str]],
@@ -345,11 +355,21 @@ def plot_legal_curves(
     ``curves``: a results.json ``legal.curves`` list (one per metric and L: points with n,
     mean_percent, interval_percent, chance_percent); each L is a line with its interval over
     draws as a band, the chance level dashed. ``references``: (metric, L, n, percent, label)
-    published curves drawn dotted, for the L this evaluation has.
+    published curves drawn dotted, for the L this evaluation has, up to
+    ``LEGAL_REFERENCE_SPAN`` times the largest N measured here (the x axis follows the measured
+    points, not the references).
     """
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.6), sharey=True)
     lengths = sorted({int(c["conversation_length"]) for c in curves})  # type: ignore[call-overload]
     colors = {L: f"C{i}" for i, L in enumerate(lengths)}
+    measured = [
+        float(p["n"])
+        for c in curves
+        for p in c["points"]  # type: ignore[attr-defined]
+    ]
+    n_low, n_max = (min(measured), max(measured)) if measured else (1.0, 10.0)
+    n_high = n_max * LEGAL_REFERENCE_SPAN
+    shown_max = n_max
     for ax, (metric, label) in zip(axes, LEGAL_PANELS, strict=True):
         chance_drawn = False
         for curve in curves:
@@ -361,24 +381,34 @@ def plot_legal_curves(
             mean = np.array([p["mean_percent"] for p in points])
             low = np.array([p["interval_percent"][0] for p in points])
             high = np.array([p["interval_percent"][1] for p in points])
-            ax.plot(n, mean, marker="o", ms=3, color=colors[L], label=f"L = {L}")
+            ax.plot(n, mean, marker="o", ms=4, color=colors[L], label=f"L = {L}")
             ax.fill_between(n, low, high, color=colors[L], alpha=0.2, linewidth=0)
             if not chance_drawn:
                 chance = [p["chance_percent"] for p in points]
                 ax.plot(n, chance, "k--", lw=1, label="chance")
                 chance_drawn = True
         for ref_metric, L, ref_n, percent, ref_label in references:
-            if ref_metric == metric and L in colors:
-                ax.plot(ref_n, percent, ":", color=colors[L], lw=1.5, label=ref_label)
+            if ref_metric != metric or L not in colors:
+                continue
+            kept = [(x, y) for x, y in zip(ref_n, percent, strict=True) if x <= n_high]
+            if kept:
+                xs, ys = zip(*kept, strict=True)
+                # Markers too: the measured range may reach only the paper's first N.
+                ax.plot(xs, ys, ":", marker="s", ms=3, color=colors[L], lw=1.8, label=ref_label)
+                shown_max = max(shown_max, *xs)
         ax.set_xscale("log")
+        ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
         ax.xaxis.set_minor_formatter(NullFormatter())
-        ax.set_xlabel("population size N (speakers)")
-        ax.set_ylabel(label)
+        ax.set_xlabel("population size N (speakers)", fontsize=LEGAL_FONT_SIZE)
+        ax.set_ylabel(label, fontsize=LEGAL_FONT_SIZE)
+        ax.tick_params(labelsize=LEGAL_FONT_SIZE - 1)
         ax.set_ylim(0, 102)
         ax.grid(True, which="both", alpha=0.3)
-        ax.set_title(label)
+        ax.set_title(label, fontsize=LEGAL_FONT_SIZE + 1)
         if ax.get_legend_handles_labels()[0]:  # below the axes: never over the curves
-            ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2)
+            ax.legend(fontsize=LEGAL_FONT_SIZE - 2, loc="upper center", bbox_to_anchor=(0.5, -0.16))
+    for ax in axes:  # one x range for both panels: the measured N and the references drawn
+        ax.set_xlim(n_low / 1.25, shown_max * 1.25)
     fig.suptitle(title)
     return save_figure(fig, path_stem)

@@ -8,6 +8,8 @@ defaults (durations, split sizes, model sizes) are not here: they belong to the 
 
 from __future__ import annotations
 
+import base64
+import hashlib
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
@@ -17,6 +19,10 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DEV_TOKEN_HMAC_KEY = "dev-only-change-me"
 """The default token key: fine for the embedded demo, refused by a platform deployment."""
+
+
+def _default_oidc_issuers() -> dict[str, Literal["github", "gitlab"]]:
+    return {"https://token.actions.githubusercontent.com": "github", "https://gitlab.com": "gitlab"}
 
 
 class Settings(BaseSettings):
@@ -421,7 +427,49 @@ class Settings(BaseSettings):
     )
     webhook_allow_private_hosts: bool = Field(
         False,
-        description="Allow webhook URLs on loopback/private addresses (tests, single-host setups).",
+        description="Allow outbound calls (webhook URLs, OpenID Connect issuers' key sets) to "
+        "loopback/private addresses (tests, single-host setups); services/net/policy.py.",
+    )
+
+    # OpenID Connect trusted submitters (services/platform/identity/oidc.py, trusted.py).
+    oidc_issuers: dict[str, Literal["github", "gitlab"]] = Field(
+        default_factory=_default_oidc_issuers,
+        description="ID-token issuers trusted submitters may name, each with the claim profile "
+        'it speaks (JSON, e.g. {"https://gitlab.example.org": "gitlab"}).',
+    )
+    oidc_audience: str = Field(
+        "",
+        description="The `aud` an ID token must carry; empty = UNMASK_PUBLIC_URL without a "
+        "trailing slash (what `unmask submit` asks for by default).",
+    )
+    oidc_token_ttl_s: int = Field(
+        900, ge=60, le=3600, description="Lifetime of a token exchanged for an ID token, seconds."
+    )
+    oidc_leeway_s: int = Field(
+        60, ge=0, le=300, description="Clock skew allowed on an ID token's exp/nbf/iat, seconds."
+    )
+    oidc_max_id_token_bytes: int = Field(
+        8192, ge=1024, le=65536, description="Largest ID token accepted for an exchange, bytes."
+    )
+    oidc_key_set_ttl_s: float = Field(
+        3600.0, gt=0, description="How long an issuer's fetched key set (JWKS) is kept, seconds."
+    )
+
+    # Anonymizers served over HTTP (services/anonymizers/kinds/service.py).
+    service_secret_key: str = Field(
+        "",
+        description="Fernet key (32 url-safe base64 bytes) encrypting service submissions' "
+        "signing secrets and credential headers at rest; empty = derived from "
+        "UNMASK_TOKEN_HMAC_KEY. Changing it makes stored service secrets unreadable.",
+    )
+    service_timeout_s: float = Field(
+        30.0, gt=0, description="Connect/read timeout of one call to an anonymizer service."
+    )
+    service_max_attempts: int = Field(
+        4, ge=1, le=10, description="Tries per utterance (5xx, 429, 503, timeouts are retried)."
+    )
+    service_concurrency: int = Field(
+        4, ge=1, le=64, description="Requests in flight to one anonymizer service per job."
     )
 
     # Failed authentication (bad API tokens, bad page logins), per client address (api/).
@@ -442,6 +490,19 @@ class Settings(BaseSettings):
     page_session_max_age_s: int = Field(
         12 * 3600, ge=60, description="Lifetime of the pages' login cookie, seconds."
     )
+
+    def oidc_expected_audience(self) -> str:
+        """The ``aud`` an exchanged ID token must carry (empty when neither
+        ``oidc_audience`` nor ``public_url`` is set: every exchange is then refused)."""
+        return self.oidc_audience or self.public_url.rstrip("/")
+
+    def resolved_service_secret_key(self) -> str:
+        """The Fernet key of service secrets: ``service_secret_key`` or one derived from
+        ``token_hmac_key``."""
+        if self.service_secret_key:
+            return self.service_secret_key
+        digest = hashlib.sha256(b"unmask-service-secrets\x1f" + self.token_hmac_key.encode())
+        return base64.urlsafe_b64encode(digest.digest()).decode()
 
     def resolved_database_url(self) -> str:
         """The database URL, defaulting to an SQLite file inside ``data_dir``."""

@@ -16,7 +16,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
 from api.auth import Principal
-from api.challenge_html import phases_html
+from api.challenge_html import hidden_phase_names, phases_html
 from api.context import ApiContext
 from api.deps import ContextDep
 from api.pages.leaderboard_html import reference_html, row_html, sort_link
@@ -108,7 +108,10 @@ def leaderboard_page(
     with context.database.session_scope() as session:
         top = [row.job_id for row in view.det_rows()]
         n_curves = len(det_curves_of(session, top, det_key(view.scenario, view.backend)))
-        phases = phases_html(list_phases(session, protocol_id), dt.datetime.now(dt.UTC))
+        now = dt.datetime.now(dt.UTC)
+        phase_rows = list_phases(session, protocol_id)
+        phases = phases_html(phase_rows, now)
+        hidden = hidden_phase_names(phase_rows, now)
     query = {k: v for k, v in request.query_params.items() if k in ("backend", "sort", "order")}
     suffix = f"?{urlencode(query)}" if query else ""
     plot_query = urlencode({"backend": view.backend})
@@ -124,9 +127,11 @@ def leaderboard_page(
                 view.columns,
                 view.scenario,
                 view.tiers.get(row.submission_id, 0),
+                hidden.get(row.phase_id) if row.phase_id is not None else None,
             )
             for row in view.display
         ],
+        has_hidden=any(row.phase_id in hidden for row in view.display),
         utility_measured=view.utility_measured,
         wer_bound=view.wer_bound,
         utility_tiers=UTILITY_TIERS,

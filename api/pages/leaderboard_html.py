@@ -56,7 +56,28 @@ def _metric_cell(values: dict[MetricKey, float | None], column: Column, key: Met
     return f'<td class="num{missing}">{text}</td>'
 
 
+TRUST_SHORT_CHARS = 32
+"""The longest short line a leaderboard trust cell shows (the reasons are on the submission
+page)."""
+
+
+def trust_summary(reasons: Sequence[Mapping[str, object]]) -> str:
+    """One short line for a failed trust check: the first reason's gist (its message up to the
+    first colon, e.g. ``attacker under-trained``) and how many more there are."""
+    if not reasons:
+        return "not trustworthy"
+    first = str(reasons[0].get("message") or reasons[0].get("code") or "not trustworthy")
+    gist = first.split(":", 1)[0].strip() or first
+    if len(gist) > TRUST_SHORT_CHARS:
+        gist = gist[: TRUST_SHORT_CHARS - 1].rstrip() + "…"
+    more = len(reasons) - 1
+    return f"{gist} (+{more} more)" if more else gist
+
+
 def _trust_cell(row: LeaderboardTableRow) -> str:
+    """A mark and at most one short line; every reason is in the tooltip and, with its value
+    and threshold, in the submission page's trust box (the mark links there)."""
+    link = f"/submissions/{row.submission_id}?job={row.job_id}#trust"
     if row.trustworthy is None:
         mark = '<span class="trust unknown" title="the report has no trust check">?</span>'
         return f'<td class="trust">{mark}</td>'
@@ -64,9 +85,10 @@ def _trust_cell(row: LeaderboardTableRow) -> str:
         mark = '<span class="trust ok" title="every trust check passed">✓</span>'
         return f'<td class="trust">{mark}</td>'
     messages = "; ".join(str(r.get("message") or r.get("code")) for r in row.trust_reasons)
+    title = f"not trustworthy: {messages or 'no reason recorded'} (details on the submission page)"
     return (
-        f'<td class="trust"><span class="trust warn" title="{escape(messages)}">⚠ '
-        f"{escape(messages or 'not trustworthy')}</span></td>"
+        f'<td class="trust"><a class="trust warn" href="{link}" title="{escape(title)}">'
+        f'<span class="mark">⚠</span> {escape(trust_summary(row.trust_reasons))}</a></td>'
     )
 
 
@@ -89,11 +111,27 @@ def _zoo_badge(row: LeaderboardTableRow, scenario: str) -> str:
     )
 
 
-def _name_cell(row: LeaderboardTableRow, scenario: str = "") -> str:
+def _hidden_badge(phase: str) -> str:
+    """The marker of a row from a phase whose results are still hidden: only its team and
+    administrators see it, so they know the public does not."""
+    title = (
+        f"results of the hidden phase {phase}: only this team and administrators see this row "
+        "until the phase's reveal; the public leaderboard leaves it out"
+    )
+    return (
+        f' <span class="badge hidden-phase" title="{escape(title)}">hidden · {escape(phase)}</span>'
+    )
+
+
+def _name_cell(
+    row: LeaderboardTableRow, scenario: str = "", hidden_phase: str | None = None
+) -> str:
     badges = ' <span class="badge baseline">baseline</span>' if row.is_baseline else ""
     badges += _zoo_badge(row, scenario)
     if row.visibility == Visibility.PRIVATE.value:
         badges += ' <span class="badge private">private</span>'
+    if hidden_phase is not None:
+        badges += _hidden_badge(hidden_phase)
     links = []
     for label, url in (("paper", row.paper_url), ("code", row.code_url)):
         if url:
@@ -123,9 +161,11 @@ def row_html(
     columns: Sequence[Column],
     scenario: str,
     tier: int = 0,
+    hidden_phase: str | None = None,
 ) -> Markup:
     """One leaderboard ``<tr>`` (one cell per column of ``columns``); ``tier`` indexes
-    ``UTILITY_TIERS`` (rows below the first are marked with the reason they rank lower).
+    ``UTILITY_TIERS`` (rows below the first are marked with the reason they rank lower);
+    ``hidden_phase``: the name of the still-hidden phase the row's job ran in (marked).
 
     Built in Python rather than by a template loop: for 1,000 rows x 11 cells the loop costs
     several times more than the query (docs/performance.md, "Leaderboard page").
@@ -146,9 +186,11 @@ def row_html(
         elif column.key == "trust":
             cells.append(_trust_cell(row))
         else:
-            cells.append(_name_cell(row, scenario))
-    classes = (["private"] if row.visibility == Visibility.PRIVATE.value else []) + (
-        [f"tier-{tier}"] if tier else []
+            cells.append(_name_cell(row, scenario, hidden_phase))
+    classes = (
+        (["private"] if row.visibility == Visibility.PRIVATE.value else [])
+        + ([f"tier-{tier}"] if tier else [])
+        + (["hidden-phase"] if hidden_phase is not None else [])
     )
     attr = f' class="{" ".join(classes)}"' if classes else ""
     return Markup(

@@ -62,7 +62,25 @@ def fmt_bytes(size: int | None) -> str:
     return f"{size} B"
 
 
+def fmt_duration(seconds: float | None) -> str:
+    """A duration in seconds for people: ``42 s``, ``4 min 30 s``, ``2 h 05 min``; '—' when
+    unknown. Below 10 s one decimal (``0.4 s``), so a short run never reads ``0 s``."""
+    if seconds is None or (isinstance(seconds, float) and math.isnan(seconds)):
+        return "—"
+    if seconds < 10:
+        return f"{seconds:.1f} s"
+    whole = round(seconds)
+    if whole < 60:
+        return f"{whole} s"
+    minutes, secs = divmod(whole, 60)
+    if minutes < 60:
+        return f"{minutes} min {secs} s" if secs else f"{minutes} min"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes:02d} min"
+
+
 templates.env.filters["num"] = fmt_number
+templates.env.filters["duration"] = fmt_duration
 templates.env.filters["when"] = fmt_datetime
 templates.env.filters["bytes"] = fmt_bytes
 

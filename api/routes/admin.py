@@ -1,4 +1,5 @@
-"""The caller's identity (`/v1/me`) and the admin routes (teams, tokens, protocols)."""
+"""The caller's identity (`/v1/me`) and the admin routes (teams, tokens, trusted submitters,
+protocols)."""
 
 from __future__ import annotations
 
@@ -17,8 +18,11 @@ from api.schemas import (
     TokenCreate,
     TokenIssued,
     TokenOut,
+    TrustedSubmitterCreate,
+    TrustedSubmitterOut,
 )
 from services.platform import identity, protocols
+from services.platform.identity import trusted
 from services.platform.jobs.config import validate_protocol_config
 
 SECONDS_PER_DAY = 86_400
@@ -160,3 +164,75 @@ def register_protocol(
         if protocol.id in before:
             response.status_code = status.HTTP_200_OK
         return ProtocolOut.of(protocol)
+
+
+@router.post(
+    "/admin/trusted-submitters",
+    response_model=TrustedSubmitterOut,
+    status_code=status.HTTP_201_CREATED,
+    tags=["admin"],
+    summary="Trust a CI workflow to submit for a team with its OpenID Connect ID token",
+    responses=errors(404, 409),
+    openapi_extra=scope("admin"),
+)
+def create_trusted_submitter(
+    _admin: AdminPrincipal,
+    context: ContextDep,
+    body: TrustedSubmitterCreate,
+) -> TrustedSubmitterOut:
+    """Register a trusted submitter: its runs exchange ID tokens at `POST /v1/tokens/oidc` for
+    short-lived `submit` + `read` tokens of the team (docs/ci.md). 409 for an issuer not in
+    `UNMASK_OIDC_ISSUERS`, 404 for an unknown team."""
+    with context.database.session_scope() as session:
+        row = trusted.register_trusted_submitter(
+            session,
+            body.team,
+            issuers=context.settings.oidc_issuers,
+            issuer=body.issuer,
+            repository=body.repository,
+            repository_id=body.repository_id,
+            repository_owner_id=body.repository_owner_id,
+            ref=body.ref,
+            environment=body.environment,
+            workflow=body.workflow,
+            allow_pull_requests=body.allow_pull_requests,
+            name=body.name,
+        )
+        return TrustedSubmitterOut.of(row)
+
+
+@router.get(
+    "/admin/trusted-submitters",
+    response_model=list[TrustedSubmitterOut],
+    tags=["admin"],
+    summary="List trusted submitters",
+    responses=errors(),
+    openapi_extra=scope("admin"),
+)
+def list_trusted_submitters(
+    _admin: AdminPrincipal,
+    context: ContextDep,
+) -> list[TrustedSubmitterOut]:
+    """Every trusted submitter, oldest first."""
+    with context.database.session_scope() as session:
+        return [TrustedSubmitterOut.of(row) for row in trusted.list_trusted_submitters(session)]
+
+
+@router.delete(
+    "/admin/trusted-submitters/{submitter_id}",
+    status_code=status.HTTP_204_NO_CONTENT,
+    tags=["admin"],
+    summary="Stop trusting a CI workflow",
+    responses=errors(404),
+    openapi_extra=scope("admin"),
+)
+def delete_trusted_submitter(
+    _admin: AdminPrincipal,
+    context: ContextDep,
+    submitter_id: DbId,
+) -> Response:
+    """Remove a trusted submitter (tokens it already obtained expire on their own; revoke them
+    with `POST /v1/admin/tokens/{id}/revoke` to end them at once)."""
+    with context.database.session_scope() as session:
+        trusted.delete_trusted_submitter(session, submitter_id)
+    return Response(status_code=status.HTTP_204_NO_CONTENT)

@@ -28,10 +28,12 @@ from api.pages.rendering import render as _render
 from api.routes.common import errors, scope
 from api.schemas import DbId
 from services.errors import InvalidInputError
+from services.pipeline.zoo import HEADLINE_SCENARIOS
 from services.platform import access
 from services.platform.comparison import Comparison, compare_submissions
 from services.platform.comparison.background import PENDING_NOTE
 from services.platform.comparison.service import PairedResult, apply_paired
+from services.platform.leaderboard import REFERENCE_SCENARIO
 from services.platform.protocols import get_protocol_by_id
 from services.plotting import render_det_overlay, render_speaker_scatter
 from services.storage.models import Protocol
@@ -204,6 +206,40 @@ def _page_rows(
         return viewer, comparison, protocol, None
 
 
+def _headline_first(key: str) -> tuple[int, str]:
+    """Sort key of ``<scenario>|<backend>`` keys: the headline scenarios first, in their order."""
+    scenario = key.split("|", 1)[0]
+    order = (*HEADLINE_SCENARIOS, REFERENCE_SCENARIO)
+    return (order.index(scenario) if scenario in order else len(order), key)
+
+
+def verdict_sentence(comparison: Comparison) -> str | None:
+    """The compare page's first sentence: which side is more private against the headline
+    attacker (``Comparison.headline``), by how many EER points, with the paired 95 % interval
+    of b - a or why there is none. None when no headline scenario has both EERs."""
+    m = comparison.headline
+    if m is None or m.difference is None:
+        return None
+    a, b = comparison.a.submission_name, comparison.b.submission_name
+    points = f"{abs(m.difference):.{m.digits}f}"
+    if m.better == "equal":
+        text = f"{b} (b) and {a} (a) are equally private"
+    else:
+        more, less = (b, a) if m.better == "b" else (a, b)
+        side, other = ("b", "a") if m.better == "b" else ("a", "b")
+        text = f"{more} ({side}) is more private than {less} ({other}) by {points} EER points"
+    text += f" against the {m.scenario} attacker ({m.backend})"
+    if m.paired_interval is not None:
+        low, high = m.paired_interval
+        text += f", 95 % CI of b − a {low:+.{m.digits}f} to {high:+.{m.digits}f}"
+        if low <= 0 <= high:
+            text += ": the interval includes 0, so the difference may be chance"
+    else:
+        note = comparison.paired_notes.get(f"{m.scenario}|{m.backend}")
+        text += f" ({note})" if note else " (no paired interval)"
+    return text + "."
+
+
 @router.get(
     "/protocols/{protocol_id}/compare", response_class=HTMLResponse, include_in_schema=False
 )
@@ -231,7 +267,8 @@ async def compare_page(
         viewer,
         protocol=protocol,
         comparison=comparison,
-        det_keys=sorted(comparison.det_curves),
+        verdict=verdict_sentence(comparison),
+        det_keys=sorted(comparison.det_curves, key=_headline_first),
     )
 
 

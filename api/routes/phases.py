@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field, StrictBool
 from api.deps import AdminPrincipal, ContextDep, ReadReader
 from api.routes.common import errors, scope
 from api.schemas import DB_ID_MAX, DbId, StrictModel
+from api.schemas.submissions import SubmissionKindName
 from services.pipeline.stage_versions import current_evaluator
 from services.platform import phases as phase_rules
 from services.platform.evaluator import rerun_outdated
@@ -48,6 +49,12 @@ class PhaseIn(StrictModel):
     reveal_at: dt.datetime | None = Field(
         None, description="Hidden phases: when results are shown to everyone (in the future)."
     )
+    allowed_kinds: list[SubmissionKindName] | None = Field(
+        None,
+        min_length=1,
+        description='Submission kinds whose jobs the phase accepts (e.g. `["container"]` for an '
+        "official phase that reruns the code); none: every kind. Other kinds get 409.",
+    )
 
 
 class PhasePatch(StrictModel):
@@ -59,6 +66,7 @@ class PhasePatch(StrictModel):
     submission_limit: int | None = Field(None, ge=1, le=DB_ID_MAX)
     visibility: PhaseVisibility | None = None
     reveal_at: dt.datetime | None = None
+    allowed_kinds: list[SubmissionKindName] | None = Field(None, min_length=1)
 
 
 class PhaseOut(BaseModel):
@@ -71,6 +79,9 @@ class PhaseOut(BaseModel):
     submission_limit: int | None
     visibility: PhaseVisibility
     reveal_at: dt.datetime | None
+    allowed_kinds: list[SubmissionKindName] | None = Field(
+        description="Submission kinds the phase accepts; null: every kind."
+    )
     open: bool = Field(description="Whether it accepts jobs now.")
     hidden: bool = Field(description="Whether its results are hidden now.")
 
@@ -84,6 +95,7 @@ class PhaseOut(BaseModel):
             submission_limit=phase.submission_limit,
             visibility=PhaseVisibility(phase.visibility),
             reveal_at=phase.reveal_at,
+            allowed_kinds=phase.allowed_kinds,
             open=phase_rules.is_open(phase, now),
             hidden=phase_rules.is_hidden(phase, now),
         )
@@ -156,6 +168,7 @@ def create_phase(
                 submission_limit=body.submission_limit,
                 visibility=body.visibility.value,
                 reveal_at=body.reveal_at,
+                allowed_kinds=body.allowed_kinds,
             ),
         )
         response.headers["Location"] = f"/v1/protocols/{protocol.id}/phases/{phase.name}"

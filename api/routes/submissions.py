@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import time
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Header, Query, Request, Response, status
 from fastapi.concurrency import run_in_threadpool
@@ -30,22 +30,22 @@ from api.deps import ContextDep, ReadReader, SubmitPrincipal
 from api.problems import ApiProblem
 from api.routes.common import PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX, errors, scope
 from api.schemas import (
-    PINNED_IMAGE_RE,
     SHA256_HEX_PATTERN,
     ArchiveUploadComplete,
     ArchiveUploadCreate,
     ArchiveUploadOut,
-    BuiltinSubmissionCreate,
     Cursor,
     DbId,
     NameText,
     SubmissionCreate,
+    SubmissionKind,
     SubmissionOut,
     SubmissionPageOut,
     UploadPart,
     Visibility,
 )
-from services.anonymizers.container import check_image_registry
+from services.anonymizers.kinds.archive import KIND as ARCHIVE_KIND
+from services.anonymizers.kinds.registry import kind_of
 from services.platform import submissions
 from services.platform.access import visible_submission
 from services.platform.archives import (
@@ -58,25 +58,10 @@ from services.platform.identity import lock_team
 from services.platform.protocols import get_protocol_by_id
 from services.platform.quotas import check_archive_storage_quota, check_submission_quota
 from services.storage.errors import BlobNotFoundError
-from services.storage.models import SubmissionKind
 
 logger = logging.getLogger("unmask.api")
 
 router = APIRouter(prefix="/v1/submissions", tags=["submissions"])
-
-
-def _check_builtin(body: BuiltinSubmissionCreate) -> None:
-    from services.anonymizers.registry import BUILTIN_NAMES, build_anonymizer
-
-    field = "body.builtin.name" if body.builtin.name not in BUILTIN_NAMES else "body.builtin.params"
-    try:
-        build_anonymizer(body.builtin.name, body.builtin.params)
-    except (ValueError, TypeError) as exc:
-        raise ApiProblem(
-            422,
-            f"{field}: {exc}",
-            extra={"errors": [{"field": field, "message": str(exc)}]},
-        ) from None
 
 
 @router.post(
@@ -96,17 +81,10 @@ def create_submission(
     `kind: container` (an image pinned by digest; it runs when a job needs it). Archives use
     `POST /v1/submissions/archive` or `POST /v1/submissions/uploads`. Accepted at once and
     immutable from then on."""
-    fields: dict[str, Any]
-    if isinstance(body, BuiltinSubmissionCreate):
-        _check_builtin(body)
-        fields = {"builtin_name": body.builtin.name, "builtin_params": body.builtin.params}
-    else:
-        match = PINNED_IMAGE_RE.match(body.container.image)
-        assert match is not None  # checked by the schema
-        # The worker pulls from the image's registry: only the operator's allowlist (422).
-        check_image_registry(body.container.image, context.settings.container_registries)
-        image = body.container.image.rsplit("@", 1)[0]
-        fields = {"container_image": image, "container_digest": match.group("digest")}
+    # The body's kind checks its own field (services/anonymizers/kinds/): a 422 names it.
+    kind = kind_of(body.kind)
+    assert kind.submission_field is not None  # the body union holds JSON-submitted kinds only
+    fields = kind.submission_columns(getattr(body, kind.submission_field), context.settings)
     with context.database.session_scope() as session:
         lock_team(session, principal.team_id)
         check_submission_quota(session, settings=context.settings, team_id=principal.team_id)
@@ -122,7 +100,8 @@ def create_submission(
             code_url=body.code_url,
             **fields,
         )
-        return SubmissionOut.of(submission)
+        created = kind.created_fields(kind.columns_of(submission), context.settings)
+        return SubmissionOut.of(submission).model_copy(update=created)
 
 
 def _register_archive(
@@ -161,7 +140,7 @@ def _register_archive(
             session,
             principal.team_id,
             name,
-            SubmissionKind.ARCHIVE.value,
+            ARCHIVE_KIND,
             visibility=visibility,
             created_by_user_id=principal.user_id,
             archive_blob_key=key,

@@ -39,6 +39,8 @@ from api.schemas.common import (
 from api.schemas.health import CheckOut, Liveness, Readiness
 from api.schemas.identity import (
     Me,
+    OidcExchangeRequest,
+    OidcTokenIssued,
     Quotas,
     QuotaUsage,
     TeamCreate,
@@ -46,6 +48,8 @@ from api.schemas.identity import (
     TokenCreate,
     TokenIssued,
     TokenOut,
+    TrustedSubmitterCreate,
+    TrustedSubmitterOut,
 )
 from api.schemas.jobs import (
     OVERRIDABLE_CONFIG_FIELDS,
@@ -69,13 +73,12 @@ from api.schemas.results import (
 )
 from api.schemas.submissions import (
     BuiltinSpec,
-    BuiltinSubmissionCreate,
     ContainerSpec,
-    ContainerSubmissionCreate,
     DescriptionText,
     LinkUrl,
     SubmissionCreate,
     SubmissionInfo,
+    SubmissionKind,
     SubmissionOut,
     SubmissionPageOut,
 )
@@ -97,11 +100,9 @@ __all__ = [
     "ArtifactsOut",
     "BuiltinName",
     "BuiltinSpec",
-    "BuiltinSubmissionCreate",
     "CheckOut",
     "CompletedPart",
     "ContainerSpec",
-    "ContainerSubmissionCreate",
     "CostLimits",
     "Cursor",
     "DbId",
@@ -120,6 +121,8 @@ __all__ = [
     "Liveness",
     "Me",
     "NameText",
+    "OidcExchangeRequest",
+    "OidcTokenIssued",
     "ProtocolCreate",
     "ProtocolOut",
     "QuotaUsage",
@@ -134,6 +137,7 @@ __all__ = [
     "SubmissionApiStatus",
     "SubmissionCreate",
     "SubmissionInfo",
+    "SubmissionKind",
     "SubmissionOut",
     "SubmissionPageOut",
     "TeamCreate",
@@ -144,6 +148,8 @@ __all__ = [
     "TokenOut",
     "TrustOut",
     "TrustReasonOut",
+    "TrustedSubmitterCreate",
+    "TrustedSubmitterOut",
     "UploadPart",
     "Visibility",
     "WorstCaseMetricOut",

@@ -6,11 +6,18 @@ import re
 from typing import Annotated, Any, Literal
 
 from annotated_types import Ge, Le
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from services.anonymizers.registry import BUILTIN_NAMES
+from services.anonymizers.kinds.builtin import BuiltinName as BuiltinName
+from services.anonymizers.kinds.container import (
+    PINNED_IMAGE_PATTERN as PINNED_IMAGE_PATTERN,
+)
+from services.anonymizers.kinds.container import (
+    PINNED_IMAGE_RE as PINNED_IMAGE_RE,
+)
 from services.identifiers import IDENTIFIER_PATTERN, normalize_identifier
-from services.json_values import JSON_TEXT_PATTERN
+from services.json_values import NUL_MESSAGE as NUL_MESSAGE
+from services.json_values import JsonObject as JsonObject
 
 Visibility = Literal["public", "private"]
 JobState = Literal["queued", "running", "succeeded", "failed", "cancelled"]
@@ -19,14 +26,6 @@ JobState = Literal["queued", "running", "succeeded", "failed", "cancelled"]
 SubmissionApiStatus = Literal["validating", "accepted", "rejected"]
 Scope = Literal["submit", "read", "admin"]
 
-# name[:tag]@sha256:<64 hex>: a tag alone can be re-pointed to other code, a digest cannot.
-PINNED_IMAGE_RE = re.compile(
-    r"^(?P<name>[a-z0-9]+(?:[._-][a-z0-9]+)*(?::[0-9]+)?(?:/[a-z0-9]+(?:[._-][a-z0-9]+)*)*)"
-    r"(?::(?P<tag>[A-Za-z0-9_][A-Za-z0-9._-]{0,127}))?"
-    r"@(?P<digest>sha256:[0-9a-f]{64})$"
-)
-# The same rule for the OpenAPI document (no named groups: portable regex syntax).
-PINNED_IMAGE_PATTERN = re.sub(r"\(\?P<\w+>", "(?:", PINNED_IMAGE_RE.pattern)
 SHA256_HEX_RE = re.compile(r"^[0-9a-f]{64}$")
 SHA256_HEX_PATTERN = SHA256_HEX_RE.pattern
 
@@ -45,7 +44,6 @@ CURSOR_PATTERN = (
 
 # PostgreSQL text and jsonb cannot store NUL (U+0000); refusing it here names the field.
 NO_NUL_PATTERN = r"^[^\x00]*$"
-NUL_MESSAGE = "must not contain the NUL character (U+0000)"
 
 
 def _no_nul(value: str) -> str:
@@ -57,24 +55,6 @@ def _no_nul(value: str) -> str:
 def _cursor_in_range(value: str) -> str:
     if int(value) > DB_ID_MAX:
         raise ValueError(f"cursor must be at most {DB_ID_MAX} (a `next_cursor` value)")
-    return value
-
-
-def _json_without_nul(value: Any, path: str = "") -> None:
-    if isinstance(value, str):
-        if "\x00" in value:
-            raise ValueError(f"{path or 'value'}: {NUL_MESSAGE}")
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            _json_without_nul(key, f"{path}.{key}".lstrip(".") if "\x00" not in key else path)
-            _json_without_nul(item, f"{path}.{key}".lstrip("."))
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            _json_without_nul(item, f"{path}[{index}]")
-
-
-def _object_without_nul(value: dict[str, Any]) -> dict[str, Any]:
-    _json_without_nul(value)
     return value
 
 
@@ -112,20 +92,7 @@ Cursor = Annotated[
     ),
     AfterValidator(_cursor_in_range),
 ]
-# A JSON object stored in a jsonb column: no NUL in any key or string; every value within what
-# storage holds (services.json_values, enforced for every body by api/request_body.py). The
-# document names the rule through the JsonValue component (added by api/app.py).
-JsonObject = Annotated[
-    dict[str, Any],
-    AfterValidator(_object_without_nul),
-    WithJsonSchema(
-        {
-            "type": "object",
-            "propertyNames": {"pattern": JSON_TEXT_PATTERN},
-            "additionalProperties": {"$ref": "#/components/schemas/JsonValue"},
-        }
-    ),
-]
+# A JSON object stored in a jsonb column: services.json_values.JsonObject (imported above).
 # Spelled out (not ``Text(...)``) so that type checkers see them as type aliases.
 # Names and labels: NFKC, without control, bidi or invisible characters (services.identifiers).
 NameText = Annotated[
@@ -137,7 +104,6 @@ ShortText = Annotated[
 LabelText = Annotated[
     str, _name_field(64), AfterValidator(_no_nul), AfterValidator(normalize_identifier)
 ]
-BuiltinName = Literal[BUILTIN_NAMES]  # type: ignore[valid-type]
 
 
 class StrictModel(BaseModel):

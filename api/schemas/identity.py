@@ -7,7 +7,7 @@ import datetime as dt
 from pydantic import BaseModel, Field
 
 from api.schemas.common import LabelText, Scope, ShortText, StrictModel, Text
-from services.storage.models import ApiToken
+from services.storage.models import ApiToken, TrustedSubmitter
 
 
 class QuotaUsage(BaseModel):
@@ -113,3 +113,97 @@ class TokenIssued(TokenOut):
     """A freshly issued token; ``token`` is the plaintext, shown this once and never again."""
 
     token: str
+
+
+# --- OpenID Connect trusted submitters ----------------------------------------------------------
+
+
+class TrustedSubmitterCreate(StrictModel):
+    """A CI workflow allowed to submit for a team with its OpenID Connect ID token."""
+
+    team: LabelText = Field(description="The team's slug.", examples=["speech-lab"])
+    issuer: Text(512, min_length=8) = Field(  # type: ignore[valid-type]
+        description="The ID tokens' issuer, one of `UNMASK_OIDC_ISSUERS`.",
+        examples=["https://token.actions.githubusercontent.com"],
+    )
+    repository: Text(256, min_length=3) = Field(  # type: ignore[valid-type]
+        description="`owner/name` (GitHub `repository`, GitLab `project_path`), for the record.",
+        examples=["my-lab/anonymizer"],
+    )
+    repository_id: str = Field(
+        pattern=r"^[0-9]{1,20}$",
+        description="The repository's numeric id (GitHub `repository_id`, GitLab `project_id`): "
+        "what is matched, so a renamed or re-created repository of the same name does not.",
+        examples=["123456789"],
+    )
+    repository_owner_id: str | None = Field(
+        None,
+        pattern=r"^[0-9]{1,20}$",
+        description="Optional: the owner's numeric id (GitHub `repository_owner_id`, GitLab "
+        "`namespace_id`).",
+    )
+    ref: Text(256, min_length=1) | None = Field(  # type: ignore[valid-type]
+        None,
+        description="Optional: only runs of this ref (`refs/heads/main`, `refs/tags/v1`).",
+    )
+    environment: Text(256, min_length=1) | None = Field(  # type: ignore[valid-type]
+        None, description="Optional: only jobs of this deployment environment."
+    )
+    workflow: Text(512, min_length=1) | None = Field(  # type: ignore[valid-type]
+        None,
+        description="Optional: only this workflow file (`.github/workflows/privacy.yml`; GitLab: "
+        "`.gitlab-ci.yml`).",
+    )
+    allow_pull_requests: bool = Field(
+        False,
+        description="Let pull-request (GitHub `pull_request`, `pull_request_target`) and "
+        "merge-request runs submit. GitHub's ID token does not say whether a pull request comes "
+        "from a fork, so leave this off unless every pull-request run may spend the quota.",
+    )
+    name: ShortText = Field("", description="A label.")
+
+
+class TrustedSubmitterOut(BaseModel):
+    """A trusted submitter."""
+
+    id: int
+    team_id: int
+    name: str
+    issuer: str
+    repository: str
+    repository_id: str
+    repository_owner_id: str | None
+    ref: str | None
+    environment: str | None
+    workflow: str | None
+    allow_pull_requests: bool
+    created_at: dt.datetime
+
+    @classmethod
+    def of(cls, row: TrustedSubmitter) -> TrustedSubmitterOut:
+        return cls.model_validate(row, from_attributes=True)
+
+
+class OidcExchangeRequest(StrictModel):
+    """An OpenID Connect ID token of a CI run (GitHub Actions, GitLab CI)."""
+
+    token: str = Field(
+        min_length=1,
+        max_length=65536,
+        description="The compact JWT the CI platform minted (its `aud` must be the server's "
+        "audience, `UNMASK_OIDC_AUDIENCE` or `UNMASK_PUBLIC_URL`).",
+    )
+
+
+class OidcTokenIssued(BaseModel):
+    """A short-lived API token for the trusted submitter's team (plaintext shown this once)."""
+
+    token: str
+    prefix: str
+    team_slug: str
+    scopes: list[str]
+    expires_at: dt.datetime
+    exchange_id: int = Field(description="The audit row of this exchange.")
+    repository: str
+    ref: str | None
+    run_id: str | None

@@ -1,59 +1,35 @@
-"""Submissions: built-in, container and archive anonymizers and their public info."""
+"""Submissions: one of the anonymizer kinds (``services.anonymizers.kinds``) and public info.
+
+The create body is a union of one model per kind submitted as JSON, built from the registry;
+archives are uploaded (``api/schemas/archives.py``).
+"""
 
 from __future__ import annotations
 
 import datetime as dt
-from typing import Annotated, Literal
+from enum import StrEnum
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Union, cast
 
-from pydantic import AfterValidator, BaseModel, Field, ValidationInfo, field_validator
+from pydantic import AfterValidator, BaseModel, Field, ValidationInfo, create_model
 
 from api.schemas.common import (
     NO_NUL_PATTERN,
-    PINNED_IMAGE_PATTERN,
-    PINNED_IMAGE_RE,
-    BuiltinName,
-    JsonObject,
     NameText,
     StrictModel,
     SubmissionApiStatus,
     Visibility,
 )
+from services.anonymizers.kinds.builtin import BuiltinSpec
+from services.anonymizers.kinds.container import ContainerSpec
+from services.anonymizers.kinds.registry import (
+    KIND_NAMES,
+    AnonymizerKind,
+    kind_of,
+    submitted_kinds,
+)
 from services.errors import InvalidInputError
 from services.platform.submissions import info as submission_info
-from services.storage.models import (
-    MAX_CONTAINER_IMAGE_LENGTH,
-    Submission,
-    SubmissionKind,
-    SubmissionStatus,
-)
-
-
-class BuiltinSpec(StrictModel):
-    """A built-in anonymizer (docs/anonymizers.md)."""
-
-    name: BuiltinName = Field(examples=["pitch"], description="A built-in anonymizer.")
-    params: JsonObject = Field(default_factory=dict, examples=[{"semitones": 4}])
-
-
-class ContainerSpec(StrictModel):
-    """An OCI image pinned by digest (run by the container runner)."""
-
-    image: str = Field(
-        # The stored name[:tag] (the column's length) plus "@sha256:" and 64 hex digits.
-        max_length=MAX_CONTAINER_IMAGE_LENGTH + len("@sha256:") + 64,
-        description="`name[:tag]@sha256:<64 hex>`; tags alone are refused (not reproducible).",
-        examples=["ghcr.io/lab/anon@sha256:" + "0" * 64],
-        json_schema_extra={"pattern": PINNED_IMAGE_PATTERN},
-    )
-
-    @field_validator("image")
-    @classmethod
-    def _pinned(cls, value: str) -> str:
-        if not PINNED_IMAGE_RE.match(value):
-            raise ValueError(
-                f"image {value!r} must be pinned by digest: name[:tag]@sha256:<64 hex digits>"
-            )
-        return value
+from services.storage.models import Submission, SubmissionStatus
 
 
 def _checked_description(value: str | None) -> str | None:
@@ -98,27 +74,66 @@ class SubmissionInfo(StrictModel):
     code_url: LinkUrl = None
 
 
-class BuiltinSubmissionCreate(SubmissionInfo):
-    """Submit a built-in anonymizer with parameters."""
+SubmissionKind = StrEnum(  # type: ignore[misc]
+    "SubmissionKind", {name.upper(): name for name in KIND_NAMES}
+)
+SubmissionKind.__doc__ = "How an anonymizer is supplied."
+"""The anonymizer kinds (``services.anonymizers.kinds.registry.KIND_NAMES``), as an enum."""
 
-    kind: Literal["builtin"]
-    name: NameText
-    visibility: Visibility = "private"
-    builtin: BuiltinSpec
-
-
-class ContainerSubmissionCreate(SubmissionInfo):
-    """Submit an anonymizer as a pinned container image."""
-
-    kind: Literal["container"]
-    name: NameText
-    visibility: Visibility = "private"
-    container: ContainerSpec
-
-
-SubmissionCreate = Annotated[
-    BuiltinSubmissionCreate | ContainerSubmissionCreate, Field(discriminator="kind")
+__all__ = [
+    "BuiltinSpec",
+    "ContainerSpec",
+    "DescriptionText",
+    "LinkUrl",
+    "SubmissionCreate",
+    "SubmissionCreateBase",
+    "SubmissionInfo",
+    "SubmissionKind",
+    "SubmissionKindName",
+    "SubmissionOut",
+    "SubmissionPageOut",
 ]
+
+SubmissionKindName = Literal[KIND_NAMES]  # type: ignore[valid-type]
+
+
+class SubmissionCreateBase(SubmissionInfo):
+    """What every kind's create body holds; each kind narrows ``kind`` and adds its field."""
+
+    kind: str
+    name: NameText
+    visibility: Visibility = "private"
+
+
+def _create_model(kind: AnonymizerKind) -> type[SubmissionCreateBase]:
+    """``<Title>SubmissionCreate``: the shared fields, ``kind`` and the kind's own field."""
+    assert kind.submission_field is not None and kind.submission_model is not None
+    fields: dict[str, Any] = {
+        "kind": (Literal[kind.name], ...),
+        kind.submission_field: (kind.submission_model, ...),
+    }
+    model = create_model(
+        f"{kind.title}SubmissionCreate",
+        __base__=SubmissionCreateBase,
+        __doc__=kind.submission_doc or f"Submit {kind.description}.",
+        __module__=__name__,
+        **fields,
+    )
+    return cast("type[SubmissionCreateBase]", model)
+
+
+SUBMISSION_CREATE_MODELS: dict[str, type[SubmissionCreateBase]] = {
+    kind.name: _create_model(kind) for kind in submitted_kinds()
+}
+"""One body model per kind submitted as JSON (built from the kinds registry)."""
+
+if TYPE_CHECKING:
+    SubmissionCreate = SubmissionCreateBase
+else:
+    SubmissionCreate = Annotated[
+        Union[tuple(SUBMISSION_CREATE_MODELS.values())],  # noqa: UP007 (from the registry)
+        Field(discriminator="kind"),
+    ]
 
 
 class SubmissionOut(BaseModel):
@@ -127,12 +142,18 @@ class SubmissionOut(BaseModel):
     id: int
     team_slug: str
     name: str
-    kind: Literal["builtin", "archive", "container"]
+    kind: SubmissionKindName
     visibility: Visibility
     status: SubmissionApiStatus
     content_hash: str
     builtin: BuiltinSpec | None = None
     container_image: str | None = None
+    service_url: str | None = None
+    service_secret: str | None = Field(
+        None,
+        description="Service submissions, in the creation answer only: the secret the endpoint "
+        "checks `Unmask-Signature` with (docs/service-contract.md); never shown again.",
+    )
     archive_sha256: str | None = None
     archive_protocol_id: int | None = Field(
         None, description="Archive submissions: the protocol the audio was anonymized for."
@@ -155,14 +176,8 @@ class SubmissionOut(BaseModel):
             if submission.status == SubmissionStatus.ACCEPTED.value
             else "rejected"
         )
-        builtin = None
-        if submission.kind == SubmissionKind.BUILTIN.value and submission.builtin_name:
-            builtin = BuiltinSpec(
-                name=submission.builtin_name, params=dict(submission.builtin_params or {})
-            )
-        image = None
-        if submission.kind == SubmissionKind.CONTAINER.value:
-            image = f"{submission.container_image}@{submission.container_digest}"
+        kind = kind_of(submission.kind)
+        shown = kind.public_fields(kind.columns_of(submission))
         return cls(
             id=submission.id,
             team_slug=submission.team.slug,
@@ -171,16 +186,13 @@ class SubmissionOut(BaseModel):
             visibility=submission.visibility,
             status=status,
             content_hash=submission.content_hash,
-            builtin=builtin,
-            container_image=image,
-            archive_sha256=submission.archive_sha256,
-            archive_protocol_id=submission.protocol_id,
             rejection_reason=submission.rejection_reason,
             description=submission.description,
             paper_url=submission.paper_url,
             code_url=submission.code_url,
             created_at=submission.created_at,
             accepted_at=submission.accepted_at,
+            **shown,
         )
 
 

@@ -15,22 +15,21 @@ degenerate ones (services/anonymizers/degenerate.py) that evaluation configs may
 the utility metrics; `ALL_BUILTIN_NAMES` is both.
 
 Parameter values may be given as strings (from the command line); they are converted to the
-declared types. Unknown names or parameters raise `InvalidInputError`.
+declared types. Unknown names or parameters raise `InvalidInputError`. The anonymizer *kinds*
+(built-in, archive, container) are ``services.anonymizers.kinds``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import Any
 
-from services.anonymizers.base import Anonymizer
 from services.anonymizers.builtin import BuiltinAnonymizer
 from services.anonymizers.degenerate import NoiseAnonymizer, SilenceAnonymizer
 from services.anonymizers.mcadams import McAdamsAnonymizer
 from services.anonymizers.pitch import PitchShiftAnonymizer
 from services.anonymizers.vtln import VTLNAnonymizer
-from services.errors import ConfigError, InvalidInputError
+from services.errors import InvalidInputError
 
 _PARAM_TYPES: dict[str, dict[str, type]] = {
     "pitch": {"semitones": float, "jitter": float},
@@ -93,34 +92,3 @@ def build_anonymizer(name: str, params: Mapping[str, Any] | None = None) -> Buil
         )
     kwargs = {k: _convert(name, k, v, allowed[k]) for k, v in params.items()}
     return _FACTORIES[name](**kwargs)
-
-
-def build_anonymizer_of_kind(
-    kind: str,
-    *,
-    name: str = "pitch",
-    params: Mapping[str, Any] | None = None,
-    archive: Path | str | None = None,
-    image: str | None = None,
-    **options: Any,
-) -> Anonymizer:
-    """The anonymizer of an `AnonymizerSpec`: ``builtin`` (``name``, ``params``), ``archive``
-    (``archive``: the ``out_dir`` of a successful `validate_archive`) or ``container`` (``image``,
-    pinned by digest if it is not yet; ``options`` go to `ContainerAnonymizer`, e.g. ``gpu``,
-    ``engine_url``, ``limits``, ``target_audio``, ``on_shard``). Raises `ConfigError` for a
-    missing field or an unknown kind."""
-    if kind == "builtin":
-        return build_anonymizer(name, params)
-    if kind == "archive":
-        from services.anonymizers.archive import ArchiveAnonymizer
-
-        if archive is None:
-            raise ConfigError("anonymizer kind archive needs `archive` (the validated folder)")
-        return ArchiveAnonymizer(archive)
-    if kind == "container":
-        from services.anonymizers.container import ContainerAnonymizer
-
-        if not image:
-            raise ConfigError("anonymizer kind container needs `image` (an image reference)")
-        return ContainerAnonymizer(image, **options)
-    raise ConfigError(f"unknown anonymizer kind {kind!r}; kinds are builtin, archive, container")

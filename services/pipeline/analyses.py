@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from services.anonymizers.kinds.builtin import BuiltinAnonymizerConfig
 from services.attacks.prerestore import plot_per_parameter_eer, run_prerestoration
 from services.attacks.prerestore_config import (
     PIPELINE_ATTACKER_TRAINING,
@@ -76,7 +77,12 @@ def _prerestoration(
     assert data is not None and enrollment_data is not None
     seed = cfg.seeds[0]
     anon = cfg.anonymizer
-    family = anonymizer_family_of(anon.name, anon.params) if anon.kind == "builtin" else None
+    # Only a built-in's transform family is known (the others are the maker's code).
+    family = (
+        anonymizer_family_of(anon.name, anon.params)
+        if isinstance(anon, BuiltinAnonymizerConfig)
+        else None
+    )
     results: dict[str, Any] = {}
     for attacker in spec.attackers:
         model = ("original", seed) if attacker == "ignorant" else ("anonymized", seed)

@@ -21,6 +21,12 @@ from pydantic import (
     model_validator,
 )
 
+from services.anonymizers.kinds.builtin import BuiltinAnonymizerConfig
+from services.anonymizers.kinds.registry import (
+    KIND_NAMES,
+    AnonymizerConfig,
+    default_anonymizer_config,
+)
 from services.attacker.training_config import TrainingConfig
 from services.attacks.prerestore_config import PrerestorationConfig
 from services.attacks.srd_representations import SRDRepresentationsConfig
@@ -79,39 +85,6 @@ class SyntheticCorpusSpec(BaseModel):
     trials_per_speaker: int = Field(8, ge=1, description="Trial utterances per speaker.")
     min_duration_s: float = Field(2.0, gt=0, description="Shortest utterance (s).")
     max_duration_s: float = Field(6.0, gt=0, description="Longest utterance (s).")
-
-
-class AnonymizerSpec(BaseModel):
-    """Which anonymizer to evaluate.
-
-    ``builtin``: a built-in by ``name`` with ``params``. ``archive``: pre-anonymized audio for the
-    protocol, an extracted and validated archive folder at ``archive``. ``container``: an OCI
-    image reference pinned by digest, run in the sandbox (docs/container-contract.md).
-    """
-
-    model_config = ConfigDict(extra="forbid")
-
-    kind: Literal["builtin", "archive", "container"] = Field(
-        "builtin", description="builtin, archive (pre-anonymized audio) or container (OCI image)."
-    )
-    name: str = Field(
-        "pitch",
-        description="Built-in name: pitch, vtln, mcadams (test only: silence, noise, the "
-        "degenerate outputs the usable-speech guard must catch).",
-    )
-    params: dict[str, Any] = Field(default_factory=dict, description="Built-in parameters.")
-    archive: Path | None = Field(None, description="kind=archive: the extracted archive folder.")
-    image: str | None = Field(
-        None, description="kind=container: image reference (name@sha256:...)."
-    )
-
-    @model_validator(mode="after")
-    def _kind_fields(self) -> AnonymizerSpec:
-        if self.kind == "archive" and self.archive is None:
-            raise ValueError("kind archive needs `archive` (the extracted archive folder)")
-        if self.kind == "container" and not self.image:
-            raise ValueError("kind container needs `image` (an image reference)")
-        return self
 
 
 class LegalMetricsSpec(BaseModel):
@@ -270,8 +243,10 @@ class EvaluationConfig(BaseModel):
     synthetic: SyntheticCorpusSpec = Field(
         default_factory=SyntheticCorpusSpec, description="Used when `protocol` is null."
     )
-    anonymizer: AnonymizerSpec = Field(
-        default_factory=AnonymizerSpec, description="The anonymizer under evaluation."
+    anonymizer: AnonymizerConfig = Field(
+        default_factory=default_anonymizer_config,
+        description="The anonymizer under evaluation: one of the kinds (builtin, archive, "
+        "container; services/anonymizers/kinds/), told apart by `kind` (default builtin).",
     )
     tsa: TargetSelection | None = Field(
         None,
@@ -435,7 +410,12 @@ def _error_lines(exc: ValidationError) -> list[str]:
     """Every validation error as ``field.path: message``."""
     out = []
     for err in exc.errors():
-        loc = ".".join(str(p) for p in err["loc"]) or "(config)"
+        parts = list(err["loc"])
+        # The anonymizer union puts the kind into the location (anonymizer.archive.archive);
+        # the config's field is anonymizer.archive.
+        if len(parts) > 2 and parts[0] == "anonymizer" and parts[1] in KIND_NAMES:
+            del parts[1]
+        loc = ".".join(str(p) for p in parts) or "(config)"
         out.append(f"{loc}: {err['msg']}")
     return out
 
@@ -524,7 +504,7 @@ def demo_config() -> EvaluationConfig:
     (docs/results-synthetic.md, "The demo")."""
     return EvaluationConfig(
         name="demo",
-        anonymizer=AnonymizerSpec(name="pitch"),
+        anonymizer=BuiltinAnonymizerConfig(name="pitch"),
         scenarios=["original", "ignorant", "semi-informed"],
         training=TrainingConfig(preset="tiny", epochs=12, batch_size=32, adversarial_start_epoch=4),
         seeds=[0],

@@ -21,6 +21,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from services.anonymizers.kinds.registry import kind_of
 from services.attacker.local_weights import local_weights_problems
 from services.errors import ConfigError, InvalidInputError
 from services.pipeline.config import (
@@ -157,37 +158,8 @@ def _utility_problems(cfg: EvaluationConfig) -> list[str]:
 
 
 def _anonymizer_problems(cfg: EvaluationConfig, engine_url: str | None) -> list[str]:
-    spec = cfg.anonymizer
-    if spec.kind == "builtin":
-        # Test-only built-ins (silence, noise) are valid in evaluation configs: they exercise the
-        # utility metrics; the platform's submission API offers BUILTIN_NAMES only.
-        from services.anonymizers.registry import ALL_BUILTIN_NAMES, build_anonymizer
 
-        try:
-            build_anonymizer(spec.name, spec.params)
-        except (InvalidInputError, ValueError) as exc:
-            field = "anonymizer.params" if spec.name in ALL_BUILTIN_NAMES else "anonymizer.name"
-            return [f"{field}: {exc}"]
-        return []
-    if spec.kind == "archive":
-        archive = spec.archive
-        if archive is None or not (archive.is_dir() or archive.is_file()):
-            return [
-                f"anonymizer.archive: {archive} not found (an archive file, or a folder: "
-                "extracted, or in the VoicePrivacy layout)"
-            ]
-        return []
-    problems: list[str] = []
-    image = spec.image or ""
-    if any(c.isspace() for c in image) or image.startswith(("-", "@", ":")):
-        problems.append(f"anonymizer.image: invalid image reference {image!r}")
-    from services.anonymizers.container import ContainerEngineError, engine_client
-
-    try:
-        engine_client(engine_url or None).close()
-    except ContainerEngineError as exc:
-        problems.append(f"anonymizer.kind container: {exc}")
-    return problems
+    return kind_of(cfg.anonymizer).check(cfg.anonymizer, engine_url=engine_url)
 
 
 def _corpus_problems(cfg: EvaluationConfig) -> list[str]:
@@ -255,8 +227,7 @@ def plan_lines(cfg: EvaluationConfig, stages_dir: Path, speed: Throughputs = MEA
     plan = plan_evaluation(cfg)
     recognizers = estimates.recognizer_plan(cfg)
     lines = [
-        f"plan: {cfg.name}: {cfg.anonymizer.kind} anonymizer "
-        f"{cfg.anonymizer.name if cfg.anonymizer.kind == 'builtin' else ''}".rstrip()
+        f"plan: {cfg.name}: {kind_of(cfg.anonymizer).describe(cfg.anonymizer)}"
         + f"; scenarios {', '.join(cfg.scenarios)}; seeds {cfg.seeds}; back-ends "
         f"{', '.join(cfg.backends)}",
         f"plan: stages corpus -> {'anonymize -> ' if plan.anonymize else ''}train "
@@ -272,6 +243,9 @@ def plan_lines(cfg: EvaluationConfig, stages_dir: Path, speed: Throughputs = MEA
     else:
         lines.append(f"plan: stage store {stages_dir} is empty; every stage is computed")
     lines.append(_estimate_line(cfg, recognizers, speed))
+    calls = _calls_line(cfg)
+    if calls is not None:
+        lines.append(calls)
     if plan.zoo:
         lines += _attacker_lines(plan)
     return lines
@@ -281,7 +255,7 @@ def _estimate_line(
     cfg: EvaluationConfig, recognizers: list[Any], speed: Throughputs = MEASURED
 ) -> str:
     """The plan's time line: measured throughputs applied to the corpus or protocol's sizes
-    (services/pipeline/estimates.py for training)."""
+    (services/pipeline/estimates.py for training; the anonymizer kind's own cost)."""
     from services.pipeline import estimates
 
     try:
@@ -302,16 +276,19 @@ def _estimate_line(
         )
     anonymizes_training = any(s != "original" for s in cfg.scenarios)
     anonymized = audio.n_eval + (audio.n_train if anonymizes_training else 0)
+    kind = kind_of(cfg.anonymizer)
+    anonymize_s_per_utt = kind.anonymize_s_per_utt(speed.anonymize_s_per_utt)
     seconds = (
         speed.startup_s
         + (audio.n_corpus * speed.corpus_s_per_utt if cfg.protocol is None else 0.0)
-        + anonymized * speed.anonymize_s_per_utt
+        + anonymized * (anonymize_s_per_utt or 0.0)
         + train
         + len(recognizers) * 2 * audio.n_eval * speed.embed_s_per_utt
     )
     extra = [
         name
         for name, present in (
+            (f"{kind.name} anonymization", anonymize_s_per_utt is None),
             ("utility", cfg.utility is not None),
             ("analyses", any(cfg.analyses.model_dump().values())),
         )
@@ -323,6 +300,26 @@ def _estimate_line(
         f"epochs caps, patience usually stops earlier; throughputs measured per preset, "
         f"services/pipeline/estimates.py{left_out})"
     )
+
+
+def _calls_line(cfg: EvaluationConfig) -> str | None:
+    """The plan's line for a kind that calls out per utterance (a service): how many calls."""
+    from services.pipeline import estimates
+
+    kind = kind_of(cfg.anonymizer)
+    if kind.calls_note(0) is None:
+        return None
+    try:
+        audio = (
+            estimates.synthetic_training_audio(cfg)
+            if cfg.protocol is None
+            else estimates.protocol_training_audio(cfg.protocol)
+        )
+    except Exception:  # an unreadable protocol is reported by the config checks
+        return None
+    anonymizes_training = any(s != "original" for s in cfg.scenarios)
+    anonymized = audio.n_eval + (audio.n_train if anonymizes_training else 0)
+    return f"plan: cost: {kind.calls_note(anonymized)}"
 
 
 def _attacker_lines(plan: EvaluationPlan) -> list[str]:

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import json
+import typing
 from typing import Any
 
 from pydantic import BaseModel
@@ -29,6 +30,15 @@ def _default(field: Any) -> str:
     return f"`{json.dumps(value, default=str)}`"
 
 
+def _union_models(annotation: Any) -> list[type[BaseModel]]:
+    """The models of a union told apart by ``kind`` (the anonymizer kinds), else []."""
+    candidates = getattr(annotation, "__args__", None) or ()
+    models = [c for c in candidates if isinstance(c, type) and issubclass(c, BaseModel)]
+    if len(models) > 1 and all("kind" in m.model_fields for m in models):
+        return models
+    return []
+
+
 def _nested_model(annotation: Any) -> type[BaseModel] | None:
     candidates = getattr(annotation, "__args__", None) or (annotation,)
     for c in candidates:
@@ -47,9 +57,10 @@ def config_reference_markdown() -> str:
     """Tables of every config field (path, default, description), nested models expanded."""
     lines: list[str] = []
 
-    def table(model: type[BaseModel], prefix: str) -> None:
-        nested: list[tuple[str, type[BaseModel]]] = []
-        lines.append(f"### `{prefix or 'top level'}`" if prefix else "### top level")
+    def table(model: type[BaseModel], prefix: str, heading: str | None = None) -> None:
+        nested: list[tuple[str, type[BaseModel], str | None]] = []
+        title = heading or (f"### `{prefix}`" if prefix else "### top level")
+        lines.append(title)
         lines.append("")
         lines.append("| field | default | description |")
         lines.append("|---|---|---|")
@@ -57,12 +68,16 @@ def config_reference_markdown() -> str:
             path = f"{prefix}.{name}" if prefix else name
             desc = (field.description or "").replace("|", "\\|").replace("\n", " ")
             lines.append(f"| `{path}` | {_default(field)} | {desc} |")
-            sub = _nested_model(field.annotation)
+            kinds = _union_models(field.annotation)
+            for variant in kinds:
+                kind = typing.get_args(variant.model_fields["kind"].annotation)[0]
+                nested.append((path, variant, f"### `{path}` (kind `{kind}`)"))
+            sub = None if kinds else _nested_model(field.annotation)
             if sub is not None:
-                nested.append((path, sub))
+                nested.append((path, sub, None))
         lines.append("")
-        for path, sub in nested:
-            table(sub, path)
+        for path, sub, heading in nested:
+            table(sub, path, heading)
 
     table(EvaluationConfig, "")
     return "\n".join(lines).rstrip() + "\n"

@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from services.anonymizers.container import ContainerSandbox
+from services.anonymizers.kinds.registry import kind_of
 from services.attacker.training import TrainedAttacker
 from services.corpus.manifest import Manifest
 from services.corpus.protocol import Protocol
@@ -385,7 +386,7 @@ def _report_step(run: EvaluationRun, state: RunState) -> None:
         a.name: {(k[0], k[1]): probe_recognizer(*state.embeddings[a.name][k][:2]) for k in a.probes}
         for a in plan.attackers
     }
-    if run.cfg.anonymizer.kind == "archive":
+    if kind_of(run.cfg.anonymizer).pre_anonymized:
         state.blocks["enrollment_leak"] = enrollment_leak_block(
             list(plan.leak_embeddings), state.embeddings[first.name]
         )

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
+from services.anonymizers.kinds.registry import kind_of
 from services.attacker.training_config import InitName
 from services.pipeline.config import EvaluationConfig, attacker_config
 from services.pipeline.zoo import zoo_specs
@@ -267,9 +268,10 @@ def utility_embedding_plan(cfg: EvaluationConfig) -> list[EmbeddingKey]:
 def enrollment_leak_plan(
     cfg: EvaluationConfig, needed: tuple[RecognizerKey, ...] | list[RecognizerKey]
 ) -> list[EmbeddingKey]:
-    """The embeddings the enrollment-leak check (archive submissions) needs: original and
-    anonymized enrollment and trials, all by the first recognizer trained on original speech."""
-    if cfg.anonymizer.kind != "archive":
+    """The embeddings the enrollment-leak check (pre-anonymized audio: an archive) needs:
+    original and anonymized enrollment and trials, all by the first recognizer trained on
+    original speech."""
+    if not kind_of(cfg.anonymizer).pre_anonymized:
         return []
     seeds = sorted(seed for condition, seed in needed if condition == ORIGINAL)
     if not seeds:

@@ -64,12 +64,10 @@ class TokenScope(StrEnum):
     ADMIN = "admin"
 
 
-class SubmissionKind(StrEnum):
-    """How an anonymizer is supplied."""
-
-    BUILTIN = "builtin"  # a built-in anonymizer by name + parameters
-    ARCHIVE = "archive"  # pre-anonymized audio uploaded as an archive blob
-    CONTAINER = "container"  # an OCI image, pinned by digest
+SUBMISSION_KIND_VALUES: tuple[str, ...] = ("builtin", "archive", "container", "service")
+"""The anonymizer kinds the ``submissions`` table's checks admit (an Alembic revision changes
+them). What each kind means and stores is ``services.anonymizers.kinds``; a test keeps the two
+lists equal."""
 
 
 class Visibility(StrEnum):
@@ -102,8 +100,8 @@ TERMINAL_STATES: frozenset[RunState] = frozenset(
 )
 
 
-def _in_check(column: str, enum: type[StrEnum]) -> str:
-    values = ", ".join(f"'{member.value}'" for member in enum)
+def _in_check(column: str, enum: type[StrEnum] | tuple[str, ...]) -> str:
+    values = ", ".join(f"'{member}'" for member in enum)
     return f"{column} IN ({values})"
 
 
@@ -167,6 +165,62 @@ class ApiToken(Base):
         return self.revoked_at is not None
 
 
+class TrustedSubmitter(Base):
+    """A CI workflow allowed to submit for a team without a stored secret (OpenID Connect).
+
+    An ID token of ``issuer`` whose repository id (and owner id, when set) match, and whose ref,
+    environment and workflow file match the optional constraints, is exchanged for a short-lived
+    token of the team (services/platform/identity/trusted.py). Pull-request events are refused
+    unless ``allow_pull_requests``.
+    """
+
+    __tablename__ = "trusted_submitters"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    team_id: Mapped[int] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(200), default="")
+    issuer: Mapped[str] = mapped_column(String(512))
+    # GitHub ``repository`` / GitLab ``project_path``: shown, matched as well as the id.
+    repository: Mapped[str] = mapped_column(String(256))
+    # GitHub ``repository_id`` / GitLab ``project_id``: survives a rename or a re-created name.
+    repository_id: Mapped[str] = mapped_column(String(64), index=True)
+    # GitHub ``repository_owner_id`` / GitLab ``namespace_id``.
+    repository_owner_id: Mapped[str | None] = mapped_column(String(64))
+    ref: Mapped[str | None] = mapped_column(String(256))
+    environment: Mapped[str | None] = mapped_column(String(256))
+    workflow: Mapped[str | None] = mapped_column(String(512))
+    allow_pull_requests: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utc_now)
+
+
+class OidcExchange(Base):
+    """The audit row of one ID token exchanged for a short-lived API token.
+
+    ``(issuer, jti)`` is unique: an ID token is exchanged once (a replay is refused).
+    """
+
+    __tablename__ = "oidc_exchanges"
+    __table_args__ = (UniqueConstraint("issuer", "jti"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    team_id: Mapped[int] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"), index=True)
+    trusted_submitter_id: Mapped[int | None] = mapped_column(
+        ForeignKey("trusted_submitters.id", ondelete="SET NULL"), index=True
+    )
+    token_id: Mapped[int | None] = mapped_column(
+        ForeignKey("api_tokens.id", ondelete="SET NULL"), index=True
+    )
+    issuer: Mapped[str] = mapped_column(String(512))
+    jti: Mapped[str] = mapped_column(String(256))
+    subject: Mapped[str] = mapped_column(String(512))
+    repository: Mapped[str] = mapped_column(String(256))
+    ref: Mapped[str | None] = mapped_column(String(256))
+    run_id: Mapped[str | None] = mapped_column(String(64))
+    event_name: Mapped[str | None] = mapped_column(String(64))
+    id_token_expires_at: Mapped[dt.datetime] = mapped_column(UTCDateTime())
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utc_now)
+
+
 class Protocol(Base):
     """A versioned evaluation protocol (the config every job on a leaderboard shares)."""
 
@@ -219,6 +273,9 @@ class Phase(Base):
     submission_limit: Mapped[int | None] = mapped_column(Integer)
     visibility: Mapped[str] = mapped_column(String(16), default=PhaseVisibility.PUBLIC.value)
     reveal_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
+    # The submission kinds whose jobs the phase accepts (None: every kind), e.g. ["container"]
+    # for an official phase that must rerun the code.
+    allowed_kinds: Mapped[list[str] | None] = mapped_column(json_type())
     # When the webhook events held back until the reveal were recorded (None: not yet).
     events_released_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utc_now)
@@ -229,14 +286,15 @@ class Submission(Base):
 
     __tablename__ = "submissions"
     __table_args__ = (
-        CheckConstraint(_in_check("kind", SubmissionKind), name="kind"),
+        CheckConstraint(_in_check("kind", SUBMISSION_KIND_VALUES), name="kind"),
         CheckConstraint(_in_check("visibility", Visibility), name="visibility"),
         CheckConstraint(_in_check("status", SubmissionStatus), name="status"),
         CheckConstraint(
             "(kind = 'builtin' AND builtin_name IS NOT NULL)"
             " OR (kind = 'archive' AND archive_blob_key IS NOT NULL)"
             " OR (kind = 'container' AND container_image IS NOT NULL"
-            " AND container_digest IS NOT NULL)",
+            " AND container_digest IS NOT NULL)"
+            " OR (kind = 'service' AND service_url IS NOT NULL AND service_secret IS NOT NULL)",
             name="kind_fields",
         ),
         Index("ix_submissions_team_id_created_at", "team_id", "created_at"),
@@ -271,27 +329,42 @@ class Submission(Base):
     )
     container_image: Mapped[str | None] = mapped_column(String(MAX_CONTAINER_IMAGE_LENGTH))
     container_digest: Mapped[str | None] = mapped_column(String(128))
+    # Services only (services/anonymizers/kinds/service.py): the endpoint, the request-signing
+    # secret and the maker's credential header (name; value), secrets Fernet-encrypted with
+    # ``Settings.service_secret_key``.
+    service_url: Mapped[str | None] = mapped_column(String(2048))
+    service_secret: Mapped[str | None] = mapped_column(Text)
+    service_credential_header: Mapped[str | None] = mapped_column(String(128))
+    service_credential: Mapped[str | None] = mapped_column(Text)
     accepted_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utc_now)
 
     team: Mapped[Team] = relationship()
 
 
-# Columns that define what was evaluated; changing them after acceptance would silently
-# re-label existing results.
-SUBMISSION_CONTENT_COLUMNS: tuple[str, ...] = (
-    "team_id",
-    "kind",
-    "content_hash",
-    "builtin_name",
-    "builtin_params",
-    "archive_blob_key",
-    "archive_sha256",
-    "protocol_id",
-    "container_image",
-    "container_digest",
-    "accepted_at",
+# Columns an accepted submission may still change: its labels and its state. Every other column
+# (the team, the kind and each kind's own columns, the content hash, accepted_at) defines what was
+# evaluated; changing it would silently re-label existing results. Listed this way round, the
+# columns of a new anonymizer kind are immutable without being named here.
+SUBMISSION_MUTABLE_COLUMNS: frozenset[str] = frozenset(
+    {
+        "name",
+        "visibility",
+        "status",
+        "rejection_reason",
+        "description",
+        "paper_url",
+        "code_url",
+        "created_by_user_id",
+    }
 )
+
+
+def submission_content_columns() -> tuple[str, ...]:
+    """The columns of ``submissions`` an accepted submission may not change."""
+    return tuple(
+        c.key for c in Submission.__table__.columns if c.key not in SUBMISSION_MUTABLE_COLUMNS
+    )
 
 
 @event.listens_for(Submission, "before_update")
@@ -303,7 +376,7 @@ def _refuse_changes_to_accepted_submission(_mapper: Any, _connection: Any, targe
     ) == SubmissionStatus.ACCEPTED.value
     if not was_accepted:
         return
-    changed = [name for name in SUBMISSION_CONTENT_COLUMNS if state.attrs[name].history.deleted]
+    changed = [name for name in submission_content_columns() if state.attrs[name].history.deleted]
     if status_history.deleted and target.status != SubmissionStatus.ACCEPTED.value:
         changed.append("status")
     if changed:

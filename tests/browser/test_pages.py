@@ -10,6 +10,7 @@ Chromium is installed by ``scripts/ensure_browser.sh``; without it these tests a
 from __future__ import annotations
 
 import copy
+import datetime as dt
 import socket
 import threading
 import time
@@ -46,6 +47,8 @@ SCREENSHOTS = (
     "pages-leaderboard-utility.png",
 )
 UNDER_TRAINED = "attacker under-trained: VER_S 71.0 % above 50.0 %"
+JOB_SECONDS = 270
+"""How long before its finish the real submission's job started (4.5 minutes)."""
 HMAC_KEY = "browser-test-key"
 CHROMIUM_ARGS = [
     "--headless",
@@ -125,6 +128,10 @@ def _record_report(
         job_records.transition_job(session, job.id, "running")
         for stage in job.stages:
             job_records.transition_stage(session, stage.id, "succeeded")
+        # As a platform job would: started 4.5 minutes before it finishes (the report's own
+        # wall_seconds times only the process that wrote it).
+        assert job.started_at is not None
+        job.started_at -= dt.timedelta(seconds=JOB_SECONDS)
         sub_id, job_id = sub.id, job.id
     document = json.loads((out_dir / "results.json").read_text())
     artifacts = upload_report(store, job_id, out_dir)
@@ -508,7 +515,23 @@ def test_leaderboard_verdict_elements(site: Site, browser: Any) -> None:
     # The pipeline's report carries its trust check (passed or not, never unknown).
     assert real.locator(".trust.unknown").count() == 0
     assert real.locator(".trust.ok, .trust.warn").count() == 1
-    assert UNDER_TRAINED in other.locator(".trust.warn").inner_text()
+    # The trust cell: a mark and one short line; every reason in the tooltip and on the
+    # submission page, which the mark links to.
+    warn = other.locator(".trust.warn")
+    assert warn.inner_text() == "⚠ attacker under-trained", warn.inner_text()
+    assert UNDER_TRAINED in (warn.get_attribute("title") or "")
+    assert (warn.get_attribute("href") or "").endswith("#trust")
+    # Rows of a reasonable height (the real report has several trust reasons).
+    heights = page.eval_on_selector_all(
+        "#leaderboard tbody tr[data-submission]", "rows => rows.map(r => r.offsetHeight)"
+    )
+    assert heights and max(heights) <= 160, heights
+    # Metric headers wrap at spaces only: "Top-1 link %" on at most two lines.
+    lines = page.evaluate(
+        """() => document.querySelector('th[data-column="linkability_top1_percent"] a')
+                 .getClientRects().length"""
+    )
+    assert 1 <= lines <= 2, lines
     # Description and links (anchors, not text).
     assert "semitones" in real.locator(".description").inner_text()
     assert real.locator("a.ext.paper").get_attribute("href") == "https://arxiv.org/abs/2401.00001"
@@ -580,6 +603,36 @@ def test_submission_page_explains_sections_and_marks_trust(site: Site, browser: 
     assert "Not checked" not in trust and ("passed" in trust or "⚠" in trust), trust
     links = page.locator("#submission-links a")
     assert links.count() == 2
+    # A one-line verdict, as the CLI prints it.
+    verdict = page.inner_text("#verdict")
+    assert verdict.startswith("Verdict: EER ") and "semi-informed attacker (cosine)" in verdict
+    assert "on original speech" in verdict and "Attacker " in verdict, verdict
+    # Scenarios in the evaluation's order (its config), not alphabetical.
+    for table in ("#results-summary", "#results-per-seed"):
+        order = page.eval_on_selector_all(
+            f"{table} tbody tr", "rows => rows.map(r => r.dataset.scenario)"
+        )
+        assert list(dict.fromkeys(order)) == TINY["scenarios"], (table, order)
+    # The per-seed table shows SRD, IdR and the trial counts the aggregate has.
+    seed_row = page.locator('#results-per-seed tr[data-scenario="semi-informed"]')
+    cells = seed_row.locator("td").all_inner_texts()
+    headers = page.locator("#results-per-seed thead th").all_inner_texts()
+    for header in ("SRD MeanD (bits)", "IdR %"):
+        assert cells[headers.index(header)] not in ("—", ""), (header, cells)
+    targets, nontargets = (int(x) for x in seed_row.locator("td.trials").inner_text().split(" / "))
+    assert targets > 0 and nontargets > 0
+    # Cllr (never computed from these scores) is no column of dashes: a note says why.
+    summary_headers = page.locator("#results-summary thead th").all_inner_texts()
+    assert "Cllr" not in summary_headers and "min Cllr" in summary_headers
+    assert "Cllr" in page.inner_text("#not-measured")
+    # The job's wall time, not the report process's.
+    assert page.inner_text("#wall-time").startswith("4 min"), page.inner_text("#wall-time")
+    # Legal-metric plots one per row, shown at a legible size.
+    legal = page.locator('img[data-plot^="legal-"]')
+    assert legal.count() >= 1
+    legal.first.scroll_into_view_if_needed()
+    box = legal.first.bounding_box()
+    assert box is not None and box["width"] >= 900, box
     page.close()
 
 

@@ -24,6 +24,11 @@ EXPECTED_ROUTES = {
     ("post", "/v1/admin/teams"),
     ("post", "/v1/admin/tokens"),
     ("post", "/v1/admin/tokens/{token_id}/revoke"),
+    # OpenID Connect trusted submitters; the exchange is public (the ID token is the credential).
+    ("post", "/v1/admin/trusted-submitters"),
+    ("get", "/v1/admin/trusted-submitters"),
+    ("delete", "/v1/admin/trusted-submitters/{submitter_id}"),
+    ("post", "/v1/tokens/oidc"),
     ("post", "/v1/admin/protocols"),
     ("get", "/v1/protocols"),
     ("get", "/v1/protocols/{protocol_id}"),
@@ -301,7 +306,7 @@ def test_openapi_documents_every_route_with_security_and_problems(make_api_clien
     for path, item in schema["paths"].items():
         for method, operation in item.items():
             where = f"{method.upper()} {path}"
-            public = path.startswith(("/v1/health", "/v1/blobs"))
+            public = path.startswith(("/v1/health", "/v1/blobs", "/v1/tokens/oidc"))
             if public:
                 assert not operation.get("security"), where
             else:
@@ -356,10 +361,11 @@ def test_every_authenticated_route_refuses_a_missing_or_unknown_token(
     # (tests/unit/test_pages_visibility.py checks that limit).
     client = make_api_client(auth_max_failures=0)
     for method, template in sorted(EXPECTED_ROUTES):
-        if template.startswith(("/v1/health", "/v1/blobs")):
+        if template.startswith(("/v1/health", "/v1/blobs", "/v1/tokens/oidc")):
             continue
         path = template.format(
             token_id=1,
+            submitter_id=1,
             protocol_id=1,
             submission_id=1,
             upload_id="x.y",

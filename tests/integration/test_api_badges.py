@@ -1,6 +1,7 @@
 """README badges over HTTP: the worst-case semi-informed EER, the trust mark and the colour of
-a public submission's leaderboard job; 404 for private submissions, 409 before a job succeeded,
-the Markdown snippet on the submission page. Real PostgreSQL; jobs finished in the database."""
+a public submission's leaderboard job; 404 for private submissions, a neutral pending badge
+(200) before a job succeeded, accessible colours and a tooltip, the Markdown snippet on the
+submission page. Real PostgreSQL; jobs finished in the database."""
 
 from __future__ import annotations
 
@@ -72,25 +73,38 @@ def _texts(svg: str) -> list[str]:
     return [t.text or "" for t in root.iter(f"{SVG}text")]
 
 
+def _title(svg: str) -> str:
+    """The badge's tooltip (its ``<title>``), which also names it for screen readers."""
+    title = ET.fromstring(svg).find(f"{SVG}title")
+    assert title is not None and title.text
+    return title.text
+
+
 def test_badge_shows_the_worst_case_eer_trust_and_colour(setup: Any, pg_database: Database) -> None:
     client, protocol_id, submission, job = setup
     public = submission("public", "public one")
     url = f"/protocols/{protocol_id}/submissions/{public}/badge.svg"
-    # No succeeded job yet: a clear 409.
+    # No succeeded job yet: a neutral pending badge, not an error a README shows as broken.
     job_id = job(public)
     pending = client.get(url)
-    assert pending.status_code == 409
-    assert "no succeeded job under protocol" in pending.json()["detail"]
+    assert pending.status_code == 200, pending.text
+    assert pending.headers["content-type"].startswith("image/svg+xml")
+    assert "pending" in _texts(pending.text) and "unmask EER" in _texts(pending.text)
+    assert badges.BADGE_FILLS["lightgrey"][0] in pending.text
+    assert pending.headers["cache-control"] == "public, max-age=60"
+    assert "no public result yet" in _title(pending.text)
     _succeed(pg_database, job_id, {"cosine": 37.9, "plda": 18.25}, trustworthy=True)
     response = client.get(url)
     assert response.status_code == 200, response.text
     assert response.headers["content-type"].startswith("image/svg+xml")
     svg = response.text
     texts = _texts(svg)
-    # The worst case over back-ends (18.2 %, not the cosine 37.9 %), the trust mark.
-    assert "18.2 % ✓" in texts and "unmask EER (semi-informed)" in texts
+    # The worst case over back-ends (18.2 %, not the cosine 37.9 %), the trust mark; a short
+    # label, the scenario and the mark's meaning in the tooltip.
+    assert "18.2 % ✓" in texts and "unmask EER" in texts
+    assert "semi-informed attacker" in _title(svg) and "passed the trust checks" in _title(svg)
     assert badges.eer_colour(18.25) == "orange"
-    assert "#FE7D37" in svg.upper()  # anybadge's orange
+    assert badges.BADGE_FILLS["orange"][0] in svg
     # Self-contained: no external font, image or stylesheet.
     assert "http://" not in svg.replace("http://www.w3.org/", "")
     assert "https://" not in svg and "@import" not in svg and "<image" not in svg
@@ -117,4 +131,32 @@ def test_badge_colours_follow_the_eer_thresholds() -> None:
         badges.eer_colour(v) for v in (None, 0.0, 9.99, 10.0, 24.9, 25.0, 39.9, 40.0, 50.0)
     ] == ["lightgrey", "red", "red", "orange", "orange", "yellow", "yellow", "green", "green"]
     data = badges.BadgeData(1, 2, None, None, "lightgrey")
-    assert "n/a ?" in _texts(badges.badge_svg(data))
+    assert "n/a ? unchecked" in _texts(badges.badge_svg(data))
+    # A failed trust check says what it means on the badge and in its tooltip.
+    weak = badges.badge_svg(badges.BadgeData(1, 2, 44.0, False, "green"))
+    assert "44.0 % ⚠ weak attacker" in _texts(weak)
+    assert "may overestimate privacy" in _title(weak)
+
+
+def _luminance(colour: str) -> float:
+    """WCAG relative luminance of ``#rrggbb``."""
+    channels = [int(colour[i : i + 2], 16) / 255 for i in (1, 3, 5)]
+    linear = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
+    return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+
+def _contrast(a: str, b: str) -> float:
+    high, low = sorted((_luminance(a), _luminance(b)), reverse=True)
+    return (high + 0.05) / (low + 0.05)
+
+
+def test_badge_text_has_accessible_contrast_on_every_colour() -> None:
+    """WCAG AA for small text (4.5:1) on each fill, as drawn: the value half's fill and text
+    colour, and the label half (white on anybadge's #555)."""
+    for name, (fill, text) in badges.BADGE_FILLS.items():
+        svg = badges.badge_svg(badges.BadgeData(1, 2, 30.0, True, name))
+        assert f'fill="{fill}"' in svg and f'<g fill="{text}"' in svg, name
+        assert _contrast(fill, text) >= 4.5, (name, _contrast(fill, text))
+    assert _contrast("#555555", "#ffffff") >= 4.5
+    # White on anybadge's yellow, the colour this replaced, would fail.
+    assert _contrast("#dfb317", "#ffffff") < 4.5

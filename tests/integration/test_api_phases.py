@@ -315,3 +315,23 @@ def test_rerun_outdated_queues_uncharged_reruns_and_keeps_old_rows(
     board = env.client.get(f"/v1/protocols/{env.protocol_id}/leaderboard", headers=env.a)
     assert [e["job_id"] for e in board.json()["entries"]] == [new_id]
     assert "older scorer" not in env.page()
+
+
+def test_a_phase_may_accept_some_submission_kinds_only(env: Env) -> None:
+    now = dt.datetime.now(dt.UTC)
+    refused = env.phase(name="official", starts_at=_iso(now - HOUR), allowed_kinds=["nope"])
+    assert refused.status_code == 422
+    created = env.phase(
+        name="official", starts_at=_iso(now - HOUR), allowed_kinds=["container", "service"]
+    )
+    assert created.status_code == 201, created.text
+    assert created.json()["allowed_kinds"] == ["container", "service"]
+    builtin = env.submission(env.a, "pitch in the official phase")
+    answer = env.job(builtin, env.a)
+    assert answer.status_code == 409
+    assert "accepts container and service submissions only" in answer.json()["detail"]
+    assert "builtin" in answer.json()["detail"]
+    # Lifted: every kind again.
+    patched = env.patch("official", allowed_kinds=None)
+    assert patched.status_code == 200 and patched.json()["allowed_kinds"] is None
+    assert env.job(builtin, env.a).status_code == 201

@@ -34,7 +34,6 @@ from services.anonymizers.container import (
     engine_client,
     resolve_image_digest,
 )
-from services.anonymizers.registry import build_anonymizer_of_kind
 from services.anonymizers.service import SIDECAR_NAME, anonymize_manifest
 from services.audio import SAMPLE_RATE_HZ, read_audio, write_audio
 from services.corpus.manifest import Manifest, Utterance
@@ -139,9 +138,8 @@ def test_example_image_anonymizes_a_tiny_protocol_end_to_end(
     manifest = Manifest(utterances=tuple(rows), root=str(corpus))
     targets = {f"u{i}": TargetVoice(target_id=f"t{i % 3}", gender="f") for i in range(5)}
     progress: list[tuple[int, int]] = []
-    anon = build_anonymizer_of_kind(
-        "container",
-        image=images["example"],
+    anon = ContainerAnonymizer(
+        images["example"],
         engine_url=ENGINE_URL,
         limits=SandboxLimits(memory_mb=512, cpus=1.0, time_limit_s=120, shard_size=3),
         on_shard=lambda done, total, run: progress.append((done, total)),

@@ -91,11 +91,11 @@ def test_the_pipeline_hands_its_sandbox_to_the_container_anonymizer(
     class Stop(Exception):
         pass
 
-    def build(kind: str, **kwargs: Any) -> Any:
-        seen.update(kwargs, kind=kind)
+    def build(config: Any, ctx: Any) -> Any:
+        seen.update(ctx.sandbox_options, kind=config.kind, gpu=ctx.gpu)
         raise Stop
 
-    monkeypatch.setattr("services.pipeline.stages.anonymize.build_anonymizer_of_kind", build)
+    monkeypatch.setattr("services.pipeline.stages.anonymize.build_runner", build)
     cfg = parse_config(
         {
             "synthetic": {

@@ -11,14 +11,15 @@ from scipy.signal import welch
 from services.anonymizers.base import AnonymizationItem, TargetVoice, VoiceProfile
 from services.anonymizers.builtin import PEAK_LIMIT
 from services.anonymizers.degenerate import NOISE_COLORS, NoiseAnonymizer, SilenceAnonymizer
+from services.anonymizers.kinds.registry import kind_of
 from services.anonymizers.registry import (
     ALL_BUILTIN_NAMES,
     BUILTIN_NAMES,
     TEST_ONLY_NAMES,
     build_anonymizer,
-    build_anonymizer_of_kind,
 )
 from services.errors import ConfigError, InvalidInputError
+from services.pipeline.config import parse_config
 
 SR = 16_000
 
@@ -48,7 +49,8 @@ def test_registered_but_not_offered_to_makers(name: str) -> None:
     assert set(BUILTIN_NAMES) == {"pitch", "vtln", "mcadams"}
     assert ALL_BUILTIN_NAMES == BUILTIN_NAMES + TEST_ONLY_NAMES
     assert build_anonymizer(name).name == name
-    assert build_anonymizer_of_kind("builtin", name=name).name == name
+    config = parse_config({"anonymizer": {"kind": "builtin", "name": name}}).anonymizer
+    assert kind_of(config).build(config, None).name == name  # type: ignore[arg-type]
 
 
 def test_the_platform_schema_offers_the_real_builtins_only() -> None:

@@ -58,6 +58,13 @@ STORED: dict[tuple[str, str], tuple[InstrumentedAttribute[Any], int]] = {
     ("TokenCreate", "team"): (Team.slug, 0),
     ("TokenCreate", "name"): (ApiToken.name, 0),
     ("TokenCreate", "email"): (User.email, 0),
+    ("ServiceSubmissionCreate", "name"): (Submission.name, 0),
+    ("ServiceSubmissionCreate", "description"): (Submission.description, 0),
+    ("ServiceSubmissionCreate", "paper_url"): (Submission.paper_url, 0),
+    ("ServiceSubmissionCreate", "code_url"): (Submission.code_url, 0),
+    ("ServiceSpec", "url"): (Submission.service_url, 0),
+    ("ServiceSpec", "credential_header"): (Submission.service_credential_header, 0),
+    ("ServiceSpec", "credential"): (Submission.service_credential, 0),  # stored encrypted
     ("WebhookCreate", "url"): (WebhookEndpoint.url, 0),
     ("WebhookCreate", "description"): (WebhookEndpoint.description, 0),
 }
@@ -67,6 +74,7 @@ NOT_STORED = {
     ("CompletedPart", "etag"),
     ("CompletedPart", "part_number"),
     ("TokenCreate", "expires_days"),  # turned into a timestamp
+    ("OidcExchangeRequest", "token"),  # verified, never stored
     *(("LeaderboardSpec", key) for key in ("metric", "scenario", "backend")),  # protocol body
 }
 # CostLimits: every knob is kept in the protocol body (JSON) and read back by the response

@@ -24,7 +24,6 @@ from services.anonymizers.archive import (
     validate_archive,
 )
 from services.anonymizers.base import AnonymizationItem
-from services.anonymizers.registry import build_anonymizer_of_kind
 
 SR = 16_000
 EXPECTED = {"train": ["a1", "a2"], "trial": ["t1"]}
@@ -114,8 +113,8 @@ def test_tar_gz_with_wrapper_and_set_folders_flac_and_metadata(tmp_path: Path) -
     assert report.ok, report.problems
     assert report.files["t1"] == "audio/t1.flac"
     assert report.metadata == {"utterances": {"a1": {"x": 1}}}
-    anon = build_anonymizer_of_kind("archive", archive=tmp_path / "out")
-    assert isinstance(anon, ArchiveAnonymizer)
+    anon = ArchiveAnonymizer(tmp_path / "out")
+    assert anon.config()["archive_sha256"] == report.archive_sha256
 
 
 def test_unsafe_utterance_ids_use_hashed_stems(tmp_path: Path) -> None:
@@ -334,18 +333,19 @@ def test_metadata_must_be_a_json_object(tmp_path: Path) -> None:
     assert not report.ok and "metadata.json" in joined(report) and "JSON object" in joined(report)
 
 
-def test_registry_errors(tmp_path: Path) -> None:
+def test_kind_errors(tmp_path: Path) -> None:
+    from services.anonymizers.kinds.registry import kind_of
     from services.errors import ConfigError
+    from services.pipeline.config import parse_config
 
     with pytest.raises(ConfigError, match="validate the archive first"):
-        build_anonymizer_of_kind("archive", archive=tmp_path)
-    with pytest.raises(ConfigError, match="unknown anonymizer kind"):
-        build_anonymizer_of_kind("nope")
-    with pytest.raises(ConfigError, match="needs `image`"):
-        build_anonymizer_of_kind("container")
-    assert (
-        build_anonymizer_of_kind("builtin", name="pitch", params={"semitones": 2}).name == "pitch"
-    )
+        ArchiveAnonymizer(tmp_path)
+    with pytest.raises(ConfigError, match="unknown anonymizer kind 'nope'"):
+        kind_of("nope")
+    with pytest.raises(ConfigError, match=r"anonymizer\.image: Field required"):
+        parse_config({"anonymizer": {"kind": "container"}})
+    with pytest.raises(ConfigError, match=r"anonymizer\.archive: Field required"):
+        parse_config({"anonymizer": {"kind": "archive"}})
 
 
 # -- corrupt compressed data (issue 17 item 2) ----------------------------------------------------

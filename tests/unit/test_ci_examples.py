@@ -28,7 +28,9 @@ def test_github_action_is_a_composite_action_using_only_known_options() -> None:
     action = yaml.safe_load((ROOT / "examples/github-action/action.yml").read_text())
     assert action["runs"]["using"] == "composite"
     assert {"url", "token", "protocol", "min-eer", "max-srd-meand"} <= set(action["inputs"])
-    assert all(action["inputs"][name]["required"] for name in ("url", "token", "protocol"))
+    assert all(action["inputs"][name]["required"] for name in ("url", "protocol"))
+    # No token: the run's OpenID Connect ID token is exchanged (a trusted submitter).
+    assert action["inputs"]["token"]["required"] is False
     script = next(s["run"] for s in action["runs"]["steps"] if s.get("id") == "submit")
     used = _flags(script) - {"--quiet"}
     assert used and used <= _submit_options(), used - _submit_options()

@@ -46,10 +46,15 @@ from .leaderboard_spec import LeaderboardSpec
 from .liveness import Liveness
 from .me import Me
 from .metric_comparison_out import MetricComparisonOut
+from .oidc_exchange_request import OidcExchangeRequest
+from .oidc_token_issued import OidcTokenIssued
 from .per_speaker_out import PerSpeakerOut
 from .phase_in import PhaseIn
+from .phase_in_allowed_kinds_type_0_item import PhaseInAllowedKindsType0Item
 from .phase_out import PhaseOut
+from .phase_out_allowed_kinds_type_0_item import PhaseOutAllowedKindsType0Item
 from .phase_patch import PhasePatch
+from .phase_patch_allowed_kinds_type_0_item import PhasePatchAllowedKindsType0Item
 from .phase_visibility import PhaseVisibility
 from .problem import Problem
 from .protocol_create import ProtocolCreate
@@ -69,6 +74,9 @@ from .result_out import ResultOut
 from .results_out import ResultsOut
 from .results_out_state import ResultsOutState
 from .results_out_worst_case_type_0 import ResultsOutWorstCaseType0
+from .service_spec import ServiceSpec
+from .service_submission_create import ServiceSubmissionCreate
+from .service_submission_create_visibility import ServiceSubmissionCreateVisibility
 from .side_out import SideOut
 from .stage_out import StageOut
 from .stage_out_state import StageOutState
@@ -87,6 +95,8 @@ from .token_issued import TokenIssued
 from .token_out import TokenOut
 from .trust_out import TrustOut
 from .trust_reason_out import TrustReasonOut
+from .trusted_submitter_create import TrustedSubmitterCreate
+from .trusted_submitter_out import TrustedSubmitterOut
 from .upload_part import UploadPart
 from .upload_part_headers import UploadPartHeaders
 from .webhook_attempt_out import WebhookAttemptOut
@@ -147,10 +157,15 @@ __all__ = (
     "Liveness",
     "Me",
     "MetricComparisonOut",
+    "OidcExchangeRequest",
+    "OidcTokenIssued",
     "PerSpeakerOut",
     "PhaseIn",
+    "PhaseInAllowedKindsType0Item",
     "PhaseOut",
+    "PhaseOutAllowedKindsType0Item",
     "PhasePatch",
+    "PhasePatchAllowedKindsType0Item",
     "PhaseVisibility",
     "Problem",
     "ProtocolCreate",
@@ -170,6 +185,9 @@ __all__ = (
     "ResultsOut",
     "ResultsOutState",
     "ResultsOutWorstCaseType0",
+    "ServiceSpec",
+    "ServiceSubmissionCreate",
+    "ServiceSubmissionCreateVisibility",
     "SideOut",
     "StageOut",
     "StageOutState",
@@ -188,6 +206,8 @@ __all__ = (
     "TokenOut",
     "TrustOut",
     "TrustReasonOut",
+    "TrustedSubmitterCreate",
+    "TrustedSubmitterOut",
     "UploadPart",
     "UploadPartHeaders",
     "WebhookAttemptOut",

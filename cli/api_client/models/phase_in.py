@@ -6,6 +6,7 @@ from typing import Any, Self, TypeVar, cast
 
 from attrs import define as _attrs_define
 
+from ..models.phase_in_allowed_kinds_type_0_item import PhaseInAllowedKindsType0Item
 from ..models.phase_visibility import PhaseVisibility
 from ..types import UNSET, Unset
 
@@ -19,6 +20,8 @@ class PhaseIn:
     Attributes:
         name (str):
         starts_at (datetime.datetime): When jobs are accepted from (with a time zone).
+        allowed_kinds (list[PhaseInAllowedKindsType0Item] | None | Unset): Submission kinds whose jobs the phase accepts
+            (e.g. `["container"]` for an official phase that reruns the code); none: every kind. Other kinds get 409.
         ends_at (datetime.datetime | None | Unset): When jobs stop being accepted (409 after it); none: open-ended.
         reveal_at (datetime.datetime | None | Unset): Hidden phases: when results are shown to everyone (in the future).
         submission_limit (int | None | Unset): Jobs per team in this phase (failed and cancelled not counted).
@@ -28,6 +31,7 @@ class PhaseIn:
 
     name: str
     starts_at: datetime.datetime
+    allowed_kinds: list[PhaseInAllowedKindsType0Item] | Unset | None = UNSET
     ends_at: datetime.datetime | Unset | None = UNSET
     reveal_at: datetime.datetime | Unset | None = UNSET
     submission_limit: int | Unset | None = UNSET
@@ -37,6 +41,18 @@ class PhaseIn:
         name = self.name
 
         starts_at = self.starts_at.isoformat()
+
+        allowed_kinds: list[str] | Unset | None
+        if isinstance(self.allowed_kinds, Unset):
+            allowed_kinds = UNSET
+        elif isinstance(self.allowed_kinds, list):
+            allowed_kinds = []
+            for allowed_kinds_type_0_item_data in self.allowed_kinds:
+                allowed_kinds_type_0_item = allowed_kinds_type_0_item_data.value
+                allowed_kinds.append(allowed_kinds_type_0_item)
+
+        else:
+            allowed_kinds = self.allowed_kinds
 
         ends_at: str | Unset | None
         if isinstance(self.ends_at, Unset):
@@ -72,6 +88,8 @@ class PhaseIn:
                 "starts_at": starts_at,
             }
         )
+        if allowed_kinds is not UNSET:
+            field_dict["allowed_kinds"] = allowed_kinds
         if ends_at is not UNSET:
             field_dict["ends_at"] = ends_at
         if reveal_at is not UNSET:
@@ -89,6 +107,32 @@ class PhaseIn:
         name = d.pop("name")
 
         starts_at = datetime.datetime.fromisoformat(d.pop("starts_at"))
+
+        def _parse_allowed_kinds(
+            data: object,
+        ) -> list[PhaseInAllowedKindsType0Item] | Unset | None:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, list):
+                    raise TypeError()
+                allowed_kinds_type_0 = []
+                _allowed_kinds_type_0 = data
+                for allowed_kinds_type_0_item_data in _allowed_kinds_type_0:
+                    allowed_kinds_type_0_item = PhaseInAllowedKindsType0Item(
+                        allowed_kinds_type_0_item_data
+                    )
+
+                    allowed_kinds_type_0.append(allowed_kinds_type_0_item)
+
+                return allowed_kinds_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(list[PhaseInAllowedKindsType0Item] | None | Unset, data)
+
+        allowed_kinds = _parse_allowed_kinds(d.pop("allowed_kinds", UNSET))
 
         def _parse_ends_at(data: object) -> datetime.datetime | Unset | None:
             if data is None:
@@ -143,6 +187,7 @@ class PhaseIn:
         phase_in = cls(
             name=name,
             starts_at=starts_at,
+            allowed_kinds=allowed_kinds,
             ends_at=ends_at,
             reveal_at=reveal_at,
             submission_limit=submission_limit,

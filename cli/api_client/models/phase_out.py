@@ -7,6 +7,7 @@ from typing import Any, Self, TypeVar, cast
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
 
+from ..models.phase_out_allowed_kinds_type_0_item import PhaseOutAllowedKindsType0Item
 from ..models.phase_visibility import PhaseVisibility
 
 T = TypeVar("T", bound="PhaseOut")
@@ -17,6 +18,8 @@ class PhaseOut:
     """A phase as stored, with whether it accepts jobs and hides results now.
 
     Attributes:
+        allowed_kinds (list[PhaseOutAllowedKindsType0Item] | None): Submission kinds the phase accepts; null: every
+            kind.
         ends_at (datetime.datetime | None):
         hidden (bool): Whether its results are hidden now.
         name (str):
@@ -28,6 +31,7 @@ class PhaseOut:
         visibility (PhaseVisibility): When a phase's results are shown to everyone (``services/platform/phases/``).
     """
 
+    allowed_kinds: list[PhaseOutAllowedKindsType0Item] | None
     ends_at: datetime.datetime | None
     hidden: bool
     name: str
@@ -40,6 +44,16 @@ class PhaseOut:
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        allowed_kinds: list[str] | None
+        if isinstance(self.allowed_kinds, list):
+            allowed_kinds = []
+            for allowed_kinds_type_0_item_data in self.allowed_kinds:
+                allowed_kinds_type_0_item = allowed_kinds_type_0_item_data.value
+                allowed_kinds.append(allowed_kinds_type_0_item)
+
+        else:
+            allowed_kinds = self.allowed_kinds
+
         ends_at: str | None
         if isinstance(self.ends_at, datetime.datetime):
             ends_at = self.ends_at.isoformat()
@@ -71,6 +85,7 @@ class PhaseOut:
         field_dict.update(self.additional_properties)
         field_dict.update(
             {
+                "allowed_kinds": allowed_kinds,
                 "ends_at": ends_at,
                 "hidden": hidden,
                 "name": name,
@@ -88,6 +103,30 @@ class PhaseOut:
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
         d = dict(src_dict)
+
+        def _parse_allowed_kinds(
+            data: object,
+        ) -> list[PhaseOutAllowedKindsType0Item] | None:
+            if data is None:
+                return data
+            try:
+                if not isinstance(data, list):
+                    raise TypeError()
+                allowed_kinds_type_0 = []
+                _allowed_kinds_type_0 = data
+                for allowed_kinds_type_0_item_data in _allowed_kinds_type_0:
+                    allowed_kinds_type_0_item = PhaseOutAllowedKindsType0Item(
+                        allowed_kinds_type_0_item_data
+                    )
+
+                    allowed_kinds_type_0.append(allowed_kinds_type_0_item)
+
+                return allowed_kinds_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(list[PhaseOutAllowedKindsType0Item] | None, data)
+
+        allowed_kinds = _parse_allowed_kinds(d.pop("allowed_kinds"))
 
         def _parse_ends_at(data: object) -> datetime.datetime | None:
             if data is None:
@@ -139,6 +178,7 @@ class PhaseOut:
         visibility = PhaseVisibility(d.pop("visibility"))
 
         phase_out = cls(
+            allowed_kinds=allowed_kinds,
             ends_at=ends_at,
             hidden=hidden,
             name=name,

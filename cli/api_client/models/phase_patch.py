@@ -6,6 +6,9 @@ from typing import Any, Self, TypeVar, cast
 
 from attrs import define as _attrs_define
 
+from ..models.phase_patch_allowed_kinds_type_0_item import (
+    PhasePatchAllowedKindsType0Item,
+)
 from ..models.phase_visibility import PhaseVisibility
 from ..types import UNSET, Unset
 
@@ -18,6 +21,7 @@ class PhasePatch:
     the results at once).
 
         Attributes:
+            allowed_kinds (list[PhasePatchAllowedKindsType0Item] | None | Unset):
             ends_at (datetime.datetime | None | Unset):
             reveal_at (datetime.datetime | None | Unset):
             starts_at (datetime.datetime | None | Unset):
@@ -25,6 +29,7 @@ class PhasePatch:
             visibility (None | PhaseVisibility | Unset):
     """
 
+    allowed_kinds: list[PhasePatchAllowedKindsType0Item] | Unset | None = UNSET
     ends_at: datetime.datetime | Unset | None = UNSET
     reveal_at: datetime.datetime | Unset | None = UNSET
     starts_at: datetime.datetime | Unset | None = UNSET
@@ -32,6 +37,18 @@ class PhasePatch:
     visibility: PhaseVisibility | Unset | None = UNSET
 
     def to_dict(self) -> dict[str, Any]:
+        allowed_kinds: list[str] | Unset | None
+        if isinstance(self.allowed_kinds, Unset):
+            allowed_kinds = UNSET
+        elif isinstance(self.allowed_kinds, list):
+            allowed_kinds = []
+            for allowed_kinds_type_0_item_data in self.allowed_kinds:
+                allowed_kinds_type_0_item = allowed_kinds_type_0_item_data.value
+                allowed_kinds.append(allowed_kinds_type_0_item)
+
+        else:
+            allowed_kinds = self.allowed_kinds
+
         ends_at: str | Unset | None
         if isinstance(self.ends_at, Unset):
             ends_at = UNSET
@@ -73,6 +90,8 @@ class PhasePatch:
         field_dict: dict[str, Any] = {}
 
         field_dict.update({})
+        if allowed_kinds is not UNSET:
+            field_dict["allowed_kinds"] = allowed_kinds
         if ends_at is not UNSET:
             field_dict["ends_at"] = ends_at
         if reveal_at is not UNSET:
@@ -89,6 +108,32 @@ class PhasePatch:
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
         d = dict(src_dict)
+
+        def _parse_allowed_kinds(
+            data: object,
+        ) -> list[PhasePatchAllowedKindsType0Item] | Unset | None:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, list):
+                    raise TypeError()
+                allowed_kinds_type_0 = []
+                _allowed_kinds_type_0 = data
+                for allowed_kinds_type_0_item_data in _allowed_kinds_type_0:
+                    allowed_kinds_type_0_item = PhasePatchAllowedKindsType0Item(
+                        allowed_kinds_type_0_item_data
+                    )
+
+                    allowed_kinds_type_0.append(allowed_kinds_type_0_item)
+
+                return allowed_kinds_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(list[PhasePatchAllowedKindsType0Item] | None | Unset, data)
+
+        allowed_kinds = _parse_allowed_kinds(d.pop("allowed_kinds", UNSET))
 
         def _parse_ends_at(data: object) -> datetime.datetime | Unset | None:
             if data is None:
@@ -168,6 +213,7 @@ class PhasePatch:
         visibility = _parse_visibility(d.pop("visibility", UNSET))
 
         phase_patch = cls(
+            allowed_kinds=allowed_kinds,
             ends_at=ends_at,
             reveal_at=reveal_at,
             starts_at=starts_at,

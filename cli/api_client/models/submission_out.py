@@ -41,6 +41,9 @@ class SubmissionOut:
         description (None | str | Unset):
         paper_url (None | str | Unset):
         rejection_reason (None | str | Unset): `rejected` only: why (e.g. the archive's validation problems).
+        service_secret (None | str | Unset): Service submissions, in the creation answer only: the secret the endpoint
+            checks `Unmask-Signature` with (docs/service-contract.md); never shown again.
+        service_url (None | str | Unset):
     """
 
     accepted_at: datetime.datetime | None
@@ -60,6 +63,8 @@ class SubmissionOut:
     description: str | Unset | None = UNSET
     paper_url: str | Unset | None = UNSET
     rejection_reason: str | Unset | None = UNSET
+    service_secret: str | Unset | None = UNSET
+    service_url: str | Unset | None = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -137,6 +142,18 @@ class SubmissionOut:
         else:
             rejection_reason = self.rejection_reason
 
+        service_secret: str | Unset | None
+        if isinstance(self.service_secret, Unset):
+            service_secret = UNSET
+        else:
+            service_secret = self.service_secret
+
+        service_url: str | Unset | None
+        if isinstance(self.service_url, Unset):
+            service_url = UNSET
+        else:
+            service_url = self.service_url
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -168,6 +185,10 @@ class SubmissionOut:
             field_dict["paper_url"] = paper_url
         if rejection_reason is not UNSET:
             field_dict["rejection_reason"] = rejection_reason
+        if service_secret is not UNSET:
+            field_dict["service_secret"] = service_secret
+        if service_url is not UNSET:
+            field_dict["service_url"] = service_url
 
         return field_dict
 
@@ -288,6 +309,24 @@ class SubmissionOut:
 
         rejection_reason = _parse_rejection_reason(d.pop("rejection_reason", UNSET))
 
+        def _parse_service_secret(data: object) -> str | Unset | None:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        service_secret = _parse_service_secret(d.pop("service_secret", UNSET))
+
+        def _parse_service_url(data: object) -> str | Unset | None:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        service_url = _parse_service_url(d.pop("service_url", UNSET))
+
         submission_out = cls(
             accepted_at=accepted_at,
             content_hash=content_hash,
@@ -306,6 +345,8 @@ class SubmissionOut:
             description=description,
             paper_url=paper_url,
             rejection_reason=rejection_reason,
+            service_secret=service_secret,
+            service_url=service_url,
         )
 
         submission_out.additional_properties = d

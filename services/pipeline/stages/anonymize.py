@@ -6,16 +6,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from services.anonymizers.archive import (
-    REPORT_NAME,
-    ArchiveLimits,
-    expected_from_protocol,
-    source_fingerprint,
-    validate_archive,
-    vpc_folders_of,
-)
 from services.anonymizers.base import Anonymizer
-from services.anonymizers.registry import build_anonymizer_of_kind
+from services.anonymizers.kinds.base import RunnerContext, StageFn
+from services.anonymizers.kinds.registry import build_runner
 from services.anonymizers.service import anonymize_manifest, build_target_voices
 from services.anonymizers.target_selection import select_targets_with, targets_for_utterances
 from services.attacker.embeddings import resolve_device
@@ -121,25 +114,23 @@ def anonymize_sets(
 def _build_anonymizer(
     ctx: StageContext, protocol: Protocol, manifest: Manifest, protocol_key: str
 ) -> Anonymizer:
-    """The configured anonymizer; an archive submission is validated (and extracted) first."""
+    """The configured anonymizer, built by its kind (an archive is validated first)."""
     cfg = ctx.config
-    spec = cfg.anonymizer
-    options: dict[str, Any] = {}
-    if spec.kind == "container":
-        # A container gets the GPU exactly when this worker has one (the gpu queue's hosts).
-        gpu = resolve_device(cfg.training.device).type == "cuda"
-        options = {"gpu": gpu, **ctx.sandbox.anonymizer_options()}
-    archive = spec.archive
-    if spec.kind == "archive" and archive is not None:
-        archive = validated_archive(ctx, protocol, manifest, protocol_key, archive)
-    return build_anonymizer_of_kind(
-        spec.kind,
-        name=spec.name,
-        params=spec.params,
-        archive=archive,
-        image=spec.image,
-        **options,
+
+    def run_stage(stage: str, inputs: dict[str, Any], fn: StageFn) -> Path:
+        return ctx.runner.run(stage, inputs, fn).folder
+
+    runner_context = RunnerContext(
+        protocol=protocol,
+        manifest=manifest,
+        protocol_key=protocol_key,
+        gpu=resolve_device(cfg.training.device).type == "cuda",
+        sandbox_options=ctx.sandbox.anonymizer_options(),
+        settings=get_settings(),
+        run_stage=run_stage,
+        progress=lambda fraction, message: ctx.progress("anonymize", fraction, message),
     )
+    return build_runner(cfg.anonymizer, runner_context)
 
 
 def _keep_container_runs(anonymizer: Anonymizer, runs_before: int, folder: Path) -> bool:
@@ -154,37 +145,3 @@ def _keep_container_runs(anonymizer: Anonymizer, runs_before: int, folder: Path)
     record["runs"] = record["runs"][runs_before:]
     (folder / CONTAINER_RUNS_NAME).write_text(json.dumps(record, indent=1))
     return True
-
-
-def validated_archive(
-    ctx: StageContext, protocol: Protocol, manifest: Manifest, protocol_key: str, source: Path
-) -> Path:
-    """The validated folder of a pre-anonymized submission given as ``source``.
-
-    A folder already validated (it holds ``validation.json``, the platform's extracted
-    archives) is used as it is. A raw archive file or a local folder (for instance a
-    VoicePrivacy ``data/`` folder with ``<set><suffix>/wav/<utt>.wav``) is validated against the
-    protocol in an ``archive`` stage keyed by its content; a problem raises ``ArchiveError``.
-    """
-    if (source / REPORT_NAME).is_file():
-        return source
-    inputs = {
-        "protocol": protocol_key,
-        "source": str(source.resolve()),
-        "content": source_fingerprint(source),
-    }
-
-    def make(folder: Path) -> dict[str, Any]:
-        ctx.progress("anonymize", 0.0, f"validating {source.name}")
-        report = validate_archive(
-            source,
-            expected_from_protocol(protocol),
-            folder,
-            ArchiveLimits.from_settings(get_settings()),
-            {u.utt_id: u.duration_s for u in manifest.utterances},
-            vpc_folders=vpc_folders_of(protocol),
-        )
-        report.raise_for_problems()
-        return {"report": REPORT_NAME}
-
-    return ctx.runner.run("archive-check", inputs, make).folder

@@ -35,6 +35,7 @@ from services.anonymizers.archive import (
     validate_archive,
     vpc_folders_of,
 )
+from services.anonymizers.kinds.archive import KIND as ARCHIVE_KIND
 from services.errors import ConfigError, InvalidInputError
 from services.pipeline.config import EvaluationConfig, parse_config
 from services.pipeline.stage_runner import DONE_FILE
@@ -45,7 +46,7 @@ from services.platform.outbox import VALIDATE_ARCHIVE, add_message
 from services.settings import Settings
 from services.storage.blobstore import BlobStore
 from services.storage.db import Database
-from services.storage.models import Submission, SubmissionKind, SubmissionStatus
+from services.storage.models import Submission, SubmissionStatus
 from services.storage.types import utc_now
 
 log = logging.getLogger(__name__)
@@ -189,7 +190,7 @@ def reject_stuck_validations(host: ArchiveHost, *, now: dt.datetime | None = Non
         stuck = list(
             session.scalars(
                 select(Submission.id).where(
-                    Submission.kind == SubmissionKind.ARCHIVE.value,
+                    Submission.kind == ARCHIVE_KIND,
                     Submission.status == SubmissionStatus.PENDING.value,
                     Submission.created_at < cutoff,
                 )

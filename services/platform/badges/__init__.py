@@ -1,6 +1,8 @@
 """README badges of submissions (worst-case semi-informed EER, trust mark, colour)."""
 
 from services.platform.badges.service import (
+    BADGE_FILLS,
+    BADGE_LABEL,
     BADGE_SCENARIO,
     EER_COLOURS,
     BadgeData,
@@ -8,10 +10,14 @@ from services.platform.badges.service import (
     badge_data,
     badge_markdown,
     badge_svg,
+    badge_title,
     eer_colour,
+    pending_badge_svg,
 )
 
 __all__ = [
+    "BADGE_FILLS",
+    "BADGE_LABEL",
     "BADGE_SCENARIO",
     "EER_COLOURS",
     "BadgeData",
@@ -19,5 +25,7 @@ __all__ = [
     "badge_data",
     "badge_markdown",
     "badge_svg",
+    "badge_title",
     "eer_colour",
+    "pending_badge_svg",
 ]

@@ -1,6 +1,8 @@
 """A README badge of a submission: its worst-case EER against the semi-informed attacker, the
 report's trust mark, a colour from the EER's thresholds (shields-style SVG by ``anybadge``,
-system fonts only: the SVG makes no request of its own).
+system fonts only: the SVG makes no request of its own; colours with accessible contrast, a
+tooltip saying what the number and the mark mean). Without a public result yet the badge is a
+neutral ``pending`` one.
 
 Which job stands for the submission is the leaderboard's rule (its latest succeeded job under
 the protocol whose results are public now: a hidden phase's job is left out until the reveal).
@@ -11,7 +13,9 @@ the summary already holds each (scenario, back-end)'s worst over attackers.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
+from html import escape
 
 import anybadge
 from sqlalchemy import and_, select
@@ -38,6 +42,26 @@ EER_COLOURS: tuple[tuple[float, str], ...] = (
 
 TRUST_MARKS = {True: "✓", False: "⚠", None: "?"}
 """The leaderboard's trust marks: checks passed, failed, not checked."""
+
+BADGE_LABEL = "unmask EER"
+"""The badge's left half: short, so the badge stays small in a README."""
+
+TRUST_WORDS = {True: "", False: " weak attacker", None: " unchecked"}
+"""What the badge writes after a trust mark, so a README reader needs no tooltip: a failed
+check means the attacker was too weak for the EER to be trusted (an upper bound on privacy)."""
+
+BADGE_FILLS: dict[str, tuple[str, str]] = {
+    "red": ("#b42318", "#ffffff"),
+    "orange": ("#b54708", "#ffffff"),
+    "yellow": ("#f5c518", "#1d2430"),
+    "green": ("#1f7a3a", "#ffffff"),
+    "lightgrey": ("#5d6675", "#ffffff"),
+}
+"""Each colour name's (fill, text colour): every pair has a WCAG contrast of at least 4.5:1
+(AA for small text); yellow carries dark text."""
+
+PENDING_COLOUR = "lightgrey"
+"""The neutral badge of a submission with no public result yet."""
 
 
 class NoSucceededJobError(ConflictError):
@@ -90,16 +114,60 @@ def badge_data(session: Session, *, protocol: Protocol, submission: Submission) 
     )
 
 
+def _svg(value: str, colour: str, title: str) -> str:
+    """A shields-style badge (anybadge) with accessible colours and ``title`` as its tooltip
+    and accessible name."""
+    fill, text = BADGE_FILLS[colour]
+    badge = anybadge.Badge(
+        label=BADGE_LABEL, value=value, default_color=fill, text_color=f"#ffffff,{text}"
+    )
+    # Without anybadge's 1-pixel drop shadow: on the light (yellow) fill it doubles dark text.
+    svg = re.sub(
+        r"\s*<text [^>]*fill-opacity=\".3\"[^>]*>[^<]*</text>", "", str(badge.badge_svg_text)
+    )
+    safe = escape(title)
+    return re.sub(
+        r"<svg ([^>]*)>",
+        lambda m: f'<svg role="img" aria-label="{safe}" {m.group(1)}>\n<title>{safe}</title>',
+        svg,
+        count=1,
+    )
+
+
+def badge_title(data: BadgeData | None) -> str:
+    """The badge's tooltip: what the number is and what the trust mark means (None: pending)."""
+    if data is None:
+        return (
+            "Unmask privacy evaluation: pending (no public result yet; the badge shows the EER "
+            "once an evaluation has succeeded and its results are public)"
+        )
+    digits = catalogue.EER.digits
+    value = "no EER" if data.eer_percent is None else f"EER {data.eer_percent:.{digits}f} %"
+    trust = {
+        True: "the attacker passed the trust checks",
+        False: "the attacker failed a trust check (too weak): the EER may overestimate privacy",
+        None: "the attacker's strength was not checked",
+    }[data.trustworthy]
+    return (
+        f"Unmask privacy evaluation: {value} against the {BADGE_SCENARIO} attacker, worst case "
+        f"over back-ends (50 % = chance, higher = more private); {trust}"
+    )
+
+
 def badge_svg(data: BadgeData) -> str:
-    """The badge as SVG text: ``unmask EER (semi-informed) | 37.9 % ✓``."""
+    """The badge as SVG text: ``unmask EER | 37.9 % ✓`` (a failed trust check reads
+    ``⚠ weak attacker``), its tooltip saying what the number and the mark mean."""
     digits = catalogue.EER.digits
     value = "n/a" if data.eer_percent is None else f"{data.eer_percent:.{digits}f} %"
-    badge = anybadge.Badge(
-        label=f"unmask EER ({BADGE_SCENARIO})",
-        value=f"{value} {TRUST_MARKS[data.trustworthy]}",
-        default_color=data.colour,
-    )
-    return str(badge.badge_svg_text)
+    mark = TRUST_MARKS[data.trustworthy] + TRUST_WORDS[data.trustworthy]
+    return _svg(f"{value} {mark}", data.colour, badge_title(data))
+
+
+def pending_badge_svg() -> str:
+    """The neutral badge of a public submission without a public succeeded job under the
+    protocol (still running, not yet evaluated, or its phase's results still hidden): a README
+    shows ``unmask EER | pending`` rather than a broken image."""
+    return _svg("pending", PENDING_COLOUR, badge_title(None))
 
 
 def badge_markdown(*, base_url: str, protocol_id: int, submission_id: int) -> str:

@@ -30,7 +30,9 @@ from sqlalchemy import and_, select
 from sqlalchemy.orm import Session
 
 from services.metrics import catalogue, paired_bootstrap_eer_difference
+from services.pipeline.zoo import HEADLINE_SCENARIOS
 from services.platform.leaderboard import (
+    REFERENCE_SCENARIO,
     det_curves_of,
     det_key,
     job_metric_values,
@@ -123,6 +125,33 @@ class Comparison:
     def utility(self) -> list[MetricComparison]:
         """The utility metrics (ASR WER, usable speech, ...)."""
         return [m for m in self.metrics if m.scenario == catalogue.UTILITY_SCENARIO]
+
+    @property
+    def privacy_headline_first(self) -> list[MetricComparison]:
+        """:attr:`privacy` with the headline scenarios first (``HEADLINE_SCENARIOS``' order,
+        the strongest attacker first), then original speech and any other."""
+        order = (*HEADLINE_SCENARIOS, REFERENCE_SCENARIO)
+
+        def rank(m: MetricComparison) -> int:
+            return order.index(m.scenario) if m.scenario in order else len(order)
+
+        return sorted(self.privacy, key=rank)
+
+    @property
+    def headline(self) -> MetricComparison | None:
+        """The EER comparison a verdict reads: the first headline scenario where both sides
+        have an EER; among its back-ends one with a paired interval first, then by name."""
+        for scenario in HEADLINE_SCENARIOS:
+            rows = [
+                m
+                for m in self.privacy
+                if m.scenario == scenario
+                and m.metric == catalogue.EER.key
+                and m.difference is not None
+            ]
+            if rows:
+                return min(rows, key=lambda m: (m.paired_interval is None, m.backend))
+        return None
 
 
 def _side(

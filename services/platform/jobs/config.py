@@ -20,11 +20,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from services.anonymizers.kinds.archive import ArchiveAnonymizerConfig
+from services.anonymizers.kinds.registry import kind_of
 from services.errors import ConfigError, InvalidInputError
 from services.pipeline.config import EvaluationConfig, parse_config
 from services.platform.jobs.cost import check_job_cost
 from services.settings import Settings, get_settings
-from services.storage.models import Job, Protocol, Submission, SubmissionKind
+from services.storage.models import Job, Protocol, Submission
 
 # Fields a job may not override: the anonymizer comes from the submission, the corpus and its
 # protocol define the leaderboard.
@@ -62,23 +64,14 @@ def validate_protocol_config(config: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def anonymizer_section(submission: Submission) -> dict[str, Any]:
-    """The ``anonymizer`` section of an `EvaluationConfig` for ``submission``.
+    """The ``anonymizer`` section of an `EvaluationConfig` for ``submission`` (its kind's
+    ``config_section``).
 
     Archive submissions name the archive's blob key; :func:`run_config` binds it to the local
     folder of the validated audio on the host that runs a phase.
     """
-    if submission.kind == SubmissionKind.BUILTIN.value:
-        return {
-            "kind": "builtin",
-            "name": submission.builtin_name,
-            "params": dict(submission.builtin_params or {}),
-        }
-    if submission.kind == SubmissionKind.ARCHIVE.value:
-        return {"kind": "archive", "archive": submission.archive_blob_key}
-    return {
-        "kind": "container",
-        "image": f"{submission.container_image}@{submission.container_digest}",
-    }
+    kind = kind_of(submission.kind)
+    return kind.config_section(kind.columns_of(submission))
 
 
 def job_config(
@@ -167,7 +160,7 @@ def run_config(
     if settings.device != "auto":
         runtime["device"] = settings.device
     bound = config.model_copy(update={"training": config.training.model_copy(update=runtime)})
-    if config.anonymizer.kind == "archive":
+    if isinstance(config.anonymizer, ArchiveAnonymizerConfig):
         if archive_folder is None:
             raise ConfigError("an archive job runs only with the folder of its validated audio")
         anonymizer = config.anonymizer.model_copy(update={"archive": archive_folder})

@@ -37,6 +37,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from services.anonymizers.container import ContainerSandbox
+from services.anonymizers.kinds.archive import ArchiveAnonymizerConfig
 from services.errors import ConfigError, InvalidInputError
 from services.pipeline.config import EvaluationConfig
 from services.pipeline.phases import PHASES
@@ -205,7 +206,7 @@ def _execute(
     job_dir = services.job_dir(job_id)
     workspace = StageWorkspace(services.store, stages_dir)
     archive_folder = None
-    if claim.config.anonymizer.kind == "archive":
+    if isinstance(claim.config.anonymizer, ArchiveAnonymizerConfig):
         archive_key = str(claim.config.anonymizer.archive)
         archive_folder = prepare_archive(workspace, archive_key, claim.archive_sha256)
     config = run_config(claim.config, services.settings, archive_folder=archive_folder)

@@ -19,6 +19,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from services.anonymizers.kinds.archive import KIND as ARCHIVE_KIND
 from services.errors import InvalidInputError
 from services.pipeline.stage_versions import current_evaluator
 from services.platform import phases as phase_rules
@@ -37,7 +38,6 @@ from services.storage.models import (
     Protocol,
     RunState,
     Submission,
-    SubmissionKind,
     SubmissionStatus,
 )
 
@@ -126,12 +126,13 @@ def create_job(
     lowered below it since).
 
     A protocol with phases puts the job in ``phase`` (a name; None: the one open now), checked by
-    ``services.platform.phases.phase_for_new_job`` (409 after its end or over its limit).
+    ``services.platform.phases.phase_for_new_job`` (409 after its end, over its limit, or for a
+    submission kind the phase does not accept).
     ``rerun_of`` (an administrator's re-run with the current evaluator): the job goes into the
     old job's phase unchecked and is not charged (no quota, no phase limit).
     """
     if (
-        submission.kind == SubmissionKind.ARCHIVE.value
+        submission.kind == ARCHIVE_KIND
         and submission.protocol_id is not None
         and submission.protocol_id != protocol.id
     ):
@@ -163,7 +164,9 @@ def create_job(
     if rerun_of is not None:
         phase_id = rerun_of.phase_id
     elif not replay:
-        phase_id = _checked_phase_id(session, protocol_id=protocol.id, team_id=team_id, name=phase)
+        phase_id = _checked_phase_id(
+            session, protocol_id=protocol.id, team_id=team_id, name=phase, kind=submission.kind
+        )
     creation = job_records.create_job(
         session,
         team_id=team_id,
@@ -187,10 +190,10 @@ def create_job(
 
 
 def _checked_phase_id(
-    session: Session, *, protocol_id: int, team_id: int, name: str | None
+    session: Session, *, protocol_id: int, team_id: int, name: str | None, kind: str
 ) -> int | None:
     found = phase_rules.phase_for_new_job(
-        session, protocol_id=protocol_id, team_id=team_id, name=name
+        session, protocol_id=protocol_id, team_id=team_id, name=name, kind=kind
     )
     return found.id if found is not None else None
 

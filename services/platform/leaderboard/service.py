@@ -32,6 +32,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, and_, case, func, select
 from sqlalchemy.orm import Session
 
+from services.anonymizers.kinds.registry import kind_of
 from services.metrics import catalogue
 from services.platform.access import visible_submissions_clause
 from services.platform.phases import revealed_jobs_clause
@@ -44,7 +45,6 @@ from services.storage.models import (
     Result,
     RunState,
     Submission,
-    SubmissionKind,
     Team,
 )
 
@@ -279,11 +279,13 @@ class LeaderboardTableRow:
     evaluator: dict[str, Any] | None = None
     """The job's evaluator (``services.pipeline.stage_versions.current_evaluator``); None =
     recorded before evaluators were."""
+    phase_id: int | None = None
+    """The challenge phase the job ran in (None: the protocol has no phases)."""
 
     @property
     def is_baseline(self) -> bool:
         """Built-in anonymizers are the platform's baselines."""
-        return self.kind == SubmissionKind.BUILTIN.value
+        return kind_of(self.kind).baseline
 
 
 def _summary_row(session: Session, job_id: int) -> JobSummary:
@@ -401,6 +403,7 @@ def leaderboard_table(
             JobSummary.trust_reasons,
             JobSummary.worst_case,
             Job.evaluator,
+            Job.phase_id,
         )
         .join(latest, and_(latest.c.submission_id == Submission.id, latest.c.recency == 1))
         .join(Team, Team.id == Submission.team_id)
@@ -448,6 +451,7 @@ def leaderboard_table(
                 trust_reasons=list(r.trust_reasons or []),
                 worst_case=dict(r.worst_case) if r.worst_case else None,
                 evaluator=dict(r.evaluator) if r.evaluator else None,
+                phase_id=r.phase_id,
             )
         )
     return rows

@@ -4,6 +4,7 @@ from services.platform.phases.errors import (
     PhaseClosedError,
     PhaseDefinitionError,
     PhaseInUseError,
+    PhaseKindError,
     PhaseLimitError,
     PhaseOverlapError,
 )
@@ -28,6 +29,7 @@ __all__ = [
     "PhaseClosedError",
     "PhaseDefinitionError",
     "PhaseInUseError",
+    "PhaseKindError",
     "PhaseLimitError",
     "PhaseOverlapError",
     "PhaseSpec",

@@ -22,5 +22,9 @@ class PhaseLimitError(ConflictError):
     """The team used the phase's submission limit (409)."""
 
 
+class PhaseKindError(ConflictError):
+    """The phase does not accept jobs of the submission's kind (409)."""
+
+
 class PhaseInUseError(ConflictError):
     """A phase with jobs cannot be deleted (409)."""

@@ -29,11 +29,18 @@ from services.platform.phases.errors import (
     PhaseClosedError,
     PhaseDefinitionError,
     PhaseInUseError,
+    PhaseKindError,
     PhaseLimitError,
     PhaseOverlapError,
 )
 from services.storage.errors import NotFoundError
-from services.storage.models import Job, Phase, PhaseVisibility, RunState
+from services.storage.models import (
+    SUBMISSION_KIND_VALUES,
+    Job,
+    Phase,
+    PhaseVisibility,
+    RunState,
+)
 from services.storage.types import utc_now
 
 # Jobs that do not count against a phase's submission limit (as for the daily job quota).
@@ -50,6 +57,8 @@ class PhaseSpec:
     submission_limit: int | None = None
     visibility: str = PhaseVisibility.PUBLIC.value
     reveal_at: dt.datetime | None = None
+    allowed_kinds: list[str] | None = None
+    """Submission kinds whose jobs the phase accepts; None: every kind."""
 
 
 def _aware(value: dt.datetime | None, field: str) -> dt.datetime | None:
@@ -73,6 +82,13 @@ def _check_spec(spec: PhaseSpec) -> None:
         raise PhaseDefinitionError(
             f"phase {spec.name!r}: submission_limit must be at least 1 (leave it out for none)"
         )
+    if spec.allowed_kinds is not None:
+        unknown = [k for k in spec.allowed_kinds if k not in SUBMISSION_KIND_VALUES]
+        if not spec.allowed_kinds or unknown:
+            raise PhaseDefinitionError(
+                f"phase {spec.name!r}: allowed_kinds must list some of "
+                f"{', '.join(SUBMISSION_KIND_VALUES)} (leave it out for every kind)"
+            )
     try:
         visibility = PhaseVisibility(spec.visibility)
     except ValueError:
@@ -164,6 +180,7 @@ def create_phase(
         submission_limit=spec.submission_limit,
         visibility=spec.visibility,
         reveal_at=spec.reveal_at,
+        allowed_kinds=None if spec.allowed_kinds is None else list(spec.allowed_kinds),
     )
     session.add(phase)
     _renumber(session, protocol_id)
@@ -220,8 +237,10 @@ def phase_for_new_job(
     team_id: int,
     name: str | None = None,
     now: dt.datetime | None = None,
+    kind: str | None = None,
 ) -> Phase | None:
     """The phase a new job of ``team_id`` goes into, checked: ``name``'s, or the one open now.
+    ``kind``: the submission's kind, which the phase must accept (:class:`PhaseKindError`).
 
     None when the protocol has no phases (and no ``name`` was asked for). Raises
     :class:`PhaseClosedError` (not started, ended, or no phase open), :class:`PhaseLimitError`
@@ -248,6 +267,11 @@ def phase_for_new_job(
     if phase.ends_at is not None and now >= phase.ends_at:
         raise PhaseClosedError(
             f"phase {phase.name!r} ended at {phase.ends_at.isoformat()}; it accepts no more jobs"
+        )
+    if kind is not None and phase.allowed_kinds is not None and kind not in phase.allowed_kinds:
+        raise PhaseKindError(
+            f"phase {phase.name!r} accepts {' and '.join(phase.allowed_kinds)} submissions only; "
+            f"this submission is a {kind}"
         )
     if phase.submission_limit is not None:
         used = charged_jobs_in_phase(session, phase_id=phase.id, team_id=team_id)

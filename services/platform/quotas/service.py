@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from sqlalchemy import and_, func, or_, select
 from sqlalchemy.orm import Session
 
+from services.anonymizers.kinds.archive import KIND as ARCHIVE_KIND
 from services.platform.jobs.records import count_jobs
 from services.platform.quotas.errors import QuotaExceededError
 from services.platform.submissions import count_submissions
@@ -32,7 +33,6 @@ from services.storage.models import (
     ArchiveUploadState,
     RunState,
     Submission,
-    SubmissionKind,
     SubmissionStatus,
 )
 from services.storage.types import utc_now
@@ -94,7 +94,7 @@ def archive_storage_bytes(session: Session, team_id: int, *, now: dt.datetime) -
     stored = session.scalar(
         select(func.coalesce(func.sum(Submission.archive_size_bytes), 0)).where(
             Submission.team_id == team_id,
-            Submission.kind == SubmissionKind.ARCHIVE.value,
+            Submission.kind == ARCHIVE_KIND,
             or_(
                 Submission.status != rejected,
                 and_(Submission.status == rejected, Submission.created_at >= now - WINDOW),

@@ -1,37 +1,34 @@
-"""Submissions: anonymizers handed in for evaluation (built-in, archive, container).
+"""Submissions: anonymizers handed in for evaluation, one of the anonymizer kinds
+(``services.anonymizers.kinds``: built-in, archive, container).
 
 A submission is accepted at once (built-ins, containers) or after its archive was validated; its
-content is immutable from then on (``models.SUBMISSION_CONTENT_COLUMNS``).
+content is immutable from then on (``models.SUBMISSION_MUTABLE_COLUMNS`` are the exceptions).
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from services.platform.hashing import SHA256_HEX_RE, canonical_json_hash
+from services.anonymizers.kinds.registry import kind_of
+from services.platform.hashing import canonical_json_hash
 from services.platform.pagination import DEFAULT_PAGE_SIZE, keyset_page
 from services.platform.protocols import get_protocol_by_id
 from services.platform.rows import WindowUsage, get_row
 from services.platform.submissions.info import check_description, check_link
-from services.storage.blobstore import validate_key
 from services.storage.errors import ConflictError
 from services.storage.models import (
     Submission,
-    SubmissionKind,
     SubmissionStatus,
     Team,
     Visibility,
 )
 from services.storage.types import utc_now
-
-_DIGEST_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
 
 
 def create_submission(
@@ -42,80 +39,59 @@ def create_submission(
     *,
     visibility: str = Visibility.PRIVATE,
     created_by_user_id: int | None = None,
-    builtin_name: str | None = None,
-    builtin_params: Mapping[str, Any] | None = None,
-    archive_blob_key: str | None = None,
-    archive_sha256: str | None = None,
-    protocol_id: int | None = None,
-    container_image: str | None = None,
-    container_digest: str | None = None,
     accept: bool = True,
     description: str | None = None,
     paper_url: str | None = None,
     code_url: str | None = None,
+    **columns: Any,
 ) -> Submission:
     """A new submission; accepted (and frozen) at once unless ``accept=False``.
 
-    Each kind needs its own fields: ``builtin`` a name (+ params), ``archive`` a blob key and its
-    sha256 (and ``protocol_id``, the protocol whose audio the archive anonymizes; only archives
-    name one), ``container`` an image reference and a pinned ``sha256:`` digest.
-    ``description``, ``paper_url`` and ``code_url`` are optional (checked by
-    :mod:`services.platform.submissions.info`; :class:`InvalidInputError` naming the field).
+    ``columns`` are the kind's own ``submissions`` columns (``services.anonymizers.kinds``:
+    ``builtin`` ``builtin_name`` (+ ``builtin_params``), ``archive`` ``archive_blob_key`` and
+    ``archive_sha256`` (+ ``protocol_id``, the protocol whose audio it anonymizes),
+    ``container`` ``container_image`` and a pinned ``container_digest``); another kind's column
+    is a :class:`ConflictError`. ``description``, ``paper_url`` and ``code_url`` are optional
+    (checked by :mod:`services.platform.submissions.info`; :class:`InvalidInputError` naming the
+    field).
     """
     description = check_description(description)
     paper_url = check_link(paper_url, "paper_url")
     code_url = check_link(code_url, "code_url")
     try:
-        kind_value = SubmissionKind(kind).value
+        anonymizer_kind = kind_of(kind)
         visibility_value = Visibility(visibility).value
     except ValueError as exc:
         raise ConflictError(f"submission {name!r}: {exc}") from None
     get_row(session, Team, team_id)
-    content: dict[str, Any] = {"kind": kind_value}
-    if protocol_id is not None and kind_value != SubmissionKind.ARCHIVE:
+    foreign = sorted(
+        c for c, v in columns.items() if v is not None and c not in anonymizer_kind.columns
+    )
+    if foreign:
+        # protocol_id: only pre-anonymized audio is made for one protocol.
         raise ConflictError(
-            f"submission {name!r}: only archive submissions are made for one protocol"
-            f" (got protocol_id {protocol_id} for kind {kind_value})"
+            f"submission {name!r}: kind {anonymizer_kind.name} has no {', '.join(foreign)}"
         )
-    if kind_value == SubmissionKind.BUILTIN:
-        if not builtin_name:
-            raise ConflictError(f"submission {name!r}: kind builtin needs builtin_name")
-        content |= {"builtin_name": builtin_name, "builtin_params": dict(builtin_params or {})}
-    elif kind_value == SubmissionKind.ARCHIVE:
-        if not archive_blob_key or not archive_sha256 or not SHA256_HEX_RE.match(archive_sha256):
-            raise ConflictError(
-                f"submission {name!r}: kind archive needs archive_blob_key and archive_sha256"
-                " (64 lowercase hex digits)"
-            )
-        validate_key(archive_blob_key)
-        if protocol_id is not None:
-            get_protocol_by_id(session, protocol_id)
-        content |= {"archive_sha256": archive_sha256}
-    else:
-        if not container_image or not container_digest or not _DIGEST_RE.match(container_digest):
-            raise ConflictError(
-                f"submission {name!r}: kind container needs container_image and"
-                " container_digest of the form sha256:<64 hex digits>"
-            )
-        content |= {"container_digest": container_digest}
+    try:
+        stored = anonymizer_kind.normalize_columns(columns)
+    except ValueError as exc:
+        raise ConflictError(f"submission {name!r}: {exc}") from None
+    if stored.get("protocol_id") is not None:
+        get_protocol_by_id(session, stored["protocol_id"])
+    content = {"kind": anonymizer_kind.name}
+    content |= {c: stored[c] for c in anonymizer_kind.content_fields}
     submission = Submission(
         team_id=team_id,
         created_by_user_id=created_by_user_id,
         name=name,
-        kind=kind_value,
+        kind=anonymizer_kind.name,
         visibility=visibility_value,
         status=SubmissionStatus.PENDING.value,
         content_hash=canonical_json_hash(content),
-        builtin_name=builtin_name if kind_value == SubmissionKind.BUILTIN else None,
-        builtin_params=content.get("builtin_params"),
-        archive_blob_key=archive_blob_key if kind_value == SubmissionKind.ARCHIVE else None,
-        archive_sha256=archive_sha256 if kind_value == SubmissionKind.ARCHIVE else None,
-        protocol_id=protocol_id,
-        container_image=container_image if kind_value == SubmissionKind.CONTAINER else None,
-        container_digest=container_digest if kind_value == SubmissionKind.CONTAINER else None,
         description=description,
         paper_url=paper_url,
         code_url=code_url,
+        **stored,
     )
     session.add(submission)
     session.flush()
@@ -197,7 +173,7 @@ def list_submissions(
     if team_id is not None:
         query = query.where(Submission.team_id == team_id)
     if kind is not None:
-        query = query.where(Submission.kind == SubmissionKind(kind).value)
+        query = query.where(Submission.kind == kind_of(kind).name)
     if status is not None:
         query = query.where(Submission.status == SubmissionStatus(status).value)
     items, next_cursor = keyset_page(session, query, Submission.id, limit, cursor)

@@ -30,6 +30,7 @@ import httpx
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session, selectinload
 
+from services.net.policy import pinned_request
 from services.platform.outbox import DELIVER_WEBHOOK, add_message
 from services.platform.webhooks.endpoints import SECRET_PREFIX, get_webhook_endpoint
 from services.platform.webhooks.targets import WebhookTarget, resolve_target
@@ -198,19 +199,13 @@ def _post(
     client: httpx.Client | None,
 ) -> AttemptRecord:
     headers = signed_headers(secret, message_id, body, timestamp=int(time.time()))
-    headers["Host"] = target.host_header
-    extensions = {"sni_hostname": target.sni_hostname} if target.sni_hostname else None
     started = time.perf_counter()
     own = client is None
+    # No redirects at all: a receiver answers where it was registered.
     http = client or httpx.Client(timeout=timeout_s, follow_redirects=False)
     try:
-        request = http.build_request(
-            "POST",
-            target.url,
-            content=body,
-            headers=headers,
-            timeout=timeout_s,
-            extensions=extensions,
+        request = pinned_request(
+            http, target, "POST", headers=headers, content=body, timeout_s=timeout_s
         )
         response = http.send(request)
         elapsed_ms = (time.perf_counter() - started) * 1000.0

@@ -8,13 +8,14 @@ from ...client import AuthenticatedClient, Client
 from ...models.builtin_submission_create import BuiltinSubmissionCreate
 from ...models.container_submission_create import ContainerSubmissionCreate
 from ...models.problem import Problem
+from ...models.service_submission_create import ServiceSubmissionCreate
 from ...models.submission_out import SubmissionOut
 from ...types import Response
 
 
 def _get_kwargs(
     *,
-    body: BuiltinSubmissionCreate | ContainerSubmissionCreate,
+    body: BuiltinSubmissionCreate | ContainerSubmissionCreate | ServiceSubmissionCreate,
 ) -> dict[str, Any]:
     headers: dict[str, Any] = {}
 
@@ -23,7 +24,7 @@ def _get_kwargs(
         "url": "/v1/submissions",
     }
 
-    if isinstance(body, BuiltinSubmissionCreate):
+    if isinstance(body, BuiltinSubmissionCreate) or isinstance(body, ContainerSubmissionCreate):
         _kwargs["json"] = body.to_dict()
     else:
         _kwargs["json"] = body.to_dict()
@@ -97,7 +98,7 @@ def _build_response(
 def sync_detailed(
     *,
     client: AuthenticatedClient,
-    body: BuiltinSubmissionCreate | ContainerSubmissionCreate,
+    body: BuiltinSubmissionCreate | ContainerSubmissionCreate | ServiceSubmissionCreate,
 ) -> Response[Problem | SubmissionOut]:
     """Submit a built-in anonymizer or a container image
 
@@ -107,7 +108,7 @@ def sync_detailed(
     immutable from then on.
 
     Args:
-        body (BuiltinSubmissionCreate | ContainerSubmissionCreate):
+        body (BuiltinSubmissionCreate | ContainerSubmissionCreate | ServiceSubmissionCreate):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -131,7 +132,7 @@ def sync_detailed(
 def sync(
     *,
     client: AuthenticatedClient,
-    body: BuiltinSubmissionCreate | ContainerSubmissionCreate,
+    body: BuiltinSubmissionCreate | ContainerSubmissionCreate | ServiceSubmissionCreate,
 ) -> Problem | SubmissionOut | None:
     """Submit a built-in anonymizer or a container image
 
@@ -141,7 +142,7 @@ def sync(
     immutable from then on.
 
     Args:
-        body (BuiltinSubmissionCreate | ContainerSubmissionCreate):
+        body (BuiltinSubmissionCreate | ContainerSubmissionCreate | ServiceSubmissionCreate):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -160,7 +161,7 @@ def sync(
 async def asyncio_detailed(
     *,
     client: AuthenticatedClient,
-    body: BuiltinSubmissionCreate | ContainerSubmissionCreate,
+    body: BuiltinSubmissionCreate | ContainerSubmissionCreate | ServiceSubmissionCreate,
 ) -> Response[Problem | SubmissionOut]:
     """Submit a built-in anonymizer or a container image
 
@@ -170,7 +171,7 @@ async def asyncio_detailed(
     immutable from then on.
 
     Args:
-        body (BuiltinSubmissionCreate | ContainerSubmissionCreate):
+        body (BuiltinSubmissionCreate | ContainerSubmissionCreate | ServiceSubmissionCreate):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -192,7 +193,7 @@ async def asyncio_detailed(
 async def asyncio(
     *,
     client: AuthenticatedClient,
-    body: BuiltinSubmissionCreate | ContainerSubmissionCreate,
+    body: BuiltinSubmissionCreate | ContainerSubmissionCreate | ServiceSubmissionCreate,
 ) -> Problem | SubmissionOut | None:
     """Submit a built-in anonymizer or a container image
 
@@ -202,7 +203,7 @@ async def asyncio(
     immutable from then on.
 
     Args:
-        body (BuiltinSubmissionCreate | ContainerSubmissionCreate):
+        body (BuiltinSubmissionCreate | ContainerSubmissionCreate | ServiceSubmissionCreate):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.

@@ -1,0 +1,226 @@
+from http import HTTPStatus
+from typing import Any
+
+import httpx
+
+from ... import errors
+from ...client import AuthenticatedClient, Client
+from ...models.problem import Problem
+from ...models.trusted_submitter_create import TrustedSubmitterCreate
+from ...models.trusted_submitter_out import TrustedSubmitterOut
+from ...types import Response
+
+
+def _get_kwargs(
+    *,
+    body: TrustedSubmitterCreate,
+) -> dict[str, Any]:
+    headers: dict[str, Any] = {}
+
+    _kwargs: dict[str, Any] = {
+        "method": "post",
+        "url": "/v1/admin/trusted-submitters",
+    }
+
+    _kwargs["json"] = body.to_dict()
+
+    headers["Content-Type"] = "application/json"
+
+    _kwargs["headers"] = headers
+    return _kwargs
+
+
+def _parse_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Problem | TrustedSubmitterOut | None:
+    if response.status_code == 201:
+        response_201 = TrustedSubmitterOut.from_dict(response.json())
+
+        return response_201
+
+    if response.status_code == 400:
+        response_400 = Problem.from_dict(response.json())
+
+        return response_400
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+        return response_403
+
+    if response.status_code == 404:
+        response_404 = Problem.from_dict(response.json())
+
+        return response_404
+
+    if response.status_code == 409:
+        response_409 = Problem.from_dict(response.json())
+
+        return response_409
+
+    if response.status_code == 413:
+        response_413 = Problem.from_dict(response.json())
+
+        return response_413
+
+    if response.status_code == 422:
+        response_422 = Problem.from_dict(response.json())
+
+        return response_422
+
+    if response.status_code == 429:
+        response_429 = Problem.from_dict(response.json())
+
+        return response_429
+
+    if response.status_code == 500:
+        response_500 = Problem.from_dict(response.json())
+
+        return response_500
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Response[Problem | TrustedSubmitterOut]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    *,
+    client: AuthenticatedClient,
+    body: TrustedSubmitterCreate,
+) -> Response[Problem | TrustedSubmitterOut]:
+    """Trust a CI workflow to submit for a team with its OpenID Connect ID token
+
+     Register a trusted submitter: its runs exchange ID tokens at `POST /v1/tokens/oidc` for
+    short-lived `submit` + `read` tokens of the team (docs/ci.md). 409 for an issuer not in
+    `UNMASK_OIDC_ISSUERS`, 404 for an unknown team.
+
+    Args:
+        body (TrustedSubmitterCreate): A CI workflow allowed to submit for a team with its OpenID
+            Connect ID token.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Problem | TrustedSubmitterOut]
+    """
+
+    kwargs = _get_kwargs(
+        body=body,
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+
+def sync(
+    *,
+    client: AuthenticatedClient,
+    body: TrustedSubmitterCreate,
+) -> Problem | TrustedSubmitterOut | None:
+    """Trust a CI workflow to submit for a team with its OpenID Connect ID token
+
+     Register a trusted submitter: its runs exchange ID tokens at `POST /v1/tokens/oidc` for
+    short-lived `submit` + `read` tokens of the team (docs/ci.md). 409 for an issuer not in
+    `UNMASK_OIDC_ISSUERS`, 404 for an unknown team.
+
+    Args:
+        body (TrustedSubmitterCreate): A CI workflow allowed to submit for a team with its OpenID
+            Connect ID token.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Problem | TrustedSubmitterOut
+    """
+
+    return sync_detailed(
+        client=client,
+        body=body,
+    ).parsed
+
+
+async def asyncio_detailed(
+    *,
+    client: AuthenticatedClient,
+    body: TrustedSubmitterCreate,
+) -> Response[Problem | TrustedSubmitterOut]:
+    """Trust a CI workflow to submit for a team with its OpenID Connect ID token
+
+     Register a trusted submitter: its runs exchange ID tokens at `POST /v1/tokens/oidc` for
+    short-lived `submit` + `read` tokens of the team (docs/ci.md). 409 for an issuer not in
+    `UNMASK_OIDC_ISSUERS`, 404 for an unknown team.
+
+    Args:
+        body (TrustedSubmitterCreate): A CI workflow allowed to submit for a team with its OpenID
+            Connect ID token.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Problem | TrustedSubmitterOut]
+    """
+
+    kwargs = _get_kwargs(
+        body=body,
+    )
+
+    response = await client.get_async_httpx_client().request(**kwargs)
+
+    return _build_response(client=client, response=response)
+
+
+async def asyncio(
+    *,
+    client: AuthenticatedClient,
+    body: TrustedSubmitterCreate,
+) -> Problem | TrustedSubmitterOut | None:
+    """Trust a CI workflow to submit for a team with its OpenID Connect ID token
+
+     Register a trusted submitter: its runs exchange ID tokens at `POST /v1/tokens/oidc` for
+    short-lived `submit` + `read` tokens of the team (docs/ci.md). 409 for an issuer not in
+    `UNMASK_OIDC_ISSUERS`, 404 for an unknown team.
+
+    Args:
+        body (TrustedSubmitterCreate): A CI workflow allowed to submit for a team with its OpenID
+            Connect ID token.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Problem | TrustedSubmitterOut
+    """
+
+    return (
+        await asyncio_detailed(
+            client=client,
+            body=body,
+        )
+    ).parsed

@@ -1,0 +1,196 @@
+from http import HTTPStatus
+from typing import Any, cast
+from urllib.parse import quote
+
+import httpx
+
+from ... import errors
+from ...client import AuthenticatedClient, Client
+from ...models.problem import Problem
+from ...types import Response
+
+
+def _get_kwargs(
+    submitter_id: int,
+) -> dict[str, Any]:
+
+    _kwargs: dict[str, Any] = {
+        "method": "delete",
+        "url": "/v1/admin/trusted-submitters/{submitter_id}".format(
+            submitter_id=quote(str(submitter_id), safe=""),
+        ),
+    }
+
+    return _kwargs
+
+
+def _parse_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Any | Problem | None:
+    if response.status_code == 204:
+        response_204 = cast(Any, None)
+        return response_204
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+        return response_403
+
+    if response.status_code == 404:
+        response_404 = Problem.from_dict(response.json())
+
+        return response_404
+
+    if response.status_code == 422:
+        response_422 = Problem.from_dict(response.json())
+
+        return response_422
+
+    if response.status_code == 429:
+        response_429 = Problem.from_dict(response.json())
+
+        return response_429
+
+    if response.status_code == 500:
+        response_500 = Problem.from_dict(response.json())
+
+        return response_500
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Response[Any | Problem]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    submitter_id: int,
+    *,
+    client: AuthenticatedClient,
+) -> Response[Any | Problem]:
+    """Stop trusting a CI workflow
+
+     Remove a trusted submitter (tokens it already obtained expire on their own; revoke them
+    with `POST /v1/admin/tokens/{id}/revoke` to end them at once).
+
+    Args:
+        submitter_id (int):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Any | Problem]
+    """
+
+    kwargs = _get_kwargs(
+        submitter_id=submitter_id,
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+
+def sync(
+    submitter_id: int,
+    *,
+    client: AuthenticatedClient,
+) -> Any | Problem | None:
+    """Stop trusting a CI workflow
+
+     Remove a trusted submitter (tokens it already obtained expire on their own; revoke them
+    with `POST /v1/admin/tokens/{id}/revoke` to end them at once).
+
+    Args:
+        submitter_id (int):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Any | Problem
+    """
+
+    return sync_detailed(
+        submitter_id=submitter_id,
+        client=client,
+    ).parsed
+
+
+async def asyncio_detailed(
+    submitter_id: int,
+    *,
+    client: AuthenticatedClient,
+) -> Response[Any | Problem]:
+    """Stop trusting a CI workflow
+
+     Remove a trusted submitter (tokens it already obtained expire on their own; revoke them
+    with `POST /v1/admin/tokens/{id}/revoke` to end them at once).
+
+    Args:
+        submitter_id (int):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Any | Problem]
+    """
+
+    kwargs = _get_kwargs(
+        submitter_id=submitter_id,
+    )
+
+    response = await client.get_async_httpx_client().request(**kwargs)
+
+    return _build_response(client=client, response=response)
+
+
+async def asyncio(
+    submitter_id: int,
+    *,
+    client: AuthenticatedClient,
+) -> Any | Problem | None:
+    """Stop trusting a CI workflow
+
+     Remove a trusted submitter (tokens it already obtained expire on their own; revoke them
+    with `POST /v1/admin/tokens/{id}/revoke` to end them at once).
+
+    Args:
+        submitter_id (int):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Any | Problem
+    """
+
+    return (
+        await asyncio_detailed(
+            submitter_id=submitter_id,
+            client=client,
+        )
+    ).parsed

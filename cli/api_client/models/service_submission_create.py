@@ -1,0 +1,157 @@
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Literal,
+    Self,
+    TypeVar,
+    cast,
+)
+
+from attrs import define as _attrs_define
+
+from ..models.service_submission_create_visibility import (
+    ServiceSubmissionCreateVisibility,
+)
+from ..types import UNSET, Unset
+
+if TYPE_CHECKING:
+    from ..models.service_spec import ServiceSpec
+
+
+T = TypeVar("T", bound="ServiceSubmissionCreate")
+
+
+@_attrs_define
+class ServiceSubmissionCreate:
+    """Submit an anonymizer served over HTTPS; the answer carries `service_secret` (request signing) this once.
+
+    Attributes:
+        kind (Literal['service']):
+        name (str):
+        service (ServiceSpec): An anonymizer served over HTTPS (docs/service-contract.md).
+        code_url (None | str | Unset): Optional absolute `http://` or `https://` URL.
+        description (None | str | Unset): Optional: what the anonymizer does (plain text, shown on the leaderboard).
+        paper_url (None | str | Unset): Optional absolute `http://` or `https://` URL.
+        visibility (ServiceSubmissionCreateVisibility | Unset):  Default: ServiceSubmissionCreateVisibility.PRIVATE.
+    """
+
+    kind: Literal["service"]
+    name: str
+    service: ServiceSpec
+    code_url: str | Unset | None = UNSET
+    description: str | Unset | None = UNSET
+    paper_url: str | Unset | None = UNSET
+    visibility: ServiceSubmissionCreateVisibility | Unset = (
+        ServiceSubmissionCreateVisibility.PRIVATE
+    )
+
+    def to_dict(self) -> dict[str, Any]:
+        kind = self.kind
+
+        name = self.name
+
+        service = self.service.to_dict()
+
+        code_url: str | Unset | None
+        if isinstance(self.code_url, Unset):
+            code_url = UNSET
+        else:
+            code_url = self.code_url
+
+        description: str | Unset | None
+        if isinstance(self.description, Unset):
+            description = UNSET
+        else:
+            description = self.description
+
+        paper_url: str | Unset | None
+        if isinstance(self.paper_url, Unset):
+            paper_url = UNSET
+        else:
+            paper_url = self.paper_url
+
+        visibility: str | Unset = UNSET
+        if not isinstance(self.visibility, Unset):
+            visibility = self.visibility.value
+
+        field_dict: dict[str, Any] = {}
+
+        field_dict.update(
+            {
+                "kind": kind,
+                "name": name,
+                "service": service,
+            }
+        )
+        if code_url is not UNSET:
+            field_dict["code_url"] = code_url
+        if description is not UNSET:
+            field_dict["description"] = description
+        if paper_url is not UNSET:
+            field_dict["paper_url"] = paper_url
+        if visibility is not UNSET:
+            field_dict["visibility"] = visibility
+
+        return field_dict
+
+    @classmethod
+    def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        from ..models.service_spec import ServiceSpec
+
+        d = dict(src_dict)
+        kind = cast(Literal["service"], d.pop("kind"))
+        if kind != "service":
+            raise ValueError(f"kind must match const 'service', got '{kind}'")
+
+        name = d.pop("name")
+
+        service = ServiceSpec.from_dict(d.pop("service"))
+
+        def _parse_code_url(data: object) -> str | Unset | None:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        code_url = _parse_code_url(d.pop("code_url", UNSET))
+
+        def _parse_description(data: object) -> str | Unset | None:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        description = _parse_description(d.pop("description", UNSET))
+
+        def _parse_paper_url(data: object) -> str | Unset | None:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        paper_url = _parse_paper_url(d.pop("paper_url", UNSET))
+
+        _visibility = d.pop("visibility", UNSET)
+        visibility: ServiceSubmissionCreateVisibility | Unset
+        if isinstance(_visibility, Unset):
+            visibility = UNSET
+        else:
+            visibility = ServiceSubmissionCreateVisibility(_visibility)
+
+        service_submission_create = cls(
+            kind=kind,
+            name=name,
+            service=service,
+            code_url=code_url,
+            description=description,
+            paper_url=paper_url,
+            visibility=visibility,
+        )
+
+        return service_submission_create
