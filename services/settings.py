@@ -68,6 +68,13 @@ class Settings(BaseSettings):
 
     # Database (SQLAlchemy URL). Embedded default: SQLite under data_dir.
     database_url: str = Field("", description="SQLAlchemy URL; empty = SQLite under data_dir.")
+    database_connect_timeout_s: int = Field(
+        10,
+        ge=1,
+        le=300,
+        description="How long opening a connection to a server database may take, seconds (a "
+        "database that accepts connections but never answers fails requests in seconds).",
+    )
 
     # Blob store: a local folder (embedded) or an S3-compatible service.
     blob_backend: Literal["local", "s3"] = "local"
