@@ -22,11 +22,12 @@ demo: venv
 
 # PostgreSQL and Redis on loopback (started, or installed then started, when they don't answer);
 # rootful Podman serving the Docker Engine API for the container sandbox tests; Debian's Chromium
-# for the browser tests.
+# for the browser tests; Debian's espeak-ng for the eSpeak NG corpus test.
 services:
 	@bash scripts/ensure_services.sh
 	@bash scripts/ensure_podman.sh
 	@bash scripts/ensure_browser.sh
+	@bash scripts/ensure_espeak.sh
 
 lint: venv
 	$(VENV)/bin/ruff check .

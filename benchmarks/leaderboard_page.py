@@ -44,7 +44,7 @@ from services.storage.migrate import upgrade_database  # noqa: E402
 from services.storage.models import (  # noqa: E402
     AGGREGATE_SEED,
     Job,
-    JobSummary,
+    JobSummaryRecord,
     Result,
     Submission,
 )
@@ -281,7 +281,7 @@ def main() -> None:
             )
         naive_ms = _time(lambda: naive_page_rows(database, protocol_id), max(3, args.repeats // 4))
         with database.session_scope() as session:
-            session.execute(delete(JobSummary))
+            session.execute(delete(JobSummaryRecord))
         with TestClient(app) as client:
             unsummarized_ms = _time(lambda: client.get(f"/protocols/{protocol_id}"), args.repeats)
         database.dispose()

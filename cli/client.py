@@ -50,8 +50,9 @@ from cli.api_client.types import UNSET
 from cli.oidc import GitHubOidcTokenSource, OidcExchangeError, github_oidc_available
 from cli.result_table import aggregate_rows
 from services.metrics import catalogue
+from services.vocab import TERMINAL_STATE_VALUES
 
-TERMINAL_JOB_STATES = frozenset({"succeeded", "failed", "cancelled"})
+TERMINAL_JOB_STATES = frozenset(TERMINAL_STATE_VALUES)
 DEFAULT_TIMEOUT_S = 60.0
 UPLOAD_CHUNK_BYTES = 1024 * 1024
 # A protocol id, or its name (the API's name rule) with an optional @VERSION.

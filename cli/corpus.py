@@ -20,7 +20,7 @@ from services.corpus.protocol import (
     manifest_path_for,
     save_protocol,
 )
-from services.corpus.validation import DurationFilter, Problem
+from services.corpus.validation import DurationFilter, ManifestProblem
 from services.errors import ConfigError
 
 corpus_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None)
@@ -42,7 +42,7 @@ def _summary(manifest: Manifest) -> str:
     )
 
 
-def _print_skipped(console: Console, problems: list[Problem]) -> None:
+def _print_skipped(console: Console, problems: list[ManifestProblem]) -> None:
     if not problems:
         return
     console.print(f"[yellow]skipped {len(problems)} problem(s):[/yellow]")

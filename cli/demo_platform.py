@@ -37,6 +37,7 @@ from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedCo
 from cli.progress import PlainProgress, stdout_console
 from cli.result_table import rows_table
 from cli.verdict import print_verdict
+from services.vocab import TERMINAL_STATE_VALUES, RunState
 
 if TYPE_CHECKING:
     from services.pipeline.config import EvaluationConfig
@@ -247,14 +248,14 @@ def _plain_progress_loop(
         while True:
             job = _poll_job(client, job_id, worker, deadline)
             for stage in job["stages"]:
-                if stage["state"] in ("running", "succeeded"):
+                if stage["state"] in (RunState.RUNNING, RunState.SUCCEEDED):
                     lines = [line for line in (stage.get("log_tail") or "").splitlines() if line]
                     # A log keeps the whole line (the ETA is at its end); only the terminal's
                     # progress bar below has a width to fit.
                     note = f"{stage['state']}: {lines[-1]}" if lines else stage["state"]
-                    if stage["state"] == "running" or plain.phase == stage["name"]:
+                    if stage["state"] == RunState.RUNNING or plain.phase == stage["name"]:
                         plain(stage["name"], float(stage["progress"] or 0.0), note)
-            if job["state"] in ("succeeded", "failed", "cancelled"):
+            if job["state"] in TERMINAL_STATE_VALUES:
                 return dict(job)
             time.sleep(POLL_INTERVAL_S)
 
@@ -285,9 +286,9 @@ def _progress_loop(client: Any, job_id: int, worker: subprocess.Popen[bytes]) ->
                     tasks[stage["name"]],
                     completed=stage["progress"],
                     state=stage["state"],
-                    note=(lines[-1][:70] if lines and stage["state"] == "running" else ""),
+                    note=(lines[-1][:70] if lines and stage["state"] == RunState.RUNNING else ""),
                 )
-            if job["state"] in ("succeeded", "failed", "cancelled"):
+            if job["state"] in TERMINAL_STATE_VALUES:
                 return job
             if worker.poll() is not None:
                 raise RuntimeError(f"the worker exited with code {worker.returncode}")
@@ -402,7 +403,7 @@ def run_platform_demo(
             f" protocol {protocol['name']} v{protocol['version']}"
         )
         job = _progress_loop(client, job["id"], worker)
-        if job["state"] != "succeeded":
+        if job["state"] != RunState.SUCCEEDED:
             console.print(f"[red]job {job['id']} {job['state']}: {job.get('error_message')}")
             return 1
         answer = _check(client.get(f"/v1/jobs/{job['id']}/results"), 200)

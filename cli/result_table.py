@@ -16,16 +16,7 @@ from rich.table import Table
 from services.metrics import catalogue
 from services.metrics.catalogue import AGGREGATE_SEED
 from services.pipeline.zoo import row_attacker
-
-SCENARIO_ORDER: tuple[str, ...] = ("original", "ignorant", "lazy-informed", "semi-informed")
-"""Reference order of the attack scenarios; others follow alphabetically."""
-
-
-def _scenario_rank(scenario: str) -> tuple[int, str]:
-    try:
-        return (SCENARIO_ORDER.index(scenario), scenario)
-    except ValueError:
-        return (len(SCENARIO_ORDER), scenario)
+from services.vocab import scenario_rank
 
 
 def _cell(metric: catalogue.Metric, mean: float | None, std: float | None) -> str:
@@ -95,7 +86,7 @@ def rows_table(results: Sequence[Mapping[str, Any]], title: str) -> Table:
     for m in metrics:
         table.add_column(m.label, justify="right")
     for attacker, scenario, backend in sorted(
-        values, key=lambda k: (_scenario_rank(k[1]), k[0], k[2])
+        values, key=lambda k: (scenario_rank(k[1]), k[0], k[2])
     ):
         row = values[(attacker, scenario, backend)]
         cells = [_cell(m, row.get(m.key), row.get(f"{m.key}_std")) for m in metrics]
@@ -120,7 +111,7 @@ def summary_table(document: Mapping[str, Any]) -> Table:
         table.add_column(m.label, justify="right")
     entries = sorted(
         document["summary"],
-        key=lambda s: (_scenario_rank(s["scenario"]), row_attacker(s), s["backend"]),
+        key=lambda s: (scenario_rank(s["scenario"]), row_attacker(s), s["backend"]),
     )
     for entry in entries:
         cells = []

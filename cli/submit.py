@@ -37,6 +37,7 @@ from cli.client import (
 )
 from cli.result_table import rows_table
 from cli.verdict import print_verdict
+from services.vocab import RunState
 
 EXIT_PASSED = 0
 EXIT_THRESHOLDS_FAILED = 1
@@ -107,8 +108,8 @@ class _ProgressPrinter:
         self.last: str | None = None
 
     def __call__(self, job: dict[str, Any]) -> None:
-        running = [s for s in job.get("stages", []) if s["state"] == "running"]
-        done = sum(1 for s in job.get("stages", []) if s["state"] == "succeeded")
+        running = [s for s in job.get("stages", []) if s["state"] == RunState.RUNNING]
+        done = sum(1 for s in job.get("stages", []) if s["state"] == RunState.SUCCEEDED)
         total = len(job.get("stages", []))
         stage = running[0] if running else None
         note = ""
@@ -275,7 +276,7 @@ def submit_command(
             job = client.wait_for_job(
                 job["id"], timeout_s=timeout_s, poll_s=poll_s, on_update=_ProgressPrinter()
             )
-            if job["state"] != "succeeded":
+            if job["state"] != RunState.SUCCEEDED:
                 err.print(
                     f"job {job['id']} {job['state']}: {job.get('error_message') or ''}",
                     markup=False,

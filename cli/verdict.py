@@ -14,7 +14,8 @@ from typing import Any
 from cli.result_table import aggregate_attacker_rows
 from services.metrics import catalogue
 from services.metrics.catalogue import AGGREGATE_SEED
-from services.pipeline.zoo import HEADLINE_SCENARIOS, row_attacker
+from services.pipeline.zoo import row_attacker
+from services.vocab import HEADLINE_SCENARIOS
 
 ORIGINAL_SCENARIO = "original"
 
@@ -148,6 +149,7 @@ def verdict_lines(
             names = ", ".join(_by(a, b, 2) for a, b in tied)
             lines.append(f"             a tie: {names} reached the same EER")
         lines.append("             50 % = chance, higher = more private")
+        lines += _precision_lines(row, seeds, trust)
     original = _reference(
         values, headline[1] if headline else None, headline[2] if headline else None
     )
@@ -173,6 +175,7 @@ def verdict_lines(
             lines.append(f"             - {reason.get('message') or reason.get('code')}")
     else:
         lines.append("  attacker:  not checked (the report has no trust check)")
+    lines += _challenger_lines((trust or {}).get("challenger"))
     others = (trust or {}).get("other_attackers") or {}
     for name, reasons in sorted(others.items()) if isinstance(others, Mapping) else []:
         if reasons:
@@ -182,6 +185,49 @@ def verdict_lines(
     if where:
         lines.append(f"  results:   {where}")
     return lines
+
+
+def _precision_lines(
+    values: Mapping[str, float | None], n_seeds: int, trust: Mapping[str, Any] | None
+) -> list[str]:
+    """How precise the headline EER is (its interval's width) and what would narrow it."""
+    eer = catalogue.EER
+    if eer.interval is None:
+        return []
+    low, high = (values.get(k) for k in eer.interval)
+    if low is None or high is None:
+        return []
+    challenger = (trust or {}).get("challenger")
+    speakers = challenger.get("n_speakers") if isinstance(challenger, Mapping) else None
+    of = f", {speakers} evaluation speakers" if isinstance(speakers, int) else ""
+    seeds = f"{n_seeds} seed{'s' if n_seeds != 1 else ''}"
+    return [
+        f"  precision: the interval spans {high - low:.1f} points ({seeds}{of}); more seeds "
+        "and more evaluation speakers narrow it (the speaker spread shrinks about as one over "
+        "the square root of the speakers)"
+    ]
+
+
+def _challenger_lines(block: Any) -> list[str]:
+    """The challenger's line: a pretrained verifier scored on the headline's trials."""
+    if not isinstance(block, Mapping) or not isinstance(block.get("eer_percent"), int | float):
+        return []
+    interval = block.get("interval_points")
+    spread = (
+        f", 95 % interval {interval[0]:+.1f} to {interval[1]:+.1f}"
+        if isinstance(interval, list) and len(interval) == 2
+        else ""
+    )
+    outcome = (
+        "STRONGER than the verdict's attacker beyond the interval"
+        if block.get("stronger")
+        else "not stronger beyond the interval"
+    )
+    return [
+        f"  challenger: EER {float(block['eer_percent']):.1f} % by {block.get('attacker')} "
+        f"(pretrained, not trained here) on the same trials: {outcome} (difference "
+        f"{float(block.get('difference_points') or 0.0):+.1f} points{spread})"
+    ]
 
 
 UNRELIABLE_ASR_WER_PERCENT = 50.0

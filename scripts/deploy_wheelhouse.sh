@@ -19,5 +19,10 @@ fi
 # newer Python would not download it). setuptools and wheel build the project itself.
 "$PIP" download -q -c constraints.txt -d "$WHEELHOUSE" . "moto[server]" \
   "async-timeout>=4.0.3" "setuptools>=77" wheel 2> >(grep -v "is ignored: it is neither" >&2)
+# Source-only packages (webrtcvad, a dependency of resemblyzer) are built into wheels here, with
+# this host's compiler, so the image installs them without one.
+for sdist in "$WHEELHOUSE"/webrtcvad-*.tar.gz; do
+  [ -e "$sdist" ] && "$PIP" wheel -q --no-deps -w "$WHEELHOUSE" "$sdist"
+done
 touch "$STAMP"
 echo "wheelhouse $WHEELHOUSE: $(ls "$WHEELHOUSE" | wc -l) wheels, $(du -sh "$WHEELHOUSE" | cut -f1)"

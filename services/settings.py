@@ -184,6 +184,13 @@ class Settings(BaseSettings):
         "benchmarks/trust_calibration.py (54 runs, two target selections): F1 0.83 with the "
         "still-falling bound; no other bound beat it beyond the runs' spread.",
     )
+    challenger: bool = Field(
+        True,
+        description="Score the challenger in every evaluation: the pretrained GE2E verifier "
+        "(Resemblyzer, not trained on the evaluation's data) on the headline scenario's trials; "
+        "when it beats the verdict's attacker beyond the paired speaker-bootstrap interval the "
+        "verdict is not trustworthy. False skips it (its cost: two embedding passes).",
+    )
     trust_still_falling_ver_s_points: float = Field(
         10.0,
         gt=0,

@@ -20,6 +20,7 @@ from api.schemas import DbId
 from services.platform import access, results
 from services.storage.errors import NotFoundError
 from services.storage.models import TERMINAL_STATES, Job, RunState
+from services.vocab import job_page_vocabulary
 
 router = APIRouter(include_in_schema=False)
 
@@ -87,6 +88,7 @@ def job_page(
             job=job,
             status=job_status(job),
             poll_interval_ms=POLL_INTERVAL_MS,
+            vocabulary=job_page_vocabulary(),
         )
 
 

@@ -10,7 +10,7 @@ from api.pages.rendering import page_viewer, render
 from services.metrics import catalogue
 from services.platform import protocols
 from services.platform.leaderboard import DET_TOP, REFERENCE_SCENARIO, ranked_submission_counts
-from services.storage.models import Protocol
+from services.storage.models import ProtocolRecord
 
 router = APIRouter(include_in_schema=False)
 
@@ -25,7 +25,7 @@ def protocols_page(request: Request, context: ContextDep) -> Response:
             viewer_team_id=viewer.team_id if viewer else None,
             include_all_private=bool(viewer and viewer.is_admin),
         )
-        groups: dict[str, list[Protocol]] = {}
+        groups: dict[str, list[ProtocolRecord]] = {}
         for protocol in protocols.list_protocols(session):
             groups.setdefault(protocol.name, []).append(protocol)
         items = [

@@ -20,12 +20,14 @@ from api.pages.rendering import not_found, page_viewer, render
 from api.schemas import DbId
 from services.metrics import catalogue
 from services.pipeline.config import Scenario
-from services.pipeline.zoo import HEADLINE_SCENARIOS, row_attacker
+from services.pipeline.zoo import row_attacker
 from services.platform import access, results
 from services.platform.jobs.records import list_jobs
+from services.platform.leaderboard import representative_job
 from services.platform.phases import is_hidden, revealed_jobs_clause
 from services.storage.errors import NotFoundError
-from services.storage.models import AGGREGATE_SEED, Artifact, Job, Phase, Result, RunState
+from services.storage.models import AGGREGATE_SEED, Artifact, Job, Phase, Result
+from services.vocab import HEADLINE_SCENARIOS
 
 logger = logging.getLogger("unmask.pages")
 
@@ -324,7 +326,14 @@ def submission_page(
         ).items
         selected = next((j for j in jobs if j.id == job), None) if job is not None else None
         if selected is None:
-            selected = next((j for j in jobs if j.state == RunState.SUCCEEDED.value), None)
+            # The job the leaderboard, the badge and the comparison show (one rule).
+            selected = representative_job(
+                session,
+                submission.id,
+                submission.protocol_id,
+                viewer_team_id=viewer.team_id if viewer else None,
+                include_all=bool(viewer and viewer.is_admin),
+            )
         if selected is None and jobs:
             selected = jobs[0]
         artifacts = results.list_artifacts(session, selected.id) if selected else []

@@ -36,7 +36,8 @@ from services.platform.comparison.service import PairedResult, apply_paired
 from services.platform.leaderboard import REFERENCE_SCENARIO
 from services.platform.protocols import get_protocol_by_id
 from services.plotting import render_det_overlay, render_speaker_scatter
-from services.storage.models import Protocol
+from services.results.keys import ResultKey
+from services.storage.models import ProtocolRecord
 
 logger = logging.getLogger(__name__)
 
@@ -194,7 +195,7 @@ async def compare_json(
 
 def _page_rows(
     context: ApiContext, request: Request, protocol_id: int, a: int, b: int
-) -> tuple[Principal | None, Comparison | None, Protocol | None, InvalidInputError | None]:
+) -> tuple[Principal | None, Comparison | None, ProtocolRecord | None, InvalidInputError | None]:
     with context.database.session_scope() as session:
         viewer = _viewer(request, context, session)
         try:
@@ -208,7 +209,7 @@ def _page_rows(
 
 def _headline_first(key: str) -> tuple[int, str]:
     """Sort key of ``<scenario>|<backend>`` keys: the headline scenarios first, in their order."""
-    scenario = key.split("|", 1)[0]
+    scenario = ResultKey.parse(key).scenario
     order = (*HEADLINE_SCENARIOS, REFERENCE_SCENARIO)
     return (order.index(scenario) if scenario in order else len(order), key)
 
@@ -235,7 +236,7 @@ def verdict_sentence(comparison: Comparison) -> str | None:
         if low <= 0 <= high:
             text += ": the interval includes 0, so the difference may be chance"
     else:
-        note = comparison.paired_notes.get(f"{m.scenario}|{m.backend}")
+        note = comparison.paired_notes.get(ResultKey(m.scenario, m.backend).format())
         text += f" ({note})" if note else " (no paired interval)"
     return text + "."
 

@@ -16,13 +16,14 @@ from pydantic import BaseModel, ConfigDict, Field
 from api.deps import ContextDep, ReadReader, SubmitPrincipal
 from api.routes.common import errors, scope
 from api.schemas import Cursor, DbId, ShortText, Text
+from api.schemas.common import EventType
 from services.platform import webhooks as store
 from services.storage.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint
+from services.vocab import WEBHOOK_EVENT_TYPES
 
 router = APIRouter(prefix="/v1/webhooks", tags=["webhooks"])
 
-EventType = Literal["job.succeeded", "job.failed", "job.cancelled"]
-ALL_EVENTS: tuple[EventType, ...] = ("job.succeeded", "job.failed", "job.cancelled")
+ALL_EVENTS: tuple[str, ...] = WEBHOOK_EVENT_TYPES
 
 
 class WebhookCreate(BaseModel):

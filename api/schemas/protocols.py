@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field, StrictBool
 from api.schemas.common import DB_ID_MAX, JsonObject, LabelText, StrictModel, Text
 from services.metrics import catalogue
 from services.platform.jobs.cost import COST_KNOB_NAMES
-from services.storage.models import Protocol
+from services.storage.models import ProtocolRecord
 
 
 class LeaderboardSpec(StrictModel):
@@ -109,7 +109,7 @@ class ProtocolOut(BaseModel):
     created_at: dt.datetime
 
     @classmethod
-    def of(cls, protocol: Protocol) -> ProtocolOut:
+    def of(cls, protocol: ProtocolRecord) -> ProtocolOut:
         body = protocol.body or {}
         return cls(
             id=protocol.id,

@@ -7,16 +7,24 @@ state dict is read with ``torch.load(weights_only=True)`` (no pickled code runs)
 tensor by tensor with the model the preset builds: a missing, unexpected or differently shaped
 parameter raises ``ConfigError`` naming it and both shapes, before the first training step.
 Only the embedding network is taken; the checkpoint's classifier (other speakers) is not.
+
+The same folder also serves untrained (``ecapa_embeddings``): an operator's pretrained verifier
+scored as it is, the zoo's ``pretrained: ecapa`` attacker (``services.pipeline.zoo``); its preset
+is the ECAPA preset whose shapes the checkpoint fits (``matching_preset``).
 """
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from services.attacker.local_weights import ECAPA_WEIGHTS, check_ecapa_folder
-from services.attacker.models import EmbeddingModel
+from services.attacker.models import EmbeddingModel, SpeakerEncoder
+from services.attacker.presets import PRESETS, ModelPreset
 from services.errors import ConfigError
 
 _SHOWN = 5
@@ -120,3 +128,40 @@ def load_pretrained_ecapa(model: EmbeddingModel, folder: str | Path) -> None:
         raise ConfigError(_describe(path, missing, unexpected, shapes, name))
     kept = {k: v for k, v in state.items() if k in expected}
     model.net.load_state_dict(kept, strict=False)
+
+
+def matching_preset(folder: str | Path) -> ModelPreset:
+    """The ECAPA preset (``standard``, ``vpc``, ``tiny``, ...) whose every parameter shape the
+    checkpoint in ``folder`` fits; ``ConfigError`` naming the folder when none does."""
+    state = read_ecapa_state(folder)
+    for preset in PRESETS.values():
+        if preset.architecture != "ecapa":
+            continue
+        expected = EmbeddingModel(preset).net.state_dict()
+        if not any(state_mismatches(expected, state)):
+            return preset
+    raise ConfigError(
+        f"pretrained ecapa: {Path(folder) / ECAPA_WEIGHTS} fits no ECAPA preset "
+        f"({', '.join(p.name for p in PRESETS.values() if p.architecture == 'ecapa')}): "
+        "80-dim fbank input and the presets' channels are needed"
+    )
+
+
+def ecapa_model_key(folder: str | Path) -> str:
+    """What the embeddings of an ECAPA folder depend on: its weights' SHA-256 (a stage key)."""
+    path = check_ecapa_folder(Path(folder)) / ECAPA_WEIGHTS
+    return f"pretrained:ecapa:{hashlib.sha256(path.read_bytes()).hexdigest()[:16]}"
+
+
+def ecapa_encoder(folder: str | Path) -> SpeakerEncoder:
+    """The recognizer of an ECAPA folder, untrained here (eval mode, CPU, fbank front end)."""
+    encoder = SpeakerEncoder(matching_preset(folder))
+    load_pretrained_ecapa(encoder.embedding, folder)
+    return encoder.eval()
+
+
+def ecapa_embeddings(folder: str | Path, waveforms: Sequence[np.ndarray]) -> np.ndarray:
+    """Embeddings (n, dim) float32 of 16 kHz waveforms by the ECAPA of ``folder``, as it is."""
+    from services.attacker.embeddings import extract_embeddings
+
+    return extract_embeddings(ecapa_encoder(folder), waveforms, device="cpu")

@@ -160,7 +160,8 @@ class TrainedAttacker(BaseModel):
         "cap",
         description="`patience`: VER_S stopped improving (`plateau_epoch`), the learning rate "
         "annealed over `patience` more epochs (fewer at the cap) and training stopped; `cap`: "
-        "trained all `config.epochs` without a plateau.",
+        "trained all `config.epochs` without a plateau, or reached the cap with its best epoch "
+        "the last one (still improving; `stop_reason`).",
     )
 
     @property
@@ -249,12 +250,15 @@ def eligible_records(history: Sequence[EpochRecord], config: TrainingConfig) -> 
 
 PATIENCE_RULE = (
     "patience counted over eligible epochs after the learning-rate peak; "
-    "on a plateau the rate anneals to base_lr over patience epochs, then training stops"
+    "on a plateau the rate anneals to base_lr over patience epochs, then training stops; "
+    "a run that reaches the cap with its best epoch last is a cap stop"
 )
 """How training stops; the pipeline puts it in the train stage's inputs, so recognizers stopped
 under an earlier rule are not reused: the first counted patience from epoch 1 (it stopped long
 cyclic schedules while their rate was still rising), the second stopped at the plateau itself
-(before the rate had come down)."""
+(before the rate had come down), the third labelled a run that was still improving at the cap
+``patience`` when a plateau had been found earlier (so the trust check skipped its still-falling
+test)."""
 
 
 def should_stop(
@@ -296,6 +300,29 @@ def plateau_epoch(
         if should_stop(history[:end], config, rising_epochs):
             return history[end - 1].epoch
     return None
+
+
+def stop_reason(
+    history: Sequence[EpochRecord],
+    config: TrainingConfig,
+    best_epoch: int,
+    rising_epochs: float = 0.0,
+) -> Literal["cap", "patience"]:
+    """Why a run with this ``history`` ended: ``patience`` or ``cap``.
+
+    ``patience`` when a plateau was found (``plateau_epoch``) and the run either ended before the
+    epochs cap (its cool-down was over) or reached the cap with its best epoch earlier than the
+    last (a plateau at the cap: it had stopped improving). ``cap`` when there was no plateau, or
+    when the run reached the cap with its best epoch the last one: VER_S was still falling, so
+    the cap, not patience, ended it (a cool-down that runs into the cap while VER_S keeps falling
+    is such a run), and the trust check's still-falling test applies.
+    """
+    if not history or plateau_epoch(history, config, rising_epochs) is None:
+        return "cap"
+    last = history[-1].epoch
+    if last >= config.epochs and best_epoch == last:
+        return "cap"
+    return "patience"
 
 
 def cool_down_epochs(config: TrainingConfig, plateau: int) -> int:
@@ -967,11 +994,7 @@ class _Trainer:
             config=self.config,
             resumed_after_epoch=self.resumed_after_epoch,
             init="original" if self.init_fingerprint is not None else "scratch",
-            stopped=(
-                "patience"
-                if plateau_epoch(self.history, self.config, self.rising_epochs) is not None
-                else "cap"
-            ),
+            stopped=stop_reason(self.history, self.config, self.best_epoch, self.rising_epochs),
         )
 
 

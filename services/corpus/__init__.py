@@ -3,7 +3,7 @@
 - ``manifest``: the ``Utterance`` / ``Manifest`` data model.
 - ``loaders``: read/write CSV and JSONL manifests.
 - ``importers``: LibriSpeech / LibriTTS folder layouts and plain manifests.
-- ``validation``: row and audio checks, ``Problem`` reports, the ``DurationFilter``.
+- ``validation``: row and audio checks, ``ManifestProblem`` reports, the ``DurationFilter``.
 - ``splits``: speaker roles, evaluation (enrollment/trial) and validation splits.
 - ``protocol``: the ``Protocol`` file and ``TargetSelection`` settings.
 - ``synthetic``: the built-in synthetic corpus (imported on demand; it is heavier).
@@ -26,14 +26,19 @@ from services.corpus.splits import (
     split_evaluation,
     split_validation,
 )
-from services.corpus.validation import DurationFilter, LoadReport, Problem, validate_manifest
+from services.corpus.validation import (
+    DurationFilter,
+    LoadReport,
+    ManifestProblem,
+    validate_manifest,
+)
 
 __all__ = [
     "DurationFilter",
     "Gender",
     "LoadReport",
     "Manifest",
-    "Problem",
+    "ManifestProblem",
     "Protocol",
     "SpeakerRoles",
     "TargetSelection",

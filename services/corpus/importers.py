@@ -34,7 +34,7 @@ from services.corpus.manifest import Gender, Manifest, Utterance
 from services.corpus.validation import (
     DurationFilter,
     LoadReport,
-    Problem,
+    ManifestProblem,
     normalize_gender,
     one_line,
     raise_if_problems,
@@ -61,7 +61,7 @@ _SPEAKER_FILE_NAMES = ("speakers.tsv", "speakers.txt")
 _HEADER_THREADS = 8  # reading headers is I/O bound; threads overlap the file system latency
 
 
-def parse_speaker_file(path: Path) -> tuple[dict[str, Gender], list[Problem]]:
+def parse_speaker_file(path: Path) -> tuple[dict[str, Gender], list[ManifestProblem]]:
     """Speaker id -> gender from a LibriSpeech ``SPEAKERS.TXT`` or a LibriTTS ``speakers.tsv``.
 
     ``SPEAKERS.TXT``: ``;`` comment lines, rows ``ID | SEX | SUBSET | MINUTES | NAME`` (the name
@@ -69,7 +69,7 @@ def parse_speaker_file(path: Path) -> tuple[dict[str, Gender], list[Problem]]:
     Rows with an unknown gender become problems naming the line.
     """
     genders: dict[str, Gender] = {}
-    problems: list[Problem] = []
+    problems: list[ManifestProblem] = []
     try:
         lines = path.read_text(encoding="utf-8-sig", errors="replace").splitlines()
     except OSError as exc:
@@ -81,12 +81,12 @@ def parse_speaker_file(path: Path) -> tuple[dict[str, Gender], list[Problem]]:
             continue
         cells = [c.strip() for c in (line.split("\t") if tsv else line.split("|", 4))]
         if len(cells) < 2 or not cells[0]:
-            problems.append(Problem(str(path), n, f"malformed speaker row {text!r:.60}"))
+            problems.append(ManifestProblem(str(path), n, f"malformed speaker row {text!r:.60}"))
             continue
         try:
             genders[cells[0]] = normalize_gender(cells[1])
         except ValueError as exc:
-            problems.append(Problem(str(path), n, f"speaker {cells[0]!r}: {exc}"))
+            problems.append(ManifestProblem(str(path), n, f"speaker {cells[0]!r}: {exc}"))
     return genders, problems
 
 
@@ -125,20 +125,22 @@ def _check_folders(path: Path, spk: str, chapter: str) -> str | None:
     return None
 
 
-def _scan_librispeech(src: Path) -> tuple[list[_Found], list[Problem]]:
+def _scan_librispeech(src: Path) -> tuple[list[_Found], list[ManifestProblem]]:
     found: list[_Found] = []
-    problems: list[Problem] = []
+    problems: list[ManifestProblem] = []
     transcripts: dict[Path, dict[str, str]] = {}
     files = sorted(p for p in src.rglob("*") if p.suffix.lower() in (".flac", ".wav"))
     for path in files:
         m = _LIBRISPEECH_NAME.match(path.stem)
         if m is None:
-            problems.append(Problem(str(path), None, "name is not <speaker>-<chapter>-<utt>"))
+            problems.append(
+                ManifestProblem(str(path), None, "name is not <speaker>-<chapter>-<utt>")
+            )
             continue
         spk, chapter = m["spk"], m["chapter"]
         bad = _check_folders(path, spk, chapter)
         if bad:
-            problems.append(Problem(str(path), None, bad))
+            problems.append(ManifestProblem(str(path), None, bad))
             continue
         trans_file = path.parent / f"{spk}-{chapter}.trans.txt"
         if trans_file not in transcripts:
@@ -160,18 +162,20 @@ def _read_trans(path: Path) -> dict[str, str]:
     return out
 
 
-def _scan_libritts(src: Path) -> tuple[list[_Found], list[Problem]]:
+def _scan_libritts(src: Path) -> tuple[list[_Found], list[ManifestProblem]]:
     found: list[_Found] = []
-    problems: list[Problem] = []
+    problems: list[ManifestProblem] = []
     for path in sorted(p for p in src.rglob("*") if p.suffix.lower() == ".wav"):
         m = _LIBRITTS_NAME.match(path.stem)
         if m is None:
-            problems.append(Problem(str(path), None, "name is not <speaker>_<chapter>_<...>"))
+            problems.append(
+                ManifestProblem(str(path), None, "name is not <speaker>_<chapter>_<...>")
+            )
             continue
         spk, chapter = m["spk"], m["chapter"]
         bad = _check_folders(path, spk, chapter)
         if bad:
-            problems.append(Problem(str(path), None, bad))
+            problems.append(ManifestProblem(str(path), None, bad))
             continue
         text = None
         for kind in ("normalized", "original"):
@@ -190,7 +194,7 @@ def _header(path: Path) -> tuple[float, int] | str:
         return one_line(exc).removeprefix(f"{path}: ")
 
 
-def read_speaker_table(path: Path) -> tuple[dict[str, Gender], list[Problem]]:
+def read_speaker_table(path: Path) -> tuple[dict[str, Gender], list[ManifestProblem]]:
     """Speaker id -> gender from a ``speakers.csv``/``.tsv`` with a header row naming the
     ``speaker`` (or ``speaker_id``) and ``gender`` (or ``sex``) columns; other columns ignored."""
     import csv
@@ -209,18 +213,20 @@ def read_speaker_table(path: Path) -> tuple[dict[str, Gender], list[Problem]]:
             f"and a gender column ({' or '.join(_GENDER_COLUMNS)}), got {header[:6]}"
         )
     genders: dict[str, Gender] = {}
-    problems: list[Problem] = []
+    problems: list[ManifestProblem] = []
     for n, row in enumerate(rows[1:], start=2):
         if not any(c.strip() for c in row):
             continue
         if len(row) <= max(spk_col, gen_col) or not row[spk_col].strip():
-            problems.append(Problem(str(path), n, f"malformed speaker row {','.join(row)!r:.60}"))
+            problems.append(
+                ManifestProblem(str(path), n, f"malformed speaker row {','.join(row)!r:.60}")
+            )
             continue
         spk = row[spk_col].strip()
         try:
             genders[spk] = normalize_gender(row[gen_col])
         except ValueError as exc:
-            problems.append(Problem(str(path), n, f"speaker {spk!r}: {exc}"))
+            problems.append(ManifestProblem(str(path), n, f"speaker {spk!r}: {exc}"))
     return genders, problems
 
 
@@ -243,9 +249,9 @@ def _read_transcript_table(path: Path) -> dict[str, str]:
     return out
 
 
-def _scan_plain_folder(src: Path, speakers: set[str]) -> tuple[list[_Found], list[Problem]]:
+def _scan_plain_folder(src: Path, speakers: set[str]) -> tuple[list[_Found], list[ManifestProblem]]:
     found: list[_Found] = []
-    problems: list[Problem] = []
+    problems: list[ManifestProblem] = []
     transcripts = _read_transcript_table(src / "transcripts.csv")
     by_length = sorted(speakers, key=len, reverse=True)
     files = sorted(
@@ -259,7 +265,7 @@ def _scan_plain_folder(src: Path, speakers: set[str]) -> tuple[list[_Found], lis
             spk = next(prefixed, "")
             if not spk:
                 problems.append(
-                    Problem(
+                    ManifestProblem(
                         str(path),
                         None,
                         "a file directly in the corpus folder must be named <speaker>_<name> "
@@ -278,16 +284,16 @@ def _scan_plain_folder(src: Path, speakers: set[str]) -> tuple[list[_Found], lis
 
 def _import_folder(
     src: Path,
-    scan: Callable[[Path], tuple[list[_Found], list[Problem]]],
-    speakers: tuple[dict[str, Gender], list[Problem]] | None = None,
-) -> tuple[Manifest, list[Problem]]:
+    scan: Callable[[Path], tuple[list[_Found], list[ManifestProblem]]],
+    speakers: tuple[dict[str, Gender], list[ManifestProblem]] | None = None,
+) -> tuple[Manifest, list[ManifestProblem]]:
     if not src.is_dir():
         raise CorpusError(f"{src}: corpus folder not found")
     genders, problems = speakers or parse_speaker_file(find_speaker_file(src))
     found, scan_problems = scan(src)
     problems += scan_problems
     if not found and not scan_problems:
-        problems.append(Problem(str(src), None, "no audio files found for this layout"))
+        problems.append(ManifestProblem(str(src), None, "no audio files found for this layout"))
     with ThreadPoolExecutor(max_workers=_HEADER_THREADS) as pool:
         headers = list(pool.map(_header, [f.path for f in found]))
     root = src.resolve()
@@ -295,7 +301,7 @@ def _import_folder(
     rows: list[Utterance] = []
     for f, header in zip(found, headers, strict=True):
         if isinstance(header, str):
-            problems.append(Problem(str(f.path), None, header))
+            problems.append(ManifestProblem(str(f.path), None, header))
             continue
         gender = genders.get(f.speaker_id)
         if gender is None:
@@ -315,7 +321,7 @@ def _import_folder(
         )
     for spk, paths in sorted(unknown.items()):
         problems.append(
-            Problem(
+            ManifestProblem(
                 str(paths[0].parent.parent),
                 None,
                 f"speaker {spk!r} ({len(paths)} files) is not in the speaker file (no gender)",
@@ -326,7 +332,7 @@ def _import_folder(
     for u in rows:
         if u.utt_id in seen:
             problems.append(
-                Problem(
+                ManifestProblem(
                     str(root / u.path),
                     None,
                     f"duplicate utt_id {u.utt_id!r} (also {seen[u.utt_id]})",
@@ -338,17 +344,17 @@ def _import_folder(
     return Manifest(utterances=tuple(unique), root=str(root)), problems
 
 
-def import_librispeech(src: str | Path) -> tuple[Manifest, list[Problem]]:
+def import_librispeech(src: str | Path) -> tuple[Manifest, list[ManifestProblem]]:
     """Every readable, gendered utterance of a LibriSpeech tree, plus the problems found."""
     return _import_folder(Path(src), _scan_librispeech)
 
 
-def import_libritts(src: str | Path) -> tuple[Manifest, list[Problem]]:
+def import_libritts(src: str | Path) -> tuple[Manifest, list[ManifestProblem]]:
     """Every readable, gendered utterance of a LibriTTS tree, plus the problems found."""
     return _import_folder(Path(src), _scan_libritts)
 
 
-def import_plain_folder(src: str | Path) -> tuple[Manifest, list[Problem]]:
+def import_plain_folder(src: str | Path) -> tuple[Manifest, list[ManifestProblem]]:
     """Every readable, gendered audio file of a plain folder with a speakers table (module
     docstring: ``folder`` layout), plus the problems found."""
     root = Path(src)

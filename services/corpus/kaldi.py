@@ -22,7 +22,7 @@ from pathlib import Path
 
 from services.audio import audio_info
 from services.corpus.manifest import Gender, Manifest, Utterance
-from services.corpus.validation import Problem, normalize_gender, one_line
+from services.corpus.validation import ManifestProblem, normalize_gender, one_line
 from services.errors import CorpusError
 
 WAV_SCP = "wav.scp"
@@ -125,7 +125,7 @@ def utterance_speakers(folder: Path) -> dict[str, str]:
     return {k: v for k, (_, v) in _read_map(path, what="utt2spk").items()}
 
 
-def _read_folder(folder: Path) -> tuple[list[_Row], list[Problem]]:
+def _read_folder(folder: Path) -> tuple[list[_Row], list[ManifestProblem]]:
     """Rows of one data folder; structural errors raise ``CorpusError`` (one line)."""
     if (folder / "segments").is_file():
         raise CorpusError(
@@ -164,7 +164,7 @@ def _read_folder(folder: Path) -> tuple[list[_Row], list[Problem]]:
                     f"{folder / 'utt2dur'}:{n}: duration {value!r} is not a number"
                 ) from None
     rows: list[_Row] = []
-    problems: list[Problem] = []
+    problems: list[ManifestProblem] = []
     for utt, (n, value) in scp.items():
         spk_of = speakers.get(utt)
         if spk_of is None:
@@ -175,7 +175,9 @@ def _read_folder(folder: Path) -> tuple[list[_Row], list[Problem]]:
             raise CorpusError(f"{gender_file}: speaker {spk!r} (of utterance {utt!r}) has no line")
         path = _resolve_audio(folder, value)
         if path is None:
-            problems.append(Problem(str(folder / WAV_SCP), n, f"audio file {value!r} not found"))
+            problems.append(
+                ManifestProblem(str(folder / WAV_SCP), n, f"audio file {value!r} not found")
+            )
             continue
         rows.append(_Row(utt, spk, gender, path, durations.get(utt), texts.get(utt), folder.name))
     return rows, problems
@@ -188,7 +190,7 @@ def _header(path: Path) -> tuple[float, int] | str:
         return one_line(exc).removeprefix(f"{path}: ")
 
 
-def import_kaldi(src: str | Path) -> tuple[Manifest, list[Problem]]:
+def import_kaldi(src: str | Path) -> tuple[Manifest, list[ManifestProblem]]:
     """One manifest of every data folder of ``src`` (see `data_folders`), plus file problems.
 
     Durations come from ``utt2dur`` where given, else from the audio header. An utterance id in
@@ -197,7 +199,7 @@ def import_kaldi(src: str | Path) -> tuple[Manifest, list[Problem]]:
     """
     root = Path(src)
     rows: list[_Row] = []
-    problems: list[Problem] = []
+    problems: list[ManifestProblem] = []
     for folder in data_folders(root):
         got, bad = _read_folder(folder)
         rows += got
@@ -232,11 +234,13 @@ def import_kaldi(src: str | Path) -> tuple[Manifest, list[Problem]]:
         if duration is None:
             header = headers[r.path]
             if isinstance(header, str):
-                problems.append(Problem(str(r.path), None, header))
+                problems.append(ManifestProblem(str(r.path), None, header))
                 continue
             duration, rate = header
         if duration <= 0:
-            problems.append(Problem(str(r.path), None, f"duration {duration} s (empty audio)"))
+            problems.append(
+                ManifestProblem(str(r.path), None, f"duration {duration} s (empty audio)")
+            )
             continue
         utterances.append(
             Utterance(

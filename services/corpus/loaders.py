@@ -2,8 +2,8 @@
 
 Columns (CSV header / JSONL keys): ``utt_id, speaker_id, gender, path, duration_s`` and optionally
 ``text, chapter_id, original_sample_rate, target_id``. Unknown columns are ignored. Relative
-``path`` values resolve against the manifest file's folder. Every bad row becomes a ``Problem``
-naming the file and its 1-based line number.
+``path`` values resolve against the manifest file's folder. Every bad row becomes a
+``ManifestProblem`` naming the file and its 1-based line number.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from services.corpus.validation import (
     REQUIRED_FIELDS,
     ConsistencyTracker,
     LoadReport,
-    Problem,
+    ManifestProblem,
     one_line,
     raise_if_problems,
     utterance_from_row,
@@ -101,16 +101,16 @@ def load_manifest(
     rows = _csv_rows(p, check_audio) if manifest_format(p) == "csv" else _jsonl_rows(p)
     tracker = ConsistencyTracker()
     kept: list[Utterance] = []
-    problems: list[Problem] = []
+    problems: list[ManifestProblem] = []
     source = str(p)
     for line, row in rows:
         if isinstance(row, str):
-            problems.append(Problem(source, line, row))
+            problems.append(ManifestProblem(source, line, row))
             continue
         messages = _row_problems(row, line, probe, tracker, check_audio, kept)
-        problems.extend(Problem(source, line, m) for m in messages)
+        problems.extend(ManifestProblem(source, line, m) for m in messages)
     if not kept and not problems:
-        problems.append(Problem(source, None, "no utterances"))
+        problems.append(ManifestProblem(source, None, "no utterances"))
     if not skip_invalid:
         raise_if_problems(problems)
     return LoadReport(Manifest(utterances=tuple(kept), root=root), problems)

@@ -33,7 +33,7 @@ _GENDER_ALIASES: dict[str, Gender] = {"f": "f", "female": "f", "m": "m", "male":
 
 
 @dataclass(frozen=True)
-class Problem:
+class ManifestProblem:
     """One thing wrong with a manifest row or a corpus file.
 
     ``source`` is the manifest file (or audio/speaker file for importers); ``row`` the 1-based
@@ -54,7 +54,7 @@ class LoadReport:
     """A manifest plus the problems found (and skipped) while reading or importing it."""
 
     manifest: Manifest
-    problems: list[Problem]
+    problems: list[ManifestProblem]
 
 
 def one_line(text: object) -> str:
@@ -62,7 +62,7 @@ def one_line(text: object) -> str:
     return " ".join(str(text).split())
 
 
-def format_problems(problems: Sequence[Problem], limit: int = MAX_LISTED_PROBLEMS) -> str:
+def format_problems(problems: Sequence[ManifestProblem], limit: int = MAX_LISTED_PROBLEMS) -> str:
     """One line listing up to ``limit`` problems, then how many more there are."""
     shown = "; ".join(str(p) for p in problems[:limit])
     more = len(problems) - limit
@@ -70,7 +70,9 @@ def format_problems(problems: Sequence[Problem], limit: int = MAX_LISTED_PROBLEM
     return f"{count}: {shown}" + (f"; ... and {more} more" if more > 0 else "")
 
 
-def raise_if_problems(problems: Sequence[Problem], limit: int = MAX_LISTED_PROBLEMS) -> None:
+def raise_if_problems(
+    problems: Sequence[ManifestProblem], limit: int = MAX_LISTED_PROBLEMS
+) -> None:
     """Raise one ``CorpusError`` listing ``problems`` (up to ``limit``); do nothing if none."""
     if problems:
         raise CorpusError(format_problems(problems, limit))
@@ -170,13 +172,13 @@ def check_audio_file(manifest: Manifest, utt: Utterance) -> tuple[float, int]:
 
 def validate_manifest(
     manifest: Manifest, *, source: str = "manifest", check_audio: bool = True
-) -> list[Problem]:
+) -> list[ManifestProblem]:
     """Every problem of an in-memory manifest; ``row`` is the 1-based position in it.
 
     Checks duplicate utterance ids, one gender per speaker and, with ``check_audio``, that each
     file exists, is readable, is not empty and matches its declared duration.
     """
-    problems: list[Problem] = []
+    problems: list[ManifestProblem] = []
     tracker = ConsistencyTracker()
     for i, utt in enumerate(manifest.utterances, start=1):
         messages = tracker.check(utt)
@@ -187,7 +189,7 @@ def validate_manifest(
                 messages.append(one_line(exc))
         if not messages:
             tracker.add(utt, i)
-        problems.extend(Problem(source, i, m) for m in messages)
+        problems.extend(ManifestProblem(source, i, m) for m in messages)
     return problems
 
 
@@ -252,7 +254,7 @@ class DurationFilter(BaseModel):
         kept = [u for u in manifest.utterances if self.keeps(u.duration_s)]
         left = {u.speaker_id for u in kept}
         problems = [
-            Problem(
+            ManifestProblem(
                 source,
                 None,
                 f"speaker {spk!r} has no utterance left after the {self.min_s:g}-{self.max_s:g} s "

@@ -39,6 +39,8 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from services import vocab
+
 DOCS_BEGIN = "<!-- metric-catalogue:begin -->"
 DOCS_END = "<!-- metric-catalogue:end -->"
 
@@ -50,8 +52,9 @@ UTILITY_SCENARIO = "utility"
 UTILITY_BACKEND = "-"
 """The back-end of the utility rows: utility does not depend on the attacker's back-end."""
 
-AGGREGATE_SEED = -1
-"""The seed of a result row that holds a value aggregated over seeds (``<key>_std`` beside it)."""
+AGGREGATE_SEED = vocab.AGGREGATE_SEED
+"""The seed of a result row that holds a value aggregated over seeds (``<key>_std`` beside it);
+defined in ``services.vocab`` (storage reads it there too)."""
 
 N_SEEDS_KEY = "n_seeds"
 """The result row (seed :data:`AGGREGATE_SEED`) holding the number of training seeds averaged."""

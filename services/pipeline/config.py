@@ -42,8 +42,7 @@ from services.pipeline.zoo import (
 )
 from services.studies.dataset_size import SizeStudyConfig
 from services.utility.config import UtilityConfig
-
-Scenario = Literal["original", "ignorant", "lazy-informed", "semi-informed"]
+from services.vocab import Scenario
 
 SEED_MAX = 2**32 - 1
 """Largest seed anywhere in a config: what NumPy's legacy seeding and every generator accept."""
@@ -470,8 +469,9 @@ def read_config_data(path: str | Path) -> dict[str, Any]:
 
 
 def resolve_paths(cfg: EvaluationConfig, config_file: str | Path) -> EvaluationConfig:
-    """A relative ``protocol``, ``training.init_from``, ``training.ssl_model_path`` or
-    ``utility.asr.pretrained_path`` is relative to the config file's folder."""
+    """A relative ``protocol``, ``training.init_from``, ``training.ssl_model_path``, an
+    attacker's ``pretrained_path`` or ``utility.asr.pretrained_path`` is relative to the config
+    file's folder."""
     base = Path(config_file).parent
     if cfg.protocol is not None and not cfg.protocol.is_absolute():
         cfg = cfg.model_copy(update={"protocol": (base / cfg.protocol).resolve()})
@@ -482,6 +482,17 @@ def resolve_paths(cfg: EvaluationConfig, config_file: str | Path) -> EvaluationC
     }
     if weights:
         cfg = cfg.model_copy(update={"training": cfg.training.model_copy(update=weights)})
+    attackers = cfg.attackers
+    if isinstance(attackers, list) and any(
+        a.pretrained_path is not None and not a.pretrained_path.is_absolute() for a in attackers
+    ):
+        resolved = [
+            a.model_copy(update={"pretrained_path": (base / a.pretrained_path).resolve()})
+            if a.pretrained_path is not None and not a.pretrained_path.is_absolute()
+            else a
+            for a in attackers
+        ]
+        cfg = cfg.model_copy(update={"attackers": resolved})
     utility = cfg.utility
     path = utility.asr.pretrained_path if utility is not None else None
     if utility is not None and path is not None and not path.is_absolute():

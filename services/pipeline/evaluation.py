@@ -62,6 +62,7 @@ from services.pipeline.sets import (
 )
 from services.pipeline.stage_runner import StageOutcome, StageRunner
 from services.pipeline.stages.anonymize import anonymize_sets
+from services.pipeline.stages.challenge import challenge_stage, pretrained_rows
 from services.pipeline.stages.context import (
     AudioCache,
     ProgressReporter,
@@ -79,9 +80,9 @@ __all__ = [
     "PHASES",
     "PHASE_STEPS",
     "EvaluationRun",
+    "EvaluationState",
     "Phase",
     "ProgressReporter",
-    "RunState",
     "run_evaluation",
 ]
 
@@ -162,13 +163,15 @@ class EvaluationRun:
         position: tuple[int, int] = (1, 1),
         *,
         context: StageContext | None = None,
-        init_from: tuple[TrainedAttacker, StageOutcome] | None = None,
+        transfer_from: tuple[TrainedAttacker, StageOutcome] | None = None,
     ) -> tuple[TrainedAttacker, StageOutcome]:
         """Train the recognizer on ``data`` (original or anonymized speech) with ``seed``;
         ``position``: (i, n), recognizer i of the run's n (for progress); ``context``: an
-        attacker's (default: the config's own); ``init_from``: the recognizer it starts from
+        attacker's (default: the config's own); ``transfer_from``: the recognizer it starts from
         (transfer; ``stages.train.transfer_source``)."""
-        return train_recognizer(context or self.context, data, condition, seed, position, init_from)
+        return train_recognizer(
+            context or self.context, data, condition, seed, position, transfer_from
+        )
 
     def embed_stage(
         self,
@@ -217,22 +220,23 @@ class EvaluationRun:
     def run(self, stop_after: Phase | None = None) -> dict[str, Any] | None:
         """Run every stage, or every stage up to and including the phase ``stop_after``.
 
-        Walks :data:`PHASE_STEPS` in :data:`PHASES` order over one :class:`RunState`. Finished
-        stages are reused, so calling ``run(stop_after=p)`` for each phase in turn (what the
-        platform's workers do, each on its own queue) computes every stage exactly once. Returns
-        the result document (what ``results.json`` holds) after the ``report`` phase, else None.
+        Walks :data:`PHASE_STEPS` in :data:`PHASES` order over one :class:`EvaluationState`.
+        Finished stages are reused, so calling ``run(stop_after=p)`` for each phase in turn
+        (what the platform's workers do, each on its own queue) computes every stage exactly
+        once. Returns the result document (what ``results.json`` holds) after the ``report``
+        phase, else None.
         """
         if stop_after is not None and stop_after not in PHASES:
             raise ConfigError(f"stop_after: unknown phase {stop_after!r}; one of {PHASES}")
         last = PHASES.index(stop_after) if stop_after is not None else len(PHASES) - 1
-        state = RunState(plan=plan_evaluation(self.cfg), started=time.perf_counter())
+        state = EvaluationState(plan=plan_evaluation(self.cfg), started=time.perf_counter())
         for phase in PHASES[: last + 1]:
             PHASE_STEPS[phase](self, state)
         return state.result
 
 
 @dataclass
-class RunState:
+class EvaluationState:
     """What the phases of one :meth:`EvaluationRun.run` hand each other.
 
     Each step of :data:`PHASE_STEPS` reads what earlier phases left here and adds its own; a
@@ -270,11 +274,11 @@ class RunState:
         return data
 
 
-def _corpus_step(run: EvaluationRun, state: RunState) -> None:
+def _corpus_step(run: EvaluationRun, state: EvaluationState) -> None:
     state.protocol, state.manifest, state.protocol_key = run.corpus_stage()
 
 
-def _anonymize_step(run: EvaluationRun, state: RunState) -> None:
+def _anonymize_step(run: EvaluationRun, state: EvaluationState) -> None:
     assert state.protocol is not None and state.manifest is not None
     original = run.original_sets(state.protocol, state.manifest, state.protocol_key)
     anonymized = (
@@ -285,7 +289,7 @@ def _anonymize_step(run: EvaluationRun, state: RunState) -> None:
     state.conditions = {ORIGINAL: original, ANONYMIZED: anonymized}
 
 
-def _train_step(run: EvaluationRun, state: RunState) -> None:
+def _train_step(run: EvaluationRun, state: EvaluationState) -> None:
     attackers = state.plan.attackers
     total = sum(len(a.recognizers) for a in attackers)
     position = 0
@@ -302,11 +306,11 @@ def _train_step(run: EvaluationRun, state: RunState) -> None:
                 seed,
                 (position, total),
                 context=context,
-                init_from=transfer_source(context.config, condition, seed, models),
+                transfer_from=transfer_source(attacker, condition, seed, models),
             )
 
 
-def _embed_step(run: EvaluationRun, state: RunState) -> None:
+def _embed_step(run: EvaluationRun, state: EvaluationState) -> None:
     """Every (recognizer, data condition, set) the plan reads, embedded once per attacker."""
     for attacker in state.plan.attackers:
         context = state.context_of(run, attacker)
@@ -327,7 +331,7 @@ def _embed_step(run: EvaluationRun, state: RunState) -> None:
             embeddings[key] = (manifest, emb, f"embed:{outcome.key}:{data.keys[set_name]}")
 
 
-def _score_step(run: EvaluationRun, state: RunState) -> None:
+def _score_step(run: EvaluationRun, state: EvaluationState) -> None:
     zoo = state.plan.zoo
     for attacker in state.plan.attackers:
         context = state.context_of(run, attacker)
@@ -348,10 +352,18 @@ def _score_step(run: EvaluationRun, state: RunState) -> None:
             if zoo:
                 row["attacker"] = attacker.name
             state.rows.append(row)
+    for name, verifier, folder in state.plan.pretrained:
+        run.progress("score", 0.0, f"{name}: pretrained, every scenario")
+        state.rows += pretrained_rows(run.context, name, state.conditions, verifier, folder)
+    if get_settings().challenger:
+        pretrained = [name for name, _, _ in state.plan.pretrained]
+        block = challenge_stage(run.context, state.rows, state.conditions, pretrained)
+        if block is not None:
+            state.blocks["challenger"] = block
     run.progress("score", 1.0, f"{len(state.rows)} rows")
 
 
-def _utility_step(run: EvaluationRun, state: RunState) -> None:
+def _utility_step(run: EvaluationRun, state: EvaluationState) -> None:
     if run.cfg.utility is None:
         return
     run.progress("utility", 0.0, "starting")  # announced before its first long step
@@ -363,7 +375,7 @@ def _utility_step(run: EvaluationRun, state: RunState) -> None:
     )
 
 
-def _analyze_step(run: EvaluationRun, state: RunState) -> None:
+def _analyze_step(run: EvaluationRun, state: EvaluationState) -> None:
     # The analyses read the first attacker's recognizers (the baseline's, without a zoo).
     assert state.protocol is not None and state.manifest is not None
     if any(run.cfg.analyses.model_dump().values()):
@@ -379,7 +391,7 @@ def _analyze_step(run: EvaluationRun, state: RunState) -> None:
     )
 
 
-def _report_step(run: EvaluationRun, state: RunState) -> None:
+def _report_step(run: EvaluationRun, state: EvaluationState) -> None:
     assert state.protocol is not None
     plan, first = state.plan, state.plan.first
     probes_of = {
@@ -414,7 +426,7 @@ def _report_step(run: EvaluationRun, state: RunState) -> None:
     )
 
 
-PHASE_STEPS: dict[Phase, Callable[[EvaluationRun, RunState], None]] = {
+PHASE_STEPS: dict[Phase, Callable[[EvaluationRun, EvaluationState], None]] = {
     "corpus": _corpus_step,
     "anonymize": _anonymize_step,
     "train": _train_step,

@@ -136,6 +136,11 @@ class EvaluationPlan:
     """(original trials, anonymized trials) by the first attacker's original recognizer."""
     leak_embeddings: tuple[EmbeddingKey, ...]
     """The enrollment-leak check's embeddings (archive submissions)."""
+    pretrained: tuple[tuple[str, str, str | None], ...] = ()
+    """(name, verifier, checkpoint folder or None) of the zoo's pretrained attackers
+    (``AttackerSpec.pretrained``): nothing to train; their embeddings and cosine rows (every
+    scenario, the first seed) are computed in the score phase
+    (``stages.challenge.pretrained_rows``)."""
 
     @property
     def zoo(self) -> bool:
@@ -201,6 +206,10 @@ class EvaluationPlan:
             for step in attacker.scores:
                 inputs = (step.scenario, step.backend, f"seed {step.seed}")
                 yield PlannedStage("score", "score", attacker.name, inputs)
+        for name, verifier, _ in self.pretrained:
+            for scenario in self.config.scenarios:
+                inputs = (f"{verifier} (pretrained)", scenario, "cosine")
+                yield PlannedStage("score", "score", name, inputs)
         if self.config.utility is not None:
             yield PlannedStage("utility", "utility", None, ("original and anonymized trials",))
         yield PlannedStage("report", "report", None, ("score rows", "analyses"))
@@ -313,7 +322,13 @@ def plan_evaluation(cfg: EvaluationConfig) -> EvaluationPlan:
     utility = utility_embedding_plan(cfg)
     leak = enrollment_leak_plan(cfg, recognizers)
     attackers = []
-    for i, spec in enumerate(zoo_specs(cfg.attackers)):
+    specs = zoo_specs(cfg.attackers)
+    pretrained = tuple(
+        (s.name, s.pretrained, None if s.pretrained_path is None else str(s.pretrained_path))
+        for s in specs
+        if s.pretrained is not None
+    )
+    for i, spec in enumerate(s for s in specs if s.pretrained is None):
         # The first attacker's original recognizer serves the leak check and the utility phase.
         extra = leak + utility if i == 0 else []
         acfg = attacker_config(cfg, spec)
@@ -327,4 +342,5 @@ def plan_evaluation(cfg: EvaluationConfig) -> EvaluationPlan:
         anonymize=any(s != ORIGINAL for s in cfg.scenarios),
         utility_embeddings=tuple(utility),
         leak_embeddings=tuple(leak),
+        pretrained=pretrained,
     )

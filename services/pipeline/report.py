@@ -127,12 +127,30 @@ def write_report(
     if zoo is not None:
         result[catalogue.WORST_CASE.key] = worst_case(rows)
     result.update(blocks or {})
+    _report_challenger(result)
     result["trust"] = assess_trust(result).to_json()
     text = json.dumps(result, indent=2, default=json_default)
     (out_dir / RESULTS_NAME).write_text(text)
     # The document as results.json holds it (plain JSON types), so a caller need not re-read it.
     document: dict[str, Any] = json.loads(text)
     return document
+
+
+def _report_challenger(result: dict[str, Any]) -> None:
+    """The worst case of the challenger's scenario names the challenger (its EER, whether it was
+    stronger beyond the interval), so the worst case reports an attacker outside the zoo."""
+    block = result.get("challenger")
+    worst = result.get(catalogue.WORST_CASE.key)
+    if not isinstance(block, dict) or not isinstance(worst, dict):
+        return
+    for scenario, challenge in (block.get("scenarios") or {}).items():
+        entry = worst.get(scenario)
+        if isinstance(entry, dict) and isinstance(challenge, dict):
+            entry["challenger"] = {
+                "attacker": block.get("attacker"),
+                "backend": block.get("backend"),
+                **{k: challenge.get(k) for k in ("eer_percent", "interval_points", "stronger")},
+            }
 
 
 def _training_entries(
@@ -274,7 +292,11 @@ def _with_prerestoration(
         entries = res.get("entries", [])
         if not entries:
             continue
-        best = min(float(e[catalogue.EER.key]) for e in entries)
+        eers = {str(i): float(e[catalogue.EER.key]) for i, e in enumerate(entries)}
+        worst = catalogue.worst_for_maker(catalogue.EER.key, eers)
+        if worst is None:
+            continue
+        best = eers[worst]  # the attack's best: the worst for the maker
         entry = next(
             (e for e in summary if e["scenario"] == attacker and e["backend"] == "cosine"), None
         )

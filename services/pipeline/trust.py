@@ -13,16 +13,23 @@ speakers reports a high EER whatever the anonymizer does, and that EER overestim
   (more epochs or data would likely lower the EER). When the utility phase found the anonymized
   speech unusable (``utility.usable_speech.usable`` false), the message says instead that the
   speech carries no speaker information to learn: more training cannot help there;
-- ``ver_s_still_falling``: training hit its epochs cap (``training.epochs``; patience did not
-  stop it), the epoch a recognizer uses is its last one and VER_S fell by more than
-  ``UNMASK_TRUST_STILL_FALLING_VER_S_POINTS`` in it: training stopped while improving, and the
-  message names the key to raise. (Documents written before the cap record it: any last epoch.)
+- ``ver_s_still_falling``: training reached its epochs cap (``training.epochs``; a cap stop, or
+  a run whose patience cool-down ran into the cap), the epoch a recognizer uses is its last
+  one and VER_S fell by more than ``UNMASK_TRUST_STILL_FALLING_VER_S_POINTS`` in it: training
+  stopped while improving, and the message names the key to raise. (Documents written before
+  the cap was recorded: any last epoch.)
 - ``loss_not_falling``: a recognizer's training loss in its last epoch is not below its first;
 - ``enrollment_unanonymized`` (archive submissions, where the maker anonymized the enrollment):
   the anonymized enrollment is much closer to the original speakers than the anonymized trials
   are (:func:`measure_enrollment_leak`; leak above ``UNMASK_TRUST_MAX_ENROLLMENT_LEAK``). An
   attacker enrolled with clear voices meets anonymized trials, so its EER measures the mismatch
   rather than the anonymizer's protection against an attacker with anonymized enrollment.
+
+- ``challenger_stronger``: the challenger (``services.pipeline.challenger``: the pretrained GE2E
+  verifier, not trained on the evaluation's data, scored on the headline's trials) reaches a lower
+  EER than the verdict's attacker beyond the paired speaker-bootstrap interval of the difference:
+  a stronger attacker exists, so the verdict overestimates privacy. The message names it and its
+  EER.
 
 With an attacker zoo (the document has ``worst_case``), the verdict is the worst-case attacker's
 (``zoo.headline``): the checks run on that attacker's summary entries and recognizers alone, and
@@ -34,6 +41,8 @@ The block written into ``results.json``::
     "trust": {"trustworthy": bool,
               "reasons": [{"code": str, "message": str, "value": float|null,
                            "threshold": float|null}],
+              # when the run scored a challenger: its block (services.pipeline.challenger)
+              "challenger": {...},
               # with a zoo only:
               "attacker": str, "other_attackers": {name: [reason, ...]}}
 """
@@ -47,6 +56,7 @@ from typing import Any
 import numpy as np
 
 from services.metrics import catalogue
+from services.pipeline.challenger import challenger_message
 from services.pipeline.zoo import BASELINE, headline
 from services.settings import Settings, get_settings
 
@@ -72,6 +82,8 @@ class Trust:
     """The zoo attacker the verdict is of (None: no zoo)."""
     others: Mapping[str, tuple[TrustReason, ...]] = field(default_factory=dict)
     """The other zoo attackers' reasons, by name (information only)."""
+    challenger: Mapping[str, Any] | None = None
+    """The document's challenger block, when the run scored one."""
 
     @property
     def trustworthy(self) -> bool:
@@ -82,6 +94,8 @@ class Trust:
             "trustworthy": self.trustworthy,
             "reasons": [asdict(r) for r in self.reasons],
         }
+        if self.challenger is not None:
+            out["challenger"] = dict(self.challenger)
         if self.attacker is not None:
             out["attacker"] = self.attacker
             out["other_attackers"] = {
@@ -112,11 +126,14 @@ def _used_record(run: Mapping[str, Any]) -> Mapping[str, Any] | None:
 
 
 def _cap_hit(run: Mapping[str, Any], history: Sequence[Mapping[str, Any]]) -> bool:
-    """Whether training ran into its epochs cap (True for documents that do not record it)."""
-    if run.get("stopped") == "patience":
-        return False
+    """Whether training ran into its epochs cap (True for documents that record no cap and no
+    patience stop). A run that reached the cap counts whatever its label says: documents written
+    before stops were labelled by ``stop_reason`` may call a run still improving at the cap a
+    patience stop."""
     cap = run.get("epochs_cap")
-    return not isinstance(cap, int) or len(history) >= cap
+    if isinstance(cap, int):
+        return len(history) >= cap
+    return run.get("stopped") != "patience"
 
 
 def _under_trained_advice(run: Mapping[str, Any]) -> str:
@@ -255,9 +272,12 @@ def assess_trust(document: Mapping[str, Any], settings: Settings | None = None) 
     """The reasons (see the module docstring) that undermine the verdict of ``document``; with a
     zoo (``worst_case`` in the document), those of the worst-case attacker (``zoo.headline``)."""
     settings = settings or get_settings()
+    block = document.get("challenger")
+    challenger = block if isinstance(block, Mapping) else None
+    challenged = _challenger_reasons(challenger)
     worst = document.get("worst_case")
     if not isinstance(worst, Mapping):
-        return Trust(tuple(_reasons(document, settings)))
+        return Trust(tuple(_reasons(document, settings)) + challenged, challenger=challenger)
     chosen = headline(worst)[1]
     summary = [e for e in document.get("summary") or [] if isinstance(e, Mapping)]
     training = document.get("training") or {}
@@ -279,7 +299,23 @@ def assess_trust(document: Mapping[str, Any], settings: Settings | None = None) 
         }
         by_name[name] = tuple(_reasons(part, settings))
     others = {n: r for n, r in by_name.items() if n != chosen}
-    return Trust(by_name[chosen], attacker=chosen, others=others)
+    return Trust(by_name[chosen] + challenged, chosen, others, challenger)
+
+
+def _challenger_reasons(block: Mapping[str, Any] | None) -> tuple[TrustReason, ...]:
+    """``challenger_stronger`` when the challenger beat the verdict beyond the interval."""
+    message = challenger_message(block) if block is not None else None
+    if message is None or block is None:
+        return ()
+    head = block.get("headline") or {}
+    return (
+        TrustReason(
+            "challenger_stronger",
+            message,
+            float(block["eer_percent"]),
+            float(head["eer_percent"]),
+        ),
+    )
 
 
 def _reasons(document: Mapping[str, Any], settings: Settings) -> list[TrustReason]:
@@ -343,8 +379,10 @@ def trust_from_document(document: Mapping[str, Any]) -> Trust | None:
     )
     attacker = block.get("attacker")
     others = block.get("other_attackers")
+    challenger = block.get("challenger")
     return Trust(
         reasons,
+        challenger=challenger if isinstance(challenger, Mapping) else None,
         attacker=str(attacker) if isinstance(attacker, str) else None,
         others={
             str(name): tuple(

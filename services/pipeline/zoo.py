@@ -16,7 +16,8 @@ Challenge attackers, ``zoo_voiceprivacy``), ``baseline`` (that attacker alone) a
 recognizer (``training.init: original``) and fine-tuned within 3x the config's epochs, and
 ``augmented``, trained from scratch within 3x the epochs with augmentation (the
 ``AugmentationConfig`` defaults); both scored with cosine and PLDA, and again with AS-norm as
-``finetuned-asnorm`` and ``augmented-asnorm``, which share their recognizers).
+``finetuned-asnorm`` and ``augmented-asnorm``, which share their recognizers), and ``ge2e``, a
+pretrained verifier scored as it is (``AttackerSpec.pretrained``: no training, cosine).
 
 Attackers whose resolved training configs are equal share their train and embed stages (stages
 are keyed by their inputs), so adding a back-end-only variant costs scoring only.
@@ -27,6 +28,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import (
@@ -41,6 +43,7 @@ from pydantic import (
 from services.attacker.training_config import AugmentationConfig, TrainingConfig
 from services.metrics import catalogue
 from services.pipeline import zoo_voiceprivacy
+from services.vocab import HEADLINE_SCENARIOS
 
 BASELINE = "baseline"
 """Name of the attacker that is the config's own training and back-ends (today's attacker)."""
@@ -80,6 +83,22 @@ class AttackerSpec(BaseModel):
     )
     cohort_top_k: int | None = Field(
         None, ge=2, description="AS-norm cohort top K; null = the config's `scoring.cohort_top_k`."
+    )
+    pretrained: Literal["ge2e", "ecapa"] | None = Field(
+        None,
+        description="A pretrained verifier scored as it is, never trained on the evaluation's "
+        "data: `ge2e` (Resemblyzer's GE2E encoder, weights in its wheel) or `ecapa` (a "
+        "SpeechBrain ECAPA checkpoint folder on local disk, `pretrained_path`); cosine scoring. "
+        "Its embeddings of the scenario's enrollment and trials are the same whatever the "
+        "scenario trains on, so it is the ignorant, lazy-informed and semi-informed attacker at "
+        "once. Not with `training`, `epochs_scale`, `normalization` or a back-end other than "
+        "cosine.",
+    )
+    pretrained_path: Path | None = Field(
+        None,
+        description="`pretrained: ecapa`: the SpeechBrain checkpoint folder (hyperparams.yaml + "
+        "embedding_model.ckpt, the speechbrain/spkrec-ecapa-voxceleb layout; its preset is the "
+        "one its shapes fit). Relative to the config file.",
     )
     epochs_scale: float | None = Field(
         None,
@@ -121,6 +140,17 @@ class AttackerSpec(BaseModel):
     def _one_schedule(self) -> AttackerSpec:
         if self.epochs_scale is not None and "epochs" in self.training:
             raise ValueError("set either epochs_scale or training.epochs, not both")
+        if self.pretrained is not None:
+            trained = self.training or self.epochs_scale is not None
+            if trained or self.normalization not in (None, "none"):
+                raise ValueError(
+                    f"pretrained {self.pretrained!r} is not trained here: leave out training, "
+                    "epochs_scale and normalization"
+                )
+            if self.backends not in (None, ["cosine"]):
+                raise ValueError(f"pretrained {self.pretrained!r} scores with cosine only")
+        if (self.pretrained == "ecapa") != (self.pretrained_path is not None):
+            raise ValueError("pretrained_path names the folder of pretrained: ecapa (and only it)")
         return self
 
     @field_validator("backends")
@@ -148,7 +178,14 @@ def _strongest_zoo() -> list[AttackerSpec]:
         AttackerSpec(name=BASELINE),
         *long_attacker_pair(FINETUNED, {"init": "original"}),
         *long_attacker_pair("augmented", {"init": "scratch"} | augmentation),
+        AttackerSpec(name=GE2E_ATTACKER, pretrained="ge2e"),
     ]
+
+
+GE2E_ATTACKER = "ge2e"
+"""The ``strongest`` zoo's pretrained verifier (Resemblyzer's GE2E, not trained here): the
+attacker anyone can ``pip install``, which beat the trained lazy-informed attacker on an eSpeak NG
+corpus (docs/attacker.md)."""
 
 
 def long_attacker_pair(name: str, training: dict[str, Any]) -> list[AttackerSpec]:
@@ -257,6 +294,11 @@ def parse_attackers(value: Any) -> Any:
 def validate_zoo(base: TrainingConfig, attackers: Sequence[AttackerSpec] | str | None) -> None:
     """Check a zoo against the config's training; ``ValueError`` names each bad attacker."""
     specs = zoo_specs(attackers)
+    if all(s.pretrained is not None for s in specs):
+        raise ValueError(
+            "attackers: a zoo needs at least one trained attacker (its recognizers serve the "
+            "utility phase and the analyses); add baseline"
+        )
     names = [s.name for s in specs]
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
@@ -271,11 +313,6 @@ def validate_zoo(base: TrainingConfig, attackers: Sequence[AttackerSpec] | str |
                 problems.append(f"attackers[{i}] ({spec.name}): training.{loc}: {err['msg']}")
     if problems:
         raise ValueError("; ".join(problems))
-
-
-HEADLINE_SCENARIOS: tuple[str, ...] = ("semi-informed", "lazy-informed", "ignorant")
-"""The verdict's headline scenario: the strongest attack scenario the evaluation ran, in this
-order of strength (``original`` only when no attack scenario ran)."""
 
 
 def headline(worst: Mapping[str, Mapping[str, Any]]) -> tuple[str | None, str]:

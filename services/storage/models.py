@@ -34,9 +34,11 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
-from services.metrics import catalogue
+from services import vocab
 from services.storage.errors import ImmutableSubmissionError
 from services.storage.types import UTCDateTime, json_type, utc_now
+from services.vocab import TERMINAL_STATES as TERMINAL_STATES
+from services.vocab import RunState as RunState
 
 # Deterministic constraint names: Alembic can drop/alter what it can name, and SQLite batch
 # migrations need names to recreate tables.
@@ -52,8 +54,8 @@ SHA256_HEX_LENGTH = 64
 MAX_BLOB_KEY_LENGTH = 1024
 # A container image name without its digest (``name[:tag]``), as stored.
 MAX_CONTAINER_IMAGE_LENGTH = 512
-# ``Result.seed`` of a row that aggregates over seeds: the metric catalogue's (one definition).
-AGGREGATE_SEED = catalogue.AGGREGATE_SEED
+# ``Result.seed`` of a row that aggregates over seeds (one definition, services.vocab).
+AGGREGATE_SEED = vocab.AGGREGATE_SEED
 
 
 class TokenScope(StrEnum):
@@ -83,21 +85,6 @@ class SubmissionStatus(StrEnum):
     PENDING = "pending"  # e.g. archive upload not verified yet
     ACCEPTED = "accepted"
     REJECTED = "rejected"
-
-
-class RunState(StrEnum):
-    """State of a job or of one of its stages."""
-
-    QUEUED = "queued"
-    RUNNING = "running"
-    SUCCEEDED = "succeeded"
-    FAILED = "failed"
-    CANCELLED = "cancelled"
-
-
-TERMINAL_STATES: frozenset[RunState] = frozenset(
-    {RunState.SUCCEEDED, RunState.FAILED, RunState.CANCELLED}
-)
 
 
 def _in_check(column: str, enum: type[StrEnum] | tuple[str, ...]) -> str:
@@ -221,7 +208,7 @@ class OidcExchange(Base):
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utc_now)
 
 
-class Protocol(Base):
+class ProtocolRecord(Base):
     """A versioned evaluation protocol (the config every job on a leaderboard shares)."""
 
     __tablename__ = "protocols"
@@ -342,10 +329,10 @@ class Submission(Base):
     team: Mapped[Team] = relationship()
 
 
-# Columns an accepted submission may still change: its labels and its state. Every other column
-# (the team, the kind and each kind's own columns, the content hash, accepted_at) defines what was
-# evaluated; changing it would silently re-label existing results. Listed this way round, the
-# columns of a new anonymizer kind are immutable without being named here.
+# Columns an accepted submission may still change: its labels, its state and bookkeeping. Every
+# other column (the team, the kind and each kind's own columns, the content hash, accepted_at)
+# defines what was evaluated; changing it would silently re-label existing results. Listed this
+# way round, the columns of a new anonymizer kind are immutable without being named here.
 SUBMISSION_MUTABLE_COLUMNS: frozenset[str] = frozenset(
     {
         "name",
@@ -356,6 +343,7 @@ SUBMISSION_MUTABLE_COLUMNS: frozenset[str] = frozenset(
         "paper_url",
         "code_url",
         "created_by_user_id",
+        "created_at",
     }
 )
 
@@ -433,7 +421,7 @@ class Job(Base):
     finished_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
 
     submission: Mapped[Submission] = relationship()
-    protocol: Mapped[Protocol | None] = relationship()
+    protocol: Mapped[ProtocolRecord | None] = relationship()
     stages: Mapped[list[Stage]] = relationship(
         back_populates="job", order_by="Stage.position", passive_deletes=True
     )
@@ -619,7 +607,7 @@ class WebhookAttempt(Base):
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utc_now)
 
 
-class JobSummary(Base):
+class JobSummaryRecord(Base):
     """The leaderboard metrics of a succeeded job, precomputed when it succeeds.
 
     ``metric_values`` maps ``"<scenario>|<backend>|<metric>"`` to the value aggregated like the

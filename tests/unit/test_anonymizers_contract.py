@@ -9,7 +9,15 @@ from typing import Any
 import numpy as np
 import pytest
 
-from services.anonymizers import archive, conformance, container, contract
+from services.anonymizers import (
+    archive,
+    archive_members,
+    archive_request,
+    conformance,
+    container,
+    container_sandbox,
+    contract,
+)
 from services.anonymizers.base import AnonymizationItem, TargetVoice
 from services.anonymizers.container import ContainerSandbox, SandboxLimits
 from services.anonymizers.contract import ArchiveLimits
@@ -21,14 +29,18 @@ from services.settings import Settings
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "container-contract.md"
 
 
-@pytest.mark.parametrize("module", [container, archive, conformance])
+@pytest.mark.parametrize(
+    "module",
+    [container, container_sandbox, archive, archive_members, archive_request, conformance],
+)
 def test_runner_and_validator_read_no_global_settings(module: Any) -> None:
     assert "get_settings" not in inspect.getsource(module)
 
 
 def test_one_definition_of_the_contract() -> None:
-    for name in ("CONTRACT_VERSION", "METADATA_NAME", "SET_NAMES", "ArchiveLimits", "output_stem"):
+    for name in ("CONTRACT_VERSION", "METADATA_NAME", "ArchiveLimits", "output_stem"):
         assert getattr(archive, name) is getattr(contract, name)
+    assert archive_request.SET_NAMES is contract.SET_NAMES
     for name in ("JOB_FILE_NAME", "CONTAINER_INPUT_DIR", "EXIT_KILLED", "check_audio_file"):
         assert getattr(container, name) is getattr(contract, name)
 

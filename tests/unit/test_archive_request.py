@@ -1,15 +1,15 @@
-"""The protocol request a maker answers with an archive (services.anonymizers.archive)."""
+"""The protocol request a maker answers with an archive (services.anonymizers.archive_request)."""
 
 from __future__ import annotations
 
 import json
 
-from services.anonymizers.archive import (
-    SET_NAMES,
+from services.anonymizers.archive_request import (
     expected_from_protocol,
     plan_protocol_targets,
     protocol_request,
 )
+from services.anonymizers.contract import SET_NAMES
 from services.anonymizers.target_selection import select_targets_with
 from services.corpus.manifest import Manifest, Utterance
 from services.corpus.protocol import TargetSelection, build_protocol

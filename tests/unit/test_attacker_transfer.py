@@ -19,6 +19,7 @@ from services.attacker.training import (
     fine_tune_learning_rate,
     plateau_epoch,
     should_stop,
+    stop_reason,
     train_attacker,
 )
 from services.errors import ConfigError
@@ -96,6 +97,39 @@ def test_the_plateau_is_the_first_epoch_patience_stops_at_and_the_cool_down_fits
     capped, cfg5 = _history([50.0, 40.0, 40.0, 40.0, 40.0])
     assert plateau_epoch(capped, cfg5.model_copy(update={"epochs": 5})) is None  # type: ignore[attr-defined]
     assert plateau_epoch(capped, cfg5.model_copy(update={"epochs": 6})) == 5  # type: ignore[attr-defined]
+
+
+def _stop(vers: list[float], epochs: int) -> str:
+    """``stop_reason`` of a run with these VER_S (%) per epoch, patience 3, cap ``epochs``,
+    best epoch as ``select_best_epoch`` picks it."""
+    history, cfg = _history(vers)
+    cfg = cfg.model_copy(update={"epochs": epochs})  # type: ignore[attr-defined]
+    return stop_reason(history, cfg, training.select_best_epoch(history, cfg))
+
+
+def test_a_run_still_improving_at_its_cap_is_a_cap_stop_not_patience() -> None:
+    # A plateau after epoch 5 (40, 40, 40 after 40), then the cool-down (6-8) keeps improving
+    # until the cap: the best epoch is the last, so the cap ended it.
+    assert _stop([50.0, 40.0, 40.0, 40.0, 40.0, 30.0, 20.0, 15.0], epochs=8) == "cap"
+    # Still improving when the cap comes in the middle of the cool-down: a cap stop too.
+    assert _stop([50.0, 40.0, 40.0, 40.0, 40.0, 30.0, 20.0], epochs=7) == "cap"
+    # No plateau at all: the cap.
+    assert _stop([50.0, 40.0, 30.0, 20.0, 10.0], epochs=5) == "cap"
+
+
+def test_a_plateau_and_its_cool_down_before_the_cap_is_a_patience_stop() -> None:
+    # Plateau after epoch 5, cool-down 6-8, stopped at 8 of 20: patience, even though the
+    # cool-down's last epoch is its best (the rate annealed; the cap was not what ended it).
+    assert _stop([50.0, 40.0, 40.0, 40.0, 40.0, 39.8, 39.7, 39.6], epochs=20) == "patience"
+    assert _stop([50.0, 40.0, 40.0, 40.0, 40.0, 41.0, 42.0, 43.0], epochs=20) == "patience"
+
+
+def test_a_plateau_that_reaches_the_cap_without_improving_is_a_patience_stop() -> None:
+    # The cool-down runs into the cap (plateau after 5, cap 7) and the best epoch (2) is not the
+    # last: it had stopped learning, so patience, not the cap, describes it.
+    assert _stop([50.0, 40.0, 40.0, 40.0, 40.0, 41.0, 42.0], epochs=7) == "patience"
+    # The window completes only at the cap's own epoch: no plateau there, a run to the cap.
+    assert _stop([50.0, 40.0, 40.0, 40.0, 40.0], epochs=5) == "cap"
 
 
 def test_cool_down_rate_falls_linearly_to_base_and_never_exceeds_the_schedule() -> None:

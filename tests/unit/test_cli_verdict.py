@@ -62,6 +62,27 @@ def test_an_untrustworthy_verdict_says_why_and_an_unknown_one_says_so() -> None:
     assert any("not checked" in line for line in verdict_lines(ROWS, None))
 
 
+def test_the_verdict_states_its_precision_and_the_challenger() -> None:
+    challenger = {
+        "attacker": "ge2e",
+        "eer_percent": 18.5,
+        "difference_points": -2.5,
+        "interval_points": [-6.0, 1.0],
+        "n_speakers": 24,
+        "stronger": False,
+    }
+    trust = {"trustworthy": True, "reasons": [], "challenger": challenger}
+    text = "\n".join(verdict_lines(ROWS, trust))
+    # The headline (plda, 21.0 %, interval 19.0-23.0) spans 4 points.
+    assert "precision: the interval spans 4.0 points (1 seed, 24 evaluation speakers)" in text
+    assert "more seeds and more evaluation speakers narrow it" in text
+    assert "challenger: EER 18.5 % by ge2e" in text
+    assert "not stronger beyond the interval (difference -2.5 points" in text
+    stronger = {**trust, "challenger": {**challenger, "stronger": True}}
+    assert "STRONGER than the verdict's attacker" in "\n".join(verdict_lines(ROWS, stronger))
+    assert not any("challenger:" in line for line in verdict_lines(ROWS, None))
+
+
 def test_several_seeds_show_the_spread() -> None:
     rows = [
         _row("semi-informed", "cosine", seed, EER.key, value)

@@ -159,3 +159,19 @@ def test_services_import_no_web_or_queue_framework_nor_outer_layers() -> None:
             if top in FORBIDDEN_IN_SERVICES or top in ("api", "workers", "cli"):
                 offenders.append(f"{path.relative_to(ROOT)}:{line} imports {name}")
     assert not offenders, "\n".join(sorted(set(offenders)))
+
+
+def test_no_two_classes_share_a_name_across_the_code() -> None:
+    """One name, one thing: the evaluation's state object and the job-state enum, the corpus
+    protocol and its stored row, the stored summary and its API schema are different words."""
+    seen: dict[str, list[str]] = {}
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            rel = path.relative_to(ROOT).as_posix()
+            if rel.startswith("cli/api_client/"):
+                continue  # generated from the API's schemas (their names are the API's)
+            for node in ast.walk(ast.parse(path.read_text(), str(path))):
+                if isinstance(node, ast.ClassDef):
+                    seen.setdefault(node.name, []).append(rel)
+    shared = {name: paths for name, paths in seen.items() if len(paths) > 1}
+    assert shared == {}, shared

@@ -71,6 +71,16 @@ def test_result_document_is_complete(
     assert 0.0 <= probe["target"]["error_rate_percent"] <= 100.0
     assert probe["source"]["n_fit"] + probe["source"]["n_test"] == 6 * 8 - 6  # 10 % validation
     assert "probe" not in result["training"]["original-seed0"]
+    # The challenger (pretrained GE2E) was scored on the headline's trials, not as a row.
+    challenger = result["challenger"]
+    headline = max(
+        cfg.scenarios, key=["original", "ignorant", "lazy-informed", "semi-informed"].index
+    )
+    assert challenger["attacker"] == "ge2e" and challenger["scenario"] == headline
+    assert 0.0 <= challenger["eer_percent"] <= 100.0 and challenger["n_speakers"] == 4
+    assert set(challenger["scenarios"]) == set(cfg.scenarios) - {"original"}
+    assert result["trust"]["challenger"]["stronger"] == challenger["stronger"]
+    assert not any(r.get("attacker") for r in result["rows"])
     svg = (out / "plots" / "training-anonymized-seed0.svg").read_text()
     assert "probe target error" in svg and "VER_T at chance (1 - 1/2)" in svg
     for files in result["plots"].values():

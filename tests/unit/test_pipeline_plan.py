@@ -16,7 +16,7 @@ from services.pipeline.config_checks import load_checked_config, plan_lines
 from services.pipeline.plan import SCENARIO_PLAN, plan_evaluation
 from services.platform.jobs.cost import CostLimitError, check_job_cost
 from services.settings import Settings
-from services.storage.models import Protocol
+from services.storage.models import ProtocolRecord
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -80,6 +80,24 @@ def test_the_plan_reads_each_scenarios_recognizer_and_shares_equal_training() ->
     assert [s.phase for s in stages].count("score") == plan.n_score_rows
 
 
+def test_a_pretrained_attacker_trains_nothing_and_scores_every_scenario() -> None:
+    cfg = parse_config(
+        {
+            "scenarios": ["ignorant", "lazy-informed", "semi-informed"],
+            "attackers": [{"name": "baseline"}, {"name": "ge2e", "pretrained": "ge2e"}],
+        }
+    )
+    plan = plan_evaluation(cfg)
+    assert [a.name for a in plan.attackers] == ["baseline"]
+    assert plan.pretrained == (("ge2e", "ge2e", None),)
+    assert plan.n_recognizers == len(
+        plan_evaluation(cfg.model_copy(update={"attackers": None})).distinct_recognizers()
+    )
+    scored = [s for s in plan.stages() if s.phase == "score" and s.attacker == "ge2e"]
+    assert [s.inputs[1] for s in scored] == ["ignorant", "lazy-informed", "semi-informed"]
+    assert not [s for s in plan.stages() if s.phase == "train" and s.attacker == "ge2e"]
+
+
 def test_the_printed_plan_states_recognizers_and_epochs_per_attacker(tmp_path: Path) -> None:
     cfg = load_checked_config(REPO / "examples" / "configs" / "zoo-pitch.yaml")
     plan = plan_evaluation(cfg)
@@ -96,8 +114,8 @@ def test_the_cost_check_bounds_the_longest_schedule_of_the_plan() -> None:
     cfg = parse_config({"training": {"epochs": 8}, "attackers": "strongest"})
     assert cfg.training.epochs == 8 and plan_evaluation(cfg).max_epochs == 24
     settings = Settings(_env_file=None)  # type: ignore[call-arg]
-    protocol = Protocol(id=1, name="p", version=1, body={"limits": {"epochs": 20}})
+    protocol = ProtocolRecord(id=1, name="p", version=1, body={"limits": {"epochs": 20}})
     with pytest.raises(CostLimitError, match=r"training\.epochs: 24 is above the limit of 20"):
         check_job_cost(cfg, protocol, settings)
-    roomy = Protocol(id=1, name="p", version=1, body={"limits": {"epochs": 24}})
+    roomy = ProtocolRecord(id=1, name="p", version=1, body={"limits": {"epochs": 24}})
     check_job_cost(cfg, roomy, settings)

@@ -120,3 +120,18 @@ def test_a_cached_original_recognizer_is_reused_by_a_later_job(tmp_path: Path) -
     assert tuned["init"] == "original"
     assert tuned["stage_key"] != first["training"]["anonymized-seed0"]["stage_key"]
     assert _train_inputs(stages, tuned["stage_key"])["init"] == f"train:{original_key}"
+
+
+def test_the_transfer_source_is_the_plans_decision() -> None:
+    """Where a recognizer starts is decided once, by the plan's ``stage_init``."""
+    from services.pipeline.plan import plan_evaluation
+    from services.pipeline.stages.train import transfer_source
+
+    models: dict[tuple[str, int], Any] = {("original", 0): "the original-speech recognizer"}
+    for init, expected in (("original", "the original-speech recognizer"), ("scratch", None)):
+        cfg = parse_config(tiny_config(scenarios=["semi-informed"], training={"init": init}))
+        attacker = plan_evaluation(cfg).attackers[0]
+        assert attacker.stage_init("anonymized") == init
+        assert transfer_source(attacker, "anonymized", 0, models) == expected
+        assert attacker.stage_init("original") == "scratch"
+        assert transfer_source(attacker, "original", 0, models) is None

@@ -194,6 +194,17 @@ def test_still_falling_means_the_cap_was_hit_and_names_the_key_to_raise() -> Non
     assert assess_trust(_capped("cap", 10, init="original"), SETTINGS).trustworthy
 
 
+def test_still_falling_applies_to_a_run_that_reached_its_cap_whatever_its_label() -> None:
+    """A run still improving at its cap is a cap stop (``stop_reason``); documents written
+    before that rule may label it ``patience``: reaching the cap is what counts."""
+    for label in ("cap", "patience"):
+        [reason] = assess_trust(_capped(label, 3, init="original"), SETTINGS).reasons
+        assert reason.code == "ver_s_still_falling"
+        assert reason.value == pytest.approx(8.0)
+    # A patience stop before the cap (3 of 10 epochs) is not "stopped while improving".
+    assert assess_trust(_capped("patience", 10, init="original"), SETTINGS).trustworthy
+
+
 def test_an_under_trained_scratch_recognizer_is_told_about_transfer() -> None:
     document = _capped("cap", 3, init="scratch")
     document["training"]["anonymized-seed0"]["history"][-1]["ver_source"] = 55.0

@@ -69,8 +69,11 @@ def test_no_attackers_is_todays_config_byte_for_byte() -> None:
 def test_named_zoos_resolve() -> None:
     cfg = parse_config({"attackers": "strongest", "backends": ["cosine"]})
     specs = zoo_specs(cfg.attackers)
-    names = [BASELINE, "finetuned", "finetuned-asnorm", "augmented", "augmented-asnorm"]
+    names = [BASELINE, "finetuned", "finetuned-asnorm", "augmented", "augmented-asnorm", "ge2e"]
     assert [s.name for s in specs] == names
+    # The pretrained verifier is scored as it is: nothing to train, cosine.
+    assert specs[-1].pretrained == "ge2e" and not specs[-1].training
+    specs = specs[:-1]
     configs = {s.name: attacker_config(cfg, s) for s in specs[1:]}
     assert configs["finetuned"].training.augmentation is None
     assert configs["augmented"].training.augmentation == AugmentationConfig()
@@ -97,6 +100,12 @@ def test_named_zoos_resolve() -> None:
         ([{"name": "x", "backends": ["svm"]}], "attackers[0] (x): backends.0"),
         ([{"name": "Bad Name"}], "attackers[0] (Bad Name): name"),
         ([{"name": "a"}, {"name": "a"}], "duplicate names a"),
+        ([{"name": "g", "pretrained": "ge2e"}], "at least one trained attacker"),
+        (
+            [{"name": "b"}, {"name": "g", "pretrained": "ge2e", "epochs_scale": 2}],
+            "attackers[1] (g): ",
+        ),
+        ([{"name": "b"}, {"name": "g", "pretrained": "ge2e", "backends": ["plda"]}], "cosine"),
         ("nonsense", "unknown zoo 'nonsense'"),
         ([], "empty zoo"),
         (
@@ -190,9 +199,12 @@ def test_worst_case_is_never_weaker_than_the_baseline_attackers(seed: int) -> No
 
 @pytest.mark.slow
 def test_two_cheap_attackers_give_rows_per_attacker_and_a_worst_case(tmp_path: Path) -> None:
+    from test_attacker_front_ends import save_tiny_ecapa
+
     from services.pipeline.evaluation import run_evaluation
     from support.configs import tiny_config
 
+    save_tiny_ecapa(tmp_path / "vox")  # an operator's ECAPA folder, scored as it is
     data = tiny_config(
         synthetic={"n_speakers": 8, "n_attacker_train_speakers": 4, "n_eval_speakers": 2},
         scenarios=["original", "semi-informed"],
@@ -203,6 +215,8 @@ def test_two_cheap_attackers_give_rows_per_attacker_and_a_worst_case(tmp_path: P
             {"name": "baseline"},
             {"name": "plda-only", "backends": ["plda"]},  # shares the baseline's recognizers
             {"name": "wider-crops", "training": {"crop_seconds": 1.0}},
+            {"name": "ge2e", "pretrained": "ge2e"},  # not trained: cosine rows of its own
+            {"name": "vox", "pretrained": "ecapa", "pretrained_path": str(tmp_path / "vox")},
         ],
     )
     result = run_evaluation(parse_config(data), tmp_path / "out")
@@ -210,7 +224,13 @@ def test_two_cheap_attackers_give_rows_per_attacker_and_a_worst_case(tmp_path: P
     by = {(r["attacker"], r["scenario"], r["backend"]) for r in rows}
     assert by == {
         (a, s, b)
-        for a, b in [("baseline", "cosine"), ("plda-only", "plda"), ("wider-crops", "cosine")]
+        for a, b in [
+            ("baseline", "cosine"),
+            ("plda-only", "plda"),
+            ("wider-crops", "cosine"),
+            ("ge2e", "cosine"),
+            ("vox", "cosine"),
+        ]
         for s in ("original", "semi-informed")
     }
     # Equal training configs share train stages: 2 recognizers x 2 distinct configs.
@@ -221,16 +241,44 @@ def test_two_cheap_attackers_give_rows_per_attacker_and_a_worst_case(tmp_path: P
         "plda-only",
         "wider-crops",
     }
-    assert {e["attacker"] for e in result["summary"]} == {"baseline", "plda-only", "wider-crops"}
+    assert {e["attacker"] for e in result["summary"]} == {
+        "baseline",
+        "plda-only",
+        "wider-crops",
+        "ge2e",
+        "vox",
+    }
     worst = result["worst_case"]
     for scenario in ("original", "semi-informed"):
         entry = worst[scenario]
         lowest = min((r for r in rows if r["scenario"] == scenario), key=lambda r: r["eer_percent"])
         assert entry["eer_percent"] == pytest.approx(lowest["eer_percent"])
-        assert entry["attacker"] == lowest["attacker"]
+        tied = {
+            r["attacker"]
+            for r in rows
+            if r["scenario"] == scenario and r["eer_percent"] == lowest["eer_percent"]
+        }
+        assert entry["attacker"] == min(tied)  # ties: by attacker name
     assert result["trust"]["attacker"] == worst["semi-informed"]["attacker"]
     assert set(result["trust"]["other_attackers"]) == (
-        {"baseline", "plda-only", "wider-crops"} - {result["trust"]["attacker"]}
+        {"baseline", "plda-only", "wider-crops", "ge2e", "vox"} - {result["trust"]["attacker"]}
+    )
+    # The challenger (GE2E) was scored on the headline's trials and the worst case reports it,
+    # unless the verdict's attacker is the zoo's GE2E member itself (then nothing to challenge).
+    if worst["semi-informed"]["attacker"] in ("ge2e", "vox"):
+        assert "challenger" not in result
+        return
+    challenger = result["challenger"]
+    assert challenger["attacker"] == "ge2e" and challenger["scenario"] == "semi-informed"
+    assert challenger["headline"]["attacker"] == worst["semi-informed"]["attacker"]
+    ge2e_semi = next(
+        r for r in rows if r["attacker"] == "ge2e" and r["scenario"] == "semi-informed"
+    )
+    assert challenger["eer_percent"] == pytest.approx(ge2e_semi["eer_percent"])
+    assert worst["semi-informed"]["challenger"]["eer_percent"] == challenger["eer_percent"]
+    assert result["trust"]["challenger"]["stronger"] == challenger["stronger"]
+    assert ("challenger_stronger" in {r["code"] for r in result["trust"]["reasons"]}) is (
+        challenger["stronger"]
     )
     saved = json.loads((tmp_path / "out" / "results.json").read_text())
     assert saved["worst_case"] == json.loads(json.dumps(worst))
@@ -243,7 +291,14 @@ def test_the_zoo_example_config_names_the_strongest_zoo() -> None:
     path = Path(__file__).resolve().parents[2] / "examples" / "configs" / "zoo-pitch.yaml"
     cfg = load_config(path)
     names = [s.name for s in zoo_specs(cfg.attackers)]
-    assert names == [BASELINE, "finetuned", "finetuned-asnorm", "augmented", "augmented-asnorm"]
+    assert names == [
+        BASELINE,
+        "finetuned",
+        "finetuned-asnorm",
+        "augmented",
+        "augmented-asnorm",
+        "ge2e",
+    ]
     quick = load_config(path.with_name("quick-pitch.yaml"))
     # The zoo's baseline is the quick example's attacker: the same training stages.
     assert attacker_config(cfg, zoo_specs(cfg.attackers)[0]).training == quick.training

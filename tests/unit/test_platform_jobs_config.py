@@ -17,13 +17,13 @@ from services.platform.jobs.config import (
 )
 from services.platform.jobs.cost import CostLimitError
 from services.settings import Settings
-from services.storage.models import Job, Protocol, Submission
+from services.storage.models import Job, ProtocolRecord, Submission
 
 BASE: dict[str, Any] = {"synthetic": {"n_speakers": 12}, "backends": ["cosine"]}
 
 
-def _protocol() -> Protocol:
-    return Protocol(id=3, name="p", version=2, body={"config": BASE})
+def _protocol() -> ProtocolRecord:
+    return ProtocolRecord(id=3, name="p", version=2, body={"config": BASE})
 
 
 def _submission(kind: str, **fields: Any) -> Submission:
@@ -83,7 +83,9 @@ def test_a_stored_config_meets_the_protocols_current_limits() -> None:
     builtin = _submission("builtin", builtin_name="pitch", builtin_params={})
     stored = build_job_config(_protocol(), builtin, {"training": {"epochs": 4}})
     check_stored_config_cost(stored, _protocol(), settings=Settings())  # within the defaults
-    lowered = Protocol(id=3, name="p", version=2, body={"config": BASE, "limits": {"epochs": 3}})
+    lowered = ProtocolRecord(
+        id=3, name="p", version=2, body={"config": BASE, "limits": {"epochs": 3}}
+    )
     with pytest.raises(
         CostLimitError, match=r"re-run.*training\.epochs: 4 is above the limit of 3"
     ):

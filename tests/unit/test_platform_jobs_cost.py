@@ -13,16 +13,16 @@ from services.pipeline.plan import plan_evaluation
 from services.platform.jobs.config import build_job_config, check_stored_config_cost
 from services.platform.jobs.cost import COST_KNOBS, CostLimitError, training_work
 from services.settings import Settings
-from services.storage.models import Protocol, Submission
+from services.storage.models import ProtocolRecord, Submission
 
 BASE: dict[str, Any] = {"synthetic": {"n_speakers": 12}, "backends": ["cosine"]}
 
 
-def _protocol(limits: dict[str, Any] | None = None) -> Protocol:
+def _protocol(limits: dict[str, Any] | None = None) -> ProtocolRecord:
     body: dict[str, Any] = {"config": BASE}
     if limits:
         body["limits"] = limits
-    return Protocol(id=3, name="p", version=2, body=body)
+    return ProtocolRecord(id=3, name="p", version=2, body=body)
 
 
 def _builtin() -> Submission:

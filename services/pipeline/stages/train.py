@@ -24,8 +24,12 @@ from services.attacker.training import (
 from services.attacker.training_config import TrainingConfig
 from services.corpus.manifest import Manifest
 from services.pipeline.checkpoint_sync import CheckpointSync
-from services.pipeline.config import EvaluationConfig
-from services.pipeline.plan import resolved_init, transfer_order, with_transfer_sources
+from services.pipeline.plan import (
+    AttackerPlan,
+    resolved_init,
+    transfer_order,
+    with_transfer_sources,
+)
 from services.pipeline.sets import ConditionSets
 from services.pipeline.stage_runner import StageOutcome, stage_key
 from services.pipeline.stages.context import StageContext
@@ -56,13 +60,14 @@ def checkpoint_sync_of(ctx: StageContext, stage: str, key: str) -> CheckpointSyn
 
 
 def transfer_source(
-    cfg: EvaluationConfig,
+    attacker: AttackerPlan,
     condition: str,
     seed: int,
     models: Mapping[tuple[str, int], tuple[TrainedAttacker, StageOutcome]],
 ) -> tuple[TrainedAttacker, StageOutcome] | None:
-    """The trained recognizer the (``condition``, ``seed``) one starts from; None: scratch."""
-    if condition != "anonymized" or resolved_init(cfg) != "original":
+    """The trained recognizer the (``condition``, ``seed``) one starts from; None: scratch.
+    Where it starts is decided once, by the plan (``AttackerPlan.stage_init``)."""
+    if attacker.stage_init(condition) != "original":
         return None
     return models[("original", seed)]
 
@@ -73,17 +78,17 @@ def train_recognizer(
     condition: str,
     seed: int,
     position: tuple[int, int] = (1, 1),
-    init_from: tuple[TrainedAttacker, StageOutcome] | None = None,
+    transfer_from: tuple[TrainedAttacker, StageOutcome] | None = None,
 ) -> tuple[TrainedAttacker, StageOutcome]:
     """Train the recognizer on ``data`` (original or anonymized speech) with ``seed``.
 
     ``position`` (i, n): this is recognizer i of the run's n; the train phase's progress covers
     all n (a phase at 100 % after the first of several recognizers would mislead).
-    ``init_from``: a trained recognizer (same preset) to start from and fine-tune (transfer,
+    ``transfer_from``: a trained recognizer (same preset) to start from and fine-tune (transfer,
     anonymized speech only); its train stage key goes into this stage's inputs.
     """
-    training = _recognizer_training(ctx, condition, seed, init_from)
-    inputs = _train_inputs(data, condition, training, init_from)
+    training = _recognizer_training(ctx, condition, seed, transfer_from)
+    inputs = _train_inputs(data, condition, training, transfer_from)
 
     # Each epoch's checkpoints go to the blob store, so a host taking over a killed run (an
     # empty work folder) continues from the last uploaded epoch (services/pipeline/checkpoint_sync).
@@ -110,7 +115,7 @@ def train_recognizer(
             ctx.progress("train", overall, msg)
 
         model_dir = folder / "model"
-        init_checkpoint = init_from[0].best_checkpoint if init_from is not None else None
+        init_checkpoint = transfer_from[0].best_checkpoint if transfer_from is not None else None
         if sync is None:
             result = train_attacker(
                 train_items,
@@ -153,10 +158,10 @@ def _recognizer_training(
     ctx: StageContext,
     condition: str,
     seed: int,
-    init_from: tuple[TrainedAttacker, StageOutcome] | None,
+    transfer_from: tuple[TrainedAttacker, StageOutcome] | None,
 ) -> TrainingConfig:
     """The run's training config for the recognizer of ``condition`` with ``seed``: its init
-    says whether it starts from ``init_from`` (transfer) or from scratch."""
+    says whether it starts from ``transfer_from`` (transfer) or from scratch."""
     training = ctx.config.training.model_copy(update={"seed": seed})
     if condition == "original":
         # Original speech has no targets (nothing for a target head to learn), and its
@@ -166,11 +171,11 @@ def _recognizer_training(
             for k in ("init", "finetune_lr", "finetune_warmup_epochs")
         }
         training = training.model_copy(update={"target_classifier": "off", **defaults})
-        if init_from is not None:
+        if transfer_from is not None:
             raise ValueError("a recognizer of original speech starts from scratch")
     else:
         training = training.model_copy(
-            update={"init": "original" if init_from is not None else "scratch"}
+            update={"init": "original" if transfer_from is not None else "scratch"}
         )
     return training
 
@@ -179,7 +184,7 @@ def _train_inputs(
     data: ConditionSets,
     condition: str,
     training: TrainingConfig,
-    init_from: tuple[TrainedAttacker, StageOutcome] | None,
+    transfer_from: tuple[TrainedAttacker, StageOutcome] | None,
 ) -> dict[str, Any]:
     """The train stage's inputs (its cache key): data, training config and the rules that
     changed what a cached stage holds."""
@@ -189,8 +194,8 @@ def _train_inputs(
         "validation": data.keys["validation"],
         "training": training.model_dump(mode="json", exclude={"device", "dataloader_workers"}),
     }
-    if init_from is not None:
-        inputs["init"] = f"train:{init_from[1].key}"
+    if transfer_from is not None:
+        inputs["init"] = f"train:{transfer_from[1].key}"
     if training.patience is not None:
         inputs["stopping"] = PATIENCE_RULE
     if training.target_classifier == "adversarial":

@@ -18,14 +18,14 @@ from dataclasses import dataclass
 from html import escape
 
 import anybadge
-from sqlalchemy import and_, select
 from sqlalchemy.orm import Session
 
 from services.metrics import catalogue
-from services.pipeline.zoo import HEADLINE_SCENARIOS
-from services.platform.leaderboard import latest_succeeded_jobs, summary_key
+from services.platform.leaderboard import representative_job
+from services.results.keys import ResultKey
 from services.storage.errors import ConflictError
-from services.storage.models import JobSummary, Protocol, Submission
+from services.storage.models import JobSummaryRecord, ProtocolRecord, Submission
+from services.vocab import HEADLINE_SCENARIOS, TRUST_MARKS
 
 BADGE_SCENARIO = HEADLINE_SCENARIOS[0]
 """The attacker the badge reports: the semi-informed one (knows the anonymizer, retrains on
@@ -39,9 +39,6 @@ EER_COLOURS: tuple[tuple[float, str], ...] = (
 )
 """EER (%) upper bounds (exclusive) and their colour: below 10 % an attacker links most speakers;
 40 % and above is close to chance (50 %)."""
-
-TRUST_MARKS = {True: "✓", False: "⚠", None: "?"}
-"""The leaderboard's trust marks: checks passed, failed, not checked."""
 
 BADGE_LABEL = "unmask EER"
 """The badge's left half: short, so the badge stays small in a README."""
@@ -86,30 +83,31 @@ def eer_colour(eer_percent: float | None) -> str:
     return next(colour for bound, colour in EER_COLOURS if eer_percent < bound)
 
 
-def badge_data(session: Session, *, protocol: Protocol, submission: Submission) -> BadgeData:
+def badge_data(session: Session, *, protocol: ProtocolRecord, submission: Submission) -> BadgeData:
     """The badge of a (visible) submission under ``protocol``; :class:`NoSucceededJobError`
     when it has no public succeeded job there."""
-    latest = latest_succeeded_jobs(protocol.id)
-    row = session.execute(
-        select(latest.c.job_id, JobSummary.metric_values, JobSummary.trustworthy)
-        .select_from(latest)
-        .outerjoin(JobSummary, JobSummary.job_id == latest.c.job_id)
-        .where(and_(latest.c.submission_id == submission.id, latest.c.recency == 1))
-    ).first()
-    if row is None:
+    job = representative_job(session, submission.id, protocol.id)
+    if job is None:
         raise NoSucceededJobError(
             f"submission {submission.id} has no succeeded job under protocol {protocol.id} "
             f"({protocol.name} v{protocol.version}) yet; the badge shows one once it succeeds"
         )
-    backends = {key.split("|")[1] for key in row.metric_values or {} if key.count("|") == 2}
-    candidates = [summary_key(BADGE_SCENARIO, b, catalogue.EER.key) for b in sorted(backends)]
-    values = [v for k in candidates if (v := (row.metric_values or {}).get(k)) is not None]
-    eer = min(values) if values else None
+    summary = session.get(JobSummaryRecord, job.id)
+    metric_values = (summary.metric_values if summary else None) or {}
+    keys = [ResultKey.parse_value_key(k) for k in metric_values]
+    # The worst case for the maker over the back-ends (the catalogue's rule for EER).
+    by_backend = {
+        k.backend: metric_values[k.format()]
+        for k in keys
+        if k is not None and k.scenario == BADGE_SCENARIO and k.metric == catalogue.EER.key
+    }
+    worst = catalogue.worst_for_maker(catalogue.EER.key, by_backend)
+    eer = by_backend[worst] if worst is not None else None
     return BadgeData(
         submission_id=submission.id,
-        job_id=row.job_id,
+        job_id=job.id,
         eer_percent=eer,
-        trustworthy=row.trustworthy,
+        trustworthy=summary.trustworthy if summary else None,
         colour=eer_colour(eer),
     )
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from sqlalchemy import and_, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from services.metrics import catalogue, paired_bootstrap_eer_difference
@@ -34,16 +34,16 @@ from services.pipeline.zoo import HEADLINE_SCENARIOS
 from services.platform.leaderboard import (
     REFERENCE_SCENARIO,
     det_curves_of,
-    det_key,
     job_metric_values,
-    latest_succeeded_jobs,
+    representative_job,
 )
 from services.platform.phases import revealed_jobs_clause
+from services.results.keys import ResultKey
 from services.scoring import ScoredTrials, eer_report, per_speaker_eer_report
 from services.scoring.trial_scores import TRIALS_DIR, load_scored_trials, speaker_trials
 from services.storage.blobstore import BlobStore
 from services.storage.errors import ConflictError
-from services.storage.models import Artifact, Job, Protocol, Submission
+from services.storage.models import Artifact, Job, ProtocolRecord, Submission
 
 PAIRED_RESAMPLES = 1000
 """Speaker resamples of the paired bootstrap (seeded: the same request gives the same interval)."""
@@ -156,7 +156,7 @@ class Comparison:
 
 def _side(
     session: Session,
-    protocol: Protocol,
+    protocol: ProtocolRecord,
     submission: Submission,
     *,
     viewer_team_id: int | None,
@@ -167,15 +167,14 @@ def _side(
             f"submission {submission.id} belongs to protocol {submission.protocol_id}, not "
             f"{protocol.id}; compare submissions of one protocol"
         )
-    latest = latest_succeeded_jobs(
-        protocol.id, viewer_team_id=viewer_team_id, include_all=include_all
+    job = representative_job(
+        session,
+        submission.id,
+        protocol.id,
+        viewer_team_id=viewer_team_id,
+        include_all=include_all,
     )
-    job_id = session.scalar(
-        select(latest.c.job_id).where(
-            and_(latest.c.submission_id == submission.id, latest.c.recency == 1)
-        )
-    )
-    if job_id is None:
+    if job is None:
         other = session.scalar(
             # The rows' visibility rule: a hidden phase's job is not named either.
             select(Job.protocol_id).where(
@@ -189,7 +188,7 @@ def _side(
             f"submission {submission.id} has no succeeded job under protocol {protocol.id}"
             f"{where}; compare submissions of one protocol"
         )
-    return Side(submission.id, submission.name, submission.team.slug, int(job_id))
+    return Side(submission.id, submission.name, submission.team.slug, job.id)
 
 
 def _better(metric: catalogue.Metric, a: float | None, b: float | None) -> str | None:
@@ -219,7 +218,8 @@ def _trial_sets(session: Session, job_id: int) -> TrialSets:
         attacker, scenario, backend, name = parts
         seed = name.removeprefix("seed").removesuffix(".npz")
         if seed.lstrip("-").isdigit():
-            out.setdefault(f"{scenario}|{backend}", {}).setdefault(attacker, {})[int(seed)] = (
+            pair = ResultKey(scenario, backend).format()
+            out.setdefault(pair, {}).setdefault(attacker, {})[int(seed)] = (
                 key,
                 sha,
             )
@@ -295,10 +295,10 @@ def apply_paired(comparison: Comparison, key: str, paired: PairedResult) -> None
     if paired.per_speaker is not None and paired.per_speaker.speakers:
         comparison.per_speaker[key] = paired.per_speaker
     if paired.interval is not None:
-        scenario, backend = key.split("|")
+        eer_key = ResultKey.parse(key).with_metric(catalogue.EER.key)
         comparison.metrics = [
             dataclasses.replace(m, paired_interval=paired.interval)
-            if (m.scenario, m.backend, m.metric) == (scenario, backend, catalogue.EER.key)
+            if ResultKey(m.scenario, m.backend, m.metric) == eer_key
             else m
             for m in comparison.metrics
         ]
@@ -367,7 +367,7 @@ def _per_speaker_pairs(shown: list[list[tuple[ScoredTrials, str]]]) -> PerSpeake
 def compare_submissions(
     session: Session,
     *,
-    protocol: Protocol,
+    protocol: ProtocolRecord,
     a: Submission,
     b: Submission,
     viewer_team_id: int | None = None,
@@ -388,14 +388,17 @@ def compare_submissions(
     side_a, side_b = sides
     values = job_metric_values(session, [side_a.job_id, side_b.job_id])
     va, vb = values[side_a.job_id], values[side_b.job_id]
-    triples = sorted({tuple(k.split("|")) for k in (*va, *vb) if k.count("|") == 2})
+    value_keys = {k for s in (*va, *vb) if (k := ResultKey.parse_value_key(s)) is not None}
     comparison = Comparison(protocol_id=protocol.id, a=side_a, b=side_b)
     order = {m.key: i for i, m in enumerate(catalogue.all_metrics())}
-    for scenario, backend, key in sorted(triples, key=lambda t: (t[0], t[1], order.get(t[2], 0))):
+    for value_key in sorted(
+        value_keys, key=lambda k: (k.scenario, k.backend, order.get(str(k.metric), 0))
+    ):
+        scenario, backend, key = value_key.scenario, value_key.backend, str(value_key.metric)
         if not catalogue.is_catalogued(key):
             continue  # *_std, n_seeds, interval bounds: shown through their metric
         metric = catalogue.metric(key)
-        stored = f"{scenario}|{backend}|{key}"
+        stored = value_key.format()
         x, y = va.get(stored), vb.get(stored)
         comparison.metrics.append(
             MetricComparison(
@@ -412,7 +415,7 @@ def compare_submissions(
                 digits=metric.digits,
             )
         )
-    keys = {f"{m.scenario}|{m.backend}" for m in comparison.privacy}
+    keys = {ResultKey(m.scenario, m.backend).format() for m in comparison.privacy}
     trials = [_trial_sets(session, side.job_id) for side in (side_a, side_b)]
     for key in sorted(keys):
         sets_a, sets_b = (t.get(key) for t in trials)
@@ -423,8 +426,7 @@ def compare_submissions(
         else:
             apply_paired(comparison, key, paired_result(store, *refs))
     for key in sorted(keys):
-        scenario, backend = key.split("|")
-        curves = det_curves_of(session, [side_a.job_id, side_b.job_id], det_key(scenario, backend))
+        curves = det_curves_of(session, [side_a.job_id, side_b.job_id], key)
         if curves:
             comparison.det_curves[key] = {
                 name: curves[side.job_id]

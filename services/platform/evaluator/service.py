@@ -27,7 +27,7 @@ from services.pipeline.stage_versions import current_scorer, is_outdated
 from services.platform.jobs.service import create_rerun
 from services.platform.leaderboard import latest_succeeded_jobs
 from services.platform.rows import get_row
-from services.storage.models import Job, Protocol, RunState
+from services.storage.models import Job, ProtocolRecord, RunState
 
 
 @dataclass(frozen=True)
@@ -67,7 +67,7 @@ def rerun_outdated(
     """
     # The protocol row, locked until the transaction ends: concurrent calls run one after the
     # other, so the second sees the first's re-runs as active (no duplicates).
-    get_row(session, Protocol, protocol_id, lock=True, noun="protocol")
+    get_row(session, ProtocolRecord, protocol_id, lock=True, noun="protocol")
     current = current_scorer()
     queued: dict[int, int] = {}
     running: list[int] = []

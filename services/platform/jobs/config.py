@@ -26,7 +26,7 @@ from services.errors import ConfigError, InvalidInputError
 from services.pipeline.config import EvaluationConfig, parse_config
 from services.platform.jobs.cost import check_job_cost
 from services.settings import Settings, get_settings
-from services.storage.models import Job, Protocol, Submission
+from services.storage.models import Job, ProtocolRecord, Submission
 
 # Fields a job may not override: the anonymizer comes from the submission, the corpus and its
 # protocol define the leaderboard.
@@ -86,7 +86,7 @@ def job_config(
 
 
 def build_job_config(
-    protocol: Protocol,
+    protocol: ProtocolRecord,
     submission: Submission,
     overrides: Mapping[str, Any],
     *,
@@ -125,7 +125,7 @@ def build_job_config(
 
 def check_stored_config_cost(
     config: Mapping[str, Any],
-    protocol: Protocol,
+    protocol: ProtocolRecord,
     *,
     settings: Settings | None = None,
     source: str = "config",

@@ -29,7 +29,7 @@ from services.errors import ConfigError
 from services.pipeline.config import EvaluationConfig
 from services.pipeline.plan import EvaluationPlan, plan_evaluation
 from services.settings import Settings
-from services.storage.models import Protocol
+from services.storage.models import ProtocolRecord
 
 # A job's `name` is free text shown on every poll and page; the default one is
 # "<submission name> on <protocol name> v<version>" (at most 200 + 128 + a few characters).
@@ -130,7 +130,7 @@ class CostLimitError(ConfigError):
     """A job's config asks for more work than its protocol allows (422)."""
 
 
-def cost_limits(protocol: Protocol, settings: Settings) -> dict[str, float]:
+def cost_limits(protocol: ProtocolRecord, settings: Settings) -> dict[str, float]:
     """Upper bound of every cost knob for jobs of ``protocol``: the protocol body's ``limits``
     where set, else the ``UNMASK_MAX_JOB_*`` setting."""
     overrides = dict((protocol.body or {}).get("limits") or {})
@@ -142,7 +142,7 @@ def cost_limits(protocol: Protocol, settings: Settings) -> dict[str, float]:
 
 def check_job_cost(
     config: EvaluationConfig,
-    protocol: Protocol,
+    protocol: ProtocolRecord,
     settings: Settings,
     *,
     source: str = "config",

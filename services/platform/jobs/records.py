@@ -31,7 +31,7 @@ from services.storage.errors import ConflictError, IdempotencyConflictError, Not
 from services.storage.models import (
     TERMINAL_STATES,
     Job,
-    Protocol,
+    ProtocolRecord,
     RunState,
     Stage,
     Submission,
@@ -133,7 +133,7 @@ def create_job(
     if submission.status != SubmissionStatus.ACCEPTED.value:
         raise ConflictError(f"submission {submission_id} is {submission.status}, not accepted")
     if protocol_id is not None:
-        get_row(session, Protocol, protocol_id)
+        get_row(session, ProtocolRecord, protocol_id)
     if len(set(stage_names)) != len(stage_names):
         raise ConflictError(f"stage names repeat: {list(stage_names)}")
     job = Job(

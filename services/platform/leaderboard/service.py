@@ -37,11 +37,12 @@ from services.metrics import catalogue
 from services.platform.access import visible_submissions_clause
 from services.platform.phases import revealed_jobs_clause
 from services.platform.rows import get_row
+from services.results.keys import ResultKey
 from services.storage.errors import NotFoundError
 from services.storage.models import (
     AGGREGATE_SEED,
     Job,
-    JobSummary,
+    JobSummaryRecord,
     Result,
     RunState,
     Submission,
@@ -71,29 +72,53 @@ _JOB_ID_CHUNK = 500
 # --- the shared rule: which job, which value ----------------------------------------------------
 
 
+# THE rule for which job stands for a submission: its latest succeeded job, by finished_at, then
+# the highest id (a re-run that finishes later replaces the job it re-ran).
+REPRESENTATIVE_ORDER = (Job.finished_at.desc(), Job.id.desc())
+
+
 def latest_succeeded_jobs(
     protocol_id: int, *, viewer_team_id: int | None = None, include_all: bool = False
 ) -> Any:
     """Subquery ``latest(job_id, submission_id, finished_at, recency)`` of the succeeded jobs
     under ``protocol_id`` whose results the viewer may see (a hidden phase's: its team's and,
-    ``include_all``, administrators'); ``recency == 1`` is each submission's latest (by
-    ``finished_at``, then job id)."""
+    ``include_all``, administrators'); ``recency == 1`` is each submission's representative job
+    (:func:`representative_job` for one submission: the same order)."""
     return (
         select(
             Job.id.label("job_id"),
             Job.submission_id.label("submission_id"),
             Job.finished_at.label("finished_at"),
             func.row_number()
-            .over(
-                partition_by=Job.submission_id,
-                order_by=(Job.finished_at.desc(), Job.id.desc()),
-            )
+            .over(partition_by=Job.submission_id, order_by=REPRESENTATIVE_ORDER)
             .label("recency"),
         )
         .where(Job.protocol_id == protocol_id, Job.state == RunState.SUCCEEDED.value)
         .where(revealed_jobs_clause(viewer_team_id=viewer_team_id, include_all=include_all))
         .subquery("latest")
     )
+
+
+def representative_job(
+    session: Session,
+    submission_id: int,
+    protocol_id: int | None,
+    *,
+    viewer_team_id: int | None = None,
+    include_all: bool = False,
+) -> Job | None:
+    """The job that stands for a submission under a protocol (None: under any protocol): its
+    latest succeeded job (by ``finished_at``, then id) whose results the viewer may see; None
+    when it has none. The leaderboard (:func:`latest_succeeded_jobs`, the same order), the
+    submission page, the badge and the comparison all show this job."""
+    query = select(Job).where(
+        Job.submission_id == submission_id,
+        Job.state == RunState.SUCCEEDED.value,
+        revealed_jobs_clause(viewer_team_id=viewer_team_id, include_all=include_all),
+    )
+    if protocol_id is not None:
+        query = query.where(Job.protocol_id == protocol_id)
+    return session.scalars(query.order_by(*REPRESENTATIVE_ORDER).limit(1)).first()
 
 
 def ranked_submission_counts(
@@ -128,13 +153,13 @@ def aggregate_parts() -> tuple[Any, Any]:
 
 
 def summary_key(scenario: str, backend: str, metric: str) -> str:
-    """The key of one value in ``JobSummary.metric_values``."""
-    return f"{scenario}|{backend}|{metric}"
+    """The key of one value in ``JobSummaryRecord.metric_values`` (:class:`ResultKey`)."""
+    return ResultKey(scenario, backend, metric).format()
 
 
 def det_key(scenario: str, backend: str) -> str:
-    """The key of one DET curve in ``JobSummary.det_curves``."""
-    return f"{scenario}|{backend}"
+    """The key of one DET curve in ``JobSummaryRecord.det_curves`` (:class:`ResultKey`)."""
+    return ResultKey(scenario, backend).format()
 
 
 def _aggregated_values(
@@ -195,10 +220,9 @@ def scenario_values(
 ) -> dict[int, dict[str, float | None]]:
     """``{job_id: {metric: value}}``: every metric the jobs recorded for (``scenario``,
     ``backend``), aggregated over seeds and worst over a zoo's attackers."""
-    prefix = summary_key(scenario, backend, "")
     by_job = _aggregated_values(session, job_ids, None, scenario=scenario, backend=backend)
     return {
-        job_id: {key.removeprefix(prefix): value for key, value in values.items()}
+        job_id: {str(ResultKey.parse(key).metric): value for key, value in values.items()}
         for job_id, values in by_job.items()
     }
 
@@ -210,8 +234,8 @@ def job_values(
     rule (aggregated over seeds, worst over a zoo's attackers); what a webhook payload shows."""
     out: dict[tuple[str, str], dict[str, float | None]] = {}
     for key, value in _aggregated_values(session, [job_id], metrics)[job_id].items():
-        scenario, backend, metric = key.split("|", 2)
-        out.setdefault((scenario, backend), {})[metric] = value
+        parsed = ResultKey.parse(key)
+        out.setdefault((parsed.scenario, parsed.backend), {})[str(parsed.metric)] = value
     return out
 
 
@@ -288,11 +312,11 @@ class LeaderboardTableRow:
         return kind_of(self.kind).baseline
 
 
-def _summary_row(session: Session, job_id: int) -> JobSummary:
-    summary = session.get(JobSummary, job_id)
+def _summary_row(session: Session, job_id: int) -> JobSummaryRecord:
+    summary = session.get(JobSummaryRecord, job_id)
     if summary is None:
         job = get_row(session, Job, job_id)
-        summary = JobSummary(job_id=job_id, protocol_id=job.protocol_id, metric_values={})
+        summary = JobSummaryRecord(job_id=job_id, protocol_id=job.protocol_id, metric_values={})
         session.add(summary)
     return summary
 
@@ -305,7 +329,7 @@ def record_report_summary(
     trust_reasons: Sequence[Mapping[str, Any]],
     det_curves: Mapping[str, Any],
     worst_case: Mapping[str, Any] | None = None,
-) -> JobSummary:
+) -> JobSummaryRecord:
     """Keep the report's trust mark, DET points and zoo worst case in the job's summary (created
     when missing; its metric values are filled by :func:`refresh_job_summary` when the job
     succeeds)."""
@@ -323,8 +347,8 @@ def det_curves_of(session: Session, job_ids: Sequence[int], key: str) -> dict[in
     out: dict[int, dict[str, Any]] = {}
     if not job_ids:
         return out
-    query = select(JobSummary.job_id, JobSummary.det_curves).where(
-        JobSummary.job_id.in_(list(job_ids))
+    query = select(JobSummaryRecord.job_id, JobSummaryRecord.det_curves).where(
+        JobSummaryRecord.job_id.in_(list(job_ids))
     )
     for job_id, curves in session.execute(query):
         if isinstance(curves, dict) and isinstance(curves.get(key), dict):
@@ -339,12 +363,12 @@ def react_to_job_transition(session: Session, job: Job, new_state: RunState) -> 
         refresh_job_summary(session, job.id)
 
 
-def refresh_job_summary(session: Session, job_id: int) -> JobSummary:
+def refresh_job_summary(session: Session, job_id: int) -> JobSummaryRecord:
     """(Re)compute the stored summary of a job from its results (call when it succeeded)."""
     return refresh_job_summaries(session, [job_id])[0]
 
 
-def refresh_job_summaries(session: Session, job_ids: Sequence[int]) -> list[JobSummary]:
+def refresh_job_summaries(session: Session, job_ids: Sequence[int]) -> list[JobSummaryRecord]:
     """(Re)compute the summaries of ``job_ids`` (e.g. a backfill), in that order."""
     jobs = {job.id: job for job in session.scalars(select(Job).where(Job.id.in_(job_ids)))}
     missing = [job_id for job_id in job_ids if job_id not in jobs]
@@ -353,13 +377,15 @@ def refresh_job_summaries(session: Session, job_ids: Sequence[int]) -> list[JobS
     values = _aggregated_values(session, list(job_ids), summary_metric_keys())
     existing = {
         s.job_id: s
-        for s in session.scalars(select(JobSummary).where(JobSummary.job_id.in_(job_ids)))
+        for s in session.scalars(
+            select(JobSummaryRecord).where(JobSummaryRecord.job_id.in_(job_ids))
+        )
     }
     out = []
     for job_id in job_ids:
         summary = existing.get(job_id)
         if summary is None:
-            summary = JobSummary(job_id=job_id)
+            summary = JobSummaryRecord(job_id=job_id)
             session.add(summary)
         summary.protocol_id = jobs[job_id].protocol_id
         summary.metric_values = values[job_id]
@@ -398,17 +424,17 @@ def leaderboard_table(
             Team.slug,
             latest.c.job_id,
             latest.c.finished_at,
-            JobSummary.metric_values,
-            JobSummary.trustworthy,
-            JobSummary.trust_reasons,
-            JobSummary.worst_case,
+            JobSummaryRecord.metric_values,
+            JobSummaryRecord.trustworthy,
+            JobSummaryRecord.trust_reasons,
+            JobSummaryRecord.worst_case,
             Job.evaluator,
             Job.phase_id,
         )
         .join(latest, and_(latest.c.submission_id == Submission.id, latest.c.recency == 1))
         .join(Team, Team.id == Submission.team_id)
         .join(Job, Job.id == latest.c.job_id)
-        .outerjoin(JobSummary, JobSummary.job_id == latest.c.job_id)
+        .outerjoin(JobSummaryRecord, JobSummaryRecord.job_id == latest.c.job_id)
         .order_by(Submission.created_at, Submission.id)
     )
     if not include_all_private:

@@ -33,7 +33,7 @@ from services.platform.leaderboard.service import (
     MetricKey,
     leaderboard_table,
 )
-from services.storage.models import Protocol
+from services.storage.models import ProtocolRecord
 
 REFERENCE_SCENARIO = "original"
 """The unprotected reference: the attacker scored on original (not anonymized) speech."""
@@ -140,7 +140,7 @@ class LeaderboardDefaults:
     """The protocol's bound on the WER increase (points); None = no bound."""
 
 
-def protocol_defaults(protocol: Protocol) -> LeaderboardDefaults:
+def protocol_defaults(protocol: ProtocolRecord) -> LeaderboardDefaults:
     """The protocol's ranking metric (its body's ``leaderboard.metric``, else the headline
     metric), scenario (``leaderboard.scenario``, else semi-informed when evaluated, else the last
     attack scenario), back-end (``leaderboard.backend``, else the config's first; listed first in
@@ -185,7 +185,7 @@ class LeaderboardView:
     ``UTILITY_TIERS``.
     """
 
-    protocol: Protocol
+    protocol: ProtocolRecord
     metric: str
     scenario: str
     backend: str
@@ -290,7 +290,7 @@ def _shown_columns(
 
 def build_view(
     session: Session,
-    protocol: Protocol,
+    protocol: ProtocolRecord,
     viewer: Principal | None,
     *,
     backend: str | None = None,

@@ -12,7 +12,7 @@ from services.platform.hashing import SHA256_HEX_RE, canonical_json_hash
 from services.platform.rows import get_row
 from services.storage.blobstore import validate_key
 from services.storage.errors import ConflictError, NotFoundError
-from services.storage.models import Protocol
+from services.storage.models import ProtocolRecord
 
 
 def create_protocol(
@@ -23,7 +23,7 @@ def create_protocol(
     blob_key: str | None = None,
     blob_sha256: str | None = None,
     description: str = "",
-) -> Protocol:
+) -> ProtocolRecord:
     """A new version of protocol ``name`` (versions count 1, 2, ...).
 
     Content is a JSON ``body`` or a blob (``blob_key`` + its ``blob_sha256``). Registering the
@@ -40,11 +40,14 @@ def create_protocol(
             raise ConflictError(f"protocol {name!r}: blob_sha256 must be 64 lowercase hex digits")
         content_hash = blob_sha256
     latest = session.scalar(
-        select(Protocol).where(Protocol.name == name).order_by(Protocol.version.desc()).limit(1)
+        select(ProtocolRecord)
+        .where(ProtocolRecord.name == name)
+        .order_by(ProtocolRecord.version.desc())
+        .limit(1)
     )
     if latest is not None and latest.content_hash == content_hash:
         return latest
-    protocol = Protocol(
+    protocol = ProtocolRecord(
         name=name,
         version=1 if latest is None else latest.version + 1,
         content_hash=content_hash,
@@ -57,26 +60,26 @@ def create_protocol(
     return protocol
 
 
-def get_protocol(session: Session, name: str, version: int | None = None) -> Protocol:
+def get_protocol(session: Session, name: str, version: int | None = None) -> ProtocolRecord:
     """Protocol ``name`` at ``version`` (default: the latest)."""
-    query = select(Protocol).where(Protocol.name == name)
+    query = select(ProtocolRecord).where(ProtocolRecord.name == name)
     if version is not None:
-        query = query.where(Protocol.version == version)
-    protocol = session.scalar(query.order_by(Protocol.version.desc()).limit(1))
+        query = query.where(ProtocolRecord.version == version)
+    protocol = session.scalar(query.order_by(ProtocolRecord.version.desc()).limit(1))
     if protocol is None:
         suffix = "" if version is None else f" version {version}"
         raise NotFoundError(f"protocol {name!r}{suffix} not found")
     return protocol
 
 
-def get_protocol_by_id(session: Session, protocol_id: int) -> Protocol:
+def get_protocol_by_id(session: Session, protocol_id: int) -> ProtocolRecord:
     """The protocol with ``protocol_id`` or :class:`NotFoundError` ("protocol N not found")."""
-    return get_row(session, Protocol, protocol_id, noun="protocol")
+    return get_row(session, ProtocolRecord, protocol_id, noun="protocol")
 
 
-def list_protocols(session: Session, *, name: str | None = None) -> list[Protocol]:
+def list_protocols(session: Session, *, name: str | None = None) -> list[ProtocolRecord]:
     """Every protocol version (optionally of one ``name``), by name then version."""
-    query = select(Protocol)
+    query = select(ProtocolRecord)
     if name is not None:
-        query = query.where(Protocol.name == name)
-    return list(session.scalars(query.order_by(Protocol.name, Protocol.version)))
+        query = query.where(ProtocolRecord.name == name)
+    return list(session.scalars(query.order_by(ProtocolRecord.name, ProtocolRecord.version)))

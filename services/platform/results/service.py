@@ -16,7 +16,7 @@ from services.platform.leaderboard import record_report_summary, refresh_job_sum
 from services.platform.rows import get_row
 from services.storage.blobstore import validate_key
 from services.storage.errors import ConflictError, NotFoundError
-from services.storage.models import Artifact, Job, JobSummary, Result, RunState, Stage
+from services.storage.models import Artifact, Job, JobSummaryRecord, Result, RunState, Stage
 
 
 @dataclass(frozen=True)
@@ -176,14 +176,14 @@ def list_results(session: Session, job_id: int) -> list[Result]:
 def job_worst_case(session: Session, job_id: int) -> dict[str, Any] | None:
     """The ``worst_case`` block of a job's report as its summary keeps it (None: one attacker
     or no summary yet)."""
-    summary = session.get(JobSummary, job_id)
+    summary = session.get(JobSummaryRecord, job_id)
     return None if summary is None or summary.worst_case is None else dict(summary.worst_case)
 
 
 def job_trust(session: Session, job_id: int) -> tuple[bool | None, list[dict[str, Any]]]:
     """The trust check of a job's report as its summary keeps it: (trustworthy, reasons);
     (None, []) when unknown (no summary yet, or a report without a trust block)."""
-    summary = session.get(JobSummary, job_id)
+    summary = session.get(JobSummaryRecord, job_id)
     if summary is None or summary.trustworthy is None:
         return None, []
     return summary.trustworthy, [dict(r) for r in summary.trust_reasons or []]

@@ -13,11 +13,12 @@ from sqlalchemy.orm import Session
 
 from services.platform.webhooks.targets import url_refusal
 from services.storage.errors import ConflictError, NotFoundError
-from services.storage.models import TERMINAL_STATES, Team, WebhookEndpoint
+from services.storage.models import Team, WebhookEndpoint
+from services.vocab import WEBHOOK_EVENT_TYPES
 
-# Event types: one per terminal job state.
-JOB_EVENT_TYPES: tuple[str, ...] = tuple(f"job.{state.value}" for state in TERMINAL_STATES)
-EVENT_TYPE_ORDER: tuple[str, ...] = ("job.succeeded", "job.failed", "job.cancelled")
+# Event types: one per terminal job state, in the vocabulary's order (services.vocab).
+JOB_EVENT_TYPES: tuple[str, ...] = WEBHOOK_EVENT_TYPES
+EVENT_TYPE_ORDER: tuple[str, ...] = WEBHOOK_EVENT_TYPES
 SECRET_PREFIX = "whsec_"
 MAX_ENDPOINTS_PER_TEAM = 20
 

@@ -31,6 +31,7 @@ from services.storage.models import (
     WebhookEndpoint,
 )
 from services.storage.types import utc_now
+from services.vocab import job_event_type
 
 
 def _summary_of(session: Session, job_id: int) -> list[dict[str, Any]]:
@@ -86,7 +87,7 @@ def record_job_event(session: Session, job: Job, *, now: dt.datetime | None = No
         return []
     if withholds_events(session, job, now):
         return []  # a hidden phase's job: recorded at its reveal (release_held_events)
-    event_type = f"job.{job.state}"
+    event_type = job_event_type(job.state)
     endpoints = [
         e
         for e in session.scalars(

@@ -1,0 +1,286 @@
+"""Attackers from outside: per corpus, every attacker family x scenario, the verdict and the trust.
+
+For each corpus (the built-in synthetic one, and the eSpeak NG corpus that
+``services/corpus/espeak.py`` renders from Debian's espeak-ng) and each seed, one evaluation of
+the built-in ``--anonymizer`` (default pitch) runs a zoo of the attacker families, every scenario
+(original, ignorant, lazy-informed, semi-informed) and both back-ends:
+
+    baseline     the config's attacker: the anonymized-speech recognizer fine-tuned from the
+                 same seed's original-speech recognizer (the default), epochs cap E
+    scratch-3x   from random weights, 3E (the former `long`)
+    finetuned    the `strongest` zoo's fine-tuned attacker (3E, from the original recognizer)
+    ge2e         Resemblyzer's pretrained GE2E verifier, never trained here (cosine)
+
+and the challenger (GE2E on the headline's trials, ``services/pipeline/challenger.py``). The
+table per corpus: EER % (mean over seeds; the mean of the seeds' 95 % speaker-bootstrap
+intervals in brackets) per attacker and back-end x scenario; then the verdict (the worst case of
+the semi-informed scenario, naming its attacker), the challenger's EER and paired interval, and
+the trust decision with its reasons, per seed. Every run is a normal evaluation in one shared
+stage store per corpus (``--out``), so a rerun with more seeds trains only the new ones.
+
+    OMP_NUM_THREADS=1 UNMASK_NUM_THREADS=1 .venv/bin/python benchmarks/outside_attackers.py \
+        --out out/outside --seeds 0 1 2                   # the calibration size (hours of CPU)
+    .venv/bin/python benchmarks/outside_attackers.py --out out/outside-smoke --smoke
+                                                          # minutes: 12 speakers x 8 utterances
+    .venv/bin/python benchmarks/outside_attackers.py --out out/outside-small --size small
+                                                          # 24 speakers x 12, cap 4 epochs
+
+The calibration size is 72 speakers (36 attacker-training, 24 evaluation, 12 target) x 16
+utterances per corpus, the `tiny` preset and a cap of 10 epochs; ``--smoke`` is 12 x 8 and a cap
+of 2 epochs, which says whether everything runs, not which attacker is stronger.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from services.anonymizers.kinds.builtin import BuiltinAnonymizerConfig
+from services.attacker.training_config import TrainingConfig
+from services.corpus.espeak import build_espeak_corpus
+from services.corpus.importers import import_librispeech
+from services.corpus.loaders import write_manifest
+from services.corpus.protocol import TargetSelection, build_protocol, save_protocol
+from services.metrics import catalogue
+from services.pipeline.challenger import challenge_decision
+from services.pipeline.config import EvaluationConfig, MetricsSpec, SyntheticCorpusSpec
+from services.pipeline.evaluation import run_evaluation
+from services.pipeline.zoo import AttackerSpec, long_attacker_pair
+from services.scoring.trial_scores import load_scored_trials, speaker_trials, trials_path
+
+SCENARIOS = ["original", "ignorant", "lazy-informed", "semi-informed"]
+CORPORA = ("synthetic", "espeak")
+
+
+def attackers() -> list[AttackerSpec]:
+    """The families of the table (module docstring)."""
+    return [
+        AttackerSpec(name="baseline"),
+        AttackerSpec(name="scratch-3x", training={"init": "scratch"}, epochs_scale=3),
+        long_attacker_pair("finetuned", {"init": "original"})[0],
+        AttackerSpec(name="ge2e", pretrained="ge2e"),
+    ]
+
+
+SIZES: dict[str, dict[str, int]] = {
+    "smoke": {"speakers": 12, "utterances": 8, "train": 6, "eval": 4, "targets": 2, "epochs": 2},
+    "small": {"speakers": 24, "utterances": 12, "train": 12, "eval": 8, "targets": 4, "epochs": 4},
+    "calibration": {
+        "speakers": 72,
+        "utterances": 16,
+        "train": 36,
+        "eval": 24,
+        "targets": 12,
+        "epochs": 10,
+    },
+}
+"""Corpus and schedule sizes: ``smoke`` says whether everything runs, ``small`` is the smallest
+that separates attackers at all (8 evaluation speakers), ``calibration`` the issue's size."""
+
+
+def sizes(smoke: bool = False, name: str | None = None) -> dict[str, int]:
+    return SIZES[name or ("smoke" if smoke else "calibration")]
+
+
+def espeak_protocol(out: Path, size: Mapping[str, int]) -> Path:
+    """The eSpeak NG corpus and its protocol under ``out`` (built once, then reused)."""
+    folder = out / f"espeak-{size['speakers']}x{size['utterances']}"
+    protocol_file = folder / "protocol.json"
+    if protocol_file.is_file():
+        return protocol_file
+    print(f"building {folder}", flush=True)
+    build_espeak_corpus(folder / "corpus", size["speakers"], size["utterances"], seed=0)
+    manifest, problems = import_librispeech(folder / "corpus")
+    if problems:
+        raise SystemExit(f"the eSpeak NG corpus has problems: {problems[:3]}")
+    manifest = write_manifest(manifest, folder / "manifest.jsonl")  # as the file holds it
+    trials = max(1, size["utterances"] // 2)
+    protocol = build_protocol(
+        manifest,
+        name=folder.name,
+        manifest_path="manifest.jsonl",
+        n_attacker_train_speakers=size["train"],
+        n_eval_speakers=size["eval"],
+        n_target_speakers=size["targets"],
+        enrollments_per_speaker=size["utterances"] - trials,
+        trials_per_speaker=trials,
+    )
+    save_protocol(protocol, protocol_file)
+    return protocol_file
+
+
+def make_config(
+    corpus: str, seed: int, size: Mapping[str, int], anonymizer: str, protocol: Path | None
+) -> EvaluationConfig:
+    trials = max(1, size["utterances"] // 2)
+    synthetic = SyntheticCorpusSpec(
+        n_speakers=size["speakers"],
+        utts_per_speaker=size["utterances"],
+        n_attacker_train_speakers=size["train"],
+        n_eval_speakers=size["eval"],
+        n_target_speakers=size["targets"],
+        enrollments_per_speaker=size["utterances"] - trials,
+        trials_per_speaker=trials,
+    )
+    return EvaluationConfig(
+        name=f"outside-{corpus}-{anonymizer}-{size['speakers']}x{size['utterances']}-seed{seed}",
+        protocol=protocol if corpus == "espeak" else None,
+        synthetic=synthetic,
+        anonymizer=BuiltinAnonymizerConfig(name=anonymizer),
+        tsa=TargetSelection(strategy="same-gender", granularity="utterance", seed=0),
+        scenarios=SCENARIOS,
+        training=TrainingConfig(preset="tiny", epochs=size["epochs"], batch_size=32),
+        seeds=[seed],
+        backends=["cosine", "plda"],
+        metrics=MetricsSpec(srd=False, linkability=False, zebra=False, bootstrap_resamples=200),
+        attackers=attackers(),
+    )
+
+
+def run_one(out: Path, cfg: EvaluationConfig) -> dict[str, Any]:
+    path = out / cfg.name / "results.json"
+    if path.is_file():
+        result: dict[str, Any] = json.loads(path.read_text())
+        return result
+    print(f"running {cfg.name}", flush=True)
+    return run_evaluation(cfg, out / cfg.name, stages_dir=out / "stages")
+
+
+def _cell(rows: Sequence[Mapping[str, Any]]) -> str:
+    eer = catalogue.EER.key
+    values = [float(r[eer]) for r in rows if isinstance(r.get(eer), int | float)]
+    if not values:
+        return ""
+    text = f"{statistics.fmean(values):.1f}"
+    intervals = [r["eer_ci95_percent"] for r in rows if r.get("eer_ci95_percent")]
+    if intervals:
+        low = statistics.fmean(float(i[0]) for i in intervals)
+        high = statistics.fmean(float(i[1]) for i in intervals)
+        text += f" ({low:.1f}-{high:.1f})"
+    if len(values) > 1:
+        text += f" ±{statistics.stdev(values):.1f}"
+    return text
+
+
+def trained_challenge(result: Mapping[str, Any], folder: Path) -> str:
+    """The challenger's decision against the default attacker alone (``baseline``, its better
+    back-end: the verdict of a run without a zoo) and against the strongest TRAINED attacker of
+    the zoo, semi-informed, from the trials the run kept in ``folder``; empty when missing."""
+    eer = catalogue.EER.key
+    rows = [
+        r
+        for r in result["rows"]
+        if r["scenario"] == "semi-informed" and r["attacker"] != "ge2e" and r.get(eer) is not None
+    ]
+    text = ""
+    for label, pool in (
+        ("the default alone", [r for r in rows if r["attacker"] == "baseline"]),
+        ("the strongest trained", rows),
+    ):
+        if not pool:
+            continue
+        best = min(pool, key=lambda r: (r[eer], r["attacker"], r["backend"]))
+        paths = [
+            folder / trials_path(best["attacker"], "semi-informed", best["backend"], best["seed"]),
+            folder / trials_path("ge2e", "semi-informed", "cosine", best["seed"]),
+        ]
+        if not all(p.is_file() for p in paths):
+            continue
+        head, challenger = (speaker_trials(load_scored_trials(p)[0]) for p in paths)
+        decision = challenge_decision([head], challenger)
+        low, high = decision["interval_points"] or [float("nan")] * 2
+        text += (
+            f"; {label}: {best['attacker']}, {best['backend']} {best[eer]:.1f} % vs ge2e, "
+            f"difference {decision['difference_points']:+.1f} ({low:+.1f} to {high:+.1f}): "
+            f"{'NOT TRUSTWORTHY' if decision['stronger'] else 'not flagged'}"
+        )
+    return text
+
+
+def table(
+    corpus: str, results: Sequence[Mapping[str, Any]], folders: Sequence[Path] = ()
+) -> list[str]:
+    """The corpus's table (markdown) and its verdict lines (``folders``: the runs' folders, for
+    the challenge against the strongest trained attacker)."""
+    rows = [r for result in results for r in result["rows"]]
+    pairs = sorted({(r["attacker"], r["backend"]) for r in rows})
+    lines = [
+        f"### {corpus}: EER % (mean of {len(results)} seed(s); 95 % speaker-bootstrap interval)",
+        "",
+        "| attacker | back-end | " + " | ".join(SCENARIOS) + " |",
+        "|---|---|" + "---:|" * len(SCENARIOS),
+    ]
+    for attacker, backend in pairs:
+        cells = [
+            _cell(
+                [
+                    r
+                    for r in rows
+                    if (r["attacker"], r["backend"], r["scenario"]) == (attacker, backend, s)
+                ]
+            )
+            for s in SCENARIOS
+        ]
+        lines.append(f"| {attacker} | {backend} | " + " | ".join(cells) + " |")
+    lines.append("")
+    for index, result in enumerate(results):
+        worst = result["worst_case"]["semi-informed"]
+        trust = result["trust"]
+        seed = result["rows"][0]["seed"]
+        verdict = (
+            f"- seed {seed}: verdict EER {worst[catalogue.EER.key]:.1f} % "
+            f"({worst['attacker']}, {worst['backend']}); "
+            f"{'trustworthy' if trust['trustworthy'] else 'NOT TRUSTWORTHY'}"
+        )
+        reasons = ", ".join(r["code"] for r in trust["reasons"])
+        verdict += f" ({reasons})" if reasons else ""
+        block = result.get("challenger")
+        if not block:
+            verdict += "; no challenger block (the verdict's attacker is the pretrained one)"
+        else:
+            interval = block.get("interval_points") or [float("nan")] * 2
+            verdict += (
+                f"; challenger {block['attacker']} {block['eer_percent']:.1f} % vs "
+                f"{block['headline']['attacker']} {block['headline']['eer_percent']:.1f} %, "
+                f"difference {block['difference_points']:+.1f} ({interval[0]:+.1f} to "
+                f"{interval[1]:+.1f}), {'stronger' if block['stronger'] else 'not stronger'}, "
+                f"{block['cpu_seconds']:.0f} CPU s here, {block['compute_seconds']:.0f} s "
+                "when its stages were computed"
+            )
+        if index < len(folders):
+            verdict += trained_challenge(result, folders[index])
+        lines.append(verdict)
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=Path("out/outside"))
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--corpora", nargs="+", choices=CORPORA, default=list(CORPORA))
+    parser.add_argument("--anonymizer", default="pitch")
+    parser.add_argument("--smoke", action="store_true", help="12 speakers x 8, cap 2 epochs")
+    parser.add_argument("--size", choices=sorted(SIZES), help="overrides --smoke")
+    args = parser.parse_args(argv)
+    size = sizes(args.smoke, args.size)
+    out_lines = []
+    for corpus in args.corpora:
+        out = args.out / corpus
+        protocol = espeak_protocol(args.out, size) if corpus == "espeak" else None
+        configs = [
+            make_config(corpus, seed, size, args.anonymizer, protocol) for seed in args.seeds
+        ]
+        results = [run_one(out, cfg) for cfg in configs]
+        lines = table(corpus, results, [out / cfg.name for cfg in configs])
+        out_lines += [*lines, ""]
+        print("\n".join(lines), flush=True)
+    (args.out / "table.md").write_text("\n".join(out_lines))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

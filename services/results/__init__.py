@@ -1,0 +1,1 @@
+"""Names of stored result values (``keys.py``)."""

@@ -1,0 +1,116 @@
+"""Each vocabulary is defined once (services/vocab.py); the API's enums, the CLI, the generated
+client and the job page read it. A test here fails when one of them disagrees."""
+
+from __future__ import annotations
+
+import re
+import typing
+from pathlib import Path
+
+from services import vocab
+from services.vocab import (
+    HEADLINE_SCENARIOS,
+    JOB_STATE_VALUES,
+    SCENARIO_ORDER,
+    TERMINAL_STATE_VALUES,
+    WEBHOOK_EVENT_TYPES,
+    RunState,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+STATE_LITERAL = re.compile(r"""["'](queued|running|succeeded|failed|cancelled)["']""")
+# A state compared or listed: job["state"] == "succeeded", s.state in ("running", ...).
+STATE_TEST = re.compile(
+    r"""state(?:["']\])?\s*(?:==|!=|===|!==|in\s*[(\[{])\s*["'](queued|running|succeeded|failed|cancelled)["']"""
+)
+
+
+def test_job_states_and_events_are_one_list() -> None:
+    assert JOB_STATE_VALUES == ("queued", "running", "succeeded", "failed", "cancelled")
+    assert TERMINAL_STATE_VALUES == ("succeeded", "failed", "cancelled")
+    assert WEBHOOK_EVENT_TYPES == ("job.succeeded", "job.failed", "job.cancelled")
+    assert [vocab.job_event_type(s) for s in TERMINAL_STATE_VALUES] == list(WEBHOOK_EVENT_TYPES)
+    from services.storage import models
+
+    assert models.RunState is RunState and models.TERMINAL_STATES is vocab.TERMINAL_STATES
+
+
+def test_the_api_enums_are_the_vocabularies() -> None:
+    from api.schemas.common import EventType, JobState
+    from services.platform.webhooks import EVENT_TYPE_ORDER, JOB_EVENT_TYPES
+
+    assert typing.get_args(JobState) == JOB_STATE_VALUES
+    assert typing.get_args(EventType) == WEBHOOK_EVENT_TYPES
+    assert JOB_EVENT_TYPES == EVENT_TYPE_ORDER == WEBHOOK_EVENT_TYPES
+
+
+def test_the_openapi_document_lists_the_vocabularies() -> None:
+    from api.app import create_app
+    from services.settings import Settings
+
+    schemas = create_app(Settings(), senders={}).openapi()["components"]["schemas"]
+    assert schemas["JobOut"]["properties"]["state"]["enum"] == list(JOB_STATE_VALUES)
+    events = schemas["WebhookCreate"]["properties"]["events"]["items"]["enum"]
+    assert events == list(WEBHOOK_EVENT_TYPES)
+
+
+def test_the_cli_and_its_generated_client_agree() -> None:
+    from cli.api_client.models.job_out_state import JobOutState
+    from cli.api_client.models.webhook_create_events_item import WebhookCreateEventsItem
+    from cli.client import TERMINAL_JOB_STATES
+
+    assert TERMINAL_JOB_STATES == frozenset(TERMINAL_STATE_VALUES)
+    assert {s.value for s in JobOutState} == set(JOB_STATE_VALUES)
+    assert {e.value for e in WebhookCreateEventsItem} == set(WEBHOOK_EVENT_TYPES)
+    # The hand-written CLI spells no job state: it reads services.vocab.
+    offenders = [
+        f"{p.relative_to(ROOT)}: {m.group(0)}"
+        for p in sorted((ROOT / "cli").glob("*.py"))
+        for m in STATE_TEST.finditer(p.read_text())
+    ]
+    assert offenders == []
+
+
+def test_the_job_page_reads_the_states_from_the_vocabulary() -> None:
+    page = (ROOT / "api" / "templates" / "job.html").read_text()
+    assert STATE_LITERAL.findall(page) == []
+    assert "{{ vocabulary | tojson }}" in page
+    handed = vocab.job_page_vocabulary()
+    assert handed["states"] == list(JOB_STATE_VALUES)
+    assert handed["succeeded"] == RunState.SUCCEEDED
+    assert set(handed["open_log_states"]) <= set(JOB_STATE_VALUES)
+
+
+def test_scenarios_one_order_everywhere() -> None:
+    from cli.result_table import scenario_rank as cli_rank
+    from services.pipeline.config import Scenario
+    from services.pipeline.plan import SCENARIO_PLAN
+    from services.pipeline.zoo import HEADLINE_SCENARIOS as zoo_headline
+
+    assert typing.get_args(Scenario) == SCENARIO_ORDER == tuple(SCENARIO_PLAN)
+    assert set(HEADLINE_SCENARIOS) < set(SCENARIO_ORDER) and zoo_headline is HEADLINE_SCENARIOS
+    shuffled = ["semi-informed", "zeta", "original", "lazy-informed", "ignorant"]
+    assert sorted(shuffled, key=cli_rank) == [*SCENARIO_ORDER, "zeta"]
+    assert set(vocab.SCENARIO_LABELS) == set(SCENARIO_ORDER)
+
+
+def test_the_submission_page_tables_follow_the_scenario_order() -> None:
+    from types import SimpleNamespace
+
+    from api.pages.submissions import _result_tables
+    from services.metrics.catalogue import AGGREGATE_SEED, EER
+
+    rows = [
+        SimpleNamespace(
+            scenario=s, backend="cosine", attacker="a", seed=AGGREGATE_SEED, metric=EER.key, value=1
+        )
+        for s in ("semi-informed", "ignorant", "original", "lazy-informed")
+    ]
+    tables = _result_tables(rows, SCENARIO_ORDER, {})  # type: ignore[arg-type]
+    assert [key[0] for key, _ in tables["aggregate"]] == list(SCENARIO_ORDER)
+
+
+def test_trust_marks_are_shared() -> None:
+    from services.platform.badges import service as badges
+
+    assert badges.TRUST_MARKS is vocab.TRUST_MARKS
