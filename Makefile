@@ -34,7 +34,7 @@ lint: venv
 	$(VENV)/bin/ruff format --check .
 
 typecheck: venv
-	$(VENV)/bin/mypy services api workers cli
+	$(VENV)/bin/mypy services api workers cli unmask_client
 
 pytest: venv
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
@@ -43,7 +43,7 @@ pytest: venv
 # client drift test needs the generator: client-tool).
 test: venv services client-tool lint typecheck pytest
 
-# The generated HTTP client (cli/api_client/) from the API's OpenAPI document: regenerate it after
+# The generated HTTP client (unmask_client/api_client/) from the API's OpenAPI document: regenerate it after
 # changing a route or schema. The generator goes into .tools/ (its typer pin conflicts with ours).
 client-tool: venv
 	@test -d .tools/openapi-python-client/openapi_python_client || $(PY) scripts/generate_client.py --install-tool

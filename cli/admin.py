@@ -1,7 +1,8 @@
-"""`unmask admin ...`: teams and API tokens, straight on the database named by the settings.
+"""`unmask admin ...`: teams and API tokens, straight on the database named by the settings;
+protocols and challenge phases over HTTP (``unmask admin protocol|phase``, cli/admin_http.py).
 
-The same operations as the admin routes of the HTTP API, for bootstrapping (the first admin token
-cannot come from the API) and for operators on the database host.
+Teams and tokens: the same operations as the admin routes of the HTTP API, for bootstrapping (the
+first admin token cannot come from the API) and for operators on the database host.
 """
 
 from __future__ import annotations
@@ -15,13 +16,24 @@ from services.errors import InvalidInputError
 
 admin_app = typer.Typer(
     rich_markup_mode=None,  # plain help: rich tables cut long option names at 80 columns
-    help="Teams and API tokens (writes to UNMASK_DATABASE_URL).",
+    help="Teams and API tokens (writes to UNMASK_DATABASE_URL); protocols and phases (over "
+    "HTTP: UNMASK_URL, UNMASK_TOKEN with the admin scope).",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
 )
 
 SECONDS_PER_DAY = 86_400
+
+
+def _add_http_commands() -> None:
+    from cli.admin_http import phase_app, protocol_app
+
+    admin_app.add_typer(protocol_app, name="protocol")
+    admin_app.add_typer(phase_app, name="phase")
+
+
+_add_http_commands()
 
 
 @contextlib.contextmanager
@@ -65,11 +77,15 @@ def create_token_command(
     expires_days: float | None = typer.Option(None, help="Lifetime in days (default: none)."),
     name: str = typer.Option("", help="A label for the token (e.g. ci)."),
     email: str | None = typer.Option(None, help="Owner (default: the team's robot user)."),
+    create_team: bool = typer.Option(
+        False, "--create-team", help="Create the team first when it does not exist."
+    ),
 ) -> None:
     """Issue an API token and print its plaintext once (it is never shown again)."""
     from services.platform import identity
     from services.settings import get_settings
     from services.storage.db import Database
+    from services.storage.errors import NotFoundError
 
     scope_list = [s.strip() for s in scopes.split(",") if s.strip()]
     if expires_days is not None and expires_days <= 0:
@@ -78,6 +94,16 @@ def create_token_command(
     database = Database.from_settings(settings)
     try:
         with _database_errors(database.url), database.session_scope() as session:
+            try:
+                identity.get_team_by_slug(session, team)
+            except NotFoundError:
+                if not create_team:
+                    raise InvalidInputError(
+                        f"team {team!r} not found: create it first (`unmask admin create-team "
+                        f"{team}`) or pass --create-team"
+                    ) from None
+                created = identity.create_team(session, team, None)
+                typer.echo(f"team {created.slug} (id {created.id}) created", err=True)
             issued = identity.issue_team_token(
                 session,
                 team,

@@ -1,7 +1,8 @@
 """A small Python client of the Unmask HTTP API, for CI pipelines and scripts.
 
-Only ``httpx`` and the generated, typed client ``cli/api_client`` (openapi-python-client, from
-the API's OpenAPI document: ``make client``; no FastAPI, no Celery, no torch):
+Built on the ``unmask-client`` distribution (``unmask_client``: the generated, typed client
+``unmask_client/api_client`` from the API's OpenAPI document, ``make client``; the Retry-After
+transport), plus the metric catalogue for the thresholds; no FastAPI, no Celery, no torch:
 ``from cli.client import UnmaskClient``. The archive upload streams from disk through ``httpx``
 directly (the generated operation takes the body in memory).
 
@@ -29,16 +30,20 @@ from typing import Any
 
 import httpx
 
-from cli.api_client import AuthenticatedClient
-from cli.api_client.api.identity import identity_me
-from cli.api_client.api.jobs import jobs_create_job, jobs_get_job, jobs_get_results
-from cli.api_client.api.phases import phases_list_phases, phases_rerun_outdated_results
-from cli.api_client.api.protocols import protocols_get_protocol, protocols_list_protocols
-from cli.api_client.api.submissions import (
+from cli.oidc import GitHubOidcTokenSource, OidcExchangeError, github_oidc_available
+from cli.result_table import aggregate_rows
+from services.metrics import catalogue
+from services.vocab import TERMINAL_STATE_VALUES
+from unmask_client.api_client import AuthenticatedClient
+from unmask_client.api_client.api.identity import identity_me
+from unmask_client.api_client.api.jobs import jobs_create_job, jobs_get_job, jobs_get_results
+from unmask_client.api_client.api.phases import phases_list_phases, phases_rerun_outdated_results
+from unmask_client.api_client.api.protocols import protocols_get_protocol, protocols_list_protocols
+from unmask_client.api_client.api.submissions import (
     submissions_create_submission,
     submissions_get_submission,
 )
-from cli.api_client.models import (
+from unmask_client.api_client.models import (
     BuiltinSpecName,
     BuiltinSubmissionCreate,
     ContainerSubmissionCreate,
@@ -46,11 +51,8 @@ from cli.api_client.models import (
     JobCreateConfigOverrides,
     RerunRequest,
 )
-from cli.api_client.types import UNSET
-from cli.oidc import GitHubOidcTokenSource, OidcExchangeError, github_oidc_available
-from cli.result_table import aggregate_rows
-from services.metrics import catalogue
-from services.vocab import TERMINAL_STATE_VALUES
+from unmask_client.api_client.types import UNSET
+from unmask_client.retry import RetryAfterTransport
 
 TERMINAL_JOB_STATES = frozenset(TERMINAL_STATE_VALUES)
 DEFAULT_TIMEOUT_S = 60.0
@@ -117,11 +119,12 @@ class UnmaskClient:
             base_url=self.url,
             headers={"Authorization": f"Bearer {token}", "User-Agent": "unmask-client/1"},
             timeout=timeout_s,
-            transport=transport,
+            # A busy server (429/503) is waited for as its Retry-After asks, then retried.
+            transport=RetryAfterTransport(transport),
             # Short-lived exchanged tokens are renewed before each request that needs it.
             event_hooks={"request": [token_source.authorize]} if token_source else None,
         )
-        # The generated, typed client (cli/api_client) over the same connection pool.
+        # The generated, typed client (unmask_client/api_client) over the same connection pool.
         self._api = AuthenticatedClient(base_url=self.url, token=token).set_httpx_client(self._http)
 
     @classmethod
@@ -169,8 +172,8 @@ class UnmaskClient:
         return None if response.status_code == 204 or not response.content else response.json()
 
     def _call(self, operation: Any, *, expected: Sequence[int] = (200,), **kwargs: Any) -> Any:
-        """One call of a generated operation (``cli/api_client``, typed request); the answer's
-        JSON body (None for 204). Errors as :meth:`request`."""
+        """One call of a generated operation (``unmask_client.api_client``, typed request); the
+        answer's JSON body (None for 204). Errors as :meth:`request`."""
         route = operation._get_kwargs(**kwargs)
         label = f"{route['method'].upper()} {route['url']}"
         try:
@@ -359,6 +362,46 @@ class UnmaskClient:
         """The protocol's phases in order."""
         result: list[dict[str, Any]] = self._call(phases_list_phases, protocol_id=protocol_id)
         return result
+
+    def protocols(self, *, name: str | None = None) -> list[dict[str, Any]]:
+        """Every protocol version (``name``: that name's versions)."""
+        params = {} if name is None else {"name": name}
+        result: list[dict[str, Any]] = self.request("GET", "/v1/protocols", params=params)
+        return result
+
+    def register_protocol(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        """Administrators: register a protocol (``name``, ``config``, ``leaderboard``, ...);
+        ``created`` in the answer says whether a new version was made (False: the same content
+        as the latest version, which is returned)."""
+        try:
+            response = self._http.post("/v1/admin/protocols", json=dict(body))
+        except httpx.HTTPError as exc:
+            raise UnmaskApiError(f"POST /v1/admin/protocols: {type(exc).__name__}: {exc}") from None
+        if response.status_code not in (200, 201):
+            raise UnmaskApiError(
+                f"POST /v1/admin/protocols answered {response.status_code}: {_describe(response)}",
+                status=response.status_code,
+            )
+        result: dict[str, Any] = response.json()
+        return {**result, "created": response.status_code == 201}
+
+    def create_phase(self, protocol_id: int, body: Mapping[str, Any]) -> dict[str, Any]:
+        """Administrators: add a phase (``name``, ``starts_at``, ...) to a protocol."""
+        result: dict[str, Any] = self.request(
+            "POST", f"/v1/protocols/{protocol_id}/phases", json=dict(body), expected=(201,)
+        )
+        return result
+
+    def update_phase(self, protocol_id: int, name: str, body: Mapping[str, Any]) -> dict[str, Any]:
+        """Administrators: change a phase's fields in ``body``."""
+        result: dict[str, Any] = self.request(
+            "PATCH", f"/v1/protocols/{protocol_id}/phases/{name}", json=dict(body)
+        )
+        return result
+
+    def delete_phase(self, protocol_id: int, name: str) -> None:
+        """Administrators: delete a phase without jobs."""
+        self.request("DELETE", f"/v1/protocols/{protocol_id}/phases/{name}", expected=(204,))
 
     def rerun_outdated(self, protocol_id: int, *, include_current: bool = False) -> dict[str, Any]:
         """Administrators: queue uncharged re-runs of the protocol's results of an older

@@ -13,7 +13,12 @@ What it does (everything a user of the platform does, on one machine, no servers
    (``GET /v1/jobs/{id}/results``) and the leaderboard JSON
    (``GET /v1/protocols/{id}/leaderboard``); stops the worker and the API.
 
-``run_platform_demo(out)`` returns the process exit code (0 when the job succeeded).
+``run_platform_demo(out)`` returns the process exit code (0 when the job succeeded, 1 when it
+did not or the demo could not go on, 130 when it was stopped); every failure is one line, never a
+traceback. A busy API (429/503) is waited for as its ``Retry-After`` asks; a job is given up only
+when it stalls (no heartbeat and no progress for ``STALL_TIMEOUT_S``), never for being slow. The
+worker runs in its own process group and dies with the demo, however the demo ends (a signal, a
+closed terminal, SIGKILL: Linux's parent-death signal).
 """
 
 from __future__ import annotations
@@ -27,17 +32,22 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+import traceback
+import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
+from cli.die_with_parent import PARENT_PID_VARIABLE
 from cli.progress import PlainProgress, stdout_console
 from cli.result_table import rows_table
 from cli.verdict import print_verdict
 from services.vocab import TERMINAL_STATE_VALUES, RunState
+from unmask_client.retry import RetryAfterTransport
 
 if TYPE_CHECKING:
     from services.pipeline.config import EvaluationConfig
@@ -49,8 +59,28 @@ out_console = stdout_console()
 DEMO_TEAM = "demo-lab"
 DEMO_PROTOCOL = "demo-synthetic"
 DEMO_SUBMISSION_NAME = "pitch (built-in)"
-JOB_TIMEOUT_S = 30 * 60.0
+STALL_TIMEOUT_S = 10 * 60.0
+"""A job whose stages show no new heartbeat, progress or state for this long is stalled, seconds
+(the worker heartbeats every 2 s while it computes)."""
 POLL_INTERVAL_S = 1.0
+WORKER_STOP_GRACE_S = 10.0
+"""How long the worker gets to stop after SIGTERM before its process group is killed, seconds."""
+JOB_KEY_FILE = "demo-job-key"
+"""In the state folder: the idempotency key of the folder's current demo job."""
+DEAD_STATES = frozenset({RunState.FAILED.value, RunState.CANCELLED.value})
+FINISHED_STATES = frozenset(TERMINAL_STATE_VALUES)
+
+
+class DemoError(RuntimeError):
+    """The demo cannot go on; the message is the one line the user sees."""
+
+
+class DemoStopped(BaseException):
+    """The demo was asked to stop (SIGTERM, SIGHUP: a closed terminal)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
 
 
 def free_port() -> int:
@@ -109,8 +139,14 @@ class ApiServer:
 def start_worker(
     env: dict[str, str], log_path: Path, *, name: str = "demo"
 ) -> subprocess.Popen[bytes]:
-    """A Celery worker subprocess on both queues (solo pool), logging to ``log_path``."""
+    """A Celery worker subprocess on both queues (solo pool), logging to ``log_path``.
+
+    It runs in its own process group (a Ctrl-C reaches the demo, which stops it) and dies with
+    this process whatever ends it (``cli.die_with_parent``: the parent-death signal)."""
     command = [
+        sys.executable,
+        "-m",
+        "cli.die_with_parent",
         sys.executable,
         "-m",
         "celery",
@@ -129,26 +165,36 @@ def start_worker(
         "INFO",
     ]
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    log_file = open(log_path, "ab")
-    return subprocess.Popen(
-        command,
-        env={**os.environ, **env},
-        stdout=log_file,
-        stderr=subprocess.STDOUT,
-        cwd=Path(__file__).resolve().parents[1],
-    )
+    with open(log_path, "ab") as log_file:  # the child keeps its own descriptor
+        return subprocess.Popen(
+            command,
+            env={**os.environ, **env, PARENT_PID_VARIABLE: str(os.getpid())},
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            cwd=Path(__file__).resolve().parents[1],
+            start_new_session=True,
+        )
 
 
-def stop_process(process: subprocess.Popen[bytes], timeout_s: float = 15.0) -> None:
-    """Stop a child we started: SIGTERM (warm shutdown), then SIGKILL."""
-    if process.poll() is not None:
-        return
-    process.send_signal(signal.SIGTERM)
-    try:
-        process.wait(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait(timeout=timeout_s)
+def _kill_group(process: subprocess.Popen[bytes], signum: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signum)
+
+
+def stop_process(process: subprocess.Popen[bytes], timeout_s: float = WORKER_STOP_GRACE_S) -> None:
+    """Stop a child we started in its own process group: SIGTERM (a warm shutdown, which an
+    idle worker finishes at once), then, after ``timeout_s`` seconds, SIGKILL to the group (a
+    worker in the middle of a phase would otherwise finish it first). Whatever the child left in
+    its group (pools, helpers) is killed too."""
+    if process.poll() is None:
+        _kill_group(process, signal.SIGTERM)
+        try:
+            process.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            _kill_group(process, signal.SIGKILL)
+            process.wait(timeout=timeout_s)
+    _kill_group(process, signal.SIGKILL)
 
 
 def bootstrap_admin_token(database_url: str, hmac_key: str) -> str:
@@ -174,12 +220,30 @@ def bootstrap_admin_token(database_url: str, hmac_key: str) -> str:
 
 def _check(response: Any, *expected: int) -> dict[str, Any]:
     if response.status_code not in expected:
-        raise RuntimeError(
+        raise DemoError(
             f"{response.request.method} {response.request.url.path} answered"
             f" {response.status_code}: {response.text[:500]}"
         )
     body: dict[str, Any] = response.json()
     return body
+
+
+def _note_wait(request: Any, why: str, seconds: float) -> None:
+    console.print(
+        f"[dim]{request.method} {request.url.path} {why}: retrying in {seconds:.0f} s[/dim]"
+    )
+
+
+def api_client(url: str, token: str) -> Any:
+    """An HTTP client of the embedded API that waits out 429/503 (``Retry-After``)."""
+    import httpx
+
+    return httpx.Client(
+        base_url=url,
+        headers={"Authorization": f"Bearer {token}"},
+        timeout=60,
+        transport=RetryAfterTransport(on_wait=_note_wait),
+    )
 
 
 def demo_protocol_config(config: EvaluationConfig | None = None) -> dict[str, Any]:
@@ -230,23 +294,70 @@ def embedded_platform(state_dir: Path) -> Iterator[tuple[str, subprocess.Popen[b
         relay.stop()
 
 
-def _poll_job(client: Any, job_id: int, worker: subprocess.Popen[bytes], deadline: float) -> Any:
-    """The job, or an error when the worker died or the job overran ``deadline``."""
-    if worker.poll() is not None:
-        raise RuntimeError(f"the worker exited with code {worker.returncode}")
-    if time.monotonic() > deadline:
-        raise RuntimeError(f"job {job_id} did not finish within {JOB_TIMEOUT_S:.0f} s")
-    return _check(client.get(f"/v1/jobs/{job_id}", params={"log_chars": 200}), 200)
+def _stage_signature(job: dict[str, Any]) -> tuple[Any, ...]:
+    """What changes while a job is alive: states, progress, heartbeats, attempts."""
+    return (
+        job["state"],
+        tuple(
+            (s["name"], s["state"], s["progress"], s.get("heartbeat_at"), s.get("attempts"))
+            for s in job["stages"]
+        ),
+    )
 
 
-def _plain_progress_loop(
-    client: Any, job_id: int, worker: subprocess.Popen[bytes]
-) -> dict[str, Any]:
+class JobWatch:
+    """Polls a job until it is finished; raises :class:`DemoError` when the worker exits or
+    the job stalls (nothing in :func:`_stage_signature` changed for ``stall_timeout_s``)."""
+
+    def __init__(
+        self,
+        client: Any,
+        job_id: int,
+        worker: subprocess.Popen[bytes] | None,
+        *,
+        stall_timeout_s: float = STALL_TIMEOUT_S,
+        clock: Callable[[], float] = time.monotonic,
+        log_path: Path | None = None,
+    ) -> None:
+        self.client = client
+        self.job_id = job_id
+        self.worker = worker
+        self.stall_timeout_s = stall_timeout_s
+        self.clock = clock
+        self.log_path = log_path
+        self._signature: tuple[Any, ...] | None = None
+        self._changed_at = clock()
+
+    def _where(self) -> str:
+        return f" (worker log: {self.log_path})" if self.log_path is not None else ""
+
+    def poll(self) -> dict[str, Any]:
+        """The job now; errors as the class says."""
+        job = _check(self.client.get(f"/v1/jobs/{self.job_id}", params={"log_chars": 200}), 200)
+        if job["state"] in FINISHED_STATES:
+            return job
+        if self.worker is not None and self.worker.poll() is not None:
+            raise DemoError(
+                f"the worker exited with code {self.worker.returncode} while job"
+                f" {self.job_id} was {job['state']}{self._where()}"
+            )
+        signature = _stage_signature(job)
+        now = self.clock()
+        if signature != self._signature:
+            self._signature, self._changed_at = signature, now
+        elif now - self._changed_at > self.stall_timeout_s:
+            raise DemoError(
+                f"job {self.job_id} stalled: no heartbeat, progress or state change for"
+                f" {self.stall_timeout_s:.0f} s{self._where()}"
+            )
+        return job
+
+
+def _plain_progress_loop(watch: JobWatch) -> dict[str, Any]:
     """Without a terminal (CI logs, redirected output): timestamped lines and a heartbeat."""
-    deadline = time.monotonic() + JOB_TIMEOUT_S
     with PlainProgress(sys.stderr) as plain:
         while True:
-            job = _poll_job(client, job_id, worker, deadline)
+            job = watch.poll()
             for stage in job["stages"]:
                 if stage["state"] in (RunState.RUNNING, RunState.SUCCEEDED):
                     lines = [line for line in (stage.get("log_tail") or "").splitlines() if line]
@@ -255,14 +366,14 @@ def _plain_progress_loop(
                     note = f"{stage['state']}: {lines[-1]}" if lines else stage["state"]
                     if stage["state"] == RunState.RUNNING or plain.phase == stage["name"]:
                         plain(stage["name"], float(stage["progress"] or 0.0), note)
-            if job["state"] in TERMINAL_STATE_VALUES:
+            if job["state"] in FINISHED_STATES:
                 return dict(job)
             time.sleep(POLL_INTERVAL_S)
 
 
-def _progress_loop(client: Any, job_id: int, worker: subprocess.Popen[bytes]) -> dict[str, Any]:
+def _progress_loop(watch: JobWatch) -> dict[str, Any]:
     if not console.is_terminal:
-        return _plain_progress_loop(client, job_id, worker)
+        return _plain_progress_loop(watch)
     columns = (
         TextColumn("{task.description:>10}"),
         BarColumn(),
@@ -272,10 +383,9 @@ def _progress_loop(client: Any, job_id: int, worker: subprocess.Popen[bytes]) ->
         TextColumn("{task.fields[note]}"),
     )
     tasks: dict[str, TaskID] = {}
-    deadline = time.monotonic() + JOB_TIMEOUT_S
     with Progress(*columns, console=console, transient=False) as progress:
         while True:
-            job = _check(client.get(f"/v1/jobs/{job_id}", params={"log_chars": 200}), 200)
+            job = watch.poll()
             for stage in job["stages"]:
                 if stage["name"] not in tasks:
                     tasks[stage["name"]] = progress.add_task(
@@ -288,12 +398,8 @@ def _progress_loop(client: Any, job_id: int, worker: subprocess.Popen[bytes]) ->
                     state=stage["state"],
                     note=(lines[-1][:70] if lines and stage["state"] == RunState.RUNNING else ""),
                 )
-            if job["state"] in TERMINAL_STATE_VALUES:
+            if job["state"] in FINISHED_STATES:
                 return job
-            if worker.poll() is not None:
-                raise RuntimeError(f"the worker exited with code {worker.returncode}")
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"job {job_id} did not finish within {JOB_TIMEOUT_S:.0f} s")
             time.sleep(POLL_INTERVAL_S)
 
 
@@ -332,25 +438,130 @@ def find_or_create_demo_submission(client: Any) -> dict[str, Any]:
     )
 
 
+def start_demo_job(
+    client: Any, submission_id: int, protocol_id: int, state_dir: Path, *, fresh: bool = False
+) -> dict[str, Any]:
+    """The folder's demo job (its idempotency key is kept in ``state_dir``), or a fresh one when
+    ``fresh`` or when the folder's job failed or was cancelled (said on the console)."""
+    key_file = state_dir / JOB_KEY_FILE
+    default_key = f"demo-{submission_id}"
+    key = key_file.read_text(encoding="utf-8").strip() if key_file.is_file() else default_key
+    if not key.startswith(default_key):  # another submission (a new database): its own key
+        key = default_key
+
+    def create(idempotency_key: str) -> dict[str, Any]:
+        return _check(
+            client.post(
+                "/v1/jobs",
+                json={"submission_id": submission_id, "protocol_id": protocol_id},
+                headers={"Idempotency-Key": idempotency_key},
+            ),
+            200,
+            201,
+        )
+
+    def new_key() -> str:
+        return f"{default_key}-{uuid.uuid4().hex[:12]}"
+
+    if fresh:
+        key = new_key()
+        job = create(key)
+        console.print(f"--fresh: started a new job {job['id']}")
+    else:
+        job = create(key)
+        if job["state"] in DEAD_STATES:
+            old = job
+            key = new_key()
+            job = create(key)
+            console.print(
+                f"job {old['id']} of this folder {old['state']}"
+                f"{': ' + str(old['error_message']) if old.get('error_message') else ''};"
+                f" started a fresh job {job['id']} (finished stages are reused)"
+            )
+    key_file.write_text(key + "\n", encoding="utf-8")
+    return job
+
+
+@contextlib.contextmanager
+def stop_on_signals() -> Iterator[None]:
+    """SIGTERM and SIGHUP (a closed terminal) raise :class:`DemoStopped` in the main thread,
+    so the demo's ``finally`` blocks stop its worker and API (SIGINT raises KeyboardInterrupt)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def _raise(signum: int, frame: FrameType | None) -> None:
+        raise DemoStopped(signum)
+
+    wanted = [signal.SIGTERM] + ([signal.SIGHUP] if hasattr(signal, "SIGHUP") else [])
+    previous = {signum: signal.signal(signum, _raise) for signum in wanted}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
 def run_platform_demo(
     out: Path,
     config: EvaluationConfig | None = None,
     *,
     serve: bool = False,
     as_json: bool = False,
+    fresh: bool = False,
+    stall_timeout_s: float = STALL_TIMEOUT_S,
 ) -> int:
-    """Run the platform demo with its state under ``out/platform``; returns the exit code.
+    """Run the platform demo with its state under ``out/platform``; returns the exit code
+    (0: the job succeeded; 1: it did not, or the demo could not go on; 130: stopped). Every
+    failure is one line on stderr; an unexpected error's traceback goes to
+    ``out/platform/demo-error.log``.
 
     ``serve``: keep the API (and its pages) running after the result until Ctrl-C. A second run
-    on the same folder reuses the job (same idempotency key) and its stages, so it is quick.
+    on the same folder reuses the job (same idempotency key) and its stages, so it is quick; a
+    job that failed or was cancelled is replaced by a fresh one, as is any job with ``fresh``.
 
     ``config``: the evaluation (default ``demo_config()``); its anonymizer is replaced by the
     built-in pitch submission.
     """
-    import httpx
-
     state_dir = Path(out) / "platform"
-    state_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        state_dir.mkdir(parents=True, exist_ok=True)
+        with stop_on_signals():
+            return _run(
+                state_dir,
+                config,
+                serve=serve,
+                as_json=as_json,
+                fresh=fresh,
+                stall_timeout_s=stall_timeout_s,
+            )
+    except DemoError as exc:
+        console.print(f"[red]unmask demo: {exc}[/red]", highlight=False)
+        return 1
+    except (KeyboardInterrupt, DemoStopped) as exc:
+        why = "interrupted" if isinstance(exc, KeyboardInterrupt) else f"stopped ({exc})"
+        console.print(f"unmask demo: {why}; the API and the worker are stopped", highlight=False)
+        return 130
+    except Exception as exc:  # the user gets one line, the log file the traceback
+        log = state_dir / "demo-error.log"
+        with contextlib.suppress(OSError):
+            log.write_text(traceback.format_exc(), encoding="utf-8")
+        console.print(
+            f"[red]unmask demo: {type(exc).__name__}: {exc} (details: {log})[/red]",
+            highlight=False,
+        )
+        return 1
+
+
+def _run(
+    state_dir: Path,
+    config: EvaluationConfig | None,
+    *,
+    serve: bool,
+    as_json: bool,
+    fresh: bool,
+    stall_timeout_s: float,
+) -> int:
     console.print(
         f"Unmask platform demo: API + Celery worker (embedded: SQLite, local blobs, filesystem"
         f" broker) in {state_dir}"
@@ -364,9 +575,7 @@ def run_platform_demo(
             settings.resolved_database_url(), settings.token_hmac_key
         )
         console.print(f"API on {url}; worker pid {worker.pid} (log: {state_dir / 'worker.log'})")
-        admin = httpx.Client(
-            base_url=url, headers={"Authorization": f"Bearer {admin_token}"}, timeout=60
-        )
+        admin = api_client(url, admin_token)
         team = admin.post("/v1/admin/teams", json={"slug": DEMO_TEAM})
         if team.status_code != 409:  # 409: the team exists from an earlier run
             _check(team, 201)
@@ -385,26 +594,27 @@ def run_platform_demo(
             200,
             201,
         )
-        client = httpx.Client(
-            base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=60
-        )
+        client = api_client(url, token)
         submission = find_or_create_demo_submission(client)
-        job = _check(
-            client.post(
-                "/v1/jobs",
-                json={"submission_id": submission["id"], "protocol_id": protocol["id"]},
-                headers={"Idempotency-Key": f"demo-{submission['id']}"},
-            ),
-            200,
-            201,
-        )
+        job = start_demo_job(client, submission["id"], protocol["id"], state_dir, fresh=fresh)
         console.print(
             f"team {DEMO_TEAM}: submission {submission['id']} (pitch), job {job['id']} on"
             f" protocol {protocol['name']} v{protocol['version']}"
         )
-        job = _progress_loop(client, job["id"], worker)
+        watch = JobWatch(
+            client,
+            job["id"],
+            worker,
+            stall_timeout_s=stall_timeout_s,
+            log_path=state_dir / "worker.log",
+        )
+        job = _progress_loop(watch)
         if job["state"] != RunState.SUCCEEDED:
-            console.print(f"[red]job {job['id']} {job['state']}: {job.get('error_message')}")
+            console.print(
+                f"[red]job {job['id']} {job['state']}: {job.get('error_message')}[/red]"
+                f" (the next `unmask demo` on this folder starts a fresh job)",
+                highlight=False,
+            )
             return 1
         answer = _check(client.get(f"/v1/jobs/{job['id']}/results"), 200)
         results = answer["results"]
@@ -429,15 +639,9 @@ def run_platform_demo(
             console.print(f"{pages} (the server stops now; `unmask demo --serve` keeps it up)")
             return 0
         console.print(f"{pages}  (serving until Ctrl-C)")
-
-        def _interrupt(signum: int, frame: object) -> None:
-            raise KeyboardInterrupt
-
-        # SIGTERM (e.g. `timeout`, a service manager) must also stop the worker subprocess.
-        signal.signal(signal.SIGTERM, _interrupt)
         try:
             while worker.poll() is None:
                 time.sleep(1.0)
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, DemoStopped):
             pass
     return 0

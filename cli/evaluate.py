@@ -144,13 +144,21 @@ def demo_command(
         bool,
         typer.Option("--json", help="Also print the protocol's leaderboard as JSON (platform)."),
     ] = False,
+    fresh: Annotated[
+        bool,
+        typer.Option(
+            "--fresh",
+            help="Start a new job instead of following the folder's earlier one (platform).",
+        ),
+    ] = False,
 ) -> None:
     """Demo: the built-in pitch anonymizer on the synthetic corpus, submitted over HTTP.
 
     Starts the API and a Celery worker on the embedded defaults (SQLite, local blob folder,
     filesystem broker), creates a team and a token, submits, follows the job and prints the
     result table and the verdict (``--json``: the leaderboard JSON too). A second run reuses the
-    submission, the job and its stages. ``--in-process`` runs the same evaluation directly.
+    submission, the job and its stages; a job that failed or was cancelled is replaced by a fresh
+    one (so is any with ``--fresh``). ``--in-process`` runs the same evaluation directly.
     """
     cfg = demo_config()
     out_dir = out if out is not None else get_settings().data_dir / "demo"
@@ -159,7 +167,7 @@ def demo_command(
     if not in_process:
         from cli.demo_platform import run_platform_demo
 
-        raise typer.Exit(run_platform_demo(out_dir, cfg, serve=serve, as_json=as_json))
+        raise typer.Exit(run_platform_demo(out_dir, cfg, serve=serve, as_json=as_json, fresh=fresh))
     console.print(
         f"Unmask demo: {kind_of(cfg.anonymizer).describe(cfg.anonymizer)}, synthetic corpus of "
         f"{cfg.synthetic.n_speakers} speakers, scenarios {', '.join(cfg.scenarios)}; "

@@ -16,15 +16,27 @@ def export_command(
     out: Annotated[Path, typer.Option("--out", help="Folder to write the files into.")],
     fmt: Annotated[str, typer.Option("--format", help="Layout of the files: vpc.")] = "vpc",
     suffix: Annotated[
-        str, typer.Option("--suffix", help="Anonymization suffix in the file names (_b1).")
-    ] = "",
+        str | None,
+        typer.Option(
+            "--suffix",
+            help="Anonymization suffix in the file names (_b1); default: the one detected in "
+            "the evaluated VoicePrivacy-layout archive.",
+        ),
+    ] = None,
+    attacker: Annotated[
+        str | None,
+        typer.Option(
+            "--attacker", help="The zoo attacker to export (default vpc2024, or the only one)."
+        ),
+    ] = None,
 ) -> None:
-    """Write the per-set EER (and WER) files of an evaluation in the VoicePrivacy layout."""
+    """Write an evaluation's results as the VoicePrivacy 2024 toolkit does: exp/asv_orig,
+    exp/asv_anon<suffix>, exp/asr and exp/results_summary (result_for_rank<suffix>)."""
     if fmt != "vpc":
         raise ConfigError(f"--format {fmt!r}: the one format is vpc")
     from services.pipeline.vpc_export import export_vpc
 
-    written = export_vpc(results_dir, out, suffix=suffix)
+    written = export_vpc(results_dir, out, suffix=suffix, attacker=attacker)
     console = Console(highlight=False, soft_wrap=True)
     for path in written:
         console.print(f"wrote {path}", markup=False)

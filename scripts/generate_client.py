@@ -1,7 +1,8 @@
-"""Generate the typed Python client of the HTTP API (``cli/api_client/``) from the API's OpenAPI
-document with openapi-python-client, or check that the committed one is current.
+"""Generate the typed Python client of the HTTP API (``unmask_client/api_client/``, part of the
+``unmask-client`` distribution, clients/python) from the API's OpenAPI document with
+openapi-python-client, or check that the committed one is current.
 
-    python scripts/generate_client.py           # regenerate cli/api_client/ (make client)
+    python scripts/generate_client.py           # regenerate unmask_client/api_client/ (make client)
     python scripts/generate_client.py --check   # exit 1 and name the files that would change
     python scripts/generate_client.py --install-tool   # the pinned generator into .tools/
 
@@ -26,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGE = ROOT / "cli" / "api_client"
+PACKAGE = ROOT / "unmask_client" / "api_client"
 TOOL_DIR = ROOT / ".tools" / "openapi-python-client"
 GENERATOR = "openapi-python-client==0.29.1"
 CONFIG = {"project_name_override": "api_client", "package_name_override": "api_client"}
@@ -103,7 +104,7 @@ def generate(output: Path) -> None:
             capture_output=True,
         )
         # Formatted inside the repository, so ruff reads the project's configuration.
-        staging = ROOT / "cli" / ".api_client.staging"
+        staging = ROOT / "unmask_client" / ".api_client.staging"
         shutil.rmtree(staging, ignore_errors=True)
         shutil.copytree(out, staging, ignore=shutil.ignore_patterns(".ruff_cache"))
         ruff = [str(Path(sys.executable).parent / "ruff")]
@@ -157,9 +158,11 @@ def main() -> int:
         generate(fresh)
         changed = differences(PACKAGE, fresh)
     if changed:
-        print("cli/api_client/ is not what the API generates; run `make client`:", *changed)
+        print(
+            "unmask_client/api_client/ differs from what the API generates (make client):", *changed
+        )
         return 1
-    print("cli/api_client/ is current")
+    print("unmask_client/api_client/ is current")
     return 0
 
 

@@ -219,9 +219,16 @@ class Settings(BaseSettings):
     device: Literal["auto", "cpu", "cuda"] = "auto"
     num_threads: int = Field(
         0,
-        description="torch intra-op threads of CLI and worker processes; 0 = torch's default. "
-        "Set it when jobs share a machine: more OpenMP threads than free cores run many times "
-        "slower.",
+        ge=0,
+        description="torch intra-op threads of CLI and worker processes; 0 = the CPUs the "
+        "process may really use (affinity mask, cgroup CPU quota rounded up). Set it when "
+        "several jobs share a machine (e.g. 1 per job).",
+    )
+    omp_wait_policy: Literal["passive", "active", "unset"] = Field(
+        "passive",
+        description="How idle OpenMP threads wait (OMP_WAIT_POLICY, set before torch loads "
+        "unless already set): passive = sleep (never spin on a shared machine), active = spin, "
+        "unset = the runtime's default (libgomp spins a while).",
     )
     dataloader_workers: int = Field(0, description="DataLoader worker processes for training.")
     cache_dir: Path | None = Field(
@@ -543,15 +550,43 @@ def get_settings() -> Settings:
     return Settings()
 
 
-def apply_thread_settings(settings: Settings | None = None) -> None:
-    """Set torch's intra-op threads from ``num_threads`` (``UNMASK_NUM_THREADS``); 0 keeps torch's.
+def prepare_thread_environment() -> dict[str, str]:
+    """Before torch loads: ``OMP_WAIT_POLICY`` from ``omp_wait_policy`` and ``OMP_NUM_THREADS``
+    from ``num_threads`` (:func:`services.threads.prepare_openmp_environment`; variables the user
+    set are kept). Invalid settings fall back to the defaults here: the entry point reports them
+    when it reads the settings (the CLI: one line, exit code 2)."""
+    from pydantic import ValidationError
+
+    from services.threads import prepare_openmp_environment
+
+    try:
+        settings = Settings()
+        threads, policy = settings.num_threads, settings.omp_wait_policy
+    except (ValidationError, ValueError):
+        fields = Settings.model_fields
+        threads, policy = fields["num_threads"].default, fields["omp_wait_policy"].default
+    return prepare_openmp_environment(num_threads=threads, wait_policy=policy)
+
+
+def apply_thread_settings(settings: Settings | None = None) -> int:
+    """Set torch's intra-op threads from ``num_threads`` (``UNMASK_NUM_THREADS``; 0 = the CPUs
+    this process may really use, :func:`services.threads.available_cpus`); returns the count.
 
     Every entry point that runs models calls this (CLI, Celery worker processes): OpenMP threads
     that outnumber the free cores spin at barriers, which made 1-thread-per-job sharing of a
-    2-core machine 20x slower when the variable was silently ignored.
+    2-core machine 20x slower when the variable was silently ignored. The wait policy is set
+    earlier, before torch loads (:func:`services.threads.prepare_openmp_environment`).
     """
-    threads = (settings or get_settings()).num_threads
-    if threads > 0:
-        import torch
+    import sys
 
+    from services.threads import choose_threads
+
+    requested = (settings or get_settings()).num_threads
+    threads = choose_threads(requested)
+    if requested == 0 and "torch" not in sys.modules:
+        return threads  # torch is not loaded: it will start from OMP_NUM_THREADS (set earlier)
+    import torch
+
+    if torch.get_num_threads() != threads:
         torch.set_num_threads(threads)
+    return threads

@@ -5,4 +5,11 @@ report phases plus archive validation, webhooks and the reaper; `celery -A worke
 schedules the reaper and the webhook sweep and runs the outbox relay. The work itself is in
 `services.platform` (no Celery there). Imports go one way: `app` -> `tasks`, `webhooks`,
 `senders`, `relay` -> `runtime`, `errors`, `names` -> services/.
+
+Importing this package first sets the OpenMP wait policy and thread count (``services.threads``)
+before torch loads in any worker process.
 """
+
+from services.settings import prepare_thread_environment
+
+prepare_thread_environment()

@@ -133,7 +133,10 @@ def revoke_token(
     summary="Register a protocol (or a new version of one)",
     responses={
         **errors(409),
-        200: {"description": "Same content as the latest version: that version, unchanged."},
+        200: {
+            "model": ProtocolOut,
+            "description": "Same content as the latest version: that version, unchanged.",
+        },
     },
     openapi_extra=scope("admin"),
 )

@@ -116,7 +116,10 @@ def _answer_new_job(
     summary="Create a job (submission + protocol + config overrides)",
     responses={
         **errors(404, 409, 429, 503),
-        200: {"description": "Idempotent replay: the job first created with this key."},
+        200: {
+            "model": JobOut,
+            "description": "Idempotent replay: the job first created with this key.",
+        },
     },
     openapi_extra=scope("submit"),
 )
@@ -237,7 +240,10 @@ def cancel_job(
     summary="Re-run a job: a new job with the same submission, protocol and config",
     responses={
         **errors(404, 409, 429, 503),
-        200: {"description": "Idempotent replay: the job first created with this key."},
+        200: {
+            "model": JobOut,
+            "description": "Idempotent replay: the job first created with this key.",
+        },
     },
     openapi_extra=scope("submit"),
 )

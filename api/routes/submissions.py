@@ -373,7 +373,10 @@ def start_upload(
     response_model=SubmissionOut,
     status_code=status.HTTP_201_CREATED,
     summary="Finish a presigned upload: verify the archive, create the submission",
-    responses={**errors(404, 409, 410, 429, 503), 200: {"description": "Already completed."}},
+    responses={
+        **errors(404, 409, 410, 429, 503),
+        200: {"model": SubmissionOut, "description": "Already completed."},
+    },
     openapi_extra=scope("submit"),
     name="complete_upload",
 )

@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -32,6 +32,9 @@ from services.errors import ConfigError, InvalidInputError
 
 Strategy = Literal["auto", "one_at_a_time", "bucketed"]
 EmbeddingDtype = Literal["fp32", "bf16"]
+EmbedProgress = Callable[[int, int], None]
+"""Called as ``(done, total)`` utterances while embeddings are computed (cache hits count as
+done at once; each distinct waveform counts once)."""
 
 MIN_SAMPLES = 1_600
 """Shortest utterance accepted (0.1 s at 16 kHz): ECAPA's dilated convolutions need some frames."""
@@ -147,12 +150,15 @@ def embed_waveforms(
     dtype: EmbeddingDtype = "fp32",
     budget_samples: int = DEFAULT_BUDGET_SAMPLES,
     max_batch: int = DEFAULT_MAX_BATCH,
+    progress: EmbedProgress | None = None,
 ) -> np.ndarray:
     """Embeddings (n, dim) float32 in input order; no cache, no input checks.
 
     ``encoder`` must already be on ``device``; it is put in eval mode. Torch's global RNG is left
     untouched (x-vector pooling draws a tiny noise: it is seeded inside, for repeatable output).
+    ``progress``: called with (utterances done, n) after each utterance or batch.
     """
+    report = progress or (lambda done, total: None)
     encoder.eval()
     out = np.empty((len(waveforms), encoder.embedding_dim), dtype=np.float32)
     fork_devices = [device.index or 0] if device.type == "cuda" else []
@@ -164,8 +170,10 @@ def embed_waveforms(
                 with _autocast(device, dtype):
                     emb = encoder(x)
                 out[i] = emb.float().cpu().numpy()[0]
+                report(i + 1, len(waveforms))
         elif strategy == "bucketed":
             lengths = np.array([len(w) for w in waveforms], dtype=np.int64)
+            done = 0
             for idx in _bucket_batches(lengths, budget_samples, max_batch):
                 longest = int(lengths[idx[0]])
                 batch = np.zeros((len(idx), longest), dtype=np.float32)
@@ -176,6 +184,8 @@ def embed_waveforms(
                 with _autocast(device, dtype):
                     emb = encoder(x, rel)
                 out[idx] = emb.float().cpu().numpy()
+                done += len(idx)
+                report(done, len(waveforms))
         else:
             raise ConfigError(f"strategy: unknown embedding strategy {strategy!r}")
     return out
@@ -214,6 +224,7 @@ def extract_embeddings(
     dtype: EmbeddingDtype = "fp32",
     cache: str | Path | None = None,
     device: str | torch.device = "auto",
+    progress: EmbedProgress | None = None,
 ) -> np.ndarray:
     """Speaker embeddings (n, dim) float32 of whole utterances, in input order.
 
@@ -223,7 +234,8 @@ def extract_embeddings(
     stay fp32). ``cache``: a folder (e.g. ``Settings.resolved_cache_dir()``); an embedding is
     stored per (model hash, dtype, audio SHA-256) and reused on later calls. ``device``: ``auto``
     (CUDA if available), ``cpu`` or ``cuda``. A ``SpeakerEncoder`` passed in is moved to
-    ``device``.
+    ``device``. Equal waveforms (same samples) are embedded once. ``progress``: called with
+    (distinct utterances done, distinct utterances) as they are embedded, cache hits first.
     """
     check_waveforms(waveforms)
     if strategy not in ("auto", "one_at_a_time", "bucketed"):
@@ -236,7 +248,17 @@ def extract_embeddings(
     encoder = _resolve_encoder(model_or_checkpoint).to(dev)
     chosen = auto_strategy(dev) if strategy == "auto" else strategy
 
-    def compute(items: Sequence[np.ndarray]) -> np.ndarray:
+    # Each distinct waveform once: equal audio in one call (a set listed twice, a copied file)
+    # costs one forward pass, and the cache below serves it to the later embed stages.
+    hashes = [audio_hash(w) for w in waveforms]
+    first: dict[str, int] = {}
+    for i, sha in enumerate(hashes):
+        first.setdefault(sha, i)
+    distinct = list(first.values())
+    total = len(distinct)
+    report = progress or (lambda done, n: None)
+
+    def compute(items: Sequence[np.ndarray], already: int) -> np.ndarray:
         return embed_waveforms(
             encoder,
             items,
@@ -245,24 +267,28 @@ def extract_embeddings(
             dtype=dtype,
             budget_samples=budget_samples,
             max_batch=max_batch,
+            progress=lambda done, _n: report(already + done, total),
         )
 
+    rows = np.empty((total, encoder.embedding_dim), dtype=np.float32)
     if cache is None:
-        return compute(waveforms)
-
-    cache_dir = Path(cache)
-    model_key = model_hash(encoder)
-    paths = [_cache_path(cache_dir, model_key, dtype, audio_hash(w)) for w in waveforms]
-    out = np.empty((len(waveforms), encoder.embedding_dim), dtype=np.float32)
-    missing: list[int] = []
-    for i, p in enumerate(paths):
-        if p.is_file():
-            out[i] = np.load(p)
-        else:
-            missing.append(i)
-    if missing:
-        computed = compute([waveforms[i] for i in missing])
-        out[missing] = computed
-        for row, i in enumerate(missing):
-            _write_npy(paths[i], computed[row])
-    return out
+        report(0, total)
+        rows[:] = compute([waveforms[i] for i in distinct], 0)
+    else:
+        cache_dir = Path(cache)
+        model_key = model_hash(encoder)
+        paths = [_cache_path(cache_dir, model_key, dtype, hashes[i]) for i in distinct]
+        missing: list[int] = []
+        for row, p in enumerate(paths):
+            if p.is_file():
+                rows[row] = np.load(p)
+            else:
+                missing.append(row)
+        report(total - len(missing), total)
+        if missing:
+            computed = compute([waveforms[distinct[row]] for row in missing], total - len(missing))
+            rows[missing] = computed
+            for k, row in enumerate(missing):
+                _write_npy(paths[row], computed[k])
+    index = {sha: row for row, sha in enumerate(first)}
+    return rows[[index[sha] for sha in hashes]]

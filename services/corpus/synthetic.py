@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -641,6 +642,40 @@ def _existing_params(out_dir: Path, wanted: dict[str, Any]) -> bool:
     return True
 
 
+def _finished_corpus(
+    out_dir: Path,
+    params: dict[str, Any],
+    speakers: list[SyntheticSpeaker],
+    utts_per_speaker: int,
+    transcript: Callable[[int, int], str],
+) -> Manifest | None:
+    """The corpus already in ``out_dir`` when it was finished with the same ``params`` (text
+    added to an older one's manifest), else None."""
+    manifest_path = out_dir / MANIFEST_FILE
+    if not (_existing_params(out_dir, params) and manifest_path.is_file()):
+        return None
+    manifest = read_manifest(manifest_path, check_audio=False)
+    if len(manifest) == len(speakers) * utts_per_speaker and all(
+        manifest.resolve(u).is_file() for u in manifest
+    ):
+        if all(u.text is not None for u in manifest):
+            return Manifest(utterances=manifest.utterances, root=str(out_dir))
+        # Written before transcripts existed: the audio is the same, only the text is added.
+        index = {
+            f"{spk.speaker_id}-{j:04d}": (i, j)
+            for i, spk in enumerate(speakers)
+            for j in range(utts_per_speaker)
+        }
+        texts = [transcript(*index[u.utt_id]) for u in manifest]
+        manifest = manifest.with_utterances(
+            u.model_copy(update={"text": t}) for u, t in zip(manifest, texts, strict=True)
+        )
+        manifest = Manifest(utterances=manifest.utterances, root=str(out_dir))
+        write_manifest(manifest, manifest_path)
+        return manifest
+    return None
+
+
 def generate_synthetic_corpus(
     out_dir: Path,
     n_speakers: int = 120,
@@ -648,8 +683,11 @@ def generate_synthetic_corpus(
     seed: int = 0,
     min_duration_s: float = 2.0,
     max_duration_s: float = 8.0,
+    progress: Callable[[int, int], None] | None = None,
 ) -> Manifest:
     """Write a synthetic corpus and return its manifest (``root = str(out_dir)``).
+
+    ``progress(done, total)`` is called after each utterance (counts of utterances).
 
     Files: ``wav/<spk>/<utt_id>.wav`` (16 kHz mono PCM16), ``manifest.jsonl`` (relative paths),
     ``speakers.json`` (the voice parameters, ground truth) and ``params.json``. Speaker ids are
@@ -683,26 +721,9 @@ def generate_synthetic_corpus(
         )
         return " ".join(units)
 
-    if _existing_params(out_dir, params) and manifest_path.is_file():
-        manifest = read_manifest(manifest_path, check_audio=False)
-        if len(manifest) == n_speakers * utts_per_speaker and all(
-            manifest.resolve(u).is_file() for u in manifest
-        ):
-            if all(u.text is not None for u in manifest):
-                return Manifest(utterances=manifest.utterances, root=str(out_dir))
-            # Written before transcripts existed: the audio is the same, only the text is added.
-            index = {
-                f"{spk.speaker_id}-{j:04d}": (i, j)
-                for i, spk in enumerate(speakers)
-                for j in range(utts_per_speaker)
-            }
-            texts = [transcript(*index[u.utt_id]) for u in manifest]
-            manifest = manifest.with_utterances(
-                u.model_copy(update={"text": t}) for u, t in zip(manifest, texts, strict=True)
-            )
-            manifest = Manifest(utterances=manifest.utterances, root=str(out_dir))
-            write_manifest(manifest, manifest_path)
-            return manifest
+    finished = _finished_corpus(out_dir, params, speakers, utts_per_speaker, transcript)
+    if finished is not None:
+        return finished
 
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / PARAMS_FILE).write_text(json.dumps(params, indent=2) + "\n", encoding="utf-8")
@@ -710,6 +731,7 @@ def generate_synthetic_corpus(
         json.dumps([asdict(s) for s in speakers], indent=2) + "\n", encoding="utf-8"
     )
     rows: list[Utterance] = []
+    total = n_speakers * utts_per_speaker
     for i, spk in enumerate(speakers):
         for j in range(utts_per_speaker):
             utt_id = f"{spk.speaker_id}-{j:04d}"
@@ -737,6 +759,8 @@ def generate_synthetic_corpus(
                     original_sample_rate=SAMPLE_RATE_HZ,
                 )
             )
+            if progress is not None:
+                progress(len(rows), total)
     manifest = Manifest(utterances=tuple(rows), root=str(out_dir))
     write_manifest(manifest, manifest_path)  # last: its presence marks a finished corpus
     return manifest

@@ -15,7 +15,6 @@ Torch-free, like the config itself.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +30,7 @@ from services.pipeline.config import (
     read_config_data,
     resolve_paths,
 )
+from services.pipeline.estimates import PhaseThroughputs
 from services.pipeline.plan import EvaluationPlan, plan_evaluation
 
 
@@ -84,6 +84,16 @@ def config_problems(cfg: EvaluationConfig, *, engine_url: str | None = None) -> 
     problems += _utility_problems(cfg)
     problems += _legal_problems(cfg)
     return problems
+
+
+def protocol_problems(cfg: EvaluationConfig) -> list[str]:
+    """The problems of a platform protocol's config that ``unmask evaluate`` would refuse and
+    that can be judged where the protocol is registered (the API host): the synthetic corpus's
+    role sizes and per-speaker counts. A protocol file's path names a file on the worker hosts,
+    and the anonymizer comes with each submission: neither is checked here."""
+    if cfg.protocol is not None:
+        return []
+    return _corpus_problems(cfg)
 
 
 def _legal_problems(cfg: EvaluationConfig) -> list[str]:
@@ -197,27 +207,9 @@ def _corpus_problems(cfg: EvaluationConfig) -> list[str]:
 # --- the plan -----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Throughputs:
-    """Seconds per unit of work on one CPU core pair (2-core development machine, CPU only).
-
-    Measured once with ``nice -n 10 unmask evaluate examples/configs/quick-pitch.yaml`` (48
-    synthetic speakers x 24 utterances of 2-6 s, ``tiny`` preset, 6 epochs; load average about 2
-    from other work): the stages' ``DONE.json`` seconds divided by their utterance counts.
-    Other presets and GPUs differ; the estimate is a rough guide, not a promise.
-    """
-
-    corpus_s_per_utt: float = 0.0205  # 23.6 s / 1,152 generated utterances
-    anonymize_s_per_utt: float = 0.055  # pitch: 43.3 s / ~790 utterances
-    train_s_per_utt_epoch: float = 0.0175  # tiny preset: 49-61 s / (6 epochs x ~520 utterances)
-    embed_s_per_utt: float = 0.015  # 2.1 s / 128 utterances
-    startup_s: float = 11.0  # imports, plots, report
-
-
-MEASURED = Throughputs()
-
-
-def plan_lines(cfg: EvaluationConfig, stages_dir: Path, speed: Throughputs = MEASURED) -> list[str]:
+def plan_lines(
+    cfg: EvaluationConfig, stages_dir: Path, speed: PhaseThroughputs | None = None
+) -> list[str]:
     """A few lines: the stages, what the stage store already holds, a rough duration, and with an
     attacker zoo one line per attacker (its recognizers and epochs), read from the
     :class:`~services.pipeline.plan.EvaluationPlan` the run will follow and the recognizer
@@ -252,53 +244,63 @@ def plan_lines(cfg: EvaluationConfig, stages_dir: Path, speed: Throughputs = MEA
 
 
 def _estimate_line(
-    cfg: EvaluationConfig, recognizers: list[Any], speed: Throughputs = MEASURED
+    cfg: EvaluationConfig, recognizers: list[Any], speed: PhaseThroughputs | None = None
 ) -> str:
-    """The plan's time line: measured throughputs applied to the corpus or protocol's sizes
-    (services/pipeline/estimates.py for training; the anonymizer kind's own cost)."""
+    """The plan's time line: measured throughputs of every phase applied to the corpus or
+    protocol's audio durations (services/pipeline/estimates.py), utility included."""
     from services.pipeline import estimates
 
     try:
-        audio = (
-            estimates.synthetic_training_audio(cfg)
-            if cfg.protocol is None
-            else estimates.protocol_training_audio(cfg.protocol)
-        )
+        if cfg.protocol is None:
+            training = estimates.synthetic_training_audio(cfg)
+            sizes = estimates.synthetic_audio_sizes(cfg)
+        else:
+            training = estimates.protocol_training_audio(cfg.protocol)
+            sizes = estimates.protocol_audio_sizes(cfg.protocol)
     except Exception as exc:  # an unreadable protocol is reported by the config checks
         return f"plan: no time estimate ({type(exc).__name__} reading the protocol)"
-    train = estimates.training_seconds(recognizers, audio, cfg.training.crop_seconds)
-    if train is None:
+    kind = kind_of(cfg.anonymizer)
+    anonymize_scale = kind.anonymize_s_per_utt(1.0)  # the kind's cost relative to a built-in's
+    phases = estimates.phase_seconds(
+        cfg,
+        recognizers,
+        training,
+        sizes,
+        speed or estimates.PHASE_SPEEDS,
+        anonymize_scale=anonymize_scale,
+    )
+    if phases is None:
         measured = set(estimates.TRAIN_AUDIO_SECONDS_PER_SECOND)
         presets = sorted({r.preset for r in recognizers} - measured)
         return (
             f"plan: no time estimate for preset {', '.join(presets)} (no measured CPU throughput; "
             "docs/performance.md)"
         )
-    anonymizes_training = any(s != "original" for s in cfg.scenarios)
-    anonymized = audio.n_eval + (audio.n_train if anonymizes_training else 0)
-    kind = kind_of(cfg.anonymizer)
-    anonymize_s_per_utt = kind.anonymize_s_per_utt(speed.anonymize_s_per_utt)
-    seconds = (
-        speed.startup_s
-        + (audio.n_corpus * speed.corpus_s_per_utt if cfg.protocol is None else 0.0)
-        + anonymized * (anonymize_s_per_utt or 0.0)
-        + train
-        + len(recognizers) * 2 * audio.n_eval * speed.embed_s_per_utt
-    )
-    extra = [
+    seconds = sum(v for k, v in phases.items() if k != "utility-asr")
+    parts = [
+        f"{name} {_minutes(phases[name])}"
+        + (
+            f" (its ASR {_minutes(phases['utility-asr'])}, trained once per protocol)"
+            if name == "utility" and phases["utility-asr"] > 0
+            else ""
+        )
+        for name in ("corpus", "anonymize", "train", "embed", "utility", "report")
+        if phases[name] > 0
+    ]
+    left_out = [
         name
         for name, present in (
-            (f"{kind.name} anonymization", anonymize_s_per_utt is None),
-            ("utility", cfg.utility is not None),
+            (f"{kind.name} anonymization", anonymize_scale is None),
             ("analyses", any(cfg.analyses.model_dump().values())),
         )
         if present
     ]
-    left_out = f"; {', '.join(extra)} not included" if extra else ""
     return (
-        f"plan: at most about {_minutes(seconds)} on a 2-core CPU without reuse (training to the "
-        f"epochs caps, patience usually stops earlier; throughputs measured per preset, "
-        f"services/pipeline/estimates.py{left_out})"
+        f"plan: at most about {_minutes(seconds)} on a 2-core CPU without reuse: "
+        + ", ".join(parts)
+        + " (training to the epochs caps, patience usually stops earlier; audio durations times "
+        "measured throughputs, services/pipeline/estimates.py"
+        + (f"; {', '.join(left_out)} not included)" if left_out else ")")
     )
 
 

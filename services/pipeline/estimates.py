@@ -143,3 +143,117 @@ def training_seconds(
         per_epoch += audio.validation_audio_s / validation_speed
         total += p.epochs * per_epoch
     return total
+
+
+@dataclass(frozen=True)
+class AudioSizes:
+    """Seconds of audio per set: what the per-phase estimate multiplies throughputs with."""
+
+    train_s: float
+    """Attacker-train audio (also the utility ASR's training data)."""
+    validation_s: float
+    enrollment_s: float
+    trial_s: float
+    corpus_s: float
+    """Audio of the whole corpus (generated, for the synthetic one)."""
+
+
+def synthetic_audio_sizes(cfg: EvaluationConfig) -> AudioSizes:
+    """The synthetic corpus's sizes (mean utterance length between the duration bounds)."""
+    s = cfg.synthetic
+    sizes = synthetic_training_audio(cfg)
+    mean_s = (s.min_duration_s + s.max_duration_s) / 2
+    per_role = s.n_eval_speakers * mean_s
+    return AudioSizes(
+        train_s=sizes.n_train * mean_s,
+        validation_s=sizes.validation_audio_s,
+        enrollment_s=per_role * s.enrollments_per_speaker,
+        trial_s=per_role * s.trials_per_speaker,
+        corpus_s=sizes.n_corpus * mean_s,
+    )
+
+
+def protocol_audio_sizes(protocol_path: Path) -> AudioSizes:
+    """A protocol's sizes from its manifest's durations (no audio read)."""
+    from services.corpus.protocol import load_protocol_and_manifest
+
+    protocol, manifest = load_protocol_and_manifest(protocol_path)
+    durations = {u.utt_id: u.duration_s for u in manifest.utterances}
+
+    def total(ids: Sequence[str]) -> float:
+        return float(sum(durations.get(u, 0.0) for u in ids))
+
+    return AudioSizes(
+        train_s=total(protocol.attacker_train),
+        validation_s=total(protocol.attacker_validation),
+        enrollment_s=total(protocol.enrollment),
+        trial_s=total(protocol.trial),
+        corpus_s=float(sum(durations.values())),
+    )
+
+
+@dataclass(frozen=True)
+class PhaseThroughputs:
+    """Measured speeds of the phases other than attacker training, in audio seconds per wall
+    second on the 2-core CPU machine (2 torch threads; docs/performance.md, "Estimates")."""
+
+    corpus: float = 195.0
+    """Synthetic corpus generation with WAV writing (quick example: 23.6 s for ~4,600 s)."""
+    anonymize: float = 73.0
+    """Built-in pitch (quick example: 43.3 s for ~790 utterances of ~4 s)."""
+    embed_tiny: float = 270.0
+    """Whole-utterance embedding, ``tiny`` preset (128 utterances of ~4 s in 2.1 s); other
+    presets scale by their training throughput ratio."""
+    asr_train: float = 69.0
+    """Utility ASR training, audio seconds per second per epoch (2,078 s x 15 epochs in 449 s,
+    one thread at load 5-8: pessimistic)."""
+    utility_metrics: float = 23.0
+    """Transcription, pYIN F0 and the guard over original + anonymized trial audio (2 x 128
+    utterances of ~4 s in 37-52 s)."""
+    startup_s: float = 11.0
+    """Imports, scoring, plots and the report."""
+
+
+PHASE_SPEEDS = PhaseThroughputs()
+
+
+def phase_seconds(
+    cfg: EvaluationConfig,
+    recognizers: Sequence[RecognizerPlan],
+    training: TrainingAudio,
+    sizes: AudioSizes,
+    speed: PhaseThroughputs = PHASE_SPEEDS,
+    *,
+    anonymize_scale: float | None = 1.0,
+) -> dict[str, float] | None:
+    """Estimated wall seconds per phase without reuse (attacker training to its epochs caps, the
+    utility ASR to its cap): ``corpus``, ``anonymize``, ``train``, ``embed``, ``utility`` (which
+    includes ``utility-asr``, trained once per protocol) and ``report``. ``anonymize_scale``:
+    the anonymizer kind's cost relative to a built-in's (None = not estimated: 0 here). None when
+    a preset has no measured throughput."""
+    train = training_seconds(recognizers, training, cfg.training.crop_seconds)
+    if train is None:
+        return None
+    tiny = TRAIN_AUDIO_SECONDS_PER_SECOND["tiny"]
+    eval_s = sizes.enrollment_s + sizes.trial_s
+    anonymizes_training = any(s != "original" for s in cfg.scenarios)
+    anonymized_s = eval_s + (sizes.train_s + sizes.validation_s if anonymizes_training else 0.0)
+    embed = 0.0
+    for p in recognizers:
+        embed_speed = speed.embed_tiny * TRAIN_AUDIO_SECONDS_PER_SECOND[p.preset] / tiny
+        embed += 2 * eval_s / embed_speed  # the enrollment and trial sets, each of its condition
+    out = {
+        "corpus": sizes.corpus_s / speed.corpus if cfg.protocol is None else 0.0,
+        "anonymize": anonymized_s / speed.anonymize * (anonymize_scale or 0.0),
+        "train": train,
+        "embed": embed,
+        "utility": 0.0,
+        "utility-asr": 0.0,
+        "report": speed.startup_s,
+    }
+    if cfg.utility is not None:
+        asr = cfg.utility.asr
+        asr_s = asr.epochs * sizes.train_s / speed.asr_train if asr.source == "train" else 0.0
+        out["utility-asr"] = asr_s
+        out["utility"] = asr_s + 2 * sizes.trial_s / speed.utility_metrics
+    return out

@@ -99,7 +99,7 @@ def write_report(
         "name": cfg.name,
         "created_at": datetime.now(UTC).isoformat(),
         "protocol": {"name": protocol.name, "hash": protocol_key},
-        "anonymizer": cfg.anonymizer.model_dump(mode="json"),
+        "anonymizer": anonymizer_record(cfg, ctx.runner.log),
         # DET points stay (200 per row): the leaderboard overlays the top submissions' curves.
         "rows": [{k: v for k, v in r.items() if k != "stage_key"} for r in rows],
         "summary": _with_prerestoration(summarize_rows(rows), analyses),
@@ -352,6 +352,46 @@ def compute_time(log: Sequence[StageOutcome]) -> dict[str, Any]:
         "compute_seconds": round(sum(known), 3),
         "stages_without_compute_record": len(by_key) - len(known),
     }
+
+
+DECLARED_NAME_KEYS = ("name", "system", "anonymizer")
+"""Keys of an archive's ``metadata.json`` that name the system, in the order they are read."""
+
+
+def anonymizer_record(cfg: EvaluationConfig, log: Sequence[Any]) -> dict[str, Any]:
+    """The result's ``anonymizer`` block: the config's section, with a ``name`` saying what was
+    evaluated. A built-in keeps its name; a container or a service is named by its image or URL;
+    pre-anonymized audio by the name its maker declared in ``metadata.json`` (``name``,
+    ``system`` or ``anonymizer``), else its file or folder name, with ``vpc_suffix``, the
+    VoicePrivacy suffix detected in it (None when not that layout). ``log``: the stage runner's
+    outcomes (the ``archive-check`` stage's folder holds the validation report of a raw
+    archive)."""
+    from services.anonymizers.archive import REPORT_NAME, ArchiveValidation
+    from services.anonymizers.kinds.registry import kind_of
+
+    spec = cfg.anonymizer
+    kind = kind_of(spec)
+    record: dict[str, Any] = spec.model_dump(mode="json")
+    if not kind.pre_anonymized:
+        reference = record.get("name") or record.get("image") or record.get("url")
+        record["name"] = str(reference or kind.name)
+        return record
+    source = Path(str(record.get("archive")))
+    folders = [source] + [o.folder for o in log if o.stage == "archive-check"]
+    validation = None
+    for folder in folders:
+        if (folder / REPORT_NAME).is_file():
+            data = json.loads((folder / REPORT_NAME).read_text(encoding="utf-8"))
+            validation = ArchiveValidation.from_json(data)
+            break
+    meta = (validation.metadata if validation is not None else None) or {}
+    declared = next(
+        (str(meta[k]) for k in DECLARED_NAME_KEYS if isinstance(meta.get(k), str) and meta[k]),
+        None,
+    )
+    record["name"] = declared or source.name
+    record["vpc_suffix"] = validation.vpc_suffix if validation is not None else None
+    return record
 
 
 def provenance(cfg: EvaluationConfig, protocol_key: str, seconds: float) -> dict[str, Any]:

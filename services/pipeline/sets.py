@@ -69,6 +69,10 @@ def corpus_stage(ctx: StageContext) -> tuple[Protocol, Manifest, str]:
             seed=spec.seed,
             min_duration_s=spec.min_duration_s,
             max_duration_s=spec.max_duration_s,
+            # The reporter is throttled; the last hundredth is the protocol's construction.
+            progress=lambda done, total: ctx.progress(
+                "corpus", 0.99 * done / total, f"{done}/{total} utterances synthesized"
+            ),
         )
         protocol = build_protocol(
             manifest,

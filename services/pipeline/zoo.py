@@ -291,14 +291,41 @@ def parse_attackers(value: Any) -> Any:
     return specs
 
 
+RECIPE_ZOOS = frozenset({"vpc2024", "vpc2026", "voiceprivacy"})
+"""Named zoos whose attackers are published recipes: they set their own training fields."""
+
+
+def recipe_overrides(base: TrainingConfig, specs: Sequence[AttackerSpec]) -> list[str]:
+    """The ``training`` fields the config sets to other than their defaults that the recipes
+    ``specs`` set themselves (so the config's values would be ignored), sorted. (A stored
+    config, dumped with every default, sets none.)"""
+    recipe_keys = {key for spec in specs for key in spec.training}
+    fields = TrainingConfig.model_fields
+    return sorted(
+        key
+        for key in base.model_fields_set & recipe_keys
+        if getattr(base, key) != fields[key].get_default(call_default_factory=True)
+    )
+
+
 def validate_zoo(base: TrainingConfig, attackers: Sequence[AttackerSpec] | str | None) -> None:
-    """Check a zoo against the config's training; ``ValueError`` names each bad attacker."""
+    """Check a zoo against the config's training; ``ValueError`` names each bad attacker, and
+    each ``training`` field a recipe zoo (``RECIPE_ZOOS``) would ignore."""
     specs = zoo_specs(attackers)
     if all(s.pretrained is not None for s in specs):
         raise ValueError(
             "attackers: a zoo needs at least one trained attacker (its recognizers serve the "
             "utility phase and the analyses); add baseline"
         )
+    if isinstance(attackers, str) and attackers in RECIPE_ZOOS:
+        ignored = recipe_overrides(base, specs)
+        if ignored:
+            fields = ", ".join(f"training.{k}" for k in ignored)
+            raise ValueError(
+                f"attackers: {attackers} trains with its published recipe, which sets {fields}"
+                " itself: the config's values would be ignored; remove them (a recipe keeps the"
+                " config's other training fields, e.g. device, seed, patience: docs/attacker.md)"
+            )
     names = [s.name for s in specs]
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:

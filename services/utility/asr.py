@@ -50,6 +50,7 @@ import re
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -65,7 +66,7 @@ from services.attacker.embeddings import resolve_device
 from services.attacker.features import mean_normalize
 from services.audio import SAMPLE_RATE_HZ
 from services.errors import ConfigError, InvalidInputError
-from services.utility.config import AsrSpec
+from services.utility.config import MIN_UTTERANCES_FOR_VALIDATION, AsrSpec
 from services.utility.wer import normalize_text
 
 Progress = Callable[[float, str], None]
@@ -450,6 +451,58 @@ PROGRESS_INTERVAL_S = 5.0
 """At most one in-epoch progress call per this many seconds (s)."""
 
 
+def _validation_loss(
+    encoder: CtcEncoder, feats: list[torch.Tensor], targets: list[torch.Tensor], batch_size: int
+) -> float:
+    """Mean CTC loss per token of ``encoder`` on held-out utterances (no augmentation)."""
+    encoder.eval()
+    loss_sum, token_sum = 0.0, 0
+    order = np.argsort([f.shape[0] for f in feats], kind="stable")
+    with torch.no_grad():
+        for i in range(0, len(order), batch_size):
+            batch = order[i : i + batch_size]
+            x, x_len = _pad([feats[k] for k in batch])
+            ys = [targets[k] for k in batch]
+            y = torch.cat(ys).to(x.device)
+            y_len = torch.tensor([len(t) for t in ys], dtype=torch.int64)
+            log_probs = encoder.forward_features(x, x_len)
+            loss = F.ctc_loss(
+                log_probs.transpose(0, 1),
+                y,
+                x_len,
+                y_len,
+                blank=0,
+                reduction="sum",
+                zero_infinity=True,
+            )
+            loss_sum += float(loss)
+            token_sum += int(y_len.sum())
+    encoder.train()
+    return loss_sum / max(token_sum, 1)
+
+
+@dataclass
+class _Validation:
+    """Held-out utterances of the plateau check and what it saw."""
+
+    feats: list[torch.Tensor]
+    targets: list[torch.Tensor]
+    history: list[float] = field(default_factory=list)
+    best_epoch: int = -1
+    best_state: dict[str, torch.Tensor] | None = None
+
+    def observe(self, encoder: CtcEncoder, epoch: int, spec: AsrSpec) -> bool:
+        """Record this epoch's held-out loss; True when training should stop (no improvement by
+        ``spec.min_improvement`` for ``spec.patience`` epochs)."""
+        loss = _validation_loss(encoder, self.feats, self.targets, spec.batch_size)
+        best = self.history[self.best_epoch] if self.best_epoch >= 0 else math.inf
+        self.history.append(loss)
+        if loss < best * (1.0 - spec.min_improvement) or self.best_epoch < 0:
+            self.best_epoch = epoch
+            self.best_state = {k: v.detach().clone() for k, v in encoder.state_dict().items()}
+        return spec.patience > 0 and epoch - self.best_epoch >= spec.patience
+
+
 def _train_epochs(
     encoder: CtcEncoder,
     feats: list[torch.Tensor],
@@ -457,10 +510,12 @@ def _train_epochs(
     n_frames: np.ndarray,
     spec: AsrSpec,
     progress: Progress | None,
+    validation: _Validation | None = None,
 ) -> list[float]:
-    """Train ``encoder`` in place for ``spec.epochs`` epochs on the utterances' features
+    """Train ``encoder`` in place for at most ``spec.epochs`` epochs on the utterances' features
     ``feats`` (``n_frames`` frames each) and token ids ``targets``; returns each epoch's mean
-    CTC loss per token."""
+    CTC loss per token. With ``validation``, stops on its plateau and restores its best
+    epoch's weights."""
     optimizer = torch.optim.Adam(encoder.parameters(), lr=spec.lr)
     steps_per_epoch = math.ceil(len(feats) / spec.batch_size)
     total = spec.epochs * steps_per_epoch
@@ -488,7 +543,8 @@ def _train_epochs(
             now = time.perf_counter()
             if progress is not None and now - last_report >= PROGRESS_INTERVAL_S:
                 # Within an epoch too (an epoch may take minutes); the ETA is the measured step
-                # rate of this run times the steps left.
+                # rate of this run times the steps left (an upper bound: the plateau check may
+                # stop earlier).
                 last_report = now
                 eta = (now - train_started) / done_steps * (total - done_steps)
                 progress(
@@ -497,11 +553,19 @@ def _train_epochs(
                     f"ETA {eta:.0f} s",
                 )
         history.append(loss_sum / token_sum)
+        stop = validation is not None and validation.observe(encoder, epoch, spec)
         if progress is not None:
+            held_out = f", held-out {validation.history[-1]:.3f}" if validation is not None else ""
             progress(
-                (epoch + 1) / spec.epochs,
-                f"ASR epoch {epoch + 1}/{spec.epochs}: CTC loss {history[-1]:.3f} per token",
+                1.0 if stop else (epoch + 1) / spec.epochs,
+                f"ASR epoch {epoch + 1}/{spec.epochs}: CTC loss {history[-1]:.3f} per token"
+                + held_out
+                + (" (plateau: stopped)" if stop else ""),
             )
+        if stop:
+            break
+    if validation is not None and validation.best_state is not None:
+        encoder.load_state_dict(validation.best_state)
     return history
 
 
@@ -523,6 +587,16 @@ def _save_asr(
         json.dumps({"tokenization": kind, "tokens": vocabulary}, indent=1) + "\n", encoding="utf-8"
     )
     (out_dir / DESCRIBE_FILE).write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
+
+
+def validation_indices(n: int, spec: AsrSpec) -> np.ndarray:
+    """Indices of the utterances (of ``n``) held out for the plateau check: a seeded
+    ``spec.validation_share`` of them, at most 200; none below
+    :data:`MIN_UTTERANCES_FOR_VALIDATION` utterances or with ``patience`` 0."""
+    if n < MIN_UTTERANCES_FOR_VALIDATION or spec.patience == 0:
+        return np.zeros(0, dtype=np.int64)
+    count = min(200, max(2, round(n * spec.validation_share)))
+    return np.sort(np.random.default_rng([spec.seed, 11]).permutation(n)[:count])
 
 
 def train_asr(
@@ -560,7 +634,17 @@ def train_asr(
     too_short = int(np.sum(n_frames < np.array([len(t) for t in targets])))
     audio_s = float(sum(len(w) for w in wavs) / SAMPLE_RATE_HZ)
 
-    history = _train_epochs(encoder, feats, targets, n_frames, spec, progress)
+    held_out = validation_indices(len(wavs), spec)
+    validation: _Validation | None = None
+    if len(held_out):
+        keep = np.setdiff1d(np.arange(len(wavs)), held_out)
+        validation = _Validation([feats[k] for k in held_out], [targets[k] for k in held_out])
+        feats, targets, n_frames = (
+            [feats[k] for k in keep],
+            [targets[k] for k in keep],
+            n_frames[keep],
+        )
+    history = _train_epochs(encoder, feats, targets, n_frames, spec, progress, validation)
     encoder.eval()
     seconds = time.perf_counter() - started
     info: dict[str, Any] = {
@@ -581,6 +665,10 @@ def train_asr(
         "audio_seconds": audio_s,
         "utterances_shorter_than_transcript": too_short,
         "loss_per_token_history": history,
+        "epochs_trained": len(history),
+        "held_out_utterances": len(held_out),
+        "held_out_loss_history": validation.history if validation is not None else None,
+        "best_epoch": validation.best_epoch + 1 if validation is not None else len(history),
         "train_seconds": seconds,
         "device": device.type,
         "torch_threads": torch.get_num_threads(),

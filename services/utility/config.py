@@ -8,6 +8,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+MIN_UTTERANCES_FOR_VALIDATION = 20
+"""Fewer training utterances than this: the ASR trains every epoch on all of them (no plateau
+check: a held-out handful says nothing)."""
+
 WARP_LIMITS = (0.25, 4.0)
 """Allowed frequency-warp factors of ``AsrSpec.warp_range`` (unit-free): two octaves either way."""
 
@@ -33,7 +37,33 @@ class AsrSpec(BaseModel):
         description="source=pretrained: the local SpeechBrain or Hugging Face (Wav2Vec2ForCTC) "
         "ASR folder.",
     )
-    epochs: int = Field(15, ge=1, description="source=train: training epochs.")
+    epochs: int = Field(
+        15,
+        ge=1,
+        description="source=train: most training epochs (the validation plateau "
+        "usually stops it earlier, see `patience`).",
+    )
+    patience: int = Field(
+        2,
+        ge=0,
+        description="source=train: stop when the held-out CTC loss per token has not improved "
+        "by `min_improvement` for this many epochs and keep the best epoch's weights (0 = train "
+        "every epoch). Needs at least 20 training utterances (fewer: every epoch is trained).",
+    )
+    min_improvement: float = Field(
+        0.02,
+        ge=0,
+        lt=1,
+        description="source=train: relative drop of the held-out loss that counts as an "
+        "improvement (unit-free; 0.02 = 2 %).",
+    )
+    validation_share: float = Field(
+        0.1,
+        gt=0,
+        lt=0.5,
+        description="source=train: share of the training utterances held out for the "
+        "plateau check (at most 200 utterances; unit-free).",
+    )
     batch_size: int = Field(8, ge=1, description="source=train: utterances per step.")
     lr: float = Field(5e-3, gt=0, description="source=train: Adam learning rate (peak).")
     hidden_size: int = Field(96, ge=8, description="source=train: encoder width.")

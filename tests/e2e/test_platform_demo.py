@@ -6,11 +6,16 @@ local blobs, filesystem broker, API in a thread, one Celery worker subprocess, a
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
+import signal
 import sqlite3
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -79,3 +84,69 @@ def test_platform_demo_runs_a_job_over_http_and_prints_the_verdict(tmp_path: Pat
         (submissions,) = db.execute("SELECT count(*) FROM submissions").fetchone()
         (jobs,) = db.execute("SELECT count(*) FROM jobs").fetchone()
     assert (submissions, jobs) == (1, 1)
+
+    # A job that was cancelled (or failed) does not block the folder: the next run says so and
+    # starts a fresh job, which reuses the finished stages.
+    with sqlite3.connect(state / "unmask.db") as db:
+        db.execute("UPDATE jobs SET state = 'cancelled'")
+    third = _demo(tmp_path, "table")
+    assert re.search(r"job 1 of this folder cancelled.*started a fresh job 2", third.stderr)
+    assert "Traceback" not in third.stderr
+    with sqlite3.connect(state / "unmask.db") as db:
+        (succeeded,) = db.execute("SELECT count(*) FROM jobs WHERE state = 'succeeded'").fetchone()
+    assert succeeded == 1
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with contextlib.suppress(OSError):  # a zombie waiting for its reaper is dead too
+        return " Z " not in Path(f"/proc/{pid}/stat").read_text()
+    return True
+
+
+def _start_demo_until_worker(tmp_path: Path) -> tuple[subprocess.Popen[str], int, list[str]]:
+    demo = subprocess.Popen(
+        [sys.executable, "-c", SCRIPT, str(tmp_path), json.dumps(TINY), "table"],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    lines: list[str] = []
+    found = threading.Event()
+
+    def read() -> None:
+        assert demo.stderr is not None
+        for line in demo.stderr:
+            lines.append(line)
+            if "worker pid" in line:
+                found.set()
+
+    threading.Thread(target=read, daemon=True).start()
+    assert found.wait(300), "".join(lines)
+    match = re.search(r"worker pid (\d+)", "".join(lines))
+    assert match is not None
+    return demo, int(match.group(1)), lines
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGKILL])
+def test_the_demo_takes_its_worker_with_it_however_it_is_stopped(
+    tmp_path: Path, signum: signal.Signals
+) -> None:
+    demo, worker_pid, lines = _start_demo_until_worker(tmp_path)
+    time.sleep(3.0)  # the job is being created and picked up
+    assert _alive(worker_pid)
+    demo.send_signal(signum)
+    code = demo.wait(timeout=120)
+    deadline = time.monotonic() + 30
+    while _alive(worker_pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _alive(worker_pid), f"the worker outlived the demo ({signum.name})"
+    if signum != signal.SIGKILL:
+        time.sleep(0.5)  # the reader thread has the last lines
+        err = "".join(lines)
+        assert code == 130 and "Traceback" not in err, err[-3000:]
+        assert "the API and the worker are stopped" in err

@@ -287,7 +287,16 @@ API_TEST_PROTOCOL: dict[str, Any] = {
     "name": "synthetic-small",
     "description": "API tests",
     "config": {
-        "synthetic": {"n_speakers": 12, "utts_per_speaker": 6},
+        # Role sizes that fit 12 speakers of 6 utterances (the defaults need 48 x 16).
+        "synthetic": {
+            "n_speakers": 12,
+            "utts_per_speaker": 6,
+            "n_attacker_train_speakers": 6,
+            "n_eval_speakers": 4,
+            "n_target_speakers": 2,
+            "enrollments_per_speaker": 3,
+            "trials_per_speaker": 3,
+        },
         "scenarios": ["ignorant", "semi-informed"],
         "backends": ["cosine"],
     },

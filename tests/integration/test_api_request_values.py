@@ -128,3 +128,19 @@ def test_a_stalled_json_body_gets_408(
     assert answer.startswith(b"HTTP/1.1 408"), answer[:200]
     assert time.monotonic() - started < 5
     conn.close()
+
+
+def test_a_protocol_whose_corpus_cannot_be_drawn_is_refused_at_registration(
+    env: Any, api_protocol_body: dict[str, Any]
+) -> None:
+    # Default role sizes (24 + 16 + 8 speakers, 8 + 8 utterances) on 12 speakers of 6
+    # utterances: `unmask evaluate` refuses it, and so does the registration (not every job's
+    # corpus phase later).
+    api_protocol_body["name"] = "too-small"
+    api_protocol_body["config"]["synthetic"] = {"n_speakers": 12, "utts_per_speaker": 6}
+    problem = _problem(
+        env.post("/v1/admin/protocols", json=api_protocol_body, headers=env.admin), 422
+    )
+    assert "n_target_speakers = 48 exceeds n_speakers = 12" in problem["detail"], problem
+    assert "trials_per_speaker = 16 exceeds utts_per_speaker = 6" in problem["detail"], problem
+    assert problem["detail"].startswith("body.config: synthetic:"), problem

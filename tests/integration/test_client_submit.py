@@ -378,3 +378,125 @@ def test_submit_to_a_phase_and_rerun_outdated_from_the_command_line(
     monkeypatch.setenv("UNMASK_TOKEN", token)
     assert main(["rerun-outdated", "--protocol", "synthetic-ci"]) == 3  # 403: not an admin
     assert "admin" in capsys.readouterr().err
+
+
+def test_admin_protocol_and_phase_commands_over_http(
+    server: tuple[str, str, str],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    url, token, admin = server
+    monkeypatch.setenv("UNMASK_URL", url)
+    monkeypatch.setenv("UNMASK_TOKEN", admin)
+    config = tmp_path / "protocol.yaml"
+    config.write_text(
+        "name: ignored\nanonymizer: {name: pitch}\nscenarios: [ignorant, semi-informed]\n"
+        "backends: [cosine]\n"
+    )
+    assert main(["admin", "protocol", "register", "cli-made", str(config)]) == 0
+    captured = capsys.readouterr()
+    assert "protocol cli-made v1 (id " in captured.out and "registered" in captured.out
+    assert "anonymizer, name left out" in captured.err
+    assert main(["admin", "protocol", "register", "cli-made", str(config)]) == 0
+    assert "v1" in (again := capsys.readouterr().out) and "unchanged" in again
+    # The checks of `unmask evaluate`: a corpus that cannot be drawn is refused (exit 2).
+    config.write_text("synthetic: {n_speakers: 12, utts_per_speaker: 6}\n")
+    assert main(["admin", "protocol", "register", "cli-small", str(config)]) == 2
+    assert "exceeds n_speakers = 12" in capsys.readouterr().err
+    assert main(["admin", "protocol", "list"]) == 0
+    listed = capsys.readouterr().out
+    assert "synthetic-ci v1" in listed and "cli-made v1" in listed and "cli-small" not in listed
+
+    assert main(["admin", "phase", "add", "dev", "-p", "cli-made", "--limit", "3"]) == 0
+    assert "dev: " in (added := capsys.readouterr().out) and "3 jobs per team" in added
+    assert main(["admin", "phase", "update", "dev", "-p", "cli-made", "--limit", "5"]) == 0
+    assert "5 jobs per team" in capsys.readouterr().out
+    assert main(["admin", "phase", "list", "-p", "cli-made"]) == 0
+    assert "dev: " in (phases := capsys.readouterr().out) and "open" in phases
+    assert main(["admin", "phase", "add", "x", "-p", "cli-made", "--starts-at", "tomorrow"]) == 2
+    assert "--starts-at 'tomorrow': expected an ISO 8601 time" in capsys.readouterr().err
+    assert main(["admin", "phase", "delete", "dev", "-p", "cli-made"]) == 0
+    assert main(["admin", "phase", "list", "-p", "cli-made"]) == 0
+    assert "no phases" in capsys.readouterr().out
+    # A token without the admin scope: refused by the server, exit 3 (auth), one line.
+    monkeypatch.setenv("UNMASK_TOKEN", token)
+    assert main(["admin", "protocol", "register", "cli-other", str(config)]) == 3
+    assert "403" in capsys.readouterr().err
+
+
+CLEAN_VENV_SCRIPT = """
+import json, os, sys
+try:
+    import numpy  # noqa: F401
+    sys.exit("numpy is importable: the venv is not clean")
+except ImportError:
+    pass
+from unmask_client import Client, UnmaskError
+from unmask_client.api_client.models import JobOut
+
+with Client.from_env() as unmask:
+    protocol = unmask.find_protocol("synthetic-ci")
+    submission = unmask.submit_builtin("pitch +4 (package)", "pitch", {"semitones": 4})
+    job = unmask.create_job(submission.id, protocol.id, idempotency_key="pkg-1")
+    replay = unmask.create_job(submission.id, protocol.id, idempotency_key="pkg-1")
+    assert isinstance(replay, JobOut) and replay.id == job.id, replay
+    done = unmask.wait_for_job(job.id, poll_s=0.2)
+    rows = unmask.results(done.id).results
+    board = unmask.leaderboard(protocol.id)
+    try:
+        unmask.job(10**9)
+        missing = None
+    except UnmaskError as exc:
+        missing = exc.status
+    print(json.dumps({
+        "state": str(done.state),
+        "eer": sorted({r.value for r in rows
+                       if r.metric == "eer_percent" and r.scenario == "semi-informed"}),
+        "jobs": [j.id for j in unmask.iter_jobs(page_size=1)],
+        "board_metrics": [dict(row.metrics.additional_properties) for row in board.entries],
+        "missing": missing,
+        "modules": sorted({m.split(".")[0] for m in sys.modules}
+                          & {"cli", "services", "numpy", "torch"}),
+    }))
+"""
+
+
+@pytest.mark.slow  # builds a wheel and a virtual environment (about a minute)
+def test_the_client_package_installs_alone_in_a_clean_venv_and_submits(
+    server: tuple[str, str, str], tmp_path: Path
+) -> None:
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    source = tmp_path / "src"
+    shutil.copytree(root / "clients" / "python", source, symlinks=False)  # the package's copy
+    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
+    subprocess.run([*pip, "wheel", "--no-deps", str(source), "-w", str(tmp_path / "dist")],
+                   check=True, capture_output=True, timeout=300)  # fmt: skip
+    (wheel,) = (tmp_path / "dist").glob("unmask_client-*.whl")
+    subprocess.run([sys.executable, "-m", "venv", str(tmp_path / "venv")], check=True, timeout=300)
+    venv_python = str(tmp_path / "venv" / "bin" / "python")
+    venv_pip = [venv_python, "-m", "pip", "--disable-pip-version-check", "-q", "install"]
+    subprocess.run([*venv_pip, "--no-deps", str(wheel)], check=True, timeout=300)
+    # Its own small dependencies only (from the pip cache or the index): no numpy, no torch.
+    subprocess.run([*venv_pip, "httpx", "attrs", "python-dateutil"], check=True, timeout=600)
+    url, token, _ = server
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    done = subprocess.run(
+        [venv_python, "-c", CLEAN_VENV_SCRIPT],
+        cwd=tmp_path,  # not the repository: nothing of it on sys.path
+        env={**env, "UNMASK_URL": url, "UNMASK_TOKEN": token},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["state"] == "succeeded" and report["eer"] == [40.0]
+    assert len(report["jobs"]) == 1 and report["missing"] == 404
+    assert report["board_metrics"] and report["board_metrics"][0]["eer_percent"] == 40.0
+    assert report["modules"] == []

@@ -67,3 +67,19 @@ def test_bad_input_is_one_line_and_exit_code_2(
     assert main(["admin", "create-team", "lab"]) == 0
     assert main(["admin", "create-token", "--team", "lab", "--scopes", "root"]) == 2
     assert "root" in capsys.readouterr().err
+
+
+def test_create_token_for_a_missing_team_refuses_or_creates_it(
+    database: Database, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["admin", "create-token", "--team", "my-lab"]) == 2
+    err = capsys.readouterr().err
+    assert "team 'my-lab' not found: create it first" in err and "--create-team" in err
+    assert main(["admin", "create-token", "--team", "my-lab", "--create-team"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.strip().startswith("unm_") and "team my-lab" in captured.err
+    with database.session_scope() as session:
+        assert identity.get_team_by_slug(session, "my-lab").slug == "my-lab"
+    # The team exists now: --create-team is harmless, the plain command works.
+    assert main(["admin", "create-token", "--team", "my-lab", "--create-team"]) == 0
+    assert main(["admin", "create-token", "--team", "my-lab"]) == 0

@@ -88,6 +88,36 @@ def test_cache_hit_returns_same_array_without_recomputing(
     assert np.array_equal(mixed[0], first[2])
 
 
+def test_equal_waveforms_are_embedded_once_and_progress_counts_distinct_utterances(
+    encoder: SpeakerEncoder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    waves = _waves(3)
+    listed = [waves[0], waves[1], waves[0].copy(), waves[2], waves[1]]
+    calls: list[int] = []
+    real = emb_mod.embed_waveforms
+
+    def counting(enc: SpeakerEncoder, items: list[np.ndarray], **kw: object) -> np.ndarray:
+        calls.append(len(items))
+        return real(enc, items, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(emb_mod, "embed_waveforms", counting)
+    seen: list[tuple[int, int]] = []
+    out = extract_embeddings(
+        encoder, listed, device="cpu", progress=lambda d, n: seen.append((d, n))
+    )
+    assert calls == [3]  # three distinct waveforms, one forward pass each
+    assert np.array_equal(out[0], out[2]) and np.array_equal(out[1], out[4])
+    assert not np.array_equal(out[0], out[1])
+    assert seen == [(0, 3), (1, 3), (2, 3), (3, 3)]
+    # With a cache: two cached, one new -> the counts start at the cache hits.
+    extract_embeddings(encoder, waves[:2], cache=tmp_path, device="cpu")
+    seen.clear()
+    extract_embeddings(
+        encoder, listed, cache=tmp_path, device="cpu", progress=lambda d, n: seen.append((d, n))
+    )
+    assert seen == [(2, 3), (3, 3)]
+
+
 def test_model_hash_same_for_module_and_checkpoint_and_changes_with_weights(
     encoder: SpeakerEncoder, tmp_path: Path
 ) -> None:

@@ -169,6 +169,18 @@ CASES: dict[tuple[str, ...], list[list[str]]] = {
         ["submit", "--protocol", "p", "--builtin", "pitch", "--param", "no-equals-sign"],
     ],
     ("phases",): [["phases", "--protocol", "Not A Name!"]],
+    ("admin", "protocol", "register"): [
+        ["admin", "protocol", "register", "p", "{garbage}"],
+        ["admin", "protocol", "register", "p", "{dir}"],
+    ],
+    ("admin", "protocol", "list"): [["admin", "protocol", "list", "--no-such-option"]],
+    ("admin", "phase", "add"): [
+        ["admin", "phase", "add", "dev", "-p", "p", "--starts-at", "tomorrow"],
+        ["admin", "phase", "add", "dev", "-p", "Not A Name!"],
+    ],
+    ("admin", "phase", "update"): [["admin", "phase", "update", "dev", "-p", "Not A Name!"]],
+    ("admin", "phase", "list"): [["admin", "phase", "list", "-p", "Not A Name!"]],
+    ("admin", "phase", "delete"): [["admin", "phase", "delete", "dev", "-p", "Not A Name!"]],
     ("rerun-outdated",): [["rerun-outdated", "--protocol", "{garbage}"]],
     ("corpus", "import"): [
         ["corpus", "import", "{garbage}", "--out", "{dir}/m.jsonl", "--layout", "csv"],
@@ -268,9 +280,9 @@ def _check_one_line(code: int, err: str, argv: list[str]) -> None:
     lines = err.strip().splitlines()
     assert code == 2, f"{argv}: exit {code}, stderr {err!r}"
     assert len(lines) == 1, f"{argv}: stderr has {len(lines)} lines:\n{err}"
-    assert lines[0].startswith("unmask: ") or lines[0].startswith(f"unmask {argv[0]}: "), (
-        f"{argv}: {lines[0]!r}"
-    )
+    # "unmask: ", or the command's words: "unmask submit: ", "unmask admin phase add: ".
+    prefixes = ["unmask: "] + [f"unmask {' '.join(argv[:n])}: " for n in (1, 2, 3)]
+    assert lines[0].startswith(tuple(prefixes)), f"{argv}: {lines[0]!r}"
     assert "Traceback" not in err
 
 

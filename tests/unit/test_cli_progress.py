@@ -132,7 +132,8 @@ def test_demo_log_lines_keep_the_whole_stage_message(monkeypatch) -> None:  # ty
     stream = io.StringIO()
     monkeypatch.setattr(sys, "stderr", stream)
     monkeypatch.setattr(demo_platform, "POLL_INTERVAL_S", 0.0)
-    job = demo_platform._plain_progress_loop(client, 1, worker)  # type: ignore[arg-type]
+    watch = demo_platform.JobWatch(client, 1, worker)  # type: ignore[arg-type]
+    job = demo_platform._plain_progress_loop(watch)
     assert job["state"] == "succeeded"
     out = stream.getvalue()
     assert f"running: {long_line}\n" in out

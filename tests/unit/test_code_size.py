@@ -1,8 +1,8 @@
 """Readable units: no function in services/, api/ or cli/ over 100 lines, no api/ module over 600
 lines, no services/ module over 800 lines (counted from the code with ``ast``; a function's lines
 run from its ``def`` (or first decorator) to its last line, docstring included). The generated
-client (cli/api_client/) is not counted; the few known offenders below are listed by name so that
-no new one appears while they are split."""
+client (unmask_client/api_client/) is not counted; the few known offenders below are listed by
+name so that no new one appears while they are split."""
 
 from __future__ import annotations
 
@@ -19,7 +19,6 @@ MAX_SERVICES_MODULE_LINES = 800
 KNOWN_LONG_FUNCTIONS = {
     "cli/submit.py submit_command",
     "cli/analyses.py prerestore_command",
-    "cli/demo_platform.py run_platform_demo",
 }
 KNOWN_LONG_MODULES = {"services/attacker/training.py"}
 

@@ -288,3 +288,16 @@ def test_a_corpus_written_without_text_gets_it_on_rerun(tmp_path: Path) -> None:
     assert again.utterances == manifest.utterances
     assert read_manifest(out / "manifest.jsonl").utterances == manifest.utterances
     assert {k: v for k, v in _file_bytes(out).items() if k.endswith(".wav")} == wavs
+
+
+def test_progress_counts_every_utterance(tmp_path: Path) -> None:
+    seen: list[tuple[int, int]] = []
+    generate_synthetic_corpus(
+        tmp_path / "c",
+        n_speakers=2,
+        utts_per_speaker=3,
+        min_duration_s=0.3,
+        max_duration_s=0.4,
+        progress=lambda done, total: seen.append((done, total)),
+    )
+    assert seen == [(i, 6) for i in range(1, 7)]

@@ -10,11 +10,12 @@ import pytest
 from services.errors import ConfigError
 from services.pipeline.config import EvaluationConfig, load_config
 from services.pipeline.config_checks import (
-    Throughputs,
     config_problems,
     load_checked_config,
     plan_lines,
 )
+from services.pipeline.estimates import PhaseThroughputs
+from services.utility.config import UtilityConfig
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -98,16 +99,20 @@ def test_plan_counts_reusable_stages_and_estimates_time(tmp_path: Path) -> None:
     assert "2 recognizer(s) (1 on original speech, 1 on anonymized speech" in lines[1]
     assert "tiny preset; epochs cap 12 x2" in lines[1]
     assert "is empty; every stage is computed" in lines[2]
-    # 6 epochs took 199 s measured (4 min estimated); 12 epochs add 12 x ~9.8 s of training at
-    # most (throughputs of the quick example's run, estimates.py).
-    assert "at most about 5 min" in lines[3]
+    # Audio durations times the measured throughputs (estimates.py), training to the 12-epoch cap.
+    assert "at most about 6 min" in lines[3] and "train 4 min" in lines[3]
+    assert "utility" not in lines[3]  # the quick example measures no utility
+    with_utility = cfg.model_copy(update={"utility": UtilityConfig()})
+    line = plan_lines(with_utility, tmp_path / "stages")[3]
+    assert "utility 8 min (its ASR 8 min, trained once per protocol)" in line
+    assert "at most about 14 min" in line
     for key in ("a", "b"):
         (tmp_path / "stages" / "train" / key).mkdir(parents=True)
         (tmp_path / "stages" / "train" / key / "DONE.json").write_text(json.dumps({}))
     (tmp_path / "stages" / "train" / "c.tmp").mkdir()  # unfinished: not counted
     assert "holds 2 train; equal inputs are reused" in plan_lines(cfg, tmp_path / "stages")[2]
-    slow = plan_lines(cfg, tmp_path, Throughputs(anonymize_s_per_utt=10.0))
-    assert "about 134 min" in slow[3]  # 10 s per anonymized utterance dominates
+    slow = plan_lines(cfg, tmp_path, PhaseThroughputs(anonymize=0.4))
+    assert "about 143 min" in slow[3]  # 0.4x real time anonymization dominates
 
 
 def test_the_zoo_plan_counts_the_recognizers_it_trains() -> None:

@@ -125,3 +125,22 @@ def test_both_train_on_tiny_models(weights: tuple[Path, Path], tmp_path: Path) -
             assert trained.shape == start[conv].shape
             assert not torch.equal(trained, start[conv])
             assert float((trained - start[conv]).abs().mean()) < float(start[conv].abs().mean())
+
+
+def test_a_recipe_zoo_refuses_training_fields_it_would_ignore_and_keeps_the_others() -> None:
+    from services.errors import ConfigError
+    from services.pipeline.config import parse_config
+    from services.pipeline.zoo import resolve_training, zoo_specs
+
+    with pytest.raises(ConfigError, match=r"sets training\.epochs, training\.preset itself"):
+        parse_config({"attackers": "voiceprivacy", "training": {"epochs": 3, "preset": "tiny"}})
+    # Fields the recipe does not set are kept (patience here), and a stored config (every
+    # field dumped at its value) parses again.
+    cfg = parse_config({"attackers": "vpc2024", "training": {"patience": 2}})
+    resolved = resolve_training(cfg.training, zoo_specs(cfg.attackers)[0])
+    assert resolved.patience == 2 and resolved.epochs == 10
+    assert parse_config(cfg.model_dump(mode="json")) == cfg
+    # A hand-made zoo may override what it likes: only the published recipes refuse.
+    parse_config(
+        {"attackers": [{"name": "a", "training": {"epochs": 2}}], "training": {"epochs": 3}}
+    )

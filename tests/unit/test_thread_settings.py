@@ -12,15 +12,15 @@ from cli.main import main
 from services.settings import Settings, apply_thread_settings
 
 
-def test_apply_thread_settings_sets_torch_threads_and_zero_keeps_them() -> None:
+def test_apply_thread_settings_sets_torch_threads() -> None:
+    # 0 (the available CPUs) is tested in test_threads.py
     import torch
 
     before = torch.get_num_threads()
     try:
         apply_thread_settings(Settings(num_threads=1))
         assert torch.get_num_threads() == 1
-        torch.set_num_threads(2)
-        apply_thread_settings(Settings(num_threads=0))
+        apply_thread_settings(Settings(num_threads=2))
         assert torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(before)

@@ -280,3 +280,39 @@ def test_check_asr_folder_errors(tmp_path: Path, tiny_model: tuple[TrainedAsr, P
     (half / "vocabulary.json").write_text((trained / "vocabulary.json").read_text())
     with pytest.raises(ConfigError, match=r"model\.pt missing"):
         check_asr_folder(half)
+
+
+@pytest.fixture(scope="module")
+def plateau_data() -> tuple[list[np.ndarray], list[str]]:
+    from services.corpus.synthetic import sample_speakers, synthesize_utterance, utterance_units
+
+    speakers = sample_speakers(4, seed=1)
+    audio, texts = [], []
+    for k in range(24):  # enough for a held-out share (MIN_UTTERANCES_FOR_VALIDATION)
+        spk = speakers[k % 4]
+        rng = [6, k]
+        audio.append(synthesize_utterance(spk, np.random.default_rng(rng), duration_s=0.8))
+        texts.append(" ".join(utterance_units(spk, np.random.default_rng(rng), duration_s=0.8)))
+    return audio, texts
+
+
+def test_training_stops_on_the_held_out_plateau_and_keeps_the_best_epoch(
+    plateau_data: tuple[list[np.ndarray], list[str]], tmp_path: Path
+) -> None:
+    from services.utility.asr import validation_indices
+
+    torch.set_num_threads(1)
+    audio, texts = plateau_data
+    # Demanding a 90 % drop per epoch: epoch 2 cannot improve, so patience 1 stops there.
+    spec = TINY.model_copy(update={"epochs": 6, "patience": 1, "min_improvement": 0.9})
+    seen: list[tuple[float, str]] = []
+    asr = train_asr(audio, texts, spec, tmp_path / "a", progress=lambda f, m: seen.append((f, m)))
+    info = asr.describe()
+    assert info["epochs_trained"] == 2 and len(info["loss_per_token_history"]) == 2
+    assert info["best_epoch"] == 1 and len(info["held_out_loss_history"]) == 2
+    assert info["held_out_utterances"] == len(validation_indices(24, spec)) == 2
+    assert seen[-1][0] == 1.0 and "plateau" in seen[-1][1]
+    # Without a plateau check (patience 0) every epoch is trained on every utterance.
+    full = train_asr(audio, texts, spec.model_copy(update={"patience": 0}), tmp_path / "b")
+    assert full.describe()["epochs_trained"] == 6
+    assert full.describe()["held_out_utterances"] == 0

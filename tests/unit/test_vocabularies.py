@@ -55,9 +55,9 @@ def test_the_openapi_document_lists_the_vocabularies() -> None:
 
 
 def test_the_cli_and_its_generated_client_agree() -> None:
-    from cli.api_client.models.job_out_state import JobOutState
-    from cli.api_client.models.webhook_create_events_item import WebhookCreateEventsItem
     from cli.client import TERMINAL_JOB_STATES
+    from unmask_client.api_client.models.job_out_state import JobOutState
+    from unmask_client.api_client.models.webhook_create_events_item import WebhookCreateEventsItem
 
     assert TERMINAL_JOB_STATES == frozenset(TERMINAL_STATE_VALUES)
     assert {s.value for s in JobOutState} == set(JOB_STATE_VALUES)

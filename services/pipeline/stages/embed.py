@@ -25,14 +25,22 @@ def embed_manifest(
     inputs = {"model": model_key, "data": data_key, "manifest": data.content_hash()}
 
     def make(folder: Path) -> dict[str, Any]:
-        ctx.progress("embed", 0.0, f"{len(data)} utterances")
+        ctx.progress("embed", 0.0, f"loading {len(data)} utterances of {data_key}")
         waves = ctx.audio.load(data)
+
+        def counted(done: int, total: int) -> None:
+            ctx.progress("embed", done / total, f"{done}/{total} utterances of {data_key}")
+
         emb = extract_embeddings(
-            checkpoint, waves, cache=ctx.cache_dir, device=ctx.config.training.device
+            checkpoint,
+            waves,
+            cache=ctx.cache_dir,
+            device=ctx.config.training.device,
+            progress=counted,
         )
         np.save(folder / "embeddings.npy", emb)
         (folder / "utt_ids.json").write_text(json.dumps([u.utt_id for u in data.utterances]))
-        ctx.progress("embed", 1.0, f"{len(data)} utterances")
+        ctx.progress("embed", 1.0, f"{len(data)} utterances of {data_key}")
         return {"embeddings": "embeddings.npy", "utt_ids": "utt_ids.json"}
 
     outcome = ctx.runner.run("embed", inputs, make)

@@ -59,7 +59,14 @@ def validate_protocol_config(config: Mapping[str, Any]) -> dict[str, Any]:
         raise ConfigError(
             "body.config.anonymizer: a protocol has no anonymizer; each submission brings one"
         )
-    parse_config(dict(config), source="body.config")
+    cfg = parse_config(dict(config), source="body.config")
+    # The same checks as `unmask evaluate` (that the API host can make): a protocol whose
+    # corpus cannot be drawn would only fail later, in every job's corpus phase.
+    from services.pipeline.config_checks import protocol_problems
+
+    problems = protocol_problems(cfg)
+    if problems:
+        raise ConfigError("body.config: " + "; ".join(problems))
     return dict(config)
 
 

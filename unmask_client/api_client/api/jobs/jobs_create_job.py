@@ -1,19 +1,19 @@
 from http import HTTPStatus
-from typing import Any, cast
-from urllib.parse import quote
+from typing import Any
 
 import httpx
 
 from ... import errors
 from ...client import AuthenticatedClient, Client
+from ...models.job_create import JobCreate
 from ...models.job_out import JobOut
 from ...models.problem import Problem
 from ...types import UNSET, Response, Unset
 
 
 def _get_kwargs(
-    job_id: int,
     *,
+    body: JobCreate,
     idempotency_key: None | str | Unset = UNSET,
 ) -> dict[str, Any]:
     headers: dict[str, Any] = {}
@@ -22,10 +22,12 @@ def _get_kwargs(
 
     _kwargs: dict[str, Any] = {
         "method": "post",
-        "url": "/v1/jobs/{job_id}/rerun".format(
-            job_id=quote(str(job_id), safe=""),
-        ),
+        "url": "/v1/jobs",
     }
+
+    _kwargs["json"] = body.to_dict()
+
+    headers["Content-Type"] = "application/json"
 
     _kwargs["headers"] = headers
     return _kwargs
@@ -33,15 +35,21 @@ def _get_kwargs(
 
 def _parse_response(
     *, client: AuthenticatedClient | Client, response: httpx.Response
-) -> Any | JobOut | Problem | None:
+) -> JobOut | Problem | None:
     if response.status_code == 200:
-        response_200 = cast(Any, None)
+        response_200 = JobOut.from_dict(response.json())
+
         return response_200
 
     if response.status_code == 201:
         response_201 = JobOut.from_dict(response.json())
 
         return response_201
+
+    if response.status_code == 400:
+        response_400 = Problem.from_dict(response.json())
+
+        return response_400
 
     if response.status_code == 401:
         response_401 = Problem.from_dict(response.json())
@@ -62,6 +70,11 @@ def _parse_response(
         response_409 = Problem.from_dict(response.json())
 
         return response_409
+
+    if response.status_code == 413:
+        response_413 = Problem.from_dict(response.json())
+
+        return response_413
 
     if response.status_code == 422:
         response_422 = Problem.from_dict(response.json())
@@ -91,7 +104,7 @@ def _parse_response(
 
 def _build_response(
     *, client: AuthenticatedClient | Client, response: httpx.Response
-) -> Response[Any | JobOut | Problem]:
+) -> Response[JobOut | Problem]:
     return Response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
@@ -101,31 +114,33 @@ def _build_response(
 
 
 def sync_detailed(
-    job_id: int,
     *,
     client: AuthenticatedClient,
+    body: JobCreate,
     idempotency_key: None | str | Unset = UNSET,
-) -> Response[Any | JobOut | Problem]:
-    """Re-run a job: a new job with the same submission, protocol and config
+) -> Response[JobOut | Problem]:
+    """Create a job (submission + protocol + config overrides)
 
-     The new job copies the original's stored config exactly; quotas apply.
+     Validates the merged config (422 names the field), checks quotas (429), stores the job
+    with one queued stage per phase, commits, then queues it.
 
     Args:
-        job_id (int):
         idempotency_key (None | str | Unset): Makes the request safe to retry: the same key with
             the same body returns the job created first (200); the same key with another body is a
             409. Keys are per team, 1-255 characters.
+        body (JobCreate): Evaluate a submission under a protocol, optionally overriding config
+            fields.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[Any | JobOut | Problem]
+        Response[JobOut | Problem]
     """
 
     kwargs = _get_kwargs(
-        job_id=job_id,
+        body=body,
         idempotency_key=idempotency_key,
     )
 
@@ -137,62 +152,66 @@ def sync_detailed(
 
 
 def sync(
-    job_id: int,
     *,
     client: AuthenticatedClient,
+    body: JobCreate,
     idempotency_key: None | str | Unset = UNSET,
-) -> Any | JobOut | Problem | None:
-    """Re-run a job: a new job with the same submission, protocol and config
+) -> JobOut | Problem | None:
+    """Create a job (submission + protocol + config overrides)
 
-     The new job copies the original's stored config exactly; quotas apply.
+     Validates the merged config (422 names the field), checks quotas (429), stores the job
+    with one queued stage per phase, commits, then queues it.
 
     Args:
-        job_id (int):
         idempotency_key (None | str | Unset): Makes the request safe to retry: the same key with
             the same body returns the job created first (200); the same key with another body is a
             409. Keys are per team, 1-255 characters.
+        body (JobCreate): Evaluate a submission under a protocol, optionally overriding config
+            fields.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Any | JobOut | Problem
+        JobOut | Problem
     """
 
     return sync_detailed(
-        job_id=job_id,
         client=client,
+        body=body,
         idempotency_key=idempotency_key,
     ).parsed
 
 
 async def asyncio_detailed(
-    job_id: int,
     *,
     client: AuthenticatedClient,
+    body: JobCreate,
     idempotency_key: None | str | Unset = UNSET,
-) -> Response[Any | JobOut | Problem]:
-    """Re-run a job: a new job with the same submission, protocol and config
+) -> Response[JobOut | Problem]:
+    """Create a job (submission + protocol + config overrides)
 
-     The new job copies the original's stored config exactly; quotas apply.
+     Validates the merged config (422 names the field), checks quotas (429), stores the job
+    with one queued stage per phase, commits, then queues it.
 
     Args:
-        job_id (int):
         idempotency_key (None | str | Unset): Makes the request safe to retry: the same key with
             the same body returns the job created first (200); the same key with another body is a
             409. Keys are per team, 1-255 characters.
+        body (JobCreate): Evaluate a submission under a protocol, optionally overriding config
+            fields.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[Any | JobOut | Problem]
+        Response[JobOut | Problem]
     """
 
     kwargs = _get_kwargs(
-        job_id=job_id,
+        body=body,
         idempotency_key=idempotency_key,
     )
 
@@ -202,33 +221,35 @@ async def asyncio_detailed(
 
 
 async def asyncio(
-    job_id: int,
     *,
     client: AuthenticatedClient,
+    body: JobCreate,
     idempotency_key: None | str | Unset = UNSET,
-) -> Any | JobOut | Problem | None:
-    """Re-run a job: a new job with the same submission, protocol and config
+) -> JobOut | Problem | None:
+    """Create a job (submission + protocol + config overrides)
 
-     The new job copies the original's stored config exactly; quotas apply.
+     Validates the merged config (422 names the field), checks quotas (429), stores the job
+    with one queued stage per phase, commits, then queues it.
 
     Args:
-        job_id (int):
         idempotency_key (None | str | Unset): Makes the request safe to retry: the same key with
             the same body returns the job created first (200); the same key with another body is a
             409. Keys are per team, 1-255 characters.
+        body (JobCreate): Evaluate a submission under a protocol, optionally overriding config
+            fields.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Any | JobOut | Problem
+        JobOut | Problem
     """
 
     return (
         await asyncio_detailed(
-            job_id=job_id,
             client=client,
+            body=body,
             idempotency_key=idempotency_key,
         )
     ).parsed

@@ -1,5 +1,5 @@
 from http import HTTPStatus
-from typing import Any, cast
+from typing import Any
 
 import httpx
 
@@ -32,9 +32,10 @@ def _get_kwargs(
 
 def _parse_response(
     *, client: AuthenticatedClient | Client, response: httpx.Response
-) -> Any | Problem | ProtocolOut | None:
+) -> Problem | ProtocolOut | None:
     if response.status_code == 200:
-        response_200 = cast(Any, None)
+        response_200 = ProtocolOut.from_dict(response.json())
+
         return response_200
 
     if response.status_code == 201:
@@ -90,7 +91,7 @@ def _parse_response(
 
 def _build_response(
     *, client: AuthenticatedClient | Client, response: httpx.Response
-) -> Response[Any | Problem | ProtocolOut]:
+) -> Response[Problem | ProtocolOut]:
     return Response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
@@ -103,7 +104,7 @@ def sync_detailed(
     *,
     client: AuthenticatedClient,
     body: ProtocolCreate,
-) -> Response[Any | Problem | ProtocolOut]:
+) -> Response[Problem | ProtocolOut]:
     """Register a protocol (or a new version of one)
 
      Validate the config (as an EvaluationConfig without anonymizer) and store it.
@@ -128,7 +129,7 @@ def sync_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[Any | Problem | ProtocolOut]
+        Response[Problem | ProtocolOut]
     """
 
     kwargs = _get_kwargs(
@@ -146,7 +147,7 @@ def sync(
     *,
     client: AuthenticatedClient,
     body: ProtocolCreate,
-) -> Any | Problem | ProtocolOut | None:
+) -> Problem | ProtocolOut | None:
     """Register a protocol (or a new version of one)
 
      Validate the config (as an EvaluationConfig without anonymizer) and store it.
@@ -171,7 +172,7 @@ def sync(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Any | Problem | ProtocolOut
+        Problem | ProtocolOut
     """
 
     return sync_detailed(
@@ -184,7 +185,7 @@ async def asyncio_detailed(
     *,
     client: AuthenticatedClient,
     body: ProtocolCreate,
-) -> Response[Any | Problem | ProtocolOut]:
+) -> Response[Problem | ProtocolOut]:
     """Register a protocol (or a new version of one)
 
      Validate the config (as an EvaluationConfig without anonymizer) and store it.
@@ -209,7 +210,7 @@ async def asyncio_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[Any | Problem | ProtocolOut]
+        Response[Problem | ProtocolOut]
     """
 
     kwargs = _get_kwargs(
@@ -225,7 +226,7 @@ async def asyncio(
     *,
     client: AuthenticatedClient,
     body: ProtocolCreate,
-) -> Any | Problem | ProtocolOut | None:
+) -> Problem | ProtocolOut | None:
     """Register a protocol (or a new version of one)
 
      Validate the config (as an EvaluationConfig without anonymizer) and store it.
@@ -250,7 +251,7 @@ async def asyncio(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Any | Problem | ProtocolOut
+        Problem | ProtocolOut
     """
 
     return (

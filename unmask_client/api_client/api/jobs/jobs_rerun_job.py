@@ -1,19 +1,19 @@
 from http import HTTPStatus
-from typing import Any, cast
+from typing import Any
+from urllib.parse import quote
 
 import httpx
 
 from ... import errors
 from ...client import AuthenticatedClient, Client
-from ...models.job_create import JobCreate
 from ...models.job_out import JobOut
 from ...models.problem import Problem
 from ...types import UNSET, Response, Unset
 
 
 def _get_kwargs(
+    job_id: int,
     *,
-    body: JobCreate,
     idempotency_key: None | str | Unset = UNSET,
 ) -> dict[str, Any]:
     headers: dict[str, Any] = {}
@@ -22,12 +22,10 @@ def _get_kwargs(
 
     _kwargs: dict[str, Any] = {
         "method": "post",
-        "url": "/v1/jobs",
+        "url": "/v1/jobs/{job_id}/rerun".format(
+            job_id=quote(str(job_id), safe=""),
+        ),
     }
-
-    _kwargs["json"] = body.to_dict()
-
-    headers["Content-Type"] = "application/json"
 
     _kwargs["headers"] = headers
     return _kwargs
@@ -35,20 +33,16 @@ def _get_kwargs(
 
 def _parse_response(
     *, client: AuthenticatedClient | Client, response: httpx.Response
-) -> Any | JobOut | Problem | None:
+) -> JobOut | Problem | None:
     if response.status_code == 200:
-        response_200 = cast(Any, None)
+        response_200 = JobOut.from_dict(response.json())
+
         return response_200
 
     if response.status_code == 201:
         response_201 = JobOut.from_dict(response.json())
 
         return response_201
-
-    if response.status_code == 400:
-        response_400 = Problem.from_dict(response.json())
-
-        return response_400
 
     if response.status_code == 401:
         response_401 = Problem.from_dict(response.json())
@@ -69,11 +63,6 @@ def _parse_response(
         response_409 = Problem.from_dict(response.json())
 
         return response_409
-
-    if response.status_code == 413:
-        response_413 = Problem.from_dict(response.json())
-
-        return response_413
 
     if response.status_code == 422:
         response_422 = Problem.from_dict(response.json())
@@ -103,7 +92,7 @@ def _parse_response(
 
 def _build_response(
     *, client: AuthenticatedClient | Client, response: httpx.Response
-) -> Response[Any | JobOut | Problem]:
+) -> Response[JobOut | Problem]:
     return Response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
@@ -113,33 +102,31 @@ def _build_response(
 
 
 def sync_detailed(
+    job_id: int,
     *,
     client: AuthenticatedClient,
-    body: JobCreate,
     idempotency_key: None | str | Unset = UNSET,
-) -> Response[Any | JobOut | Problem]:
-    """Create a job (submission + protocol + config overrides)
+) -> Response[JobOut | Problem]:
+    """Re-run a job: a new job with the same submission, protocol and config
 
-     Validates the merged config (422 names the field), checks quotas (429), stores the job
-    with one queued stage per phase, commits, then queues it.
+     The new job copies the original's stored config exactly; quotas apply.
 
     Args:
+        job_id (int):
         idempotency_key (None | str | Unset): Makes the request safe to retry: the same key with
             the same body returns the job created first (200); the same key with another body is a
             409. Keys are per team, 1-255 characters.
-        body (JobCreate): Evaluate a submission under a protocol, optionally overriding config
-            fields.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[Any | JobOut | Problem]
+        Response[JobOut | Problem]
     """
 
     kwargs = _get_kwargs(
-        body=body,
+        job_id=job_id,
         idempotency_key=idempotency_key,
     )
 
@@ -151,66 +138,62 @@ def sync_detailed(
 
 
 def sync(
+    job_id: int,
     *,
     client: AuthenticatedClient,
-    body: JobCreate,
     idempotency_key: None | str | Unset = UNSET,
-) -> Any | JobOut | Problem | None:
-    """Create a job (submission + protocol + config overrides)
+) -> JobOut | Problem | None:
+    """Re-run a job: a new job with the same submission, protocol and config
 
-     Validates the merged config (422 names the field), checks quotas (429), stores the job
-    with one queued stage per phase, commits, then queues it.
+     The new job copies the original's stored config exactly; quotas apply.
 
     Args:
+        job_id (int):
         idempotency_key (None | str | Unset): Makes the request safe to retry: the same key with
             the same body returns the job created first (200); the same key with another body is a
             409. Keys are per team, 1-255 characters.
-        body (JobCreate): Evaluate a submission under a protocol, optionally overriding config
-            fields.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Any | JobOut | Problem
+        JobOut | Problem
     """
 
     return sync_detailed(
+        job_id=job_id,
         client=client,
-        body=body,
         idempotency_key=idempotency_key,
     ).parsed
 
 
 async def asyncio_detailed(
+    job_id: int,
     *,
     client: AuthenticatedClient,
-    body: JobCreate,
     idempotency_key: None | str | Unset = UNSET,
-) -> Response[Any | JobOut | Problem]:
-    """Create a job (submission + protocol + config overrides)
+) -> Response[JobOut | Problem]:
+    """Re-run a job: a new job with the same submission, protocol and config
 
-     Validates the merged config (422 names the field), checks quotas (429), stores the job
-    with one queued stage per phase, commits, then queues it.
+     The new job copies the original's stored config exactly; quotas apply.
 
     Args:
+        job_id (int):
         idempotency_key (None | str | Unset): Makes the request safe to retry: the same key with
             the same body returns the job created first (200); the same key with another body is a
             409. Keys are per team, 1-255 characters.
-        body (JobCreate): Evaluate a submission under a protocol, optionally overriding config
-            fields.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[Any | JobOut | Problem]
+        Response[JobOut | Problem]
     """
 
     kwargs = _get_kwargs(
-        body=body,
+        job_id=job_id,
         idempotency_key=idempotency_key,
     )
 
@@ -220,35 +203,33 @@ async def asyncio_detailed(
 
 
 async def asyncio(
+    job_id: int,
     *,
     client: AuthenticatedClient,
-    body: JobCreate,
     idempotency_key: None | str | Unset = UNSET,
-) -> Any | JobOut | Problem | None:
-    """Create a job (submission + protocol + config overrides)
+) -> JobOut | Problem | None:
+    """Re-run a job: a new job with the same submission, protocol and config
 
-     Validates the merged config (422 names the field), checks quotas (429), stores the job
-    with one queued stage per phase, commits, then queues it.
+     The new job copies the original's stored config exactly; quotas apply.
 
     Args:
+        job_id (int):
         idempotency_key (None | str | Unset): Makes the request safe to retry: the same key with
             the same body returns the job created first (200); the same key with another body is a
             409. Keys are per team, 1-255 characters.
-        body (JobCreate): Evaluate a submission under a protocol, optionally overriding config
-            fields.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Any | JobOut | Problem
+        JobOut | Problem
     """
 
     return (
         await asyncio_detailed(
+            job_id=job_id,
             client=client,
-            body=body,
             idempotency_key=idempotency_key,
         )
     ).parsed

@@ -1,5 +1,5 @@
 from http import HTTPStatus
-from typing import Any, cast
+from typing import Any
 from urllib.parse import quote
 
 import httpx
@@ -39,9 +39,10 @@ def _get_kwargs(
 
 def _parse_response(
     *, client: AuthenticatedClient | Client, response: httpx.Response
-) -> Any | Problem | SubmissionOut | None:
+) -> Problem | SubmissionOut | None:
     if response.status_code == 200:
-        response_200 = cast(Any, None)
+        response_200 = SubmissionOut.from_dict(response.json())
+
         return response_200
 
     if response.status_code == 201:
@@ -112,7 +113,7 @@ def _parse_response(
 
 def _build_response(
     *, client: AuthenticatedClient | Client, response: httpx.Response
-) -> Response[Any | Problem | SubmissionOut]:
+) -> Response[Problem | SubmissionOut]:
     return Response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
@@ -126,7 +127,7 @@ def sync_detailed(
     *,
     client: AuthenticatedClient,
     body: ArchiveUploadComplete | None | Unset = UNSET,
-) -> Response[Any | Problem | SubmissionOut]:
+) -> Response[Problem | SubmissionOut]:
     """Finish a presigned upload: verify the archive, create the submission
 
      Completes the multipart upload, re-reads the blob and checks size and SHA-256 (a
@@ -142,7 +143,7 @@ def sync_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[Any | Problem | SubmissionOut]
+        Response[Problem | SubmissionOut]
     """
 
     kwargs = _get_kwargs(
@@ -162,7 +163,7 @@ def sync(
     *,
     client: AuthenticatedClient,
     body: ArchiveUploadComplete | None | Unset = UNSET,
-) -> Any | Problem | SubmissionOut | None:
+) -> Problem | SubmissionOut | None:
     """Finish a presigned upload: verify the archive, create the submission
 
      Completes the multipart upload, re-reads the blob and checks size and SHA-256 (a
@@ -178,7 +179,7 @@ def sync(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Any | Problem | SubmissionOut
+        Problem | SubmissionOut
     """
 
     return sync_detailed(
@@ -193,7 +194,7 @@ async def asyncio_detailed(
     *,
     client: AuthenticatedClient,
     body: ArchiveUploadComplete | None | Unset = UNSET,
-) -> Response[Any | Problem | SubmissionOut]:
+) -> Response[Problem | SubmissionOut]:
     """Finish a presigned upload: verify the archive, create the submission
 
      Completes the multipart upload, re-reads the blob and checks size and SHA-256 (a
@@ -209,7 +210,7 @@ async def asyncio_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[Any | Problem | SubmissionOut]
+        Response[Problem | SubmissionOut]
     """
 
     kwargs = _get_kwargs(
@@ -227,7 +228,7 @@ async def asyncio(
     *,
     client: AuthenticatedClient,
     body: ArchiveUploadComplete | None | Unset = UNSET,
-) -> Any | Problem | SubmissionOut | None:
+) -> Problem | SubmissionOut | None:
     """Finish a presigned upload: verify the archive, create the submission
 
      Completes the multipart upload, re-reads the blob and checks size and SHA-256 (a
@@ -243,7 +244,7 @@ async def asyncio(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Any | Problem | SubmissionOut
+        Problem | SubmissionOut
     """
 
     return (
