@@ -66,15 +66,19 @@ from services.attacker.embeddings import resolve_device
 from services.attacker.features import mean_normalize
 from services.audio import SAMPLE_RATE_HZ
 from services.errors import ConfigError, InvalidInputError
+from services.utility.asr_features import (
+    N_MELS,
+    STACK,
+    band_centres_hz,
+    draw_warps,
+    warp_features,
+    warp_positions,
+)
 from services.utility.config import MIN_UTTERANCES_FOR_VALIDATION, AsrSpec
 from services.utility.wer import normalize_text
 
 Progress = Callable[[float, str], None]
 
-N_MELS = 40
-"""Log-mel bands of the trained recognizer's features."""
-STACK = 3
-"""Consecutive 10 ms frames stacked into one encoder frame (30 ms)."""
 BLANK = "<blank>"
 FORMAT = 1
 """Version of the folder ``train_asr`` writes (``describe.json`` ``format``)."""
@@ -142,54 +146,6 @@ class CtcEncoder(torch.nn.Module):
         y, _ = self.rnn(packed)
         y, _ = torch.nn.utils.rnn.pad_packed_sequence(y, batch_first=True, total_length=x.shape[1])
         return torch.log_softmax(self.out(y), dim=-1)
-
-
-def band_centres_hz() -> np.ndarray:
-    """Centre frequencies (Hz) of the recognizer's ``N_MELS`` log-mel bands (SpeechBrain
-    ``Filterbank``: equally spaced on the mel scale between 0 Hz and the Nyquist frequency)."""
-    mel = np.linspace(0.0, 2595.0 * np.log10(1.0 + (SAMPLE_RATE_HZ / 2) / 700.0), N_MELS + 2)
-    return (700.0 * (10.0 ** (mel / 2595.0) - 1.0))[1:-1]
-
-
-_MEL_STEP = 2595.0 * np.log10(1.0 + (SAMPLE_RATE_HZ / 2) / 700.0) / (N_MELS + 1)
-
-
-def warp_positions(alphas: np.ndarray) -> np.ndarray:
-    """Fractional source band index (batch, N_MELS) of each band after warping by ``alphas``
-    (batch,), unit-free factors: band j (centre f_j Hz) takes the spectrum at f_j / alpha Hz, so
-    energy at f Hz moves to alpha * f Hz. Clamped to the band range (the edge band is repeated
-    beyond it, as when a shift empties or fills the top of the spectrum)."""
-    src_hz = band_centres_hz()[None, :] / np.asarray(alphas, dtype=np.float64)[:, None]
-    mel = 2595.0 * np.log10(1.0 + src_hz / 700.0)
-    return np.clip(mel / _MEL_STEP - 1.0, 0.0, N_MELS - 1.0)
-
-
-def warp_features(feats: torch.Tensor, alphas: np.ndarray) -> torch.Tensor:
-    """Frequency-warp (VTLP) padded stacked features (batch, frames, N_MELS * STACK) by one
-    factor per utterance (``alphas``, (batch,), unit-free): linear interpolation along the band
-    axis of the log-mels, all frames at once. Exact for mean-normalized features (interpolation
-    along bands commutes with the per-band mean over time); ``alpha == 1`` is the identity."""
-    pos = torch.from_numpy(warp_positions(alphas)).to(feats.device, feats.dtype)  # (b, bands)
-    lo = pos.floor().long().clamp(max=N_MELS - 2)
-    w = pos - lo.to(pos.dtype)
-    b, t, _ = feats.shape
-    x = feats.reshape(b, t * STACK, N_MELS)
-    lo_i = lo[:, None, :].expand(b, t * STACK, N_MELS)
-    out = (
-        torch.gather(x, 2, lo_i) * (1.0 - w[:, None, :])
-        + torch.gather(x, 2, lo_i + 1) * w[:, None, :]
-    )
-    return out.reshape(b, t, N_MELS * STACK)
-
-
-def draw_warps(spec: AsrSpec, epoch: int, n: int) -> np.ndarray:
-    """The warp factors (n,) of one epoch: log-uniform in ``spec.warp_range`` from a generator
-    seeded by (seed, epoch), so training stays deterministic; ones when the warp is off."""
-    if not spec.warp_enabled or spec.warp_range is None:
-        return np.ones(n)
-    low, high = spec.warp_range
-    rng = np.random.default_rng([spec.seed, 11, epoch])
-    return np.exp(rng.uniform(math.log(low), math.log(high), n))
 
 
 def _pad(feats: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -787,6 +743,8 @@ def _load_speechbrain(folder: Path, device: torch.device) -> PretrainedAsr:
 
 
 __all__ = [
+    "N_MELS",
+    "STACK",
     "AsrModel",
     "HuggingFaceCtcAsr",
     "PretrainedAsr",
