@@ -25,7 +25,7 @@ import pytest
 import yaml
 from test_utility_asr_huggingface import save_tiny_ctc
 
-from services.pipeline.zoo import zoo_specs
+from services.attacker.recipes import zoo_specs
 from support.voiceprivacy import build_vpc_tree
 
 REPO = Path(__file__).resolve().parents[2]
