@@ -9,7 +9,6 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
-from fastapi import Request
 from markupsafe import Markup
 
 from services.pipeline.stage_versions import current_scorer, evaluator_label, is_outdated
@@ -91,10 +90,13 @@ def evaluator_html(evaluator: Mapping[str, Any] | None, current: str | None = No
 
 
 def submission_badge(
-    request: Request, submission: Submission, job: Job | None
+    public_url: str, submission: Submission, job: Job | None
 ) -> dict[str, str] | None:
     """The README badge of a public submission whose shown job succeeded under a protocol: its
-    image URL and Markdown snippet (None otherwise: private submissions have no badge)."""
+    image URL and Markdown snippet (None otherwise: private submissions have no badge).
+
+    The snippet's links start with ``public_url`` (``UNMASK_PUBLIC_URL``; empty: paths alone),
+    never with the request's ``Host``."""
     if (
         job is None
         or job.protocol_id is None
@@ -102,7 +104,7 @@ def submission_badge(
         or submission.visibility != Visibility.PUBLIC.value
     ):
         return None
-    base = str(request.base_url).rstrip("/")
+    base = public_url.rstrip("/")
     return {
         "image": f"/protocols/{job.protocol_id}/submissions/{submission.id}/badge.svg",
         "markdown": badge_markdown(

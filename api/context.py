@@ -10,12 +10,14 @@ ones by default, imported then, so the API runs (and its tests run) without Cele
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import Mapping
 
 from fastapi import Request
 
 from api.auth_limits import FailedAuthLimiter
+from services.platform.comparison.background import PairedResults
 from services.platform.identity.oidc import KeySetCache
 from services.platform.outbox import MessageSender, install_senders
 from services.settings import Settings
@@ -43,6 +45,8 @@ class ApiContext:
         self._blob_store = blob_store
         self.senders = senders
         self._lock = threading.Lock()
+        self._paired: PairedResults | None = None
+        self._plot_slot: tuple[asyncio.AbstractEventLoop, asyncio.Semaphore] | None = None
         self._key_sets: KeySetCache | None = None
         self.auth_limiter = FailedAuthLimiter(
             settings.auth_max_failures, settings.auth_failure_window_s
@@ -78,8 +82,31 @@ class ApiContext:
                     )
         return self._key_sets
 
+    @property
+    def paired_results(self) -> PairedResults:
+        """The comparisons' paired intervals: computed off the request path, cached."""
+        if self._paired is None:
+            store = self.blob_store  # takes the lock itself
+            with self._lock:
+                if self._paired is None:
+                    self._paired = PairedResults(store, workers=self.settings.compare_workers)
+        return self._paired
+
+    def plot_slot(self) -> asyncio.Semaphore:
+        """The one slot of this app's plot renders on the running event loop (matplotlib draws
+        one figure at a time per process; waiters hold no thread)."""
+        loop = asyncio.get_running_loop()
+        if self._plot_slot is None or self._plot_slot[0] is not loop:
+            self._plot_slot = (loop, asyncio.Semaphore(1))
+        return self._plot_slot[1]
+
     def start(self) -> None:
-        """Process start-up: install the outbox senders (see the class docstring)."""
+        """Process start-up: refuse settings that would let the ``Host`` header pick the
+        server's links (:meth:`Settings.host_binding_problem`), then install the outbox senders
+        (see the class docstring)."""
+        problem = self.settings.host_binding_problem()
+        if problem is not None:
+            raise RuntimeError(problem)
         if self.senders is not None:
             install_senders(self.senders, retry_after_s=self.settings.outbox_resend_after_s)
             return
@@ -88,7 +115,9 @@ class ApiContext:
         install_outbox_senders(app, self.settings)
 
     def close(self) -> None:
-        """Release pooled database connections."""
+        """Release pooled database connections and the background threads."""
+        if self._paired is not None:
+            self._paired.close()
         if self._database is not None:
             self._database.dispose()
 

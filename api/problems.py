@@ -102,6 +102,20 @@ class ApiProblem(Exception):
         self.extra = extra or {}
 
 
+MAX_DETAIL_CHARS = 500
+"""A problem's ``detail`` and each field message quote at most this many characters (a
+message that echoes a huge value names its length instead of repeating it)."""
+MAX_FIELD_ERRORS = 20
+"""Field errors listed in a 422 (the rest are counted)."""
+
+
+def short(text: str, limit: int = MAX_DETAIL_CHARS) -> str:
+    """``text``, or its first ``limit`` characters and how long it was."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text)} characters in all)"
+
+
 def problem_response(
     request: Request,
     status: int,
@@ -118,7 +132,7 @@ def problem_response(
         "type": PROBLEM_TYPE_PREFIX + (slug or default_slug),
         "title": title or default_title,
         "status": status,
-        "detail": detail,
+        "detail": short(detail),
         "instance": request.url.path,
     }
     body.update(extra or {})
@@ -197,14 +211,14 @@ def _validation_problem(request: Request, exc: RequestValidationError) -> JSONRe
         if len(loc) > 2 and loc[0] == "body" and loc[1] == body.get("kind"):
             del loc[1]
         message = str(error.get("msg", "invalid")).removeprefix("Value error, ")
-        fields.append({"field": _field_name(loc), "message": message})
+        fields.append({"field": short(_field_name(loc), 200), "message": short(message)})
     if fields:
         first = fields[0]
         more = f" (and {len(fields) - 1} more)" if len(fields) > 1 else ""
         detail = f"{first['field']}: {first['message']}{more}"
     else:
         detail = "the request is invalid"
-    return problem_response(request, 422, detail, extra={"errors": fields})
+    return problem_response(request, 422, detail, extra={"errors": fields[:MAX_FIELD_ERRORS]})
 
 
 def install_problem_handlers(app: FastAPI) -> None:

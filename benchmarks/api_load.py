@@ -216,6 +216,7 @@ def main() -> None:
                 **os.environ,
                 "UNMASK_DATABASE_URL": url,
                 "UNMASK_TOKEN_HMAC_KEY": HMAC_KEY,
+                "UNMASK_TRUSTED_HOSTS": '["127.0.0.1"]',
                 "UNMASK_DATA_DIR": data_dir,
             }
             server = subprocess.Popen(

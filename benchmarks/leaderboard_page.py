@@ -265,6 +265,7 @@ def main() -> None:
             database_url=url,
             blob_dir=folder / "blobs",
             token_hmac_key="bench",
+            trusted_hosts=["testserver"],
         )
         app = create_app(settings, database=database)
         with TestClient(app) as client:

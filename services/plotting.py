@@ -8,9 +8,14 @@ display.
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import io
-from collections.abc import Mapping, Sequence
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any, TypeVar
 
 import matplotlib
 
@@ -23,6 +28,51 @@ from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormat
 from scipy.stats import norm
 
 FORMATS = ("png", "svg")
+
+RENDER_CACHE_ENTRIES = 256
+"""Rendered plots kept per process (by content: the numbers and labels drawn)."""
+
+_render_lock = threading.Lock()  # pyplot is not thread-safe: one figure at a time per process
+_rendered: OrderedDict[str, bytes] = OrderedDict()
+_rendered_lock = threading.Lock()
+_Render = TypeVar("_Render", bound=Callable[..., bytes])
+
+
+def cached_render(render: _Render) -> _Render:
+    """``render`` (a function returning plot bytes from numbers and labels) cached by the content
+    of its arguments, and run one at a time in this process: a server re-draws a plot only when
+    what it shows changed, and its expensive renders never run more than one at once."""
+
+    def key_of(args: Any, kwargs: Any) -> str:
+        return hashlib.sha256(
+            repr((render.__name__, args, sorted(kwargs.items()))).encode()
+        ).hexdigest()
+
+    def cached(*args: Any, **kwargs: Any) -> bytes | None:
+        """The bytes of an earlier render of the same content, or None (nothing drawn)."""
+        key = key_of(args, kwargs)
+        with _rendered_lock:
+            if key in _rendered:
+                _rendered.move_to_end(key)
+                return _rendered[key]
+        return None
+
+    @functools.wraps(render)
+    def wrapper(*args: Any, **kwargs: Any) -> bytes:
+        key = key_of(args, kwargs)
+        found = cached(*args, **kwargs)
+        if found is not None:
+            return found
+        with _render_lock:
+            body = render(*args, **kwargs)
+        with _rendered_lock:
+            _rendered[key] = body
+            while len(_rendered) > RENDER_CACHE_ENTRIES:
+                _rendered.popitem(last=False)
+        return body
+
+    wrapper.cached = cached  # type: ignore[attr-defined]
+    return wrapper  # type: ignore[return-value]
 
 
 def save_figure(fig: Figure, path_stem: Path) -> list[str]:
@@ -107,6 +157,7 @@ def _draw_det(
     _legend_outside(ax)
 
 
+@cached_render
 def render_det_overlay(
     curves: Mapping[str, tuple[Sequence[float], Sequence[float], float | None]],
     title: str,
@@ -129,6 +180,7 @@ def render_det_overlay(
     return buffer.getvalue()
 
 
+@cached_render
 def render_speaker_scatter(
     a: Sequence[float], b: Sequence[float], labels: tuple[str, str], title: str, fmt: str = "png"
 ) -> bytes:
@@ -232,6 +284,7 @@ def plot_training_history(
     return save_figure(fig, path_stem)
 
 
+@cached_render
 def render_privacy_utility(
     points: Sequence[tuple[str, float, float, bool, bool]],
     title: str,

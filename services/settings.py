@@ -34,9 +34,8 @@ class Settings(BaseSettings):
     def _refuse_the_dev_token_key(self) -> Settings:
         """Anyone who knows the default key can forge token hashes: a platform deployment (a
         server database) must set its own; the embedded demo (SQLite) and test suites may not."""
-        embedded = not self.database_url or self.database_url.startswith("sqlite")
         if self.token_hmac_key == DEV_TOKEN_HMAC_KEY and not (
-            embedded or self.allow_dev_token_hmac_key
+            self.embedded or self.allow_dev_token_hmac_key
         ):
             raise ValueError(
                 "UNMASK_TOKEN_HMAC_KEY: the default development key is refused with a server "
@@ -44,11 +43,38 @@ class Settings(BaseSettings):
             )
         return self
 
+    @property
+    def embedded(self) -> bool:
+        """Whether this is the embedded deployment (the demo's SQLite database)."""
+        return not self.database_url or self.database_url.startswith("sqlite")
+
+    def host_binding_problem(self) -> str | None:
+        """Why an API server must not start with these settings, or None.
+
+        Outside the embedded demo, absolute links need ``public_url`` and the ``Host`` header
+        needs a check: with neither a public URL nor a trusted-host list, a server would answer
+        (and could be led to build links for) any host name.
+        """
+        if self.embedded or self.public_url or self.trusted_hosts != ["*"]:
+            return None
+        return (
+            "UNMASK_PUBLIC_URL (e.g. https://unmask.example.org) or UNMASK_TRUSTED_HOSTS must be "
+            "set for a server database: absolute links are built from the public URL, never "
+            "from the request's Host header"
+        )
+
     # Local state of the embedded deployment: SQLite file, blob folder, caches.
     data_dir: Path = Field(Path(".unmask"), description="Folder for embedded-mode state.")
 
     # Database (SQLAlchemy URL). Embedded default: SQLite under data_dir.
     database_url: str = Field("", description="SQLAlchemy URL; empty = SQLite under data_dir.")
+    database_connect_timeout_s: int = Field(
+        10,
+        ge=1,
+        le=300,
+        description="How long opening a connection to a server database may take, seconds (a "
+        "database that accepts connections but never answers fails requests in seconds).",
+    )
 
     # Blob store: a local folder (embedded) or an S3-compatible service.
     blob_backend: Literal["local", "s3"] = "local"
@@ -71,8 +97,9 @@ class Settings(BaseSettings):
     public_url: str = Field(
         "",
         description="Base URL clients reach the API at (e.g. https://unmask.example.org); links "
-        "the API builds (an upload's complete_url, redirects) start with it. Empty = paths "
-        "without a host. The request's Host header is never echoed.",
+        "the API builds (an upload's complete_url, redirects, badge Markdown) start with it. "
+        "Empty = paths without a host. The request's Host header is never echoed. With a server "
+        "database, the API refuses to start unless this or trusted_hosts is set.",
     )
     trusted_hosts: list[str] = Field(
         default_factory=lambda: ["*"],
@@ -291,6 +318,21 @@ class Settings(BaseSettings):
     )
     artifact_url_expiry_s: int = Field(
         300, description="Lifetime of artifact download links handed out by the API, seconds."
+    )
+    compare_workers: int = Field(
+        1,
+        ge=1,
+        le=64,
+        description="Background threads per API process computing the paired bootstrap "
+        "intervals of comparisons (off the request path; results cached in the blob store).",
+    )
+    compare_wait_s: float = Field(
+        10.0,
+        ge=0,
+        le=60,
+        description="How long a comparison request waits for a paired interval being computed "
+        "(seconds; it holds no database session or thread meanwhile); after it the answer "
+        "says the interval is still being computed.",
     )
     max_json_body_bytes: int = Field(
         1024 * 1024,

@@ -10,7 +10,7 @@ from fastapi.responses import Response
 
 from api.deps import ContextDep
 from api.pages.leaderboard import lookup_view
-from api.pages.rendering import not_found
+from api.pages.rendering import image_response, not_found
 from api.schemas import DbId
 from services.platform.leaderboard import WER_INCREASE_KEY, LeaderboardView, det_curves_of, det_key
 
@@ -56,12 +56,7 @@ def leaderboard_det_plot(
     from services.plotting import render_det_overlay
 
     title = f"DET: top {len(drawn)}, {view.scenario}, {view.backend}"
-    body = render_det_overlay(drawn, title, fmt=fmt)
-    return Response(
-        body,
-        media_type="image/png" if fmt == "png" else "image/svg+xml",
-        headers={"Cache-Control": "private, no-store"},
-    )
+    return image_response(render_det_overlay(drawn, title, fmt=fmt), fmt, request)
 
 
 @router.get("/protocols/{protocol_id}/utility.{fmt}")
@@ -110,8 +105,4 @@ def leaderboard_utility_plot(
         utility_bound=view.wer_bound,
         fmt=fmt,
     )
-    return Response(
-        body,
-        media_type="image/png" if fmt == "png" else "image/svg+xml",
-        headers={"Cache-Control": "private, no-store"},
-    )
+    return image_response(body, fmt, request)

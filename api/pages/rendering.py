@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from fastapi import Request
-from fastapi.responses import HTMLResponse
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import HTMLResponse, Response
 from fastapi.templating import Jinja2Templates
 from sqlalchemy.orm import Session
 
@@ -117,3 +120,29 @@ def not_found(request: Request, viewer: Principal | None, message: str) -> HTMLR
 def bad_request(request: Request, viewer: Principal | None, message: str) -> HTMLResponse:
     """The 422 page with ``message`` (a query parameter the page cannot use)."""
     return render(request, "error.html", viewer, 422, title="Bad request", message=message)
+
+
+def image_response(body: bytes, fmt: str, request: Request) -> Response:
+    """A rendered plot (png or svg), revalidated by its content hash (``ETag``; 304 when the
+    client holds it already)."""
+    etag = '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
+    headers = {"Cache-Control": "private, no-cache", "ETag": etag}
+    if request.headers.get("if-none-match") == etag:
+        return Response(status_code=304, headers=headers)
+    return Response(
+        body, media_type="image/png" if fmt == "png" else "image/svg+xml", headers=headers
+    )
+
+
+async def render_plot(
+    context: ApiContext, render: Callable[..., bytes], *args: Any, **kwargs: Any
+) -> bytes:
+    """``render(*args, **kwargs)`` (a ``services.plotting`` renderer): the cached bytes at once,
+    else drawn on a worker thread once this app's plot slot is free. Waiting for the slot holds
+    no thread, so a queue of plots never starves the other routes of threads."""
+    cached = getattr(render, "cached", None)
+    found = cached(*args, **kwargs) if cached is not None else None
+    if found is not None:
+        return bytes(found)
+    async with context.plot_slot():
+        return await run_in_threadpool(render, *args, **kwargs)

@@ -370,5 +370,5 @@ def submission_page(
             worst_case=_worst_case_of(document, order),
             stages=document.get("stages") or [],
             config_json=json.dumps(selected.config, indent=2, sort_keys=True) if selected else "",
-            badge=submission_badge(request, submission, selected),
+            badge=submission_badge(context.settings.public_url, submission, selected),
         )

@@ -111,17 +111,18 @@ def create_token(
     response_model=TokenOut,
     tags=["admin"],
     summary="Revoke an API token",
-    responses=errors(404),
+    responses=errors(404, 409),
     openapi_extra=scope("admin"),
 )
 def revoke_token(
-    _admin: AdminPrincipal,
+    admin: AdminPrincipal,
     context: ContextDep,
     token_id: DbId,
 ) -> TokenOut:
-    """Revoke a token at once (idempotent: the first revocation time is kept)."""
+    """Revoke a token at once (idempotent: the first revocation time is kept). 409 for the
+    token making the request and for the last valid admin token."""
     with context.database.session_scope() as session:
-        return TokenOut.of(identity.revoke_token(session, token_id))
+        return TokenOut.of(identity.revoke_token(session, token_id, by_token_id=admin.token_id))
 
 
 @router.post(

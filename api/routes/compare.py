@@ -7,9 +7,13 @@ submissions (``services.platform.access``) and render the comparison.
 
 from __future__ import annotations
 
-from typing import Any
+import asyncio
+import logging
+from concurrent.futures import Future
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request, Response
+from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse
 from pydantic import BaseModel, Field
 from sqlalchemy.orm import Session
@@ -17,6 +21,7 @@ from sqlalchemy.orm import Session
 from api.auth import Principal
 from api.context import ApiContext
 from api.deps import ContextDep, ReadReader
+from api.pages.rendering import image_response, render_plot
 from api.pages.rendering import not_found as _not_found
 from api.pages.rendering import page_viewer as _viewer
 from api.pages.rendering import render as _render
@@ -25,17 +30,21 @@ from api.schemas import DbId
 from services.errors import InvalidInputError
 from services.platform import access
 from services.platform.comparison import Comparison, compare_submissions
+from services.platform.comparison.background import PENDING_NOTE
+from services.platform.comparison.service import PairedResult, apply_paired
 from services.platform.leaderboard import REFERENCE_SCENARIO
 from services.platform.protocols import get_protocol_by_id
 from services.plotting import render_det_overlay, render_speaker_scatter
 from services.results.keys import ResultKey
-from services.storage.blobstore import BlobStore
+from services.storage.models import ProtocolRecord
 from services.vocab import HEADLINE_SCENARIOS
+
+logger = logging.getLogger(__name__)
 
 router = APIRouter(tags=["compare"])
 
-SubmissionA = Query(..., description="The first submission's id.", ge=1)
-SubmissionB = Query(..., description="The second submission's id.", ge=1)
+SubmissionA = Annotated[DbId, Query(description="The first submission's id.")]
+SubmissionB = Annotated[DbId, Query(description="The second submission's id.")]
 
 
 class SideOut(BaseModel):
@@ -113,9 +122,9 @@ def _compare(
     protocol_id: int,
     a: int,
     b: int,
-    store: BlobStore | None,
 ) -> Comparison:
-    """``store`` None skips the paired intervals and per-speaker EERs (the DET plot)."""
+    """The comparison's rows (``trial_refs`` included; the paired results come later, after the
+    session is closed: :func:`_with_paired`)."""
     protocol = get_protocol_by_id(session, protocol_id)
     return compare_submissions(
         session,
@@ -124,8 +133,38 @@ def _compare(
         b=access.visible_submission(session, principal, b),
         viewer_team_id=principal.team_id if principal else None,
         include_all=bool(principal and principal.is_admin),
-        store=store,
+        store=None,
     )
+
+
+async def _with_paired(context: ApiContext, comparison: Comparison) -> Comparison:
+    """``comparison`` with its paired intervals and per-speaker EERs: cached ones, else computed
+    by the background threads (``services.platform.comparison.background``) while this request
+    waits up to ``compare_wait_s`` holding neither a database session nor a thread."""
+    comparison.paired_notes.clear()
+    paired = context.paired_results
+    found = {
+        key: await run_in_threadpool(paired.lookup_or_submit, *refs)
+        for key, refs in sorted(comparison.trial_refs.items())
+    }
+    waiting = {key: f for key, f in found.items() if isinstance(f, Future)}
+    if waiting:
+        wrapped = {key: asyncio.wrap_future(f) for key, f in waiting.items()}
+        await asyncio.wait(wrapped.values(), timeout=context.settings.compare_wait_s)
+        for key, task in wrapped.items():
+            if not task.done() or task.cancelled():
+                found[key] = PairedResult(None, None, PENDING_NOTE)
+            elif task.exception() is not None:
+                logger.warning("paired interval of %s failed: %r", key, task.exception())
+                found[key] = PairedResult(
+                    None, None, f"no paired interval: {type(task.exception()).__name__}"
+                )
+            else:
+                found[key] = task.result()
+    for key, result in found.items():
+        assert isinstance(result, PairedResult)
+        apply_paired(comparison, key, result)
+    return comparison
 
 
 @router.get(
@@ -135,17 +174,37 @@ def _compare(
     responses=errors(404, 409),
     openapi_extra=scope("read"),
 )
-def compare_json(
+async def compare_json(
     reader: ReadReader,
     protocol_id: DbId,
-    a: int = SubmissionA,
-    b: int = SubmissionB,
+    a: SubmissionA,
+    b: SubmissionB,
 ) -> ComparisonOut:
     """409 when a submission has no succeeded job under this protocol (e.g. it belongs to
-    another protocol)."""
-    with reader.open() as (principal, session):
-        store = reader.context.blob_store
-        return ComparisonOut.of(_compare(session, principal, protocol_id, a, b, store))
+    another protocol). The paired interval of a pair not asked for before is computed in the
+    background; when it takes longer than the server waits, `paired_notes` says so: ask
+    again."""
+
+    def rows() -> Comparison:
+        with reader.open() as (principal, session):
+            return _compare(session, principal, protocol_id, a, b)
+
+    comparison = await _with_paired(reader.context, await run_in_threadpool(rows))
+    return ComparisonOut.of(comparison)
+
+
+def _page_rows(
+    context: ApiContext, request: Request, protocol_id: int, a: int, b: int
+) -> tuple[Principal | None, Comparison | None, ProtocolRecord | None, InvalidInputError | None]:
+    with context.database.session_scope() as session:
+        viewer = _viewer(request, context, session)
+        try:
+            comparison = _compare(session, viewer, protocol_id, a, b)
+            protocol = get_protocol_by_id(session, protocol_id)
+        except InvalidInputError as exc:
+            return viewer, None, None, exc
+        session.expunge(protocol)
+        return viewer, comparison, protocol, None
 
 
 def _headline_first(key: str) -> tuple[int, str]:
@@ -185,69 +244,76 @@ def verdict_sentence(comparison: Comparison) -> str | None:
 @router.get(
     "/protocols/{protocol_id}/compare", response_class=HTMLResponse, include_in_schema=False
 )
-def compare_page(
+async def compare_page(
     context: ContextDep,
     request: Request,
     protocol_id: DbId,
-    a: int = SubmissionA,
-    b: int = SubmissionB,
+    a: SubmissionA,
+    b: SubmissionB,
 ) -> Response:
     """The two submissions' metrics, differences, DET curves and utility."""
-    with context.database.session_scope() as session:
-        viewer = _viewer(request, context, session)
-        try:
-            comparison = _compare(session, viewer, protocol_id, a, b, context.blob_store)
-            protocol = get_protocol_by_id(session, protocol_id)
-        except InvalidInputError as exc:
-            if "not found" in str(exc):
-                return _not_found(request, viewer, str(exc))
-            return _render(
-                request, "error.html", viewer, 409, title="Cannot compare", message=str(exc)
-            )
+    viewer, comparison, protocol, error = await run_in_threadpool(
+        _page_rows, context, request, protocol_id, a, b
+    )
+    if error is not None or comparison is None:
+        if error is None or "not found" in str(error):
+            return _not_found(request, viewer, str(error))
         return _render(
-            request,
-            "compare.html",
-            viewer,
-            protocol=protocol,
-            comparison=comparison,
-            verdict=verdict_sentence(comparison),
-            det_keys=sorted(comparison.det_curves, key=_headline_first),
+            request, "error.html", viewer, 409, title="Cannot compare", message=str(error)
         )
+    comparison = await _with_paired(context, comparison)
+    return _render(
+        request,
+        "compare.html",
+        viewer,
+        protocol=protocol,
+        comparison=comparison,
+        verdict=verdict_sentence(comparison),
+        det_keys=sorted(comparison.det_curves, key=_headline_first),
+    )
 
 
-def _plotted(
+async def _plotted(
     context: ApiContext,
     request: Request,
     protocol_id: int,
     fmt: str,
     a: int,
     b: int,
-    store: BlobStore | None,
+    *,
+    paired: bool,
 ) -> tuple[Comparison, Principal | None] | Response:
     """(the comparison a plot draws, the viewer), or the 404 answer instead (an unknown format,
-    protocol or submission)."""
+    protocol or submission). ``paired``: with the paired results (the per-speaker plot)."""
     if fmt not in ("png", "svg"):
         return Response("format must be png or svg", status_code=404, media_type="text/plain")
-    with context.database.session_scope() as session:
-        viewer = _viewer(request, context, session)
-        try:
-            return _compare(session, viewer, protocol_id, a, b, store), viewer
-        except InvalidInputError as exc:
-            return _not_found(request, viewer, str(exc))
+
+    def rows() -> tuple[Comparison, Principal | None] | Response:
+        with context.database.session_scope() as session:
+            viewer = _viewer(request, context, session)
+            try:
+                return _compare(session, viewer, protocol_id, a, b), viewer
+            except InvalidInputError as exc:
+                return _not_found(request, viewer, str(exc))
+
+    found = await run_in_threadpool(rows)
+    if isinstance(found, Response) or not paired:
+        return found
+    return await _with_paired(context, found[0]), found[1]
 
 
 @router.get("/protocols/{protocol_id}/compare/det.{fmt}", include_in_schema=False)
-def compare_det_plot(
+async def compare_det_plot(
     context: ContextDep,
     request: Request,
     protocol_id: DbId,
     fmt: str,
-    a: int = SubmissionA,
-    b: int = SubmissionB,
+    a: SubmissionA,
+    b: SubmissionB,
     curve: str = Query(..., max_length=160, description='"<scenario>|<backend>"'),
 ) -> Response:
     """Both submissions' DET curves of one (scenario, back-end), overlaid. PNG or SVG."""
-    found = _plotted(context, request, protocol_id, fmt, a, b, None)
+    found = await _plotted(context, request, protocol_id, fmt, a, b, paired=False)
     if isinstance(found, Response):
         return found
     comparison, viewer = found
@@ -266,26 +332,23 @@ def compare_det_plot(
             points["pmiss"],
             eer if isinstance(eer, int | float) else None,
         )
-    body = render_det_overlay(drawn, f"DET: {curve.replace('|', ', ')}", fmt=fmt)
-    return Response(
-        body,
-        media_type="image/png" if fmt == "png" else "image/svg+xml",
-        headers={"Cache-Control": "private, no-store"},
-    )
+    title = f"DET: {curve.replace('|', ', ')}"
+    body = await render_plot(context, render_det_overlay, drawn, title, fmt=fmt)
+    return image_response(body, fmt, request)
 
 
 @router.get("/protocols/{protocol_id}/compare/per_speaker.{fmt}", include_in_schema=False)
-def compare_per_speaker_plot(
+async def compare_per_speaker_plot(
     context: ContextDep,
     request: Request,
     protocol_id: DbId,
     fmt: str,
-    a: int = SubmissionA,
-    b: int = SubmissionB,
+    a: SubmissionA,
+    b: SubmissionB,
     curve: str = Query(..., max_length=160, description='"<scenario>|<backend>"'),
 ) -> Response:
     """Per-speaker EER of a (x) against b (y) for one (scenario, back-end). PNG or SVG."""
-    found = _plotted(context, request, protocol_id, fmt, a, b, context.blob_store)
+    found = await _plotted(context, request, protocol_id, fmt, a, b, paired=True)
     if isinstance(found, Response):
         return found
     comparison, viewer = found
@@ -297,11 +360,8 @@ def compare_per_speaker_plot(
         f"a: {comparison.a.submission_name}"[:40],
         f"b: {comparison.b.submission_name}"[:40],
     )
-    body = render_speaker_scatter(
-        pairs.a, pairs.b, labels, f"Per-speaker EER: {curve.replace('|', ', ')}", fmt=fmt
+    title = f"Per-speaker EER: {curve.replace('|', ', ')}"
+    body = await render_plot(
+        context, render_speaker_scatter, pairs.a, pairs.b, labels, title, fmt=fmt
     )
-    return Response(
-        body,
-        media_type="image/png" if fmt == "png" else "image/svg+xml",
-        headers={"Cache-Control": "private, no-store"},
-    )
+    return image_response(body, fmt, request)

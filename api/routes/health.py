@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import shutil
 import tempfile
 import time
@@ -9,7 +10,7 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from sqlalchemy import text
 
@@ -17,7 +18,10 @@ from api.context import ApiContext
 from api.deps import ContextDep
 from api.problems import PROBLEM_MEDIA_TYPE, PROBLEM_TYPE_PREFIX, problem_responses
 from api.schemas import CheckOut, Liveness, Readiness
+from services.platform import identity
 from services.storage.blobstore import LocalBlobStore, S3BlobStore
+
+logger = logging.getLogger(__name__)
 
 router = APIRouter(prefix="/v1/health", tags=["health"])
 
@@ -131,6 +135,21 @@ async def live() -> Liveness:
     return Liveness(status="ok")
 
 
+def _is_admin(context: ApiContext, request: Request) -> bool:
+    """Whether the request carries a valid admin token (False when the database is down)."""
+    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    if scheme.lower() != "bearer" or not token:
+        return False
+    try:
+        with context.database.session_scope() as session:
+            principal = identity.authenticate(
+                session, token.strip(), hmac_key=context.settings.token_hmac_key
+            )
+            return principal.is_admin
+    except Exception:
+        return False
+
+
 @router.get(
     "/ready",
     response_model=Readiness,
@@ -139,8 +158,11 @@ async def live() -> Liveness:
 )
 def ready(
     context: ContextDep,
+    request: Request,
 ) -> Readiness | JSONResponse:
-    """Checks each dependency; 200 when all are `ok` or `skipped`, else 503 with the report."""
+    """Checks each dependency; 200 when all are `ok` or `skipped`, else 503 with the report.
+    Each check's `detail` (host names, buckets, errors) goes to an admin token only; other
+    callers get the statuses, and a failure's detail is logged."""
     checks = {
         "database": check_database(context),
         "broker": check_broker(context),
@@ -148,6 +170,12 @@ def ready(
         "disk": check_disk(context),
     }
     failed = [name for name, check in checks.items() if check.status == "failed"]
+    for name in failed:
+        logger.warning("not ready: %s: %s", name, checks[name].detail)
+    if not _is_admin(context, request):
+        checks = {name: check.model_copy(update={"detail": ""}) for name, check in checks.items()}
+        for name in failed:
+            checks[name].detail = "failed (the server log and an admin token say why)"
     if not failed:
         return Readiness(status="ready", checks=checks)
     body = {

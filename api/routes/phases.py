@@ -10,11 +10,11 @@ from __future__ import annotations
 import datetime as dt
 
 from fastapi import APIRouter, Path, Response, status
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, StrictBool
 
 from api.deps import AdminPrincipal, ContextDep, ReadReader
 from api.routes.common import errors, scope
-from api.schemas import DbId, StrictModel
+from api.schemas import DB_ID_MAX, DbId, StrictModel
 from api.schemas.submissions import SubmissionKindName
 from services.pipeline.stage_versions import current_evaluator
 from services.platform import phases as phase_rules
@@ -36,7 +36,10 @@ class PhaseIn(StrictModel):
         None, description="When jobs stop being accepted (409 after it); none: open-ended."
     )
     submission_limit: int | None = Field(
-        None, ge=1, description="Jobs per team in this phase (failed and cancelled not counted)."
+        None,
+        ge=1,
+        le=DB_ID_MAX,
+        description="Jobs per team in this phase (failed and cancelled not counted).",
     )
     visibility: PhaseVisibility = Field(
         PhaseVisibility.PUBLIC,
@@ -60,7 +63,7 @@ class PhasePatch(StrictModel):
 
     starts_at: dt.datetime | None = None
     ends_at: dt.datetime | None = None
-    submission_limit: int | None = Field(None, ge=1)
+    submission_limit: int | None = Field(None, ge=1, le=DB_ID_MAX)
     visibility: PhaseVisibility | None = None
     reveal_at: dt.datetime | None = None
     allowed_kinds: list[SubmissionKindName] | None = Field(None, min_length=1)
@@ -101,7 +104,7 @@ class PhaseOut(BaseModel):
 class RerunRequest(StrictModel):
     """Which leaderboard jobs to re-run with the current evaluator."""
 
-    include_current: bool = Field(
+    include_current: StrictBool = Field(
         False, description="Also re-run jobs already evaluated by the current scorer."
     )
 

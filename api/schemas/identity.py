@@ -48,6 +48,7 @@ class TeamCreate(StrictModel):
     """A new team."""
 
     slug: str = Field(
+        max_length=64,
         pattern=r"^[a-z0-9][a-z0-9-]{0,63}$",
         description="Lowercase letters, digits and '-', at most 64 characters; unique.",
         examples=["speech-lab"],

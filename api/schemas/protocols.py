@@ -73,6 +73,7 @@ class ProtocolCreate(StrictModel):
     """
 
     name: str = Field(
+        max_length=128,
         pattern=r"^[a-z0-9][a-z0-9._-]{0,127}$",
         description="Lowercase letters, digits, '.', '_', '-'. Registering a new body under an "
         "existing name makes the next version.",
@@ -102,7 +103,7 @@ class ProtocolOut(BaseModel):
     content_hash: str
     config: dict[str, Any]
     leaderboard: LeaderboardSpec
-    limits: dict[str, int] = Field(
+    limits: dict[str, int | float] = Field(
         default_factory=dict, description="The protocol's own cost bounds (unset: server's)."
     )
     created_at: dt.datetime

@@ -42,8 +42,16 @@ def _configure_sqlite(engine: Engine) -> None:
         connection.exec_driver_sql("BEGIN")
 
 
-def create_db_engine(url: str, *, echo: bool = False) -> Engine:
-    """An engine for ``url`` with per-dialect settings (SQLite pragmas, PostgreSQL pre-ping).
+DEFAULT_CONNECT_TIMEOUT_S = 10
+"""How long opening a server database connection may take (seconds): a database that accepts
+connections but never answers fails a request in seconds, not minutes."""
+
+
+def create_db_engine(
+    url: str, *, echo: bool = False, connect_timeout_s: int = DEFAULT_CONNECT_TIMEOUT_S
+) -> Engine:
+    """An engine for ``url`` with per-dialect settings (SQLite pragmas; PostgreSQL pre-ping and
+    a connect timeout of ``connect_timeout_s`` seconds).
 
     For a SQLite file URL the parent folder is created, so the embedded mode needs no setup.
     """
@@ -55,22 +63,33 @@ def create_db_engine(url: str, *, echo: bool = False) -> Engine:
         engine = create_engine(url, echo=echo, connect_args={"check_same_thread": False})
         _configure_sqlite(engine)
         return engine
-    return create_engine(url, echo=echo, pool_pre_ping=True)
+    connect_args = {"connect_timeout": connect_timeout_s} if "psycopg" in url else {}
+    return create_engine(url, echo=echo, pool_pre_ping=True, connect_args=connect_args)
 
 
 class Database:
     """One engine plus its session factory."""
 
-    def __init__(self, url: str, *, echo: bool = False) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        echo: bool = False,
+        connect_timeout_s: int = DEFAULT_CONNECT_TIMEOUT_S,
+    ) -> None:
         self.url = url
-        self.engine = create_db_engine(url, echo=echo)
+        self.engine = create_db_engine(url, echo=echo, connect_timeout_s=connect_timeout_s)
         # expire_on_commit=False: objects returned from a scope stay readable after it commits.
         self.sessionmaker = sessionmaker(bind=self.engine, expire_on_commit=False)
 
     @classmethod
     def from_settings(cls, settings: Settings | None = None) -> Database:
         """The database named by ``settings`` (default: the process settings)."""
-        return cls((settings or get_settings()).resolved_database_url())
+        settings = settings or get_settings()
+        return cls(
+            settings.resolved_database_url(),
+            connect_timeout_s=settings.database_connect_timeout_s,
+        )
 
     @contextmanager
     def session_scope(self) -> Iterator[Session]:

@@ -52,6 +52,8 @@ NAMING_CONVENTION: dict[str, str] = {
 
 SHA256_HEX_LENGTH = 64
 MAX_BLOB_KEY_LENGTH = 1024
+# A container image name without its digest (``name[:tag]``), as stored.
+MAX_CONTAINER_IMAGE_LENGTH = 512
 # ``Result.seed`` of a row that aggregates over seeds (one definition, services.vocab).
 AGGREGATE_SEED = vocab.AGGREGATE_SEED
 
@@ -312,7 +314,7 @@ class Submission(Base):
     protocol_id: Mapped[int | None] = mapped_column(
         ForeignKey("protocols.id", ondelete="RESTRICT"), index=True
     )
-    container_image: Mapped[str | None] = mapped_column(String(512))
+    container_image: Mapped[str | None] = mapped_column(String(MAX_CONTAINER_IMAGE_LENGTH))
     container_digest: Mapped[str | None] = mapped_column(String(128))
     # Services only (services/anonymizers/kinds/service.py): the endpoint, the request-signing
     # secret and the maker's credential header (name; value), secrets Fernet-encrypted with

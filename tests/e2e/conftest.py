@@ -124,6 +124,7 @@ def e2e_platform(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PlatformP
         "UNMASK_S3_ACCESS_KEY_ID": "testing",
         "UNMASK_S3_SECRET_ACCESS_KEY": "testing",
         "UNMASK_TOKEN_HMAC_KEY": HMAC_KEY,
+        "UNMASK_TRUSTED_HOSTS": '["127.0.0.1", "localhost"]',
         "UNMASK_DATA_DIR": str(root / "api"),
         "UNMASK_HEARTBEAT_INTERVAL_S": "1",
         "UNMASK_STAGE_STALE_AFTER_S": "8",

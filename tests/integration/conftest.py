@@ -219,6 +219,9 @@ def make_api_client(
             "blob_backend": "local",
             "blob_dir": tmp_path / "blobs",
             "blob_public_url": "http://testserver/v1/blobs",
+            # A server database: links start with the public URL (the API refuses to start
+            # with neither a public URL nor a trusted-host list).
+            "public_url": "http://testserver",
             "token_hmac_key": API_TEST_HMAC_KEY,
             "broker_url": "",
             "celery_eager": False,

@@ -325,7 +325,7 @@ def test_openapi_documents_every_route_with_security_and_problems(make_api_clien
                 assert "404" in operation["responses"], where
 
 
-def test_health_and_readiness(make_api_client: Any, s3_store: Any) -> None:
+def test_health_and_readiness(make_api_client: Any, s3_store: Any, api_world: Any) -> None:
     client = make_api_client()
     assert client.get("/v1/health/live").json() == {"status": "ok"}
     ready = client.get("/v1/health/ready")
@@ -334,9 +334,13 @@ def test_health_and_readiness(make_api_client: Any, s3_store: Any) -> None:
     assert checks["database"]["status"] == "ok"
     assert checks["blob_store"]["status"] == "ok"
     assert checks["broker"]["status"] == "skipped"
-    s3_checks = make_api_client(blob_store=s3_store).get("/v1/health/ready").json()["checks"]
+    admin = api_world.auth(api_world.admin)
+    s3_client = make_api_client(blob_store=s3_store)
+    s3_checks = s3_client.get("/v1/health/ready", headers=admin).json()["checks"]
     assert s3_checks["blob_store"] == {**s3_checks["blob_store"], "status": "ok"}
-    assert s3_store.bucket in s3_checks["blob_store"]["detail"]
+    assert s3_store.bucket in s3_checks["blob_store"]["detail"]  # internals: admins only
+    anonymous = s3_client.get("/v1/health/ready").json()["checks"]
+    assert all(check["detail"] == "" for check in anonymous.values())
     # Redis broker: the local Redis answers a PING.
     redis_client = make_api_client(broker_url="redis://127.0.0.1:6379/0")
     assert redis_client.get("/v1/health/ready").json()["checks"]["broker"]["status"] == "ok"
@@ -344,6 +348,9 @@ def test_health_and_readiness(make_api_client: Any, s3_store: Any) -> None:
     down = make_api_client(broker_url="redis://127.0.0.1:1/0")
     body = assert_problem(down.get("/v1/health/ready"), 503, "broker")
     assert body["checks"]["broker"]["status"] == "failed"
+    assert "127.0.0.1" not in str(body) and "sqlalche.me" not in str(body)
+    full = down.get("/v1/health/ready", headers=admin).json()
+    assert "Error" in full["checks"]["broker"]["detail"]
     assert body["checks"]["database"]["status"] == "ok"
 
 

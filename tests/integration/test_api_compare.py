@@ -6,6 +6,9 @@ same one twice are refused with a clear 4xx."""
 
 from __future__ import annotations
 
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -212,3 +215,61 @@ def test_paired_interval_and_per_speaker_scatter_from_kept_trials(
         params={"a": first, "b": third, "curve": "semi-informed|cosine"},
     )
     assert missing.status_code == 404 and "scored different trials" in missing.text
+
+
+def test_the_paired_bootstrap_runs_off_the_request_path(
+    world: World, pg_database: Database, monkeypatch: pytest.MonkeyPatch, make_api_client: Any
+) -> None:
+    """While a pair's bootstrap computes, the waiting request holds no database connection (a
+    leaderboard read beside it is answered), a request that stops waiting gets the rows with a
+    note, and the finished result is cached for the next ask (either order)."""
+    from services.platform.comparison import background
+
+    entered, release = threading.Event(), threading.Event()
+    real = background.paired_result
+    calls = []
+
+    def slow(*args: Any) -> Any:
+        calls.append(args)
+        entered.set()
+        release.wait(30)
+        return real(*args)
+
+    monkeypatch.setattr(background, "paired_result", slow)
+    sides = []
+    for i, separation in enumerate((3.0, 2.0, 1.0)):
+        submission = world.submission(f"s{i}")
+        _succeed(pg_database, world.job(submission, world.protocol), 10.0 + i, 4.0,
+                 store=world.store, trials=trial_set_bytes(separation))  # fmt: skip
+        sides.append(submission)
+    url = f"/v1/protocols/{world.protocol}/compare"
+    with ThreadPoolExecutor(1) as pool:
+        waiting = pool.submit(
+            world.client.get, url, params={"a": sides[0], "b": sides[1]}, headers=world.a
+        )
+        assert entered.wait(30)
+        assert pg_database.engine.pool.checkedout() == 0  # type: ignore[attr-defined]
+        board = world.client.get(f"/v1/protocols/{world.protocol}/leaderboard", headers=world.a)
+        assert board.status_code == 200
+        release.set()
+        answer = waiting.result(60)
+    assert answer.status_code == 200, answer.text
+    eer = next(m for m in answer.json()["metrics"] if m["metric"] == "eer_percent")
+    assert eer["paired_interval"] is not None
+    swapped = world.client.get(url, params={"a": sides[1], "b": sides[0]}, headers=world.a)
+    eer_ba = next(m for m in swapped.json()["metrics"] if m["metric"] == "eer_percent")
+    assert eer_ba["paired_interval"] == [-eer["paired_interval"][1], -eer["paired_interval"][0]]
+    assert len(calls) == 1
+    # A server that does not wait: the rows now, the interval on a later ask.
+    release.clear()
+    impatient = make_api_client(blob_store=world.store, compare_wait_s=0)
+    first = impatient.get(url, params={"a": sides[0], "b": sides[2]}, headers=world.a)
+    assert first.status_code == 200, first.text
+    assert "being computed" in first.json()["paired_notes"]["semi-informed|cosine"]
+    release.set()
+    for _ in range(100):
+        later = impatient.get(url, params={"a": sides[0], "b": sides[2]}, headers=world.a)
+        if not later.json()["paired_notes"]:
+            break
+        time.sleep(0.1)
+    assert later.json()["paired_notes"] == {}

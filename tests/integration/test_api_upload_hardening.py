@@ -100,6 +100,7 @@ def serve(
             "token_hmac_key": API_TEST_HMAC_KEY,
             "broker_url": "",
             "celery_eager": False,
+            "trusted_hosts": ["127.0.0.1", "localhost"],
             **overrides,
         }
         settings = Settings(_env_file=None, **fields)  # type: ignore[call-arg]

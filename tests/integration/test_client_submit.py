@@ -116,6 +116,7 @@ def server(pg_database: Database, tmp_path: Path) -> Iterator[tuple[str, str, st
         database_url=pg_database.url,
         blob_dir=tmp_path / "blobs",
         token_hmac_key=HMAC_KEY,
+        trusted_hosts=["127.0.0.1", "localhost"],
     )
     app = create_app(settings, database=pg_database, senders=PlayedWorkers(pg_database).senders())
     with socket.socket() as sock:

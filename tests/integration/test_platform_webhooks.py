@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy import update as sa_update
 
 from services.platform import identity
 from services.platform import results as result_records
@@ -30,7 +31,7 @@ from services.platform.webhooks import (
 from services.settings import Settings
 from services.storage.blobstore import LocalBlobStore
 from services.storage.db import Database
-from services.storage.models import OutboxMessage, WebhookDelivery
+from services.storage.models import OutboxMessage, WebhookDelivery, WebhookEndpoint
 from support.seeding import record_finished_job
 
 pytestmark = pytest.mark.integration
@@ -282,3 +283,24 @@ def test_celery_worker_delivers_signed_event_and_retries_after_a_failure(
     assert [a["status_code"] for a in delivery["attempt_log"]] == [500, 200]
     assert delivery["attempt_log"][0]["response_excerpt"] == "nope"
     assert delivery["event_id"] == headers["webhook-id"]
+
+
+def test_a_stored_url_with_an_impossible_port_fails_at_once_with_its_reason(
+    pg_database: Database, no_sender: None
+) -> None:
+    """An endpoint stored before URLs were parsed completely: its delivery fails (not pending
+    forever with no attempt), and the reason is logged."""
+    with pg_database.session_scope() as session:
+        team = identity.create_team(session, "ports")
+        store.create_webhook_endpoint(session, team.id, "https://hooks.example/h")
+        session.execute(sa_update(WebhookEndpoint).values(url="https://hooks.example:99999/h"))
+    _finished_job(pg_database, "ports")
+    with pg_database.session_scope() as session:
+        (delivery_id,) = store.due_delivery_ids(session)
+    outcome = attempt_delivery(pg_database, Settings(_env_file=None), delivery_id)  # type: ignore[call-arg]
+    assert outcome.status == "failed" and "Port out of range" in outcome.detail
+    with pg_database.session_scope() as session:
+        row = session.get(WebhookDelivery, delivery_id)
+        assert row is not None and row.state == "failed" and row.attempts == 1
+        assert "Port out of range" in (row.last_error or "")
+        assert store.due_delivery_ids(session) == []  # the sweep does not queue it again

@@ -76,3 +76,30 @@ def test_delivery_connects_to_the_checked_address(monkeypatch: pytest.MonkeyPatc
     assert seen[0].extensions["sni_hostname"] == "hooks.example"
     # The second (rebound) answer was never asked for.
     assert next(answers) == ["127.0.0.1"]
+
+
+@pytest.mark.parametrize(
+    "host", ["127.1", "2130706433", "0x7f000001", "0177.0.0.1", "0", "0x0a.1", "10.0x1.2"]
+)
+def test_non_canonical_ipv4_literals_are_normalized_before_the_check(host: str) -> None:
+    with pytest.raises(ConflictError, match="not a globally routable"):
+        validate_webhook_url(f"https://{host}/hook")
+
+
+@pytest.mark.parametrize(
+    ("url", "words"),
+    [
+        ("https://hooks.example:99999/h", "Port out of range"),
+        ("https://hooks.example:0/h", "port 0 is not a valid port"),
+        ("https://hooks.example:x/h", "not a valid URL"),
+        ("ftp://hooks.example/h", "absolute http"),
+    ],
+)
+def test_urls_are_parsed_completely_at_creation(url: str, words: str) -> None:
+    with pytest.raises(ConflictError, match=words):
+        validate_webhook_url(url, allow_private=True)
+
+
+def test_host_names_that_look_hexadecimal_stay_host_names() -> None:
+    assert validate_webhook_url("https://bad.cafe/hook") == "https://bad.cafe/hook"
+    assert validate_webhook_url("https://8.8.8.8/hook") == "https://8.8.8.8/hook"

@@ -46,7 +46,9 @@ class ContainerSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     image: str = Field(
-        max_length=1024,
+        # The stored name[:tag] (column submissions.container_image, 512 characters) plus
+        # "@sha256:" and 64 hex digits (tests/unit/test_api_limits_match_storage.py checks it).
+        max_length=512 + len("@sha256:") + 64,
         description="`name[:tag]@sha256:<64 hex>`; tags alone are refused (not reproducible).",
         examples=["ghcr.io/lab/anon@sha256:" + "0" * 64],
         json_schema_extra={"pattern": PINNED_IMAGE_PATTERN},

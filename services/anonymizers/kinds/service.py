@@ -438,6 +438,7 @@ class ServiceSpec(BaseModel):
     )
     credential_header: str | None = Field(
         None,
+        max_length=64,  # as the pattern (column submissions.service_credential_header: 128)
         pattern=HEADER_NAME_PATTERN,
         description="Optional header the endpoint requires (e.g. `Authorization`, `X-Api-Key`); "
         "its value is stored encrypted and never shown again.",

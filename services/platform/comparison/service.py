@@ -36,6 +36,7 @@ from services.platform.leaderboard import (
     job_metric_values,
     representative_job,
 )
+from services.platform.phases import revealed_jobs_clause
 from services.results.keys import ResultKey
 from services.scoring import ScoredTrials, eer_report, per_speaker_eer_report
 from services.scoring.trial_scores import TRIALS_DIR, load_scored_trials, speaker_trials
@@ -48,6 +49,10 @@ PAIRED_RESAMPLES = 1000
 """Speaker resamples of the paired bootstrap (seeded: the same request gives the same interval)."""
 
 PAIRED_CONFIDENCE = 0.95
+
+SideTrials = tuple[tuple[str, tuple[tuple[int, str, str], ...]], ...]
+"""One job's kept trials of a (scenario, back-end), hashable: ``((attacker, ((seed, blob key,
+sha256), ...)), ...)``."""
 
 
 class ComparisonError(ConflictError):
@@ -107,6 +112,9 @@ class Comparison:
     """``{"<scenario>|<backend>": per-speaker EERs of both}`` where both jobs kept trials."""
     paired_notes: dict[str, str] = field(default_factory=dict)
     """``{"<scenario>|<backend>": why there is no paired interval}``."""
+    trial_refs: dict[str, tuple[SideTrials | None, SideTrials | None]] = field(default_factory=dict)
+    """``{"<scenario>|<backend>": (a's kept trials, b's)}`` (None: kept none): what the paired
+    interval is computed from (:func:`paired_result`), read with the rows."""
 
     @property
     def privacy(self) -> list[MetricComparison]:
@@ -168,8 +176,11 @@ def _side(
     )
     if job is None:
         other = session.scalar(
+            # The rows' visibility rule: a hidden phase's job is not named either.
             select(Job.protocol_id).where(
-                Job.submission_id == submission.id, Job.protocol_id != protocol.id
+                Job.submission_id == submission.id,
+                Job.protocol_id != protocol.id,
+                revealed_jobs_clause(viewer_team_id=viewer_team_id, include_all=include_all),
             )
         )
         where = f"; it was evaluated under protocol {other}" if other is not None else ""
@@ -223,15 +234,21 @@ def _load_trials(store: BlobStore, key: str, sha256: str) -> tuple[ScoredTrials,
 
 
 @dataclass(frozen=True)
-class _Paired:
+class PairedResult:
+    """The paired EER interval of b - a (percentage points) and the per-speaker EERs of one
+    (scenario, back-end), or ``note``: why there are none."""
+
     interval: tuple[float, float] | None
     per_speaker: PerSpeakerPairs | None
     note: str | None
 
-
-SideTrials = tuple[tuple[str, tuple[tuple[int, str, str], ...]], ...]
-"""One job's kept trials of a (scenario, back-end), hashable: ``((attacker, ((seed, blob key,
-sha256), ...)), ...)``."""
+    def swapped(self) -> PairedResult:
+        """The same result with a and b exchanged (the interval of a - b)."""
+        interval = None if self.interval is None else (-self.interval[1], -self.interval[0])
+        pairs = self.per_speaker
+        if pairs is not None:
+            pairs = PerSpeakerPairs(pairs.speakers, pairs.b, pairs.a)
+        return PairedResult(interval, pairs, self.note)
 
 
 def _side_trials(sets: Mapping[str, Mapping[int, tuple[str, str]]]) -> SideTrials:
@@ -241,20 +258,54 @@ def _side_trials(sets: Mapping[str, Mapping[int, tuple[str, str]]]) -> SideTrial
     )
 
 
-def _paired(
-    store: BlobStore,
-    sets_a: Mapping[str, Mapping[int, tuple[str, str]]] | None,
-    sets_b: Mapping[str, Mapping[int, tuple[str, str]]] | None,
-) -> _Paired:
-    """The paired EER interval and the per-speaker EERs of one (scenario, back-end)."""
-    if not sets_a or not sets_b:
-        missing = " and ".join(n for n, s in (("a", sets_a), ("b", sets_b)) if not s)
-        return _Paired(None, None, f"no paired interval: job {missing} kept no per-trial scores")
-    return _paired_of(store, _side_trials(sets_a), _side_trials(sets_b))
+def missing_trials(side_a: SideTrials | None, side_b: SideTrials | None) -> PairedResult | None:
+    """The result without any computation when a side kept no trials, else None."""
+    if side_a and side_b:
+        return None
+    missing = " and ".join(n for n, s in (("a", side_a), ("b", side_b)) if not s)
+    return PairedResult(None, None, f"no paired interval: job {missing} kept no per-trial scores")
+
+
+def unordered(side_a: SideTrials, side_b: SideTrials) -> tuple[SideTrials, SideTrials, bool]:
+    """The pair in one canonical order (a comparison of b with a reuses a with b's work) and
+    whether it was swapped."""
+    return (side_a, side_b, False) if side_a <= side_b else (side_b, side_a, True)
+
+
+def paired_result(
+    store: BlobStore, side_a: SideTrials | None, side_b: SideTrials | None
+) -> PairedResult:
+    """The paired EER interval and the per-speaker EERs of one (scenario, back-end), computed
+    here (about a second of CPU for a real protocol: callers serving requests use
+    :class:`~services.platform.comparison.background.PairedResults`, which computes it off the
+    request path and caches it)."""
+    missing = missing_trials(side_a, side_b)
+    if missing is not None:
+        return missing
+    assert side_a is not None and side_b is not None
+    first, second, swapped = unordered(side_a, side_b)
+    result = _paired_of(store, first, second)
+    return result.swapped() if swapped else result
+
+
+def apply_paired(comparison: Comparison, key: str, paired: PairedResult) -> None:
+    """Put one (scenario, back-end)'s paired result into ``comparison``."""
+    if paired.note is not None:
+        comparison.paired_notes[key] = paired.note
+    if paired.per_speaker is not None and paired.per_speaker.speakers:
+        comparison.per_speaker[key] = paired.per_speaker
+    if paired.interval is not None:
+        eer_key = ResultKey.parse(key).with_metric(catalogue.EER.key)
+        comparison.metrics = [
+            dataclasses.replace(m, paired_interval=paired.interval)
+            if ResultKey(m.scenario, m.backend, m.metric) == eer_key
+            else m
+            for m in comparison.metrics
+        ]
 
 
 @functools.lru_cache(maxsize=256)
-def _paired_of(store: BlobStore, side_a: SideTrials, side_b: SideTrials) -> _Paired:
+def _paired_of(store: BlobStore, side_a: SideTrials, side_b: SideTrials) -> PairedResult:
     """:func:`_paired` on hashable inputs, cached: the page, its JSON twin and its plots ask for
     the same resamples, and kept trials never change under their content hash.
 
@@ -271,7 +322,7 @@ def _paired_of(store: BlobStore, side_a: SideTrials, side_b: SideTrials) -> _Pai
     ]
     grids = {grid for side in loaded for seeds in side.values() for _, grid in seeds}
     if len(grids) != 1:
-        return _Paired(None, None, "no paired interval: the two jobs scored different trials")
+        return PairedResult(None, None, "no paired interval: the two jobs scored different trials")
     shown = [_shown_attacker(side) for side in loaded]
     try:
         ci = paired_bootstrap_eer_difference(
@@ -281,9 +332,9 @@ def _paired_of(store: BlobStore, side_a: SideTrials, side_b: SideTrials) -> _Pai
             confidence=PAIRED_CONFIDENCE,
         )
     except ValueError as exc:
-        return _Paired(None, None, f"no paired interval: {exc}")
+        return PairedResult(None, None, f"no paired interval: {exc}")
     interval = None if not math.isfinite(ci.low) else (ci.low, ci.high)
-    return _Paired(interval, _per_speaker_pairs(shown), None)
+    return PairedResult(interval, _per_speaker_pairs(shown), None)
 
 
 def _shown_attacker(
@@ -325,8 +376,9 @@ def compare_submissions(
 ) -> Comparison:
     """Submissions ``a`` and ``b`` (both visible to the caller) under ``protocol``.
 
-    ``store``: the blob store holding the jobs' kept trials; None = no paired intervals and no
-    per-speaker EERs."""
+    ``store``: the blob store holding the jobs' kept trials, read and the paired intervals
+    computed here; None = no paired intervals and no per-speaker EERs, only ``trial_refs`` (a
+    server computes them after closing its session, :func:`paired_result`)."""
     if a.id == b.id:
         raise ComparisonError(f"a and b are the same submission ({a.id}); pick two")
     sides = [
@@ -366,22 +418,13 @@ def compare_submissions(
     keys = {ResultKey(m.scenario, m.backend).format() for m in comparison.privacy}
     trials = [_trial_sets(session, side.job_id) for side in (side_a, side_b)]
     for key in sorted(keys):
+        sets_a, sets_b = (t.get(key) for t in trials)
+        refs = (_side_trials(sets_a) if sets_a else None, _side_trials(sets_b) if sets_b else None)
+        comparison.trial_refs[key] = refs
         if store is None:
             comparison.paired_notes[key] = "no paired interval: no blob store to read trials from"
         else:
-            paired = _paired(store, trials[0].get(key), trials[1].get(key))
-            if paired.note is not None:
-                comparison.paired_notes[key] = paired.note
-            if paired.per_speaker is not None and paired.per_speaker.speakers:
-                comparison.per_speaker[key] = paired.per_speaker
-            if paired.interval is not None:
-                eer_key = ResultKey.parse(key).with_metric(catalogue.EER.key)
-                comparison.metrics = [
-                    dataclasses.replace(m, paired_interval=paired.interval)
-                    if ResultKey(m.scenario, m.backend, m.metric) == eer_key
-                    else m
-                    for m in comparison.metrics
-                ]
+            apply_paired(comparison, key, paired_result(store, *refs))
     for key in sorted(keys):
         curves = det_curves_of(session, [side_a.job_id, side_b.job_id], key)
         if curves:

@@ -26,7 +26,8 @@ from sqlalchemy.orm import Session
 from services.pipeline.stage_versions import current_scorer, is_outdated
 from services.platform.jobs.service import create_rerun
 from services.platform.leaderboard import latest_succeeded_jobs
-from services.storage.models import Job, RunState
+from services.platform.rows import get_row
+from services.storage.models import Job, ProtocolRecord, RunState
 
 
 @dataclass(frozen=True)
@@ -61,8 +62,12 @@ def rerun_outdated(
     """Queue an uncharged re-run of every outdated leaderboard job of the protocol.
 
     ``include_current``: re-run every leaderboard job, outdated or not. A submission that
-    already has an active uncharged re-run is skipped (calling twice queues nothing twice).
+    already has an active uncharged re-run is skipped (calling twice, even concurrently,
+    queues nothing twice: the protocol row is locked first).
     """
+    # The protocol row, locked until the transaction ends: concurrent calls run one after the
+    # other, so the second sees the first's re-runs as active (no duplicates).
+    get_row(session, ProtocolRecord, protocol_id, lock=True, noun="protocol")
     current = current_scorer()
     queued: dict[int, int] = {}
     running: list[int] = []

@@ -235,10 +235,40 @@ def get_token(session: Session, token_id: int) -> ApiToken:
     return get_row(session, ApiToken, token_id, noun="token")
 
 
-def revoke_token(session: Session, token_id: int, *, now: dt.datetime | None = None) -> ApiToken:
-    """Revoke a token (idempotent: a second call keeps the first revocation time)."""
-    token = get_row(session, ApiToken, token_id, noun="token")
+def revoke_token(
+    session: Session,
+    token_id: int,
+    *,
+    by_token_id: int | None = None,
+    now: dt.datetime | None = None,
+) -> ApiToken:
+    """Revoke a token (idempotent: a second call keeps the first revocation time).
+
+    ``by_token_id``: the token making a request through the API, which may not revoke itself
+    nor the last valid admin token (either would lock the administrators out of the API):
+    :class:`ConflictError`. The operator's CLI (None) may revoke any."""
+    now = now or utc_now()
+    token = get_row(session, ApiToken, token_id, noun="token", lock=True)
+    if token.revoked_at is None and by_token_id is not None:
+        if token.id == by_token_id:
+            raise ConflictError(
+                f"token {token_id} is the one making this request; revoke it with another "
+                "admin token"
+            )
+        if TokenScope.ADMIN.value in token.scopes:
+            admins = session.scalars(
+                select(ApiToken)
+                .where(ApiToken.revoked_at.is_(None), ApiToken.id != token.id)
+                .with_for_update()
+            )
+            if not any(
+                TokenScope.ADMIN.value in t.scopes and (t.expires_at is None or t.expires_at > now)
+                for t in admins
+            ):
+                raise ConflictError(
+                    f"token {token_id} is the last valid admin token; issue another first"
+                )
     if token.revoked_at is None:
-        token.revoked_at = now or utc_now()
+        token.revoked_at = now
         session.flush()
     return token

@@ -125,7 +125,8 @@ def ranked_submission_counts(
     session: Session, *, viewer_team_id: int | None, include_all_private: bool = False
 ) -> dict[int, int]:
     """``{protocol_id: submissions}``: how many visible submissions have a succeeded job under
-    each protocol (those its leaderboard lists)."""
+    each protocol (those its leaderboard lists: the rows' visibility rule, hidden phases
+    included, so a count never discloses a row the viewer cannot see)."""
     query = (
         select(Job.protocol_id, func.count(func.distinct(Job.submission_id)))
         .join(Submission, Submission.id == Job.submission_id)
@@ -134,6 +135,7 @@ def ranked_submission_counts(
             visible_submissions_clause(
                 viewer_team_id=viewer_team_id, include_all_private=include_all_private
             ),
+            revealed_jobs_clause(viewer_team_id=viewer_team_id, include_all=include_all_private),
         )
         .group_by(Job.protocol_id)
     )

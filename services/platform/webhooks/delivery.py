@@ -159,9 +159,13 @@ def attempt_delivery(
     target = resolve_target(url, allow_private=settings.webhook_allow_private_hosts)
     reason = target if isinstance(target, str) else None
     if isinstance(target, str):
-        attempt = AttemptRecord(None, f"URL not allowed: {target}", 0.0)
+        attempt = AttemptRecord(None, f"URL not allowed: {target}"[:1000], 0.0)
     else:
-        attempt = _post(target, secret, message_id, body, settings.webhook_timeout_s, client)
+        try:
+            attempt = _post(target, secret, message_id, body, settings.webhook_timeout_s, client)
+        except (httpx.InvalidURL, ValueError) as exc:  # the URL itself: no retry can help
+            reason = f"URL not usable: {type(exc).__name__}: {exc}"[:1000]
+            attempt = AttemptRecord(None, reason, 0.0)
     with database.session_scope() as session:
         recorded = record_attempt(
             session,

@@ -48,6 +48,11 @@ def _parse_response(
 
         return response_404
 
+    if response.status_code == 409:
+        response_409 = Problem.from_dict(response.json())
+
+        return response_409
+
     if response.status_code == 422:
         response_422 = Problem.from_dict(response.json())
 
@@ -87,7 +92,8 @@ def sync_detailed(
 ) -> Response[Problem | TokenOut]:
     """Revoke an API token
 
-     Revoke a token at once (idempotent: the first revocation time is kept).
+     Revoke a token at once (idempotent: the first revocation time is kept). 409 for the
+    token making the request and for the last valid admin token.
 
     Args:
         token_id (int):
@@ -118,7 +124,8 @@ def sync(
 ) -> Problem | TokenOut | None:
     """Revoke an API token
 
-     Revoke a token at once (idempotent: the first revocation time is kept).
+     Revoke a token at once (idempotent: the first revocation time is kept). 409 for the
+    token making the request and for the last valid admin token.
 
     Args:
         token_id (int):
@@ -144,7 +151,8 @@ async def asyncio_detailed(
 ) -> Response[Problem | TokenOut]:
     """Revoke an API token
 
-     Revoke a token at once (idempotent: the first revocation time is kept).
+     Revoke a token at once (idempotent: the first revocation time is kept). 409 for the
+    token making the request and for the last valid admin token.
 
     Args:
         token_id (int):
@@ -173,7 +181,8 @@ async def asyncio(
 ) -> Problem | TokenOut | None:
     """Revoke an API token
 
-     Revoke a token at once (idempotent: the first revocation time is kept).
+     Revoke a token at once (idempotent: the first revocation time is kept). 409 for the
+    token making the request and for the last valid admin token.
 
     Args:
         token_id (int):

@@ -107,7 +107,9 @@ def sync_detailed(
     """Compare two submissions of a protocol
 
      409 when a submission has no succeeded job under this protocol (e.g. it belongs to
-    another protocol).
+    another protocol). The paired interval of a pair not asked for before is computed in the
+    background; when it takes longer than the server waits, `paired_notes` says so: ask
+    again.
 
     Args:
         protocol_id (int):
@@ -145,7 +147,9 @@ def sync(
     """Compare two submissions of a protocol
 
      409 when a submission has no succeeded job under this protocol (e.g. it belongs to
-    another protocol).
+    another protocol). The paired interval of a pair not asked for before is computed in the
+    background; when it takes longer than the server waits, `paired_notes` says so: ask
+    again.
 
     Args:
         protocol_id (int):
@@ -178,7 +182,9 @@ async def asyncio_detailed(
     """Compare two submissions of a protocol
 
      409 when a submission has no succeeded job under this protocol (e.g. it belongs to
-    another protocol).
+    another protocol). The paired interval of a pair not asked for before is computed in the
+    background; when it takes longer than the server waits, `paired_notes` says so: ask
+    again.
 
     Args:
         protocol_id (int):
@@ -214,7 +220,9 @@ async def asyncio(
     """Compare two submissions of a protocol
 
      409 when a submission has no succeeded job under this protocol (e.g. it belongs to
-    another protocol).
+    another protocol). The paired interval of a pair not asked for before is computed in the
+    background; when it takes longer than the server waits, `paired_notes` says so: ask
+    again.
 
     Args:
         protocol_id (int):

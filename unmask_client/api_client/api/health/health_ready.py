@@ -62,6 +62,8 @@ def sync_detailed(
     """Readiness: database, broker and blob store answer; the disk has free space
 
      Checks each dependency; 200 when all are `ok` or `skipped`, else 503 with the report.
+    Each check's `detail` (host names, buckets, errors) goes to an admin token only; other
+    callers get the statuses, and a failure's detail is logged.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -87,6 +89,8 @@ def sync(
     """Readiness: database, broker and blob store answer; the disk has free space
 
      Checks each dependency; 200 when all are `ok` or `skipped`, else 503 with the report.
+    Each check's `detail` (host names, buckets, errors) goes to an admin token only; other
+    callers get the statuses, and a failure's detail is logged.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -108,6 +112,8 @@ async def asyncio_detailed(
     """Readiness: database, broker and blob store answer; the disk has free space
 
      Checks each dependency; 200 when all are `ok` or `skipped`, else 503 with the report.
+    Each check's `detail` (host names, buckets, errors) goes to an admin token only; other
+    callers get the statuses, and a failure's detail is logged.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -131,6 +137,8 @@ async def asyncio(
     """Readiness: database, broker and blob store answer; the disk has free space
 
      Checks each dependency; 200 when all are `ok` or `skipped`, else 503 with the report.
+    Each check's `detail` (host names, buckets, errors) goes to an admin token only; other
+    callers get the statuses, and a failure's detail is logged.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
