@@ -41,6 +41,7 @@ from api.routes import (
 )
 from api.security_headers import SecurityHeadersMiddleware
 from services.json_values import JSON_VALUE_SCHEMA
+from services.platform.jobs.reactions import register_job_reactions
 from services.platform.outbox import MessageSender
 from services.settings import Settings, get_settings
 from services.storage.blobstore import BlobStore
@@ -132,6 +133,8 @@ def create_app(
     outbox senders installed at start-up) to the Celery ones of ``workers.app``, imported at
     start-up. Tests pass fakes here.
     """
+    # A job's state change summarizes it for the leaderboard and queues its webhook event.
+    register_job_reactions()
     context = ApiContext(
         settings or get_settings(),
         database=database,

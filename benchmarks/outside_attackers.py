@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from services.anonymizers.kinds.builtin import BuiltinAnonymizerConfig
+from services.attacker.recipes import AttackerSpec, long_attacker_pair
 from services.attacker.training_config import TrainingConfig
 from services.corpus.espeak import build_espeak_corpus
 from services.corpus.importers import import_librispeech
@@ -49,7 +50,6 @@ from services.metrics import catalogue
 from services.pipeline.challenger import challenge_decision
 from services.pipeline.config import EvaluationConfig, MetricsSpec, SyntheticCorpusSpec
 from services.pipeline.evaluation import run_evaluation
-from services.pipeline.zoo import AttackerSpec, long_attacker_pair
 from services.scoring.trial_scores import load_scored_trials, speaker_trials, trials_path
 
 SCENARIOS = ["original", "ignorant", "lazy-informed", "semi-informed"]

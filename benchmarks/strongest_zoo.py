@@ -35,9 +35,7 @@ from typing import Any
 import numpy as np
 from attacker_transfer import Attacker, load_or_run, make_config, mean_std
 
-from services.attacker.training_config import AugmentationConfig
-from services.pipeline.config import EvaluationConfig
-from services.pipeline.zoo import (
+from services.attacker.recipes import (
     BASELINE,
     FINETUNED,
     NAMED_ZOOS,
@@ -45,6 +43,8 @@ from services.pipeline.zoo import (
     AttackerSpec,
     long_attacker_pair,
 )
+from services.attacker.training_config import AugmentationConfig
+from services.pipeline.config import EvaluationConfig
 
 
 def zoos() -> dict[str, tuple[str, list[AttackerSpec]]]:

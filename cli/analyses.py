@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import numpy as np
 import typer
@@ -24,6 +24,9 @@ from rich.table import Table
 
 from services.attacks.prerestore_config import PrerestorationConfig
 from services.errors import InvalidInputError
+
+if TYPE_CHECKING:
+    from services.attacks.prerestore import PrerestorationResult
 
 analyses_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None)
 
@@ -411,20 +414,7 @@ def prerestore_command(
         check_attack_condition(attacker_training, settings.enrollment)
     except InvalidInputError as exc:
         raise InvalidInputError(f"--attacker-training: {exc}") from None
-    sources: dict[str, str] = {}
-    folders: list[Path] = []
-    for name in ("enrollment", "trial"):
-        if name == "enrollment" and settings.enrollment == "original":
-            continue
-        folder = anonymized_dir / name if anonymized_dir is not None else None
-        if folder is None or not (folder / "manifest.jsonl").is_file():
-            needed = "--enrollment anonymized" if name == "enrollment" else "pre-restoration"
-            raise InvalidInputError(
-                f"{needed} needs the anonymized {name} set: --anonymized-dir DIR with "
-                f"DIR/{name}/manifest.jsonl (`unmask anonymize --set {name}`)"
-            )
-        sources[name] = str(folder / "manifest.jsonl")
-        folders.append(folder)
+    sources, folders = _anonymized_sources(anonymized_dir, settings.enrollment)
     proto, manifest = load_protocol_and_manifest(protocol)
     sets = {
         name: UtteranceSet.from_manifest(
@@ -450,6 +440,37 @@ def prerestore_command(
     data = {**result.to_dict(), "sources": sources}
     _write_json(out / "prerestore.json", data)
     plot_per_parameter_eer(result, out / "prerestore_per_parameter")
+    _print_prerestoration(result, settings, out / "prerestore.json")
+
+
+def _anonymized_sources(
+    anonymized_dir: Path | None, enrollment: str
+) -> tuple[dict[str, str], list[Path]]:
+    """The anonymized sets pre-restoration reads (the trials, and the enrollment when
+    ``enrollment`` is anonymized): set name -> manifest path, and their folders; names the
+    missing set and the command that writes it when one is absent."""
+    sources: dict[str, str] = {}
+    folders: list[Path] = []
+    for name in ("enrollment", "trial"):
+        if name == "enrollment" and enrollment == "original":
+            continue
+        folder = anonymized_dir / name if anonymized_dir is not None else None
+        if folder is None or not (folder / "manifest.jsonl").is_file():
+            needed = "--enrollment anonymized" if name == "enrollment" else "pre-restoration"
+            raise InvalidInputError(
+                f"{needed} needs the anonymized {name} set: --anonymized-dir DIR with "
+                f"DIR/{name}/manifest.jsonl (`unmask anonymize --set {name}`)"
+            )
+        sources[name] = str(folder / "manifest.jsonl")
+        folders.append(folder)
+    return sources, folders
+
+
+def _print_prerestoration(
+    result: PrerestorationResult, settings: PrerestorationConfig, written: Path
+) -> None:
+    """The EER table per (family, mode) of a pre-restoration ``result`` (percent; the best
+    parameter per mode) and a line with the trial counts, the time and the JSON ``written``."""
     console = _console()
     modes = settings.modes
     table = Table(
@@ -474,7 +495,7 @@ def prerestore_command(
     console.print(table)
     console.print(
         f"{result.n_target} target / {result.n_nontarget} non-target trials, "
-        f"{result.timings_s['total']:.1f} s; wrote {out / 'prerestore.json'}",
+        f"{result.timings_s['total']:.1f} s; wrote {written}",
         markup=False,
     )
 

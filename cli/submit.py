@@ -146,6 +146,154 @@ def _submit_archive(
         return client.submit_archive(name, packed, protocol_id, visibility=visibility)
 
 
+# The privacy thresholds `unmask submit` gates on (each optional; ``Thresholds``).
+MIN_EER_OPTION = typer.Option(None, "--min-eer", help="Require EER % >= this.")
+MAX_SRD_MEAND_OPTION = typer.Option(
+    None, "--max-srd-meand", help="Require SRD mean disclosure (bits) <= this."
+)
+MAX_SRD_IDR_OPTION = typer.Option(
+    None, "--max-srd-idr", help="Require SRD identification rate % <= this."
+)
+MIN_CLLR_OPTION = typer.Option(None, "--min-cllr", help="Require min Cllr (bits) >= this.")
+MAX_LINKABILITY_OPTION = typer.Option(
+    None, "--max-linkability", help="Require linkability <= this."
+)
+MAX_WER_INCREASE_OPTION = typer.Option(
+    None,
+    "--max-wer-increase",
+    help="Require the WER increase (points) <= this, and usable speech (utility).",
+)
+MAX_LINKABILITY_TOP1_OPTION = typer.Option(
+    None,
+    "--max-linkability-top1",
+    help="Require the legal top-1 linkability % (headline N, L) <= this.",
+)
+MAX_SINGLING_OUT_OPTION = typer.Option(
+    None,
+    "--max-singling-out",
+    help="Require the legal singling out % (headline N, L) <= this.",
+)
+
+
+def _parse_inputs(
+    sources: tuple[str | None, str | None, Path | None], param: list[str], override: list[str]
+) -> tuple[tuple[str | None, dict[str, Any], str | None, Path | None], dict[str, Any]]:
+    """The submission's source (``builtin``, its parameters, ``image``, ``archive``: exactly one
+    given) and the merged config overrides, from the options; ``UnmaskConfigError`` if bad."""
+    builtin, image, archive = sources
+    if len([s for s in sources if s is not None]) != 1:
+        raise UnmaskConfigError("give exactly one of --builtin, --image, --archive")
+    params = dict(_parse_param(p) for p in param)
+    overrides: dict[str, Any] = {}
+    for text in override:
+        _merge(overrides, _parse_override(text))
+    return (builtin, params, image, archive), overrides
+
+
+def _create_submission(
+    client: UnmaskClient,
+    protocol_id: int,
+    source: tuple[str | None, dict[str, Any], str | None, Path | None],
+    name: str | None,
+    visibility: str,
+    wait_s: tuple[bool, float, float],
+) -> dict[str, Any]:
+    """The submission of the one source given: a built-in (``builtin``, ``params``), a container
+    ``image`` or an ``archive``; when waiting (``wait_s``: wait, timeout and poll in seconds) an
+    archive is waited for until the server accepted it."""
+    builtin, params, image, archive = source
+    wait, timeout_s, poll_s = wait_s
+    if builtin is not None:
+        label = name or f"{builtin} {json.dumps(params, sort_keys=True)}"
+        return client.submit_builtin(label, builtin, params, visibility=visibility)
+    if image is not None:
+        return client.submit_container(name or image, image, visibility=visibility)
+    assert archive is not None
+    submission = _submit_archive(client, name or archive.name, archive, protocol_id, visibility)
+    if wait:
+        err.print(f"submission {submission['id']}: validating the archive", markup=False)
+        submission = client.wait_until_accepted(
+            submission["id"], timeout_s=timeout_s, poll_s=poll_s
+        )
+    return submission
+
+
+def _gate(
+    results: list[Any],
+    trust: Any,
+    thresholds: Thresholds,
+    where: tuple[str, str | None],
+    require_trustworthy: bool,
+) -> Any:
+    """The verdict on ``results`` for the thresholds at ``where`` (scenario, back-end or None for
+    every one), with the report's trust check when ``require_trustworthy``; prints each check."""
+    scenario, backend = where
+    verdict = check_thresholds(results, thresholds, scenario=scenario, backend=backend)
+    if require_trustworthy:
+        trustworthy = trust.get("trustworthy") if isinstance(trust, dict) else None
+        if trustworthy is True:
+            verdict.checked.append("report trust check: passed")
+        else:
+            state = "failed" if trustworthy is False else "unknown (the report has no check)"
+            verdict.failures.append(f"report trust check: {state} (--require-trustworthy)")
+        verdict.passed = not verdict.failures
+    for line in verdict.checked:
+        out.print(f"  pass  {line}", highlight=False, markup=False, soft_wrap=True)
+    for line in verdict.failures:
+        out.print(f"  FAIL  {line}", highlight=False, markup=False, soft_wrap=True)
+    return verdict
+
+
+def _start_job(
+    client: UnmaskClient,
+    submission: dict[str, Any],
+    protocol: dict[str, Any],
+    overrides: dict[str, Any],
+    key_and_phase: tuple[str | None, str | None],
+) -> dict[str, Any]:
+    """Queue the job of ``submission`` on ``protocol`` (with the idempotency key and phase,
+    ``key_and_phase``) and say where to follow it."""
+    idempotency_key, phase = key_and_phase
+    job = client.create_job(
+        submission["id"],
+        protocol["id"],
+        config_overrides=overrides,
+        idempotency_key=idempotency_key,
+        phase=phase,
+    )
+    err.print(
+        f"submission {submission['id']} ({submission['name']}), job {job['id']} on "
+        f"protocol {protocol['name']} v{protocol['version']}: {client.url}/jobs/{job['id']}",
+        highlight=False,
+        markup=False,
+        soft_wrap=True,
+    )
+    return job
+
+
+def _job_failed(job: dict[str, Any], json_out: Path | None) -> int:
+    """Report a job that ended without success (and write the JSON without results)."""
+    err.print(
+        f"job {job['id']} {job['state']}: {job.get('error_message') or ''}",
+        markup=False,
+        soft_wrap=True,
+    )
+    _write_json(json_out, job, [], None)
+    return EXIT_JOB_OR_API_FAILED
+
+
+def _print_verdict_line(verdict: Any, *, gated: bool) -> int:
+    """The last line (PASS, FAIL, or nothing to gate on when no threshold was given) and the
+    exit code."""
+    if not gated:
+        out.print("no thresholds given: nothing to gate on")
+    elif verdict.passed:
+        out.print("verdict: PASS")
+    else:
+        out.print("verdict: FAIL (thresholds not met)")
+    return EXIT_PASSED if verdict.passed else EXIT_THRESHOLDS_FAILED
+
+
 def submit_command(
     protocol: str = typer.Option(
         ..., "--protocol", "-p", help="Protocol name (latest version), name@VERSION or id."
@@ -177,34 +325,14 @@ def submit_command(
     wait: bool = typer.Option(True, "--wait/--no-wait", help="--no-wait: print the job id."),
     timeout_s: float = typer.Option(6 * 3600.0, "--timeout", help="Longest wait, seconds."),
     poll_s: float = typer.Option(10.0, "--poll", help="Seconds between status polls."),
-    min_eer: float | None = typer.Option(None, "--min-eer", help="Require EER % >= this."),
-    max_srd_meand: float | None = typer.Option(
-        None, "--max-srd-meand", help="Require SRD mean disclosure (bits) <= this."
-    ),
-    max_srd_idr: float | None = typer.Option(
-        None, "--max-srd-idr", help="Require SRD identification rate % <= this."
-    ),
-    min_cllr: float | None = typer.Option(
-        None, "--min-cllr", help="Require min Cllr (bits) >= this."
-    ),
-    max_linkability: float | None = typer.Option(
-        None, "--max-linkability", help="Require linkability <= this."
-    ),
-    max_wer_increase: float | None = typer.Option(
-        None,
-        "--max-wer-increase",
-        help="Require the WER increase (points) <= this, and usable speech (utility).",
-    ),
-    max_linkability_top1: float | None = typer.Option(
-        None,
-        "--max-linkability-top1",
-        help="Require the legal top-1 linkability % (headline N, L) <= this.",
-    ),
-    max_singling_out: float | None = typer.Option(
-        None,
-        "--max-singling-out",
-        help="Require the legal singling out % (headline N, L) <= this.",
-    ),
+    min_eer: float | None = MIN_EER_OPTION,
+    max_srd_meand: float | None = MAX_SRD_MEAND_OPTION,
+    max_srd_idr: float | None = MAX_SRD_IDR_OPTION,
+    min_cllr: float | None = MIN_CLLR_OPTION,
+    max_linkability: float | None = MAX_LINKABILITY_OPTION,
+    max_wer_increase: float | None = MAX_WER_INCREASE_OPTION,
+    max_linkability_top1: float | None = MAX_LINKABILITY_TOP1_OPTION,
+    max_singling_out: float | None = MAX_SINGLING_OUT_OPTION,
     scenario: str = typer.Option(
         "semi-informed", "--scenario", help="Scenario the thresholds apply to."
     ),
@@ -232,47 +360,14 @@ def submit_command(
         max_singling_out=max_singling_out,
     )
     try:
-        sources = [s for s in (builtin, image, archive) if s is not None]
-        if len(sources) != 1:
-            raise UnmaskConfigError("give exactly one of --builtin, --image, --archive")
-        params = dict(_parse_param(p) for p in param)
-        overrides: dict[str, Any] = {}
-        for text in override:
-            _merge(overrides, _parse_override(text))
+        source, overrides = _parse_inputs((builtin, image, archive), param, override)
         visibility = "public" if public else "private"
         with UnmaskClient.from_env() as client:
             found = client.find_protocol(protocol)
-            if builtin is not None:
-                label = name or f"{builtin} {json.dumps(params, sort_keys=True)}"
-                submission = client.submit_builtin(label, builtin, params, visibility=visibility)
-            elif image is not None:
-                submission = client.submit_container(name or image, image, visibility=visibility)
-            else:
-                assert archive is not None
-                submission = _submit_archive(
-                    client, name or archive.name, archive, found["id"], visibility
-                )
-                if wait:
-                    err.print(
-                        f"submission {submission['id']}: validating the archive", markup=False
-                    )
-                    submission = client.wait_until_accepted(
-                        submission["id"], timeout_s=timeout_s, poll_s=poll_s
-                    )
-            job = client.create_job(
-                submission["id"],
-                found["id"],
-                config_overrides=overrides,
-                idempotency_key=idempotency_key,
-                phase=phase,
+            submission = _create_submission(
+                client, found["id"], source, name, visibility, (wait, timeout_s, poll_s)
             )
-            err.print(
-                f"submission {submission['id']} ({submission['name']}), job {job['id']} on "
-                f"protocol {found['name']} v{found['version']}: {client.url}/jobs/{job['id']}",
-                highlight=False,
-                markup=False,
-                soft_wrap=True,
-            )
+            job = _start_job(client, submission, found, overrides, (idempotency_key, phase))
             if not wait:
                 out.print(job["id"])
                 return EXIT_PASSED
@@ -280,13 +375,7 @@ def submit_command(
                 job["id"], timeout_s=timeout_s, poll_s=poll_s, on_update=_ProgressPrinter()
             )
             if job["state"] != RunState.SUCCEEDED:
-                err.print(
-                    f"job {job['id']} {job['state']}: {job.get('error_message') or ''}",
-                    markup=False,
-                    soft_wrap=True,
-                )
-                _write_json(json_out, job, [], None)
-                return EXIT_JOB_OR_API_FAILED
+                return _job_failed(job, json_out)
             answer = client.results(job["id"])
             results, trust = answer["results"], answer.get("trust")
     except UnmaskConfigError as exc:
@@ -298,27 +387,10 @@ def submit_command(
     print_results_table(results, f"job {job['id']}: {submission['name']} on {found['name']}")
     out.print()
     print_verdict(out, results, trust, where=f"{client.url}/jobs/{job['id']}")
-    verdict = check_thresholds(results, thresholds, scenario=scenario, backend=backend)
-    if require_trustworthy:
-        trustworthy = trust.get("trustworthy") if isinstance(trust, dict) else None
-        if trustworthy is True:
-            verdict.checked.append("report trust check: passed")
-        else:
-            state = "failed" if trustworthy is False else "unknown (the report has no check)"
-            verdict.failures.append(f"report trust check: {state} (--require-trustworthy)")
-        verdict.passed = not verdict.failures
-    for line in verdict.checked:
-        out.print(f"  pass  {line}", highlight=False, markup=False, soft_wrap=True)
-    for line in verdict.failures:
-        out.print(f"  FAIL  {line}", highlight=False, markup=False, soft_wrap=True)
+    verdict = _gate(results, trust, thresholds, (scenario, backend), require_trustworthy)
     _write_json(json_out, job, results, verdict)
-    if not thresholds.checks() and max_wer_increase is None and not require_trustworthy:
-        out.print("no thresholds given: nothing to gate on")
-    elif verdict.passed:
-        out.print("verdict: PASS")
-    else:
-        out.print("verdict: FAIL (thresholds not met)")
-    return EXIT_PASSED if verdict.passed else EXIT_THRESHOLDS_FAILED
+    gated = thresholds.checks() or max_wer_increase is not None or require_trustworthy
+    return _print_verdict_line(verdict, gated=bool(gated))
 
 
 def _write_json(path: Path | None, job: dict[str, Any], results: list[Any], verdict: Any) -> None:

@@ -36,3 +36,13 @@ def _drop_unloadable_lazy_modules() -> None:
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     _drop_unloadable_lazy_modules()
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _job_reactions() -> None:
+    """The reactions to a job's state change (leaderboard summary, webhook event), installed as the
+    API and the workers install them at start: tests that drive jobs through the services
+    directly, without creating either app, see what a deployment does."""
+    from services.platform.jobs.reactions import register_job_reactions
+
+    register_job_reactions()

@@ -30,6 +30,7 @@ from services.platform.jobs.phase_queues import (
     QUEUES,
     stage_hard_time_limit_s,
 )
+from services.platform.jobs.reactions import register_job_reactions
 from services.platform.outbox import install_senders
 from services.settings import Settings, apply_thread_settings, get_settings
 from services.storage.db import Database
@@ -191,6 +192,8 @@ def start_reaper_thread(settings: Settings | None = None) -> PeriodicThread:
 
 def create_app(settings: Settings | None = None) -> Celery:
     """A configured Celery app with the Unmask tasks registered (by name)."""
+    # A job's state change summarizes it for the leaderboard and queues its webhook event.
+    register_job_reactions()
     celery_app = Celery("unmask")
     configure_app(celery_app, settings)
     register_tasks(celery_app)

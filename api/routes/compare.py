@@ -28,7 +28,6 @@ from api.pages.rendering import render as _render
 from api.routes.common import errors, scope
 from api.schemas import DbId
 from services.errors import InvalidInputError
-from services.pipeline.zoo import HEADLINE_SCENARIOS
 from services.platform import access
 from services.platform.comparison import Comparison, compare_submissions
 from services.platform.comparison.background import PENDING_NOTE
@@ -38,6 +37,7 @@ from services.platform.protocols import get_protocol_by_id
 from services.plotting import render_det_overlay, render_speaker_scatter
 from services.results.keys import ResultKey
 from services.storage.models import ProtocolRecord
+from services.vocab import HEADLINE_SCENARIOS
 
 logger = logging.getLogger(__name__)
 

@@ -51,36 +51,67 @@ import hashlib
 import json
 import math
 import os
-import random
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple, cast
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import torch
-from pydantic import BaseModel, ConfigDict, Field
 from speechbrain.nnet.losses import AdditiveAngularMargin, LogSoftmaxWrapper
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import DataLoader
 
 from services.attacker.augmentation import BatchAugmenter
 from services.attacker.checkpoint import (
     CHECKPOINT_FORMAT,
-    encoder_from_checkpoint,
     load_checkpoint,
     save_checkpoint,
 )
 from services.attacker.embeddings import (
     MIN_SAMPLES,
     auto_strategy,
-    check_waveforms,
     embed_waveforms,
     resolve_device,
 )
 from services.attacker.local_weights import check_local_weights
 from services.attacker.models import CosineHead, ModelPreset, SpeakerEncoder, get_preset
 from services.attacker.training_config import TrainingConfig
+from services.attacker.training_data import (
+    CropDataset,
+    data_fingerprint,
+    deterministic,
+    epoch_generator,
+    error_rate,
+    normalize_items,
+    rng_state,
+    seed_everything,
+    set_rng_state,
+)
+from services.attacker.training_losses import (
+    GradientReversal,
+    confusion_loss,
+    reverse_gradient,
+)
+from services.attacker.training_records import (
+    CheckpointCallback,
+    EpochRecord,
+    ProgressCallback,
+    TrainedAttacker,
+    TrainingItem,
+)
+from services.attacker.training_schedule import (
+    ADVERSARIAL_CHECKPOINT_RULE,
+    PATIENCE_RULE,
+    cool_down_epochs,
+    cool_down_learning_rate,
+    cyclic_learning_rate,
+    eligible_records,
+    fine_tune_learning_rate,
+    plateau_epoch,
+    select_best_epoch,
+    should_stop,
+    stop_reason,
+    target_weight,
+)
 from services.audio import SAMPLE_RATE_HZ
 from services.errors import ConfigError, InvalidInputError
 
@@ -88,428 +119,33 @@ if TYPE_CHECKING:
     from services.attacker.ssl import SSLFrontEnd
 
 
-class TrainingItem(NamedTuple):
-    """One labelled training or validation utterance (a plain 3-tuple works too)."""
+# The trainer's parts live beside it; their public names stay importable from here.
+__all__ = [
+    "ADVERSARIAL_CHECKPOINT_RULE",
+    "PATIENCE_RULE",
+    "CheckpointCallback",
+    "EpochRecord",
+    "GradientReversal",
+    "ProgressCallback",
+    "TrainedAttacker",
+    "TrainingConfig",
+    "TrainingItem",
+    "confusion_loss",
+    "cool_down_epochs",
+    "cool_down_learning_rate",
+    "cyclic_learning_rate",
+    "eligible_records",
+    "fine_tune_learning_rate",
+    "plateau_epoch",
+    "reverse_gradient",
+    "select_best_epoch",
+    "should_stop",
+    "stop_reason",
+    "target_weight",
+    "train_attacker",
+]
 
-    waveform: np.ndarray
-    """Mono float32 samples at 16 kHz."""
-    speaker: str
-    """Source speaker label (the source classifier's class)."""
-    target: str | None = None
-    """Target voice id the utterance was anonymized with (the target classifier's class)."""
-
-
-# Fields that may change between a crash and its resume without changing the result.
 _RUNTIME_FIELDS = frozenset({"device", "dataloader_workers"})
-
-
-class EpochRecord(BaseModel):
-    """What one epoch did (``history.json`` holds a list of these)."""
-
-    epoch: int = Field(description="1-based epoch number.")
-    steps: int = Field(description="Optimizer steps in the epoch.")
-    loss_source: float = Field(description="Mean source (AAM) loss over the epoch's steps.")
-    loss_target: float | None = Field(description="Mean target loss; None in mode off.")
-    ver_source: float | None = Field(description="VER_S: source head error rate (%) on validation.")
-    ver_target: float | None = Field(
-        description="VER_T: target head error rate (%) on validation items with a known target."
-    )
-    learning_rate: float = Field(description="Learning rate of the epoch's last step.")
-    w_target: float = Field(description="w_T of the epoch (0 unless adversarial).")
-    train_seconds: float = Field(description="Wall time of the training steps (s).")
-    validation_seconds: float = Field(description="Wall time of the validation pass (s).")
-    epoch_seconds: float = Field(description="Wall time of the whole epoch (s).")
-    cpu_seconds: float | None = Field(
-        None,
-        description="CPU time of the training process over the whole epoch (s, every thread); "
-        "unlike the wall time it does not grow when other processes share the cores. None in "
-        "histories written before it was recorded.",
-    )
-    audio_seconds: float = Field(description="Seconds of audio in the epoch's crops.")
-    throughput: float = Field(description="Training speed: seconds of audio per second.")
-
-
-class TrainedAttacker(BaseModel):
-    """Result of ``train_attacker``: where the recognizer is and how training went."""
-
-    model_config = ConfigDict(arbitrary_types_allowed=True)
-
-    output_dir: Path
-    best_checkpoint: Path = Field(
-        description="best.pt: the epoch `select_best_epoch` picks (lowest VER_S; in adversarial "
-        "mode among epochs with w_T > 0)."
-    )
-    last_checkpoint: Path = Field(description="last.pt: the last epoch, with resume state.")
-    best_epoch: int = Field(description="1-based epoch whose weights best.pt holds.")
-    history: list[EpochRecord]
-    speaker_labels: list[str] = Field(description="Source class index -> speaker label.")
-    target_labels: list[str] = Field(description="Target class index -> target label.")
-    preset: ModelPreset
-    config: TrainingConfig
-    resumed_after_epoch: int = Field(
-        0,
-        description="Epochs this run found done in a checkpoint and continued after (0: trained "
-        "from scratch); a record of how the run went, like the history's timings.",
-    )
-    init: Literal["scratch", "original"] = Field(
-        "scratch",
-        description="`original`: started from another recognizer's checkpoint (transfer) and "
-        "fine-tuned; `scratch`: random weights (or `init_from`'s pretrained ECAPA).",
-    )
-    stopped: Literal["cap", "patience"] = Field(
-        "cap",
-        description="`patience`: VER_S stopped improving (`plateau_epoch`), the learning rate "
-        "annealed over `patience` more epochs (fewer at the cap) and training stopped; `cap`: "
-        "trained all `config.epochs` without a plateau, or reached the cap with its best epoch "
-        "the last one (still improving; `stop_reason`).",
-    )
-
-    @property
-    def best_w_target(self) -> float:
-        """w_T of ``best_epoch`` as logged in the history (0 in modes off and observe)."""
-        for record in self.history:
-            if record.epoch == self.best_epoch:
-                return record.w_target
-        raise ValueError(f"best_epoch {self.best_epoch} is not in the training history")
-
-    def load_encoder(self, which: Literal["best", "last"] = "best") -> SpeakerEncoder:
-        """The trained recognizer (eval mode, CPU)."""
-        path = self.best_checkpoint if which == "best" else self.last_checkpoint
-        return encoder_from_checkpoint(load_checkpoint(path))
-
-
-ProgressCallback = Callable[[int, int, int, float, dict[str, float]], None]
-"""``(epoch, step, steps_per_epoch, eta_seconds, metrics)``: called after every training step
-(metrics: running ``loss_source`` / ``loss_target`` means, ``lr``, ``w_target``) and once more
-after validation with ``step == steps_per_epoch`` (metrics add ``ver_source`` / ``ver_target``)."""
-
-CheckpointCallback = Callable[[int, Path], None]
-"""``(epoch, output_dir)``: called after epoch ``epoch``'s checkpoint files (``last.pt``,
-``best.pt``, ``history.json``) were written to ``output_dir`` (e.g. to copy them off the host)."""
-
-
-def target_weight(epoch: int, epochs: int, start_epoch: int) -> float:
-    """w_T of 1-based ``epoch``: 0 for the first ``start_epoch`` epochs, then linear to 1.
-
-    ``w_T = (epoch - start_epoch) / (epochs - start_epoch)`` for ``epoch > start_epoch``; always 0
-    when ``start_epoch >= epochs`` (the baseline without adversarial gradients).
-    """
-    if epoch <= start_epoch or epochs <= start_epoch:
-        return 0.0
-    return min(1.0, (epoch - start_epoch) / (epochs - start_epoch))
-
-
-ADVERSARIAL_CHECKPOINT_RULE = "lowest VER_S among epochs with w_T > 0"
-"""How ``best.pt`` is chosen in ``adversarial`` mode (see ``select_best_epoch``); the pipeline
-puts it in the train stage's inputs, so models cached under the older rule (lowest VER_S over
-all epochs) are not reused."""
-
-
-def select_best_epoch(history: Sequence[EpochRecord], config: TrainingConfig) -> int:
-    """The 1-based epoch whose weights ``best.pt`` keeps; 0 while no epoch is eligible.
-
-    The eligible epoch with the lowest VER_S, the earliest on ties; an epoch without VER_S (no
-    validation data) counts as better than every earlier one, so the latest eligible epoch is
-    kept. In ``adversarial`` mode (both adversaries: they share the w_T schedule) only epochs
-    with ``w_target > 0`` are eligible: an epoch with w_T = 0 is a recognizer that never received
-    an adversarial gradient, and reporting it as the adversarial model would describe the
-    wrong recognizer. If the schedule never leaves 0 (E >= epochs, Franzreb et al.'s baseline) every
-    epoch is eligible. Modes ``off`` and ``observe``: every epoch.
-    """
-    best: EpochRecord | None = None
-    for record in eligible_records(history, config):
-        if (
-            best is None
-            or record.ver_source is None
-            or best.ver_source is None
-            or record.ver_source < best.ver_source
-        ):
-            best = record
-    return best.epoch if best is not None else 0
-
-
-def fine_tune_learning_rate(
-    step: int, base_lr: float, peak_lr: float, warmup_steps: float, total_steps: float
-) -> float:
-    """Learning rate at optimizer step ``step`` (0-based) of a fine-tune: linear from ``base_lr``
-    to ``peak_lr`` over ``warmup_steps``, then linear back to ``base_lr`` at ``total_steps``."""
-    if warmup_steps > 0 and step < warmup_steps:
-        return base_lr + (peak_lr - base_lr) * step / warmup_steps
-    rest = max(total_steps - warmup_steps, 1.0)
-    frac = min(1.0, max(0.0, (step - warmup_steps) / rest))
-    return peak_lr + (base_lr - peak_lr) * frac
-
-
-def eligible_records(history: Sequence[EpochRecord], config: TrainingConfig) -> list[EpochRecord]:
-    """The epochs ``best.pt`` may hold (``select_best_epoch``'s rule), in order."""
-    adversarial_only = (
-        config.target_classifier == "adversarial" and config.adversarial_start_epoch < config.epochs
-    )
-    return [r for r in history if not (adversarial_only and r.w_target <= 0.0)]
-
-
-PATIENCE_RULE = (
-    "patience counted over eligible epochs after the learning-rate peak; "
-    "on a plateau the rate anneals to base_lr over patience epochs, then training stops; "
-    "a run that reaches the cap with its best epoch last is a cap stop"
-)
-"""How training stops; the pipeline puts it in the train stage's inputs, so recognizers stopped
-under an earlier rule are not reused: the first counted patience from epoch 1 (it stopped long
-cyclic schedules while their rate was still rising), the second stopped at the plateau itself
-(before the rate had come down), the third labelled a run that was still improving at the cap
-``patience`` when a plateau had been found earlier (so the trust check skipped its still-falling
-test)."""
-
-
-def should_stop(
-    history: Sequence[EpochRecord], config: TrainingConfig, rising_epochs: float = 0.0
-) -> bool:
-    """True when training has stopped learning (``patience``), before the epochs cap.
-
-    The last ``patience`` eligible epochs with a VER_S (%), all after the learning-rate peak
-    (epoch > ``rising_epochs``: the warm-up of a fine-tune, the first half-cycle of the cyclic
-    schedule, during which VER_S may rise with the rate), have a lowest VER_S not
-    ``patience_margin_points`` below the lowest of the eligible epochs before them. Never without
-    ``patience``, without validation data, or before such a window exists.
-    """
-    if config.patience is None:
-        return False
-    eligible = eligible_records(history, config)
-    if any(r.ver_source is None for r in eligible):
-        return False
-    window = [r for r in eligible if r.epoch > rising_epochs][-config.patience :]
-    before = [r for r in eligible if r.epoch < (window[0].epoch if window else 0)]
-    if len(window) < config.patience or not before:
-        return False
-    lowest_before = min(float(r.ver_source or 0.0) for r in before)
-    lowest_recent = min(float(r.ver_source or 0.0) for r in window)
-    return lowest_recent > lowest_before - config.patience_margin_points
-
-
-def plateau_epoch(
-    history: Sequence[EpochRecord], config: TrainingConfig, rising_epochs: float = 0.0
-) -> int | None:
-    """The epoch after which patience first found a plateau (``should_stop`` on the history up
-    to it), where the cool-down starts; None while there is none (or without ``patience``). The
-    cap's own epoch is no plateau: training ends there anyway, as a run to the cap."""
-    if config.patience is None:
-        return None
-    for end in range(1, len(history) + 1):
-        if history[end - 1].epoch >= config.epochs:
-            break
-        if should_stop(history[:end], config, rising_epochs):
-            return history[end - 1].epoch
-    return None
-
-
-def stop_reason(
-    history: Sequence[EpochRecord],
-    config: TrainingConfig,
-    best_epoch: int,
-    rising_epochs: float = 0.0,
-) -> Literal["cap", "patience"]:
-    """Why a run with this ``history`` ended: ``patience`` or ``cap``.
-
-    ``patience`` when a plateau was found (``plateau_epoch``) and the run either ended before the
-    epochs cap (its cool-down was over) or reached the cap with its best epoch earlier than the
-    last (a plateau at the cap: it had stopped improving). ``cap`` when there was no plateau, or
-    when the run reached the cap with its best epoch the last one: VER_S was still falling, so
-    the cap, not patience, ended it (a cool-down that runs into the cap while VER_S keeps falling
-    is such a run), and the trust check's still-falling test applies.
-    """
-    if not history or plateau_epoch(history, config, rising_epochs) is None:
-        return "cap"
-    last = history[-1].epoch
-    if last >= config.epochs and best_epoch == last:
-        return "cap"
-    return "patience"
-
-
-def cool_down_epochs(config: TrainingConfig, plateau: int) -> int:
-    """Epochs of annealing after the plateau at epoch ``plateau``: ``patience``, or fewer when
-    the epochs cap comes first."""
-    return max(0, min(config.patience or 0, config.epochs - plateau))
-
-
-def cool_down_learning_rate(
-    step: int, scheduled: float, start_step: int, start_lr: float, steps: int, base_lr: float
-) -> float:
-    """The rate at optimizer step ``step`` of a cool-down that starts at ``start_step`` with
-    ``start_lr`` (the schedule's rate there) and falls linearly to ``base_lr`` at its last step
-    (``steps`` steps in all); never above ``scheduled``, the rate without a cool-down."""
-    if step < start_step or steps <= 0:
-        return scheduled
-    frac = min(1.0, (step - start_step + 1) / steps)
-    return min(scheduled, start_lr + (base_lr - start_lr) * frac)
-
-
-def cyclic_learning_rate(step: int, base_lr: float, max_lr: float, step_size: float) -> float:
-    """Triangular cyclic learning rate at optimizer step ``step`` (0-based).
-
-    SpeechBrain's ``CyclicLRScheduler(mode="triangular").clr``: rises linearly from ``base_lr`` to
-    ``max_lr`` over ``step_size`` steps, falls back over the next ``step_size``, and repeats.
-    """
-    cycle = math.floor(1 + step / (2 * step_size))
-    x = abs(step / step_size - 2 * cycle + 1)
-    return base_lr + (max_lr - base_lr) * max(0.0, 1.0 - x)
-
-
-class GradientReversal(torch.autograd.Function):
-    """Identity forward; backward multiplies the gradient by ``-weight`` (Ganin & Lempitsky)."""
-
-    @staticmethod
-    def forward(ctx: Any, x: torch.Tensor, weight: float) -> torch.Tensor:
-        ctx.weight = float(weight)
-        return x.view_as(x)
-
-    @staticmethod
-    def backward(ctx: Any, grad_output: torch.Tensor) -> tuple[torch.Tensor, None]:
-        return grad_output * -ctx.weight, None
-
-
-def reverse_gradient(x: torch.Tensor, weight: float) -> torch.Tensor:
-    """Gradient reversal layer: ``x`` forward, ``-weight`` times the gradient backward."""
-    out: torch.Tensor = GradientReversal.apply(x, weight)
-    return out
-
-
-def confusion_loss(
-    embeddings: torch.Tensor, class_weights: torch.Tensor, scale: float
-) -> torch.Tensor:
-    """Cross-entropy (nats) from a cosine head's posterior to the uniform distribution.
-
-    ``softmax(scale * cos(embedding, w_k))`` over the K classes; the weights are detached, so
-    only the embeddings are pushed (toward a posterior the head cannot use). Minimum ``log K``,
-    reached when every class scores the same.
-    """
-    cosines = torch.nn.functional.linear(
-        torch.nn.functional.normalize(embeddings),
-        torch.nn.functional.normalize(class_weights.detach()),
-    )
-    log_p = torch.log_softmax(scale * cosines.float(), dim=1)
-    return -log_p.mean()
-
-
-class _CropDataset(Dataset[torch.Tensor]):
-    """Fixed-length crops; the crop starts are drawn in the main process, so workers are neutral."""
-
-    def __init__(self, waveforms: Sequence[np.ndarray], crop_samples: int) -> None:
-        self.waveforms = waveforms
-        self.crop_samples = crop_samples
-        self.starts = np.zeros(len(waveforms), dtype=np.int64)
-
-    def __len__(self) -> int:
-        return len(self.waveforms)
-
-    def __getitem__(self, i: int) -> torch.Tensor:
-        w = self.waveforms[i]
-        n = self.crop_samples
-        if len(w) >= n:
-            crop = w[self.starts[i] : self.starts[i] + n]
-        else:
-            crop = np.resize(w, n)  # repeats the utterance cyclically
-        return torch.from_numpy(np.ascontiguousarray(crop, dtype=np.float32))
-
-
-def _epoch_generator(seed: int, epoch: int) -> torch.Generator:
-    # Independent per-epoch streams: resuming at any epoch reproduces its crops and order.
-    state = np.random.SeedSequence([seed & 0xFFFFFFFF, epoch]).generate_state(2, np.uint64)
-    return torch.Generator().manual_seed(int(state[0] & np.uint64(0x7FFFFFFFFFFFFFFF)))
-
-
-def _normalize_items(items: Sequence[Any], name: str) -> list[TrainingItem]:
-    if isinstance(items, (str, bytes)) or not isinstance(items, Sequence):
-        raise InvalidInputError(f"{name}: expected a sequence of (waveform, speaker, target)")
-    out: list[TrainingItem] = []
-    for i, item in enumerate(items):
-        if not isinstance(item, tuple) or len(item) not in (2, 3):
-            raise InvalidInputError(f"{name}[{i}]: expected (waveform, speaker[, target])")
-        wav, spk = item[0], item[1]
-        tgt = item[2] if len(item) == 3 else None
-        if not isinstance(spk, str) or not spk:
-            raise InvalidInputError(f"{name}[{i}]: speaker label must be a non-empty str")
-        if tgt is not None and not isinstance(tgt, str):
-            raise InvalidInputError(f"{name}[{i}]: target label must be str or None")
-        out.append(TrainingItem(wav, spk, tgt))
-    if out:
-        check_waveforms([it.waveform for it in out], f"{name} waveforms")
-    return out
-
-
-def _data_fingerprint(train: Sequence[TrainingItem], val: Sequence[TrainingItem]) -> str:
-    """Cheap identity of the data (labels, lengths, first samples), checked when resuming."""
-    h = hashlib.sha256()
-    for part in (train, val):
-        h.update(b"|part|")
-        for it in part:
-            h.update(f"{it.speaker}\x00{it.target}\x00{len(it.waveform)}\x00".encode())
-            h.update(it.waveform[:64].tobytes())
-    return h.hexdigest()
-
-
-def _rng_state() -> dict[str, Any]:
-    # The legacy global NumPy RNG is what third-party code may draw from, so it is checkpointed.
-    np_state = cast(tuple[Any, ...], np.random.get_state())  # noqa: NPY002
-    state: dict[str, Any] = {
-        "torch": torch.get_rng_state(),
-        "numpy": {
-            "keys": torch.from_numpy(np.asarray(np_state[1], dtype=np.int64)),
-            "pos": int(np_state[2]),
-            "has_gauss": int(np_state[3]),
-            "cached_gaussian": float(np_state[4]),
-        },
-        "python": random.getstate(),
-        "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
-    }
-    return state
-
-
-def _set_rng_state(state: dict[str, Any]) -> None:
-    torch.set_rng_state(state["torch"])
-    n = state["numpy"]
-    np.random.set_state(  # noqa: NPY002
-        (
-            "MT19937",
-            n["keys"].numpy().astype(np.uint32),
-            n["pos"],
-            n["has_gauss"],
-            n["cached_gaussian"],
-        )
-    )
-    random.setstate(_as_python_state(state["python"]))
-    if state["cuda"] and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(state["cuda"])
-
-
-def _as_python_state(s: Any) -> Any:
-    # torch.load returns lists where random.getstate() had tuples.
-    return tuple(_as_python_state(x) for x in s) if isinstance(s, (list, tuple)) else s
-
-
-def _seed_everything(seed: int) -> None:
-    random.seed(seed)
-    np.random.seed(seed & 0xFFFFFFFF)  # noqa: NPY002
-    torch.manual_seed(seed)
-
-
-@contextmanager
-def _deterministic(enabled: bool, device: torch.device) -> Iterator[None]:
-    if not enabled:
-        yield
-        return
-    if device.type == "cuda":
-        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
-    previous = torch.are_deterministic_algorithms_enabled()
-    previous_warn = torch.is_deterministic_algorithms_warn_only_enabled()
-    torch.use_deterministic_algorithms(True, warn_only=True)
-    try:
-        yield
-    finally:
-        torch.use_deterministic_algorithms(previous, warn_only=previous_warn)
-
-
-def _error_rate(cosines: torch.Tensor, labels: torch.Tensor) -> float:
-    return float((cosines.argmax(dim=1) != labels).float().mean().item() * 100.0)
 
 
 class _Trainer:
@@ -543,7 +179,7 @@ class _Trainer:
         self.cool_down: tuple[int, float, int] | None = None
         self.best_epoch = 0
         self.best_ver: float | None = None
-        self.fingerprint = _data_fingerprint(train, val)
+        self.fingerprint = data_fingerprint(train, val)
         self.autocast_enabled = config.mixed_precision and self.device.type == "cuda"
         # Issue 15: augmentation of the crops, drawn per (seed, epoch, step) (augmentation.py).
         self.augmenter = BatchAugmenter(config.augmentation) if config.augmentation else None
@@ -584,7 +220,7 @@ class _Trainer:
 
         # The recognizer and source head are built first, so that their initialization does not
         # depend on whether a target head exists (mode off vs observe: same recognizer).
-        _seed_everything(config.seed)
+        seed_everything(config.seed)
         self.encoder = SpeakerEncoder(self.preset, features=self.ssl_front)
         if config.init_from is not None:
             from services.attacker.pretrained import load_pretrained_ecapa
@@ -619,7 +255,7 @@ class _Trainer:
         learning-rate half cycle in steps, epochs until the rate peaks)."""
         config = self.config
         self.crop_samples = round(config.crop_seconds * SAMPLE_RATE_HZ)
-        self.dataset = _CropDataset([it.waveform for it in self.train], self.crop_samples)
+        self.dataset = CropDataset([it.waveform for it in self.train], self.crop_samples)
         self.lengths = torch.tensor([len(it.waveform) for it in self.train], dtype=torch.float64)
         self.spk_ids = torch.tensor([self.spk_index[it.speaker] for it in self.train])
         self.tgt_ids = torch.tensor([self.tgt_index.get(it.target or "", -1) for it in self.train])
@@ -741,7 +377,7 @@ class _Trainer:
         if resumable:
             payload["optimizer"] = self.optimizer.state_dict()
             payload["scheduler"] = {"step": self.global_step, "step_size": self.step_size}
-            payload["rng"] = _rng_state()
+            payload["rng"] = rng_state()
         return payload
 
     def resume_from(self, path: Path) -> None:
@@ -775,7 +411,7 @@ class _Trainer:
         self.epoch = int(payload["epoch"])
         self.resumed_after_epoch = self.epoch
         self.history = [EpochRecord.model_validate(r) for r in payload["history"]]
-        _set_rng_state(payload["rng"])
+        set_rng_state(payload["rng"])
         # The rule is re-applied to the history, not taken from the checkpoint: a checkpoint
         # written under the older rule (lowest VER_S over all epochs) may name a w_T = 0 epoch.
         saved_best = int(payload["best_epoch"])
@@ -810,7 +446,7 @@ class _Trainer:
 
     # ----------------------------------------------------------------- training
     def _batches(self, epoch: int) -> list[torch.Tensor]:
-        g = _epoch_generator(self.config.seed, epoch)
+        g = epoch_generator(self.config.seed, epoch)
         n = len(self.train)
         room = torch.clamp(self.lengths - self.crop_samples + 1, min=1)
         starts = torch.floor(torch.rand(n, generator=g, dtype=torch.float64) * room)
@@ -883,7 +519,7 @@ class _Trainer:
         emb_t = torch.from_numpy(emb).to(self.device)
         with torch.inference_mode():
             spk = torch.tensor([self.spk_index[it.speaker] for it in self.val], device=self.device)
-            ver_s = _error_rate(self.source_head(emb_t), spk)
+            ver_s = error_rate(self.source_head(emb_t), spk)
             ver_t: float | None = None
             if self.target_head is not None:
                 known = [i for i, it in enumerate(self.val) if it.target in self.tgt_index]
@@ -892,7 +528,7 @@ class _Trainer:
                         [self.tgt_index[self.val[i].target or ""] for i in known],
                         device=self.device,
                     )
-                    ver_t = _error_rate(self.target_head(emb_t[known]), tgt)
+                    ver_t = error_rate(self.target_head(emb_t[known]), tgt)
         return ver_s, ver_t
 
     def run(
@@ -1028,8 +664,8 @@ def train_attacker(
     field.
     """
     cfg = config if config is not None else TrainingConfig()
-    train = _normalize_items(train_items, "train_items")
-    val = _normalize_items(validation_items, "validation_items")
+    train = normalize_items(train_items, "train_items")
+    val = normalize_items(validation_items, "validation_items")
     if len(train) < 2:
         raise InvalidInputError("train_items: need at least 2 utterances")
     if len({it.speaker for it in train}) < 2:
@@ -1044,7 +680,7 @@ def train_attacker(
         raise ConfigError(f"init_checkpoint: file not found: {init}")
     trainer = _Trainer(cfg, train, val, out, init)
     last = out / "last.pt"
-    with _deterministic(cfg.deterministic, trainer.device):
+    with deterministic(cfg.deterministic, trainer.device):
         if resume and last.is_file():
             trainer.resume_from(last)
         trainer.run(progress, on_checkpoint)

@@ -27,19 +27,19 @@ from services.anonymizers.kinds.registry import (
     AnonymizerConfig,
     default_anonymizer_config,
 )
-from services.attacker.training_config import TrainingConfig
-from services.attacks.prerestore_config import PrerestorationConfig
-from services.attacks.srd_representations import SRDRepresentationsConfig
-from services.corpus.protocol import TargetSelection
-from services.errors import ConfigError
-from services.metrics.legal import MIN_SPEAKERS, LegalPopulation, legal_problems
-from services.pipeline.zoo import (
+from services.attacker.recipes import (
     NAMED_ZOOS,
     AttackerSpec,
     parse_attackers,
     resolve_training,
     validate_zoo,
 )
+from services.attacker.training_config import TrainingConfig
+from services.attacks.prerestore_config import PrerestorationConfig
+from services.attacks.srd_representations import SRDRepresentationsConfig
+from services.corpus.protocol import TargetSelection
+from services.errors import ConfigError
+from services.metrics.legal import MIN_SPEAKERS, LegalPopulation, legal_problems
 from services.studies.dataset_size import SizeStudyConfig
 from services.utility.config import UtilityConfig
 from services.vocab import Scenario
@@ -297,10 +297,10 @@ class EvaluationConfig(BaseModel):
         None,
         # Left out of dumps while unset: config hashes and stage keys stay as they were.
         exclude_if=lambda value: value is None,
-        description="The attacker zoo (services/pipeline/zoo.py): a list of attackers, or a named "
-        f"zoo ({', '.join(sorted(NAMED_ZOOS))}); each is trained and scored, and results.json's "
-        "`worst_case` names, per scenario, the attacker and back-end worst for the maker. "
-        "null = the config's own attacker alone (no `attacker` field in rows).",
+        description="The attacker zoo (services/attacker/recipes/): a list of attackers, or a "
+        f"named zoo ({', '.join(sorted(NAMED_ZOOS))}); each is trained and scored, and "
+        "results.json's `worst_case` names, per scenario, the attacker and back-end worst for the "
+        "maker. null = the config's own attacker alone (no `attacker` field in rows).",
     )
 
     @model_validator(mode="after")

@@ -123,7 +123,7 @@ def _zoo_weight_problems(cfg: EvaluationConfig) -> list[str]:
     verifier, an attacker with its own ``init_from``), beyond the config's own."""
     if cfg.attackers is None:
         return []
-    from services.pipeline.zoo import resolve_training, zoo_specs
+    from services.attacker.recipes import resolve_training, zoo_specs
 
     own = set(local_weights_problems(cfg.training))
     problems: list[str] = []

@@ -18,9 +18,9 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from services.anonymizers.kinds.registry import kind_of
+from services.attacker.recipes import zoo_specs
 from services.attacker.training_config import InitName
 from services.pipeline.config import EvaluationConfig, attacker_config
-from services.pipeline.zoo import zoo_specs
 
 ORIGINAL = "original"
 ANONYMIZED = "anonymized"

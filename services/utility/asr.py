@@ -743,6 +743,8 @@ def _load_speechbrain(folder: Path, device: torch.device) -> PretrainedAsr:
 
 
 __all__ = [
+    "N_MELS",
+    "STACK",
     "AsrModel",
     "HuggingFaceCtcAsr",
     "PretrainedAsr",

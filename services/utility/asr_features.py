@@ -1,6 +1,6 @@
-"""The trained recognizer's feature layout and its VTLP augmentation (frequency warping of the
-log-mel bands, one factor per utterance), kept apart from the recognizer and its training loop
-(services/utility/asr.py) since they only depend on the feature shape."""
+"""The trained ASR's features and their frequency warp (VTLP, ``services.utility.asr``): the log-mel
+bands, the frames stacked into one encoder frame, and the per-epoch warp factors of the training
+augmentation."""
 
 from __future__ import annotations
 

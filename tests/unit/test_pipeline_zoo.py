@@ -9,17 +9,11 @@ from typing import Any
 import numpy as np
 import pytest
 
+from services.attacker.recipes import BASELINE, AttackerSpec, resolve_training, zoo_specs
 from services.attacker.training_config import AugmentationConfig, TrainingConfig
 from services.errors import ConfigError
 from services.pipeline.config import EvaluationConfig, attacker_config, parse_config
-from services.pipeline.zoo import (
-    BASELINE,
-    AttackerSpec,
-    headline,
-    resolve_training,
-    worst_case,
-    zoo_specs,
-)
+from services.pipeline.zoo import headline, worst_case
 
 
 def _row(attacker: str | None, scenario: str, backend: str, seed: int, eer: float, **extra: Any):

@@ -6,6 +6,9 @@ from __future__ import annotations
 import ast
 import datetime as dt
 import importlib
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -27,7 +30,8 @@ from services.storage.errors import ConflictError, ImmutableSubmissionError, Not
 from services.storage.models import AGGREGATE_SEED
 from support.seeding import record_finished_job
 
-PLATFORM_DIR = Path(__file__).resolve().parents[2] / "services" / "platform"
+ROOT = Path(__file__).resolve().parents[2]
+PLATFORM_DIR = ROOT / "services" / "platform"
 AGGREGATES = ("identity", "access", "protocols", "submissions", "quotas", "results", "leaderboard")
 FORBIDDEN_IMPORTS = ("fastapi", "starlette", "celery", "kombu", "redis")
 SHA = "ab" * 32
@@ -279,7 +283,34 @@ def test_job_records_is_a_leaf_and_the_transition_reactions_are_installed() -> N
     }
     aggregates = ("leaderboard", "webhooks", "results", "submissions", "quotas", "archives")
     assert not [m for m in imported if any(f"platform.{a}" in m for a in aggregates)], imported
+    from services.platform.jobs.reactions import register_job_reactions
     from services.platform.leaderboard.service import react_to_job_transition as summarize
     from services.platform.webhooks.payloads import react_to_job_transition as queue_event
 
+    register_job_reactions()
+    register_job_reactions()  # idempotent: each listener once
     assert job_records.job_transition_listeners() == (summarize, queue_event)
+
+
+def test_importing_jobs_registers_nothing_and_the_api_and_workers_register_at_start() -> None:
+    """The reactions are installed by one explicit call where a process starts, not as a side
+    effect of an import (run in a fresh interpreter: this one already has them)."""
+    code = """
+from services.platform import jobs  # noqa: F401
+from services.platform.jobs import records
+from services.platform.jobs.reactions import JOB_REACTIONS
+assert records.job_transition_listeners() == (), records.job_transition_listeners()
+from api.app import create_app
+create_app()
+assert records.job_transition_listeners() == JOB_REACTIONS, 'api'
+import workers.app
+records._JOB_TRANSITION_LISTENERS.clear()
+workers.app.create_app()
+assert records.job_transition_listeners() == JOB_REACTIONS, 'workers'
+print('ok')
+"""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stderr[-2000:]

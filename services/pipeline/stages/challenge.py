@@ -26,8 +26,9 @@ from services.pipeline.sets import ConditionSets
 from services.pipeline.stage_runner import read_compute_seconds
 from services.pipeline.stages.context import StageContext
 from services.pipeline.stages.score import EmbeddedSet, score_row
-from services.pipeline.zoo import HEADLINE_SCENARIOS, headline, row_attacker, worst_case
+from services.pipeline.zoo import headline, row_attacker, worst_case
 from services.scoring.trial_scores import TRIALS_NAME, load_scored_trials, speaker_trials
+from services.vocab import HEADLINE_SCENARIOS
 
 
 def ge2e_embedded(

@@ -30,7 +30,6 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from services.metrics import catalogue, paired_bootstrap_eer_difference
-from services.pipeline.zoo import HEADLINE_SCENARIOS
 from services.platform.leaderboard import (
     REFERENCE_SCENARIO,
     det_curves_of,
@@ -44,6 +43,7 @@ from services.scoring.trial_scores import TRIALS_DIR, load_scored_trials, speake
 from services.storage.blobstore import BlobStore
 from services.storage.errors import ConflictError
 from services.storage.models import Artifact, Job, ProtocolRecord, Submission
+from services.vocab import HEADLINE_SCENARIOS
 
 PAIRED_RESAMPLES = 1000
 """Speaker resamples of the paired bootstrap (seeded: the same request gives the same interval)."""

@@ -8,13 +8,12 @@
 - ``host``: what a worker process hands the job code (database, blob store, settings, errors).
 - ``records``: the job and stage rows (state machines, heartbeats, listing, counting); a leaf.
 
-A job's state change is an event other packages react to: importing this package registers the
-leaderboard's and the webhooks' reactions with ``records.on_job_transition`` (the summary of a
-succeeded job, the event of a finished one), so every caller of ``records.transition_job`` gets
-them, in the transaction of the change.
+- ``reactions``: what other packages do when a job changes state (the leaderboard's summary of a
+  succeeded job, the webhooks' event of a finished one); ``register_job_reactions`` installs them
+  with ``records.on_job_transition``, called once where the API and the workers start (importing
+  this package registers nothing).
 """
 
-from services.platform.jobs import records
 from services.platform.jobs.config import (
     anonymizer_section,
     build_job_config,
@@ -71,11 +70,6 @@ from services.platform.jobs.service import (
     rerun_job,
     start_job,
 )
-from services.platform.leaderboard import service as leaderboard_reactions
-from services.platform.webhooks import payloads as webhook_reactions
-
-records.on_job_transition(leaderboard_reactions.react_to_job_transition)
-records.on_job_transition(webhook_reactions.react_to_job_transition)
 
 __all__ = [
     "COST_KNOBS",

@@ -7,7 +7,8 @@ committing to the caller; ``create_job`` uses a SAVEPOINT to stay atomic under a
 
 A leaf: it imports no other aggregate. What other packages do when a job changes state (the
 leaderboard summarizes a succeeded job, webhooks queue the job's event) they register as
-listeners (:func:`on_job_transition`; ``services.platform.jobs`` installs them), called inside
+listeners (:func:`on_job_transition`; ``reactions.register_job_reactions`` installs them where
+the API and the workers start), called inside
 :func:`transition_job`, in the same transaction as the state change.
 """
 

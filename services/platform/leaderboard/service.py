@@ -358,7 +358,7 @@ def det_curves_of(session: Session, job_ids: Sequence[int], key: str) -> dict[in
 
 def react_to_job_transition(session: Session, job: Job, new_state: RunState) -> None:
     """A job's state changed: a succeeded job gets its leaderboard summary (the listener
-    ``services.platform.jobs`` registers with ``records.on_job_transition``)."""
+    ``services.platform.jobs.reactions`` registers with ``records.on_job_transition``)."""
     if new_state == RunState.SUCCEEDED:
         refresh_job_summary(session, job.id)
 

@@ -72,7 +72,7 @@ def job_event_payload(session: Session, job: Job, event_type: str) -> dict[str, 
 
 def react_to_job_transition(session: Session, job: Job, new_state: RunState) -> None:
     """A job's state changed: a finished job's event is queued (the listener
-    ``services.platform.jobs`` registers with ``records.on_job_transition``)."""
+    ``services.platform.jobs.reactions`` registers with ``records.on_job_transition``)."""
     if new_state in TERMINAL_STATES:
         record_job_event(session, job, now=job.finished_at)
 

@@ -15,8 +15,8 @@ sources of every value are cited in docs/attacker.md, "The VoicePrivacy attacker
   error, never a download.
 
 The named zoo ``voiceprivacy`` is both where their weights exist (``vpc2024`` needs none).
-Members are given as `AttackerSpec` fields (``services.pipeline.zoo`` builds the specs, so this
-module does not import it).
+Members are given as `AttackerSpec` fields (``zoos.py`` builds the specs, so this module does not
+import it).
 """
 
 from __future__ import annotations

@@ -17,9 +17,9 @@ from test_attacker_front_ends import HIDDEN, save_tiny_ecapa, save_tiny_ssl, utt
 
 from cli.main import main
 from services.attacker.checkpoint import load_checkpoint
+from services.attacker.recipes import resolve_training, zoo_specs
 from services.attacker.training import TrainingConfig, train_attacker
 from services.pipeline.config import EvaluationConfig
-from services.pipeline.zoo import resolve_training, zoo_specs
 from services.settings import get_settings
 
 TINY = {"preset": "tiny", "batch_size": 6, "crop_seconds": 1.0, "device": "cpu"}
@@ -128,9 +128,9 @@ def test_both_train_on_tiny_models(weights: tuple[Path, Path], tmp_path: Path) -
 
 
 def test_a_recipe_zoo_refuses_training_fields_it_would_ignore_and_keeps_the_others() -> None:
+    from services.attacker.recipes import resolve_training, zoo_specs
     from services.errors import ConfigError
     from services.pipeline.config import parse_config
-    from services.pipeline.zoo import resolve_training, zoo_specs
 
     with pytest.raises(ConfigError, match=r"sets training\.epochs, training\.preset itself"):
         parse_config({"attackers": "voiceprivacy", "training": {"epochs": 3, "preset": "tiny"}})
