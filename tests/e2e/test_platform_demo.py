@@ -97,6 +97,34 @@ def test_platform_demo_runs_a_job_over_http_and_prints_the_verdict(tmp_path: Pat
     assert succeeded == 1
 
 
+# One core's worth of busy loop that ends by itself after its bound in seconds (longer than the
+# demo's own timeout); the test kills it in a finally block anyway.
+HOG = (
+    "import sys, time\n"
+    "end = time.monotonic() + float(sys.argv[1])\n"
+    "while time.monotonic() < end: pass"
+)
+
+
+def test_the_demo_survives_a_cpu_hog_beside_it(tmp_path: Path) -> None:
+    """A newcomer's machine is busy: one core spins at 100 % while the demo runs."""
+    hog = subprocess.Popen([sys.executable, "-c", HOG, "960"])
+    try:
+        time.sleep(0.5)
+        assert hog.poll() is None, "the busy loop should be spinning"
+        done = _demo(tmp_path, "table")
+        assert hog.poll() is None, "the busy loop ended before the demo did"
+    finally:
+        hog.kill()
+        hog.wait(timeout=30)
+    assert "Traceback" not in done.stdout and "Traceback" not in done.stderr, done.stderr[-3000:]
+    verdict = done.stdout[done.stdout.index("Verdict") :]
+    assert re.search(r"privacy: +EER \d+\.\d % .*semi-informed attacker", verdict), verdict
+    with sqlite3.connect(tmp_path / "platform" / "unmask.db") as db:
+        (jobs,) = db.execute("SELECT count(*) FROM jobs WHERE state = 'succeeded'").fetchone()
+    assert jobs == 1
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
