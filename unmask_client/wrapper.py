@@ -14,6 +14,7 @@ giving up only when it stalls (no new heartbeat, progress or state for ``stall_t
         submission = unmask.submit_builtin("pitch +4", "pitch", {"semitones": 4})
         job = unmask.create_job(submission.id, protocol.id, idempotency_key="ci-1234")
         job = unmask.wait_for_job(job.id)
+        print(unmask.job_config(job).scenarios)         # typed view of job.config
         for row in unmask.results(job.id).results:
             print(row.scenario, row.metric, row.value)
 """
@@ -62,6 +63,7 @@ from unmask_client.api_client.models import (
     SubmissionPageOut,
 )
 from unmask_client.api_client.types import UNSET, Response
+from unmask_client.job_config import JobConfigView
 from unmask_client.retry import RetryAfterTransport
 
 T = TypeVar("T")
@@ -175,6 +177,11 @@ class Client:
 
     def job(self, job_id: int, *, log_chars: int = 500) -> JobOut:
         return self.call(jobs_get_job, JobOut, job_id=job_id, log_chars=log_chars)
+
+    def job_config(self, job: JobOut | int) -> JobConfigView:
+        """The typed view of a job's config (``job``: a fetched job, or its id to fetch)."""
+        found = job if isinstance(job, JobOut) else self.job(job, log_chars=0)
+        return JobConfigView.from_config(found.config)
 
     def results(self, job_id: int) -> ResultsOut:
         """A job's metric rows (``results``) and trust assessment."""
