@@ -210,7 +210,8 @@ def _precision_lines(
 
 def _challenger_lines(block: Any) -> list[str]:
     """The challenger's line: a pretrained verifier scored on the headline's trials."""
-    if not isinstance(block, Mapping) or not isinstance(block.get("eer_percent"), int | float):
+    eer_key = catalogue.EER.key
+    if not isinstance(block, Mapping) or not isinstance(block.get(eer_key), int | float):
         return []
     interval = block.get("interval_points")
     spread = (
@@ -224,7 +225,7 @@ def _challenger_lines(block: Any) -> list[str]:
         else "not stronger beyond the interval"
     )
     return [
-        f"  challenger: EER {float(block['eer_percent']):.1f} % by {block.get('attacker')} "
+        f"  challenger: EER {float(block[eer_key]):.1f} % by {block.get('attacker')} "
         f"(pretrained, not trained here) on the same trials: {outcome} (difference "
         f"{float(block.get('difference_points') or 0.0):+.1f} points{spread})"
     ]

@@ -20,12 +20,14 @@ acted on.
 The block in ``results.json`` (``challenger``; with a zoo also under ``worst_case.<scenario>``)::
 
     {"attacker": "ge2e", "family": str, "scenario": str, "backend": "cosine",
-     "eer_percent": float, "headline": {"attacker": str, "backend": str, "eer_percent": float,
+     EER: float, "headline": {"attacker": str, "backend": str, EER: float,
      "n_seeds": int}, "difference_points": float, "interval_points": [low, high] | null,
      "confidence": 0.95, "n_speakers": int, "stronger": bool, "cpu_seconds": float,
      "compute_seconds": float,
-     "scenarios": {scenario: {"eer_percent", "headline", "difference_points",
+     "scenarios": {scenario: {EER, "headline", "difference_points",
                               "interval_points", "stronger"}}}
+
+(EER: the catalogue's EER key, ``catalogue.EER.key``, in %.)
 
 ``scenarios``: the same challenge for every attack scenario the run scored (ignorant and
 lazy-informed too: is the trained attacker's row weaker than the pretrained verifier's beyond the
@@ -105,11 +107,11 @@ def challenger_block(
         "family": CHALLENGER_FAMILY,
         "scenario": scenario,
         "backend": "cosine",
-        "eer_percent": challenger_row.get(eer),
+        eer: challenger_row.get(eer),
         "headline": {
             "attacker": headline_entry.get("attacker"),
             "backend": headline_entry.get("backend"),
-            "eer_percent": headline_entry.get(eer),
+            eer: headline_entry.get(eer),
             "n_seeds": len(headline_trials),
         },
         **decision,
@@ -122,9 +124,9 @@ def challenger_message(block: Mapping[str, Any]) -> str | None:
     otherwise (or for a malformed block)."""
     if block.get("stronger") is not True:
         return None
-    eer, head = block.get("eer_percent"), block.get("headline") or {}
+    eer, head = block.get(catalogue.EER.key), block.get("headline") or {}
     interval = block.get("interval_points") or [math.nan, math.nan]
-    head_eer = head.get("eer_percent") if isinstance(head, Mapping) else None
+    head_eer = head.get(catalogue.EER.key) if isinstance(head, Mapping) else None
     if not isinstance(eer, int | float) or not isinstance(head_eer, int | float):
         return None
     return (

@@ -149,7 +149,7 @@ def _report_challenger(result: dict[str, Any]) -> None:
             entry["challenger"] = {
                 "attacker": block.get("attacker"),
                 "backend": block.get("backend"),
-                **{k: challenge.get(k) for k in ("eer_percent", "interval_points", "stronger")},
+                **{k: challenge.get(k) for k in (catalogue.EER.key, "interval_points", "stronger")},
             }
 
 

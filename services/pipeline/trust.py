@@ -312,8 +312,8 @@ def _challenger_reasons(block: Mapping[str, Any] | None) -> tuple[TrustReason, .
         TrustReason(
             "challenger_stronger",
             message,
-            float(block["eer_percent"]),
-            float(head["eer_percent"]),
+            float(block[catalogue.EER.key]),
+            float(head[catalogue.EER.key]),
         ),
     )
 

@@ -78,12 +78,18 @@ def test_a_full_disk_is_507_and_leaves_nothing_behind(
 
 
 def test_readiness_is_not_ready_below_the_free_space_threshold(
-    make_api_client: Any, monkeypatch: pytest.MonkeyPatch
+    make_api_client: Any, api_world: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     client = make_api_client(min_free_disk_bytes=10**9)
     usage = namedtuple("usage", "total used free")
     monkeypatch.setattr(shutil, "disk_usage", lambda _path: usage(10**10, 10**10, 0))
-    problem = _problem(client.get("/v1/health/ready"), 503)
+    # Anonymous callers learn which check failed, not where the disk is (internals: admins).
+    anonymous = _problem(client.get("/v1/health/ready"), 503)
+    assert anonymous["detail"].startswith("not ready: disk: failed")
+    assert "UNMASK_MIN_FREE_DISK_BYTES" not in anonymous["detail"]
+    assert anonymous["checks"]["disk"]["status"] == "failed"
+    admin = api_world.auth(api_world.admin)
+    problem = _problem(client.get("/v1/health/ready", headers=admin), 503)
     assert problem["detail"].startswith("not ready: disk: 0 bytes free under ")
     assert "UNMASK_MIN_FREE_DISK_BYTES" in problem["detail"]
     assert problem["checks"]["disk"]["status"] == "failed"

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from services.corpus.manifest import Manifest
-from services.metrics import SpeakerTrials
+from services.metrics import SpeakerTrials, catalogue
 from services.pipeline.challenger import challenger_block, cpu_clock
 from services.pipeline.plan import SCENARIO_PLAN
 from services.pipeline.sets import ConditionSets
@@ -169,7 +169,13 @@ def _challenge(
     return block
 
 
-SCENARIO_FIELDS = ("eer_percent", "headline", "difference_points", "interval_points", "stronger")
+SCENARIO_FIELDS = (
+    catalogue.EER.key,
+    "headline",
+    "difference_points",
+    "interval_points",
+    "stronger",
+)
 """What the block keeps of each attack scenario's challenge (``scenarios``)."""
 
 
