@@ -30,7 +30,6 @@ from typing import Any
 
 import httpx
 
-from cli.oidc import GitHubOidcTokenSource, OidcExchangeError, github_oidc_available
 from cli.result_table import aggregate_rows
 from services.metrics import catalogue
 from services.vocab import TERMINAL_STATE_VALUES
@@ -52,6 +51,7 @@ from unmask_client.api_client.models import (
     RerunRequest,
 )
 from unmask_client.api_client.types import UNSET
+from unmask_client.oidc import GitHubOidcTokenSource, OidcExchangeError, github_oidc_available
 from unmask_client.retry import RetryAfterTransport
 
 TERMINAL_JOB_STATES = frozenset(TERMINAL_STATE_VALUES)

@@ -8,7 +8,7 @@ A workflow with ``permissions: id-token: write`` gets two variables from the run
 ``UNMASK_PUBLIC_URL``). The exchanged token lives minutes (``UNMASK_OIDC_TOKEN_TTL_S`` on the
 server): :class:`GitHubOidcTokenSource` fetches a fresh ID token and exchanges it again a minute
 before it expires, so a wait of hours keeps working. Only ``httpx`` (part of the
-``unmask-client`` distribution; ``cli.oidc`` re-exports it for the ``unmask`` CLI).
+``unmask-client`` distribution; the ``unmask`` CLI imports it from here).
 """
 
 from __future__ import annotations
