@@ -20,7 +20,9 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from services.storage.blobstore import BlobStore, LocalBlobStore, S3BlobStore
+from services.storage.blob_interface import BlobStore
+from services.storage.blob_local import LocalBlobStore
+from services.storage.blob_s3 import S3BlobStore
 from services.storage.db import Database
 from services.storage.local_http import LocalBlobServer
 from services.storage.migrate import upgrade_database

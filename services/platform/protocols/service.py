@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 
 from services.platform.hashing import SHA256_HEX_RE, canonical_json_hash
 from services.platform.rows import get_row
-from services.storage.blobstore import validate_key
+from services.storage.blob_interface import validate_key
 from services.storage.errors import ConflictError, NotFoundError
 from services.storage.models import ProtocolRecord
 
