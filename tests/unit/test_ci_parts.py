@@ -21,6 +21,7 @@ def _module() -> ModuleType:
     spec = importlib.util.spec_from_file_location("ci_parts", ROOT / "scripts/ci_parts.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up there
     spec.loader.exec_module(module)
     return module
 
