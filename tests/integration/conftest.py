@@ -168,6 +168,7 @@ class RecordingDispatcher:
         self.cancelled: list[int] = []
         self.validations: list[int] = []
         self.deliveries: list[int] = []
+        self.asr_trainings: list[int] = []
         self.fail_enqueue = False
 
     def senders(self) -> dict[str, Any]:
@@ -176,6 +177,7 @@ class RecordingDispatcher:
             DELIVER_WEBHOOK,
             REVOKE_JOB,
             RUN_PHASE,
+            TRAIN_PROTOCOL_ASR,
             VALIDATE_ARCHIVE,
         )
 
@@ -184,6 +186,7 @@ class RecordingDispatcher:
             REVOKE_JOB: lambda payload: self.cancelled.append(int(payload["job_id"])),
             VALIDATE_ARCHIVE: lambda p: self.validations.append(int(p["submission_id"])),
             DELIVER_WEBHOOK: lambda p: self.deliveries.append(int(p["delivery_id"])),
+            TRAIN_PROTOCOL_ASR: lambda p: self.asr_trainings.append(int(p["protocol_id"])),
         }
 
     def _run_phase(self, payload: Any) -> None:
