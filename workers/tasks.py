@@ -21,12 +21,12 @@ from services.platform.jobs import (
     run_job_phase,
     stage_time_limit_s,
 )
-from services.platform.outbox import prune_sent, relay_pass
-from services.platform.protocols import (
+from services.platform.jobs.protocol_asr import (
     TransientProtocolAsrError,
     give_up_protocol_asr,
 )
-from services.platform.protocols import train_protocol_asr as train_asr_of_protocol
+from services.platform.jobs.protocol_asr import train_protocol_asr as train_asr_of_protocol
+from services.platform.outbox import prune_sent, relay_pass
 from services.platform.webhooks import release_due_events
 from services.settings import Settings
 from workers.runtime import get_services

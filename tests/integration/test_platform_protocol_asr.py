@@ -1,4 +1,5 @@
-"""The utility ASR trained at a protocol's registration (services/platform/protocols/asr.py).
+"""The utility ASR trained at a protocol's registration (services/platform/protocols/asr.py
+queues it, services/platform/jobs/protocol_asr.py trains it).
 
 Registering a protocol whose config measures the WER queues exactly one training (the outbox's
 ``train_protocol_asr`` message, a Celery task on the model queue); the jobs on that protocol then
@@ -27,6 +28,7 @@ from services.platform import protocols as protocol_records
 from services.platform import submissions as submission_records
 from services.platform.jobs import JobServices
 from services.platform.jobs.config import build_job_config, run_config
+from services.platform.jobs.protocol_asr import train_protocol_asr
 from services.platform.jobs.stage_claims import DatabaseStageClaims
 from services.platform.outbox import TRAIN_PROTOCOL_ASR, install_senders
 from services.settings import Settings
@@ -198,7 +200,7 @@ def test_a_job_during_the_registrations_training_waits_for_it(
     outcome: dict[str, Any] = {}
     registry = _host(pg_database, store, tmp_path, "gpu-a")
     task = threading.Thread(
-        target=lambda: outcome.update(task=protocol_records.train_protocol_asr(registry, sent[0]))
+        target=lambda: outcome.update(task=train_protocol_asr(registry, sent[0]))
     )
     task.start()
     assert training.wait(120)
@@ -237,10 +239,10 @@ def test_a_job_before_the_training_leaves_it_nothing_to_train_and_failures_are_r
     )
     assert transfers == ["upload"] and len(trainings) == 1
     registry = _host(pg_database, store, tmp_path, "gpu-a")
-    assert protocol_records.train_protocol_asr(registry, protocol_id) == "ready"
+    assert train_protocol_asr(registry, protocol_id) == "ready"
     assert _protocol(pg_database, protocol_id).asr_key == job_key
     assert len(trainings) == 1  # the task downloaded the job's
-    assert protocol_records.train_protocol_asr(registry, protocol_id) == "skipped: ready"
+    assert train_protocol_asr(registry, protocol_id) == "skipped: ready"
 
     # A training that fails on bad input is recorded; registering again queues it again.
     other = micro_protocol_config(utility={"asr": {"epochs": 1, "hidden_size": 8}})
@@ -251,7 +253,7 @@ def test_a_job_before_the_training_leaves_it_nothing_to_train_and_failures_are_r
     monkeypatch.setattr(asr_module, "train_asr", broken)
     with pg_database.session_scope() as session:
         failing = protocol_records.create_protocol(session, name, body={"config": other}).id
-    assert protocol_records.train_protocol_asr(registry, failing) == "failed"
+    assert train_protocol_asr(registry, failing) == "failed"
     failed = _protocol(pg_database, failing)
     assert (failed.asr_state, failed.asr_error) == ("failed", "utterance x: unreadable")
     with pg_database.session_scope() as session:

@@ -1,13 +1,8 @@
 """Protocols: versioned evaluation setups (a JSON config or a blob), one row per version, and
-the utility ASR each trains once at registration (``asr.py``)."""
+the utility ASR each trains once, queued at registration (``asr.py``; trained by
+``services/platform/jobs/protocol_asr.py``)."""
 
-from services.platform.protocols.asr import (
-    TransientProtocolAsrError,
-    give_up_protocol_asr,
-    protocol_asr_config,
-    queue_protocol_asr,
-    train_protocol_asr,
-)
+from services.platform.protocols.asr import protocol_asr_config, queue_protocol_asr
 from services.platform.protocols.service import (
     create_protocol,
     get_protocol,
@@ -16,13 +11,10 @@ from services.platform.protocols.service import (
 )
 
 __all__ = [
-    "TransientProtocolAsrError",
     "create_protocol",
     "get_protocol",
     "get_protocol_by_id",
-    "give_up_protocol_asr",
     "list_protocols",
     "protocol_asr_config",
     "queue_protocol_asr",
-    "train_protocol_asr",
 ]
