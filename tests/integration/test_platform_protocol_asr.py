@@ -32,7 +32,7 @@ from services.platform.jobs.protocol_asr import train_protocol_asr
 from services.platform.jobs.stage_claims import DatabaseStageClaims
 from services.platform.outbox import TRAIN_PROTOCOL_ASR, install_senders
 from services.settings import Settings
-from services.storage.blobstore import LocalBlobStore
+from services.storage.blob_local import LocalBlobStore
 from services.storage.db import Database
 from services.storage.models import OutboxMessage, ProtocolRecord
 from support.configs import micro_protocol_config
