@@ -18,7 +18,6 @@ from fastapi.routing import APIRoute
 from fastapi.staticfiles import StaticFiles
 
 from api import pages
-from api.auth import BEARER_SCHEME_NAME
 from api.context import ApiContext
 from api.faults import install_fault_handlers
 from api.middleware import install_middleware
@@ -178,4 +177,4 @@ def create_app(
 # The default instance for `uvicorn api.app:app`: nothing is connected until the first request.
 app = create_app()
 
-__all__ = ["BEARER_SCHEME_NAME", "app", "create_app"]
+__all__ = ["app", "create_app"]

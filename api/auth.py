@@ -172,7 +172,6 @@ reader_read = reader_with_scope(TokenScope.READ)
 
 __all__ = [
     "BEARER_SCHEME_NAME",
-    "Principal",
     "Reader",
     "authenticate",
     "check_auth_rate",

@@ -12,8 +12,9 @@ from typing import Annotated
 
 from fastapi import Depends
 
-from api.auth import Principal, Reader, reader_any, reader_read, require_admin, require_submit
+from api.auth import Reader, reader_any, reader_read, require_admin, require_submit
 from api.context import ApiContext, get_context
+from services.platform.identity import Principal
 
 ContextDep = Annotated[ApiContext, Depends(get_context)]
 """The app's shared state: settings, database, blob store."""

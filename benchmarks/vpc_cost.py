@@ -33,7 +33,8 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 from transformers import WavLMConfig, WavLMModel
 
-from services.attacker.models import SpeakerEncoder, get_preset
+from services.attacker.models import SpeakerEncoder
+from services.attacker.presets import get_preset
 from services.attacker.ssl import load_ssl_front_end, ssl_encoder
 
 SAMPLE_RATE = 16_000

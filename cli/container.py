@@ -17,7 +17,11 @@ from rich.console import Console
 from rich.table import Table
 
 from services.anonymizers.conformance import check_image
-from services.anonymizers.container import ContainerEngineError, ContainerSandbox, SandboxLimits
+from services.anonymizers.container_sandbox import (
+    ContainerEngineError,
+    ContainerSandbox,
+    SandboxLimits,
+)
 from services.errors import InvalidInputError
 from services.settings import get_settings
 

@@ -14,7 +14,7 @@ from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedCo
 from cli.progress import PlainProgress, stdout_console
 from cli.result_table import summary_table
 from cli.verdict import document_rows, print_verdict
-from services.anonymizers.container import ContainerSandbox
+from services.anonymizers.container_sandbox import ContainerSandbox
 from services.anonymizers.kinds.registry import kind_of
 from services.errors import InvalidInputError
 from services.metrics import catalogue

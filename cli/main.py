@@ -24,7 +24,7 @@ from cli.corpus import corpus_app
 from cli.evaluate import demo_command, evaluate_command
 from cli.export import export_command
 from cli.submit import submit_command
-from services.anonymizers.container import ContainerEngineError
+from services.anonymizers.container_sandbox import ContainerEngineError
 
 app = typer.Typer(
     rich_markup_mode=None,  # plain help: rich tables cut long option names at 80 columns

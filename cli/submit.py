@@ -139,7 +139,7 @@ def _submit_archive(
     """Upload an archive file, or a folder packed into a temporary tar first."""
     if not archive.is_dir():
         return client.submit_archive(name, archive, protocol_id, visibility=visibility)
-    from services.anonymizers.archive import pack_folder
+    from services.anonymizers.archive_members import pack_folder
 
     with tempfile.TemporaryDirectory(prefix="unmask-archive-") as tmp:
         packed = pack_folder(archive, Path(tmp) / f"{archive.name}.tar")

@@ -19,7 +19,7 @@ from services.vocab import HEADLINE_SCENARIOS
 
 ORIGINAL_SCENARIO = "original"
 
-__all__ = ["HEADLINE_SCENARIOS", "document_rows", "print_verdict", "verdict_lines"]
+__all__ = ["document_rows", "print_verdict", "verdict_lines"]
 
 
 def _seeds(results: Sequence[Mapping[str, Any]], scenario: str, backend: str, attacker: str) -> int:

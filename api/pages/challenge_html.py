@@ -14,7 +14,8 @@ from markupsafe import Markup
 from services.pipeline.stage_versions import current_scorer, evaluator_label, is_outdated
 from services.platform import phases as phase_rules
 from services.platform.badges import badge_markdown
-from services.storage.models import Job, Phase, PhaseVisibility, RunState, Submission, Visibility
+from services.storage.models import Job, Phase, PhaseVisibility, Submission, Visibility
+from services.vocab import RunState
 
 
 def _when(value: dt.datetime | None) -> str:

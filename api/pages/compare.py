@@ -11,7 +11,6 @@ from fastapi import APIRouter, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse
 
-from api.auth import Principal
 from api.context import ApiContext
 from api.deps import ContextDep
 from api.pages.rendering import image_response, not_found, page_viewer, render, render_plot
@@ -19,6 +18,7 @@ from api.routes.compare import SubmissionA, SubmissionB, comparison_rows, with_p
 from api.schemas import DbId
 from services.errors import InvalidInputError
 from services.platform.comparison import Comparison
+from services.platform.identity import Principal
 from services.platform.leaderboard import REFERENCE_SCENARIO
 from services.platform.protocols import get_protocol_by_id
 from services.plotting import render_det_overlay, render_speaker_scatter

@@ -12,15 +12,15 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from sqlalchemy.orm import Session
 
-from api.auth import Principal
 from api.context import ApiContext
 from api.deps import ContextDep
 from api.pages.rendering import not_found, page_viewer, render
 from api.schemas import DbId
 from services.platform import access, results
+from services.platform.identity import Principal
 from services.storage.errors import NotFoundError
-from services.storage.models import TERMINAL_STATES, Job, RunState
-from services.vocab import job_page_vocabulary
+from services.storage.models import Job
+from services.vocab import TERMINAL_STATES, RunState, job_page_vocabulary
 
 router = APIRouter(include_in_schema=False)
 

@@ -15,7 +15,6 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
-from api.auth import Principal
 from api.context import ApiContext
 from api.deps import ContextDep
 from api.pages.challenge_html import hidden_phase_names, phases_html
@@ -25,6 +24,7 @@ from api.schemas import DbId
 from services.errors import InvalidInputError
 from services.pipeline.stage_versions import current_scorer, is_outdated
 from services.platform import protocols
+from services.platform.identity import Principal
 from services.platform.leaderboard import (
     UTILITY_TIERS,
     WER_INCREASE_KEY,

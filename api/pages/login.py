@@ -6,7 +6,6 @@ from __future__ import annotations
 from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from api.auth import Principal
 from api.auth_limits import client_address
 from api.context import ApiContext
 from api.deps import ContextDep
@@ -21,6 +20,7 @@ from api.pages.session import (
     set_login_csrf_cookie,
     set_session_cookie,
 )
+from services.platform.identity import Principal
 from services.storage.errors import AuthenticationError, PermissionDeniedError
 
 router = APIRouter(include_in_schema=False)

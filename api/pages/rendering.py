@@ -15,9 +15,9 @@ from fastapi.responses import HTMLResponse, Response
 from fastapi.templating import Jinja2Templates
 from sqlalchemy.orm import Session
 
-from api.auth import Principal
 from api.context import ApiContext
 from api.pages.session import logout_csrf_token, viewer_of
+from services.platform.identity import Principal
 
 TEMPLATE_DIR = Path(__file__).resolve().parent.parent / "templates"
 STATIC_DIR = Path(__file__).resolve().parent.parent / "static"

@@ -32,7 +32,6 @@ from sqlalchemy.orm import Session, joinedload
 from services.platform import identity
 from services.platform.identity import Principal
 from services.settings import Settings
-from services.storage.errors import AuthenticationError, PermissionDeniedError
 from services.storage.models import ApiToken, TokenScope, User
 from services.storage.types import utc_now
 
@@ -166,8 +165,6 @@ def clear_session_cookie(response: Response) -> None:
 __all__ = [
     "COOKIE_NAME",
     "CSRF_COOKIE_NAME",
-    "AuthenticationError",
-    "PermissionDeniedError",
     "clear_session_cookie",
     "login",
     "login_csrf_ok",

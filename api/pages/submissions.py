@@ -19,7 +19,6 @@ from api.pages.challenge_html import submission_badge
 from api.pages.rendering import not_found, page_viewer, render
 from api.schemas import DbId
 from services.metrics import catalogue
-from services.pipeline.config import Scenario
 from services.pipeline.zoo import row_attacker
 from services.platform import access, results
 from services.platform.jobs.records import list_jobs
@@ -27,7 +26,7 @@ from services.platform.leaderboard import representative_job
 from services.platform.phases import is_hidden, revealed_jobs_clause
 from services.storage.errors import NotFoundError
 from services.storage.models import AGGREGATE_SEED, Artifact, Job, Phase, Result
-from services.vocab import HEADLINE_SCENARIOS
+from services.vocab import HEADLINE_SCENARIOS, Scenario
 
 logger = logging.getLogger("unmask.pages")
 

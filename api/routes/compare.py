@@ -17,7 +17,6 @@ from fastapi import APIRouter, Query
 from fastapi.concurrency import run_in_threadpool
 from sqlalchemy.orm import Session
 
-from api.auth import Principal
 from api.context import ApiContext
 from api.deps import ReadReader
 from api.routes.common import errors, scope
@@ -26,6 +25,7 @@ from services.platform import access
 from services.platform.comparison import Comparison, compare_submissions
 from services.platform.comparison.background import PENDING_NOTE
 from services.platform.comparison.service import PairedResult, apply_paired
+from services.platform.identity import Principal
 from services.platform.protocols import get_protocol_by_id
 
 logger = logging.getLogger(__name__)

@@ -16,7 +16,6 @@ from fastapi import APIRouter, Header, Query, Request, Response, status
 from fastapi.responses import RedirectResponse
 from sqlalchemy.orm import Session
 
-from api.auth import Principal
 from api.context import ApiContext
 from api.deps import ContextDep, ReadReader, SubmitPrincipal
 from api.problems import ApiProblem
@@ -43,6 +42,7 @@ from services.platform import identity, quotas
 from services.platform import jobs as job_service
 from services.platform import results as result_records
 from services.platform.access import owned_job, owned_submission, visible_job
+from services.platform.identity import Principal
 from services.platform.jobs import records as job_records
 from services.platform.protocols import get_protocol_by_id
 

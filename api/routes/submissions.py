@@ -10,7 +10,6 @@ from typing import Annotated
 from fastapi import APIRouter, Header, Query, Request, Response, status
 from fastapi.concurrency import run_in_threadpool
 
-from api.auth import Principal
 from api.context import ApiContext
 from api.deps import ContextDep, ReadReader, SubmitPrincipal
 from api.problems import ApiProblem
@@ -54,7 +53,7 @@ from services.platform.archives import (
     record_upload,
     request_validation,
 )
-from services.platform.identity import lock_team
+from services.platform.identity import Principal, lock_team
 from services.platform.protocols import get_protocol_by_id
 from services.platform.quotas import check_archive_storage_quota, check_submission_quota
 from services.storage.errors import BlobNotFoundError

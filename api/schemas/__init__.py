@@ -17,16 +17,11 @@ from api.schemas.common import (
     CURSOR_PATTERN,
     DB_ID_MAX,
     NO_NUL_PATTERN,
-    NUL_MESSAGE,
-    PINNED_IMAGE_PATTERN,
-    PINNED_IMAGE_RE,
     SHA256_HEX_PATTERN,
     SHA256_HEX_RE,
-    BuiltinName,
     Cursor,
     DbId,
     JobState,
-    JsonObject,
     LabelText,
     NameText,
     Scope,
@@ -76,8 +71,6 @@ from api.schemas.results import (
     WorstCaseOut,
 )
 from api.schemas.submissions import (
-    BuiltinSpec,
-    ContainerSpec,
     DescriptionText,
     LinkUrl,
     SubmissionCreate,
@@ -94,6 +87,13 @@ from api.schemas.webhooks import (
     WebhookDeliveryPageOut,
     WebhookOut,
 )
+from services.anonymizers.kinds.builtin import BuiltinName, BuiltinSpec
+from services.anonymizers.kinds.container import (
+    PINNED_IMAGE_PATTERN,
+    PINNED_IMAGE_RE,
+    ContainerSpec,
+)
+from services.json_values import NUL_MESSAGE, JsonObject
 
 __all__ = [
     "CURSOR_PATTERN",

@@ -7,7 +7,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from api.schemas.common import DbId, JobState, JsonObject, StrictModel, Text
+from api.schemas.common import DbId, JobState, StrictModel, Text
+from services.json_values import JsonObject
 from services.pipeline.config import EvaluationConfig
 from services.platform.jobs.config import PROTOCOL_FIXED_FIELDS
 from services.storage.models import Job, Stage

@@ -7,14 +7,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field, StrictBool
 
-from api.schemas.common import (
-    DB_ID_MAX,
-    JsonObject,
-    LabelText,
-    ProtocolAsrState,
-    StrictModel,
-    Text,
-)
+from api.schemas.common import DB_ID_MAX, LabelText, ProtocolAsrState, StrictModel, Text
+from services.json_values import JsonObject
 from services.metrics import catalogue
 from services.platform.jobs.cost import COST_KNOB_NAMES
 from services.storage.models import ProtocolRecord

@@ -19,14 +19,9 @@ from api.schemas.common import (
     SubmissionApiStatus,
     Visibility,
 )
+from services.anonymizers.kinds.base import AnonymizerKind
 from services.anonymizers.kinds.builtin import BuiltinSpec
-from services.anonymizers.kinds.container import ContainerSpec
-from services.anonymizers.kinds.registry import (
-    KIND_NAMES,
-    AnonymizerKind,
-    kind_of,
-    submitted_kinds,
-)
+from services.anonymizers.kinds.registry import KIND_NAMES, kind_of, submitted_kinds
 from services.errors import InvalidInputError
 from services.platform.submissions import info as submission_info
 from services.storage.models import Submission, SubmissionStatus
@@ -81,8 +76,6 @@ SubmissionKind.__doc__ = "How an anonymizer is supplied."
 """The anonymizer kinds (``services.anonymizers.kinds.registry.KIND_NAMES``), as an enum."""
 
 __all__ = [
-    "BuiltinSpec",
-    "ContainerSpec",
     "DescriptionText",
     "LinkUrl",
     "SubmissionCreate",

@@ -6,7 +6,7 @@ first (no byte is written before every member's name, type and declared size pas
 extracts the audio members with byte counting, then decodes and checks every file. The layout and
 every rule are in docs/container-contract.md ("Pre-anonymized archives").
 
-* `protocol_request` (``archive_request.py``, re-exported here) - the JSON a maker needs: every
+* `protocol_request` (in ``archive_request.py``) - the JSON a maker needs: every
   utterance of the protocol's four sets with its source gender and the target voice the TSA
   chose (same structure as the container job file).
 * `validate_archive` - archive -> `ArchiveValidation` (files extracted under ``out_dir``, a report
@@ -52,15 +52,6 @@ from services.anonymizers.archive_members import (
     _zip_entries,
     source_fingerprint,
 )
-from services.anonymizers.archive_members import pack_folder as pack_folder
-from services.anonymizers.archive_request import (
-    expected_from_protocol as expected_from_protocol,
-)
-from services.anonymizers.archive_request import (
-    plan_protocol_targets as plan_protocol_targets,
-)
-from services.anonymizers.archive_request import protocol_request as protocol_request
-from services.anonymizers.archive_request import vpc_folders_of as vpc_folders_of
 from services.anonymizers.base import AnonymizationItem, Anonymizer
 from services.anonymizers.contract import (
     AUDIO_EXTENSIONS,

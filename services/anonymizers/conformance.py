@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 
 from services.anonymizers.base import AnonymizationItem, TargetVoice
-from services.anonymizers.container import (
-    ContainerAnonymizer,
+from services.anonymizers.container import ContainerAnonymizer
+from services.anonymizers.container_sandbox import (
     ContainerError,
     ContainerExitError,
     ContainerMemoryError,

@@ -14,9 +14,8 @@ what is evaluated. Each failure has its own `ContainerError` subclass carrying t
 
 The contract itself (folders, job file, environment, exit codes, output rules) is
 `services.anonymizers.contract`; the errors, the sandbox's limits and engine and the image rules
-are `services.anonymizers.container_sandbox` (re-exported here). Nothing here reads settings: the
-engine, pulling and the limits come in as arguments (`ContainerSandbox.from_settings` builds them
-from `Settings`).
+are `services.anonymizers.container_sandbox`. Nothing here reads settings: the engine, pulling and
+the limits come in as arguments (`ContainerSandbox.from_settings` builds them from `Settings`).
 """
 
 from __future__ import annotations
@@ -37,29 +36,23 @@ from typing import Any
 import numpy as np
 
 from services.anonymizers.base import AnonymizationItem, Anonymizer
-from services.anonymizers.container_sandbox import DEFAULT_REGISTRY as DEFAULT_REGISTRY
-from services.anonymizers.container_sandbox import ContainerEngineError as ContainerEngineError
-from services.anonymizers.container_sandbox import ContainerError as ContainerError
-from services.anonymizers.container_sandbox import ContainerExitError as ContainerExitError
-from services.anonymizers.container_sandbox import ContainerMemoryError as ContainerMemoryError
-from services.anonymizers.container_sandbox import ContainerOutputError as ContainerOutputError
-from services.anonymizers.container_sandbox import ContainerSandbox as ContainerSandbox
-from services.anonymizers.container_sandbox import ContainerStartError as ContainerStartError
-from services.anonymizers.container_sandbox import ContainerTimeoutError as ContainerTimeoutError
-from services.anonymizers.container_sandbox import ExtraOutputError as ExtraOutputError
-from services.anonymizers.container_sandbox import ImageNotFoundError as ImageNotFoundError
-from services.anonymizers.container_sandbox import ImageRegistryError as ImageRegistryError
-from services.anonymizers.container_sandbox import MissingOutputError as MissingOutputError
-from services.anonymizers.container_sandbox import OutputFormatError as OutputFormatError
-from services.anonymizers.container_sandbox import SandboxLimits as SandboxLimits
-from services.anonymizers.container_sandbox import _get_or_pull as _get_or_pull
-from services.anonymizers.container_sandbox import _repository as _repository
-from services.anonymizers.container_sandbox import _same_repository as _same_repository
-from services.anonymizers.container_sandbox import check_image_registry as check_image_registry
-from services.anonymizers.container_sandbox import engine_client as engine_client
-from services.anonymizers.container_sandbox import image_registry as image_registry
-from services.anonymizers.container_sandbox import is_pinned as is_pinned
-from services.anonymizers.container_sandbox import resolve_image_digest as resolve_image_digest
+from services.anonymizers.container_sandbox import (
+    ContainerEngineError,
+    ContainerError,
+    ContainerExitError,
+    ContainerMemoryError,
+    ContainerOutputError,
+    ContainerStartError,
+    ContainerTimeoutError,
+    ExtraOutputError,
+    MissingOutputError,
+    OutputFormatError,
+    SandboxLimits,
+    _get_or_pull,
+    engine_client,
+    is_pinned,
+    resolve_image_digest,
+)
 from services.anonymizers.contract import (
     CONTAINER_INPUT_DIR,
     CONTAINER_OUTPUT_DIR,

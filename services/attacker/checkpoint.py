@@ -25,7 +25,8 @@ from typing import Any
 
 import torch
 
-from services.attacker.models import ModelPreset, SpeakerEncoder
+from services.attacker.models import SpeakerEncoder
+from services.attacker.presets import ModelPreset
 from services.errors import InvalidInputError
 
 CHECKPOINT_FORMAT = "unmask-attacker-v1"

@@ -27,7 +27,8 @@ import numpy as np
 import torch
 
 from services.attacker.checkpoint import encoder_from_checkpoint, load_checkpoint
-from services.attacker.models import ModelPreset, SpeakerEncoder
+from services.attacker.models import SpeakerEncoder
+from services.attacker.presets import ModelPreset
 from services.errors import ConfigError, InvalidInputError
 
 Strategy = Literal["auto", "one_at_a_time", "bucketed"]

@@ -1,6 +1,6 @@
 """The attacker's speaker recognizer: ECAPA-TDNN or x-vector, trained from scratch.
 
-Presets (``ModelPreset``):
+Presets (``ModelPreset``, defined in ``services.attacker.presets``):
 
 - ``standard``: SpeechBrain's ECAPA-TDNN default size, channels 1024,1024,1024,1024,3072,
   192-dim embedding (the SpAnE size that Franzreb et al. recommends; about 20.8 M parameters).
@@ -26,19 +26,15 @@ from speechbrain.lobes.models.Xvector import Xvector
 
 from services.attacker.features import FilterbankFeatures
 
-# The presets live in a torch-free module (config checks compare them with pretrained weights);
-# they are re-exported here, where they have always been imported from.
-from services.attacker.presets import PRESETS, ModelPreset, get_preset
+# The presets live in a torch-free module (config checks compare them with pretrained weights).
+from services.attacker.presets import ModelPreset, get_preset
 from services.errors import ConfigError
 
 __all__ = [
-    "PRESETS",
     "CosineHead",
     "EmbeddingModel",
-    "ModelPreset",
     "SpeakerEncoder",
     "build_embedding_model",
-    "get_preset",
 ]
 
 

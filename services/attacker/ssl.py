@@ -32,7 +32,8 @@ from typing import Any
 import torch
 
 from services.attacker.local_weights import read_ssl_config
-from services.attacker.models import ModelPreset, SpeakerEncoder
+from services.attacker.models import SpeakerEncoder
+from services.attacker.presets import ModelPreset
 from services.errors import ConfigError
 
 FRONT_END_FORMAT = "unmask-ssl-front-end-v1"

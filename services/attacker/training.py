@@ -73,7 +73,8 @@ from services.attacker.embeddings import (
     resolve_device,
 )
 from services.attacker.local_weights import check_local_weights
-from services.attacker.models import CosineHead, ModelPreset, SpeakerEncoder, get_preset
+from services.attacker.models import CosineHead, SpeakerEncoder
+from services.attacker.presets import ModelPreset, get_preset
 from services.attacker.training_config import TrainingConfig
 from services.attacker.training_data import (
     CropDataset,

@@ -13,7 +13,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 PresetName = Literal["standard", "vpc", "tiny", "xvector"]
-"""Names of the built-in model presets (``services.attacker.models.PRESETS``)."""
+"""Names of the built-in model presets (``services.attacker.presets.PRESETS``)."""
 
 TargetClassifierMode = Literal["off", "observe", "adversarial"]
 """Target classifier mode (see ``services.attacker.training``)."""

@@ -11,7 +11,8 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from services.attacker.checkpoint import encoder_from_checkpoint, load_checkpoint
-from services.attacker.models import ModelPreset, SpeakerEncoder
+from services.attacker.models import SpeakerEncoder
+from services.attacker.presets import ModelPreset
 from services.attacker.training_config import TrainingConfig
 
 

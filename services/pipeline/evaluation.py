@@ -35,7 +35,8 @@ from typing import Any
 
 import numpy as np
 
-from services.anonymizers.container import ContainerSandbox
+from services.anonymizers.container_sandbox import ContainerSandbox
+from services.anonymizers.contract import SET_NAMES
 from services.anonymizers.kinds.registry import kind_of
 from services.attacker.training_records import TrainedAttacker
 from services.corpus.manifest import Manifest
@@ -54,12 +55,7 @@ from services.pipeline.plan import (
     plan_evaluation,
 )
 from services.pipeline.report import ZooAttacker, probe_recognizer, write_report
-from services.pipeline.sets import (
-    SET_NAMES,
-    ConditionSets,
-    corpus_stage,
-    original_sets,
-)
+from services.pipeline.sets import ConditionSets, corpus_stage, original_sets
 from services.pipeline.stage_runner import StageOutcome, StageRunner
 from services.pipeline.stages.anonymize import anonymize_sets
 from services.pipeline.stages.challenge import challenge_stage, pretrained_rows
@@ -76,15 +72,7 @@ from services.pipeline.stages.utility import utility_stage
 from services.pipeline.trust import measure_enrollment_leak
 from services.settings import get_settings
 
-__all__ = [
-    "PHASES",
-    "PHASE_STEPS",
-    "EvaluationRun",
-    "EvaluationState",
-    "Phase",
-    "ProgressReporter",
-    "run_evaluation",
-]
+__all__ = ["PHASE_STEPS", "EvaluationRun", "EvaluationState", "run_evaluation"]
 
 
 class EvaluationRun:

@@ -55,9 +55,10 @@ from typing import Any
 
 import numpy as np
 
+from services.attacker.recipes.spec import BASELINE
 from services.metrics import catalogue
 from services.pipeline.challenger import challenger_message
-from services.pipeline.zoo import BASELINE, headline
+from services.pipeline.zoo import headline
 from services.settings import Settings, get_settings
 
 ORIGINAL_SCENARIO = "original"

@@ -18,7 +18,7 @@ from services.attacker.recipes.spec import BASELINE
 from services.metrics import catalogue
 from services.vocab import HEADLINE_SCENARIOS
 
-__all__ = ["BASELINE", "HEADLINE_SCENARIOS", "headline", "row_attacker", "worst_case"]
+__all__ = ["headline", "row_attacker", "worst_case"]
 
 
 def headline(worst: Mapping[str, Mapping[str, Any]]) -> tuple[str | None, str]:

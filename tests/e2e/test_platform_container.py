@@ -24,7 +24,7 @@ from typing import Any
 import httpx
 import pytest
 
-from services.anonymizers.container import engine_client, resolve_image_digest
+from services.anonymizers.container_sandbox import engine_client, resolve_image_digest
 from services.pipeline.phases import PHASES
 from services.platform import results as result_records
 from services.platform.jobs import records as job_records

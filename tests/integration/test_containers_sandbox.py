@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 
 from services.anonymizers.base import AnonymizationItem, TargetVoice
-from services.anonymizers.container import (
-    ContainerAnonymizer,
+from services.anonymizers.container import ContainerAnonymizer
+from services.anonymizers.container_sandbox import (
     ContainerEngineError,
     ContainerExitError,
     ContainerMemoryError,

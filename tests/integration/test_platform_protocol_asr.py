@@ -103,7 +103,7 @@ def _job_config(database: Database, protocol_id: int, builtin: str) -> Evaluatio
 def _job_asr(services: JobServices, config: EvaluationConfig) -> tuple[str, list[str]]:
     """A job's utility ASR on ``services``' host, composed as its phase composes it
     (services/platform/jobs/runner.py): its stage key and the stage's transfers."""
-    from services.anonymizers.container import ContainerSandbox
+    from services.anonymizers.container_sandbox import ContainerSandbox
     from services.pipeline.sets import corpus_stage, original_sets
     from services.pipeline.stages.context import AudioCache, StageContext, no_progress
     from services.pipeline.stages.utility import asr_stage

@@ -18,7 +18,8 @@ from typing import Any
 
 import pytest
 
-from services.anonymizers.archive import expected_from_protocol, output_stem
+from services.anonymizers.archive_request import expected_from_protocol
+from services.anonymizers.contract import output_stem
 from services.pipeline.config import parse_config
 from services.pipeline.evaluation import EvaluationRun
 from services.pipeline.workspace import stage_index_key

@@ -19,7 +19,7 @@ from services.anonymizers import (
     contract,
 )
 from services.anonymizers.base import AnonymizationItem, TargetVoice
-from services.anonymizers.container import ContainerSandbox, SandboxLimits
+from services.anonymizers.container_sandbox import ContainerSandbox, SandboxLimits
 from services.anonymizers.contract import ArchiveLimits
 from services.audio import SAMPLE_RATE_HZ
 from services.pipeline.config import parse_config

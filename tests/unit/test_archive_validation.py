@@ -17,13 +17,12 @@ import soundfile as sf
 from services.anonymizers.archive import (
     REPORT_NAME,
     ArchiveAnonymizer,
-    ArchiveError,
-    ArchiveLimits,
     ArchiveValidation,
-    output_stem,
     validate_archive,
 )
+from services.anonymizers.archive_members import ArchiveError
 from services.anonymizers.base import AnonymizationItem
+from services.anonymizers.contract import ArchiveLimits, output_stem
 
 SR = 16_000
 EXPECTED = {"train": ["a1", "a2"], "trial": ["t1"]}

@@ -11,13 +11,9 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from services.anonymizers.archive import (
-    ArchiveAnonymizer,
-    expected_from_protocol,
-    pack_folder,
-    validate_archive,
-    vpc_folders_of,
-)
+from services.anonymizers.archive import ArchiveAnonymizer, validate_archive
+from services.anonymizers.archive_members import pack_folder
+from services.anonymizers.archive_request import expected_from_protocol, vpc_folders_of
 from services.anonymizers.base import AnonymizationItem
 from services.corpus.importers import import_corpus
 from services.corpus.loaders import write_manifest

@@ -20,7 +20,8 @@ from transformers import Wav2Vec2Config, Wav2Vec2Model, WavLMConfig, WavLMModel
 from services.attacker.checkpoint import encoder_from_checkpoint, load_checkpoint
 from services.attacker.embeddings import extract_embeddings, model_hash
 from services.attacker.local_weights import check_local_weights, read_ecapa_hyperparams
-from services.attacker.models import EmbeddingModel, get_preset
+from services.attacker.models import EmbeddingModel
+from services.attacker.presets import get_preset
 from services.attacker.pretrained import load_pretrained_ecapa
 from services.attacker.ssl import SSLFrontEnd, load_ssl_front_end
 from services.attacker.training import train_attacker

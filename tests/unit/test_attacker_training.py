@@ -14,7 +14,8 @@ from speechbrain.nnet.schedulers import CyclicLRScheduler
 from services.attacker import training
 from services.attacker.checkpoint import load_checkpoint, save_checkpoint
 from services.attacker.embeddings import extract_embeddings
-from services.attacker.models import build_embedding_model, get_preset
+from services.attacker.models import build_embedding_model
+from services.attacker.presets import get_preset
 from services.attacker.training import train_attacker
 from services.attacker.training_config import TrainingConfig
 from services.attacker.training_losses import confusion_loss, reverse_gradient

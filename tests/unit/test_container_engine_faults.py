@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from services.anonymizers.container import (
+from services.anonymizers.container_sandbox import (
     ContainerEngineError,
     ImageRegistryError,
     check_image_registry,

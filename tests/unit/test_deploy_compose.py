@@ -146,7 +146,8 @@ def test_worker_commands_name_the_queues_the_app_defines(compose: dict[str, Any]
 
 
 def test_a_beat_service_schedules_the_reaper(compose: dict[str, Any]) -> None:
-    from workers.app import TASK_REAP, app
+    from workers.app import app
+    from workers.names import TASK_REAP
 
     beats = [s for s in _services(compose).values() if s.get("command", [])[3:4] == ["beat"]]
     assert len(beats) == 1, "exactly one celery beat"

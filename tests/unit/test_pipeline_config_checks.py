@@ -142,7 +142,7 @@ def test_the_zoo_plan_counts_the_recognizers_it_trains() -> None:
 def test_the_estimate_counts_the_asr_only_when_the_stage_store_lacks_it(tmp_path: Path) -> None:
     """The ASR's key is read without computing: the protocol's content hash from the finished
     corpus stage, then the ``utility-asr`` key; a store holding that folder leaves it out."""
-    from services.anonymizers.container import ContainerSandbox
+    from services.anonymizers.container_sandbox import ContainerSandbox
     from services.pipeline.sets import corpus_stage, original_sets
     from services.pipeline.stage_runner import StageRunner, stage_key
     from services.pipeline.stages.context import AudioCache, StageContext, no_progress

@@ -55,8 +55,9 @@ def _archive(
 ) -> dict[str, float]:
     """A zip for ``protocol``: every set through a fixed VTLN warp, enrollment optionally left
     as the original audio (the mistake the alarm catches); returns utt id -> duration (s)."""
-    from services.anonymizers.archive import expected_from_protocol, output_stem
+    from services.anonymizers.archive_request import expected_from_protocol
     from services.anonymizers.base import AnonymizationItem
+    from services.anonymizers.contract import output_stem
     from services.anonymizers.registry import build_anonymizer
     from services.audio import read_audio, write_audio
 
@@ -85,7 +86,8 @@ def _archive(
 
 @pytest.mark.slow
 def test_archive_with_original_enrollment_is_not_trustworthy(tmp_path: Path) -> None:
-    from services.anonymizers.archive import expected_from_protocol, validate_archive
+    from services.anonymizers.archive import validate_archive
+    from services.anonymizers.archive_request import expected_from_protocol
     from services.pipeline.config import EvaluationConfig
     from services.pipeline.evaluation import EvaluationRun, run_evaluation
     from tests.support.configs import tiny_config

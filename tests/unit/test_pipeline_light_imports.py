@@ -69,7 +69,7 @@ def test_a_full_config_validates_without_torch() -> None:
 def test_preset_names_are_the_model_presets() -> None:
     from typing import get_args
 
-    from services.attacker.models import PRESETS
+    from services.attacker.presets import PRESETS
     from services.attacker.training_config import PresetName
 
     assert set(get_args(PresetName)) == set(PRESETS)

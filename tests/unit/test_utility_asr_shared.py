@@ -15,7 +15,7 @@ def test_a_second_submissions_job_trains_no_asr(
     import torch
 
     import services.utility.asr as asr_module
-    from services.anonymizers.container import ContainerSandbox
+    from services.anonymizers.container_sandbox import ContainerSandbox
     from services.pipeline.config import EvaluationConfig
     from services.pipeline.sets import corpus_stage, original_sets
     from services.pipeline.stages.context import AudioCache, StageContext, no_progress

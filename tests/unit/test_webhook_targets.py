@@ -10,9 +10,10 @@ from typing import Any
 import httpx
 import pytest
 
+from services.net.policy import address_refusal
 from services.platform.webhooks import delivery
 from services.platform.webhooks.endpoints import validate_webhook_url
-from services.platform.webhooks.targets import address_refusal, resolve_target
+from services.platform.webhooks.targets import resolve_target
 from services.storage.errors import ConflictError
 
 

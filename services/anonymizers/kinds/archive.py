@@ -91,14 +91,10 @@ def validated_archive(ctx: RunnerContext, source: Path) -> Path:
     protocol in an ``archive-check`` stage keyed by its content; a problem raises
     ``ArchiveError``.
     """
-    from services.anonymizers.archive import (
-        REPORT_NAME,
-        ArchiveLimits,
-        expected_from_protocol,
-        source_fingerprint,
-        validate_archive,
-        vpc_folders_of,
-    )
+    from services.anonymizers.archive import REPORT_NAME, validate_archive
+    from services.anonymizers.archive_members import source_fingerprint
+    from services.anonymizers.archive_request import expected_from_protocol, vpc_folders_of
+    from services.anonymizers.contract import ArchiveLimits
 
     if (source / REPORT_NAME).is_file():
         return source

@@ -79,7 +79,7 @@ class ContainerKind(AnonymizerKind):
 
     def submission_columns(self, spec: BaseModel, settings: Settings) -> dict[str, Any]:
         """The image's registry must be on the operator's allowlist (the worker pulls it)."""
-        from services.anonymizers.container import check_image_registry
+        from services.anonymizers.container_sandbox import check_image_registry
 
         assert isinstance(spec, ContainerSpec)
         match = PINNED_IMAGE_RE.match(spec.image)
@@ -106,7 +106,7 @@ class ContainerKind(AnonymizerKind):
         return {"container_image": _pinned_ref(columns)}
 
     def check(self, config: Any, *, engine_url: str | None = None) -> list[str]:
-        from services.anonymizers.container import ContainerEngineError, engine_client
+        from services.anonymizers.container_sandbox import ContainerEngineError, engine_client
 
         problems: list[str] = []
         image = config.image

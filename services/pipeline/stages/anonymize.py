@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from services.anonymizers.base import Anonymizer
+from services.anonymizers.contract import SET_NAMES
 from services.anonymizers.kinds.base import RunnerContext, StageFn
 from services.anonymizers.kinds.registry import build_runner
 from services.anonymizers.service import anonymize_manifest, build_target_voices
@@ -15,7 +16,7 @@ from services.attacker.embeddings import resolve_device
 from services.corpus.loaders import read_manifest
 from services.corpus.manifest import Manifest
 from services.corpus.protocol import Protocol, TargetSelection
-from services.pipeline.sets import SET_NAMES, ConditionSets
+from services.pipeline.sets import ConditionSets
 from services.pipeline.stages.context import StageContext
 from services.settings import get_settings
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from services.anonymizers.container import ContainerSandbox
+from services.anonymizers.container_sandbox import ContainerSandbox
 from services.audio import read_audio
 from services.corpus.manifest import Manifest
 from services.pipeline.config import EvaluationConfig

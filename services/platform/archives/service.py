@@ -29,12 +29,9 @@ from typing import Protocol
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from services.anonymizers.archive import (
-    ArchiveLimits,
-    expected_from_protocol,
-    validate_archive,
-    vpc_folders_of,
-)
+from services.anonymizers.archive import validate_archive
+from services.anonymizers.archive_request import expected_from_protocol, vpc_folders_of
+from services.anonymizers.contract import ArchiveLimits
 from services.anonymizers.kinds.archive import KIND as ARCHIVE_KIND
 from services.errors import ConfigError, InvalidInputError
 from services.pipeline.config import EvaluationConfig, parse_config

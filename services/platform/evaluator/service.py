@@ -27,7 +27,8 @@ from services.pipeline.stage_versions import current_scorer, is_outdated
 from services.platform.jobs.service import create_rerun
 from services.platform.leaderboard import latest_succeeded_jobs
 from services.platform.rows import get_row
-from services.storage.models import Job, ProtocolRecord, RunState
+from services.storage.models import Job, ProtocolRecord
+from services.vocab import RunState
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from services.anonymizers.container import ContainerEngineError
+from services.anonymizers.container_sandbox import ContainerEngineError
 from services.errors import InvalidInputError
 from services.settings import Settings
 from services.storage.blob_interface import BlobStore

@@ -15,7 +15,7 @@ import time
 from services.platform.jobs import records as job_records
 from services.storage.db import Database
 from services.storage.errors import ConflictError
-from services.storage.models import RunState
+from services.vocab import RunState
 
 log = logging.getLogger(__name__)
 

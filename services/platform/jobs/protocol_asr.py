@@ -12,7 +12,8 @@ from services.pipeline.config import EvaluationConfig
 from services.platform.jobs.host import JobServices
 from services.platform.protocols.asr import protocol_asr_config, set_protocol_asr_state
 from services.platform.rows import get_row
-from services.storage.models import ProtocolAsrState, ProtocolRecord
+from services.storage.models import ProtocolRecord
+from services.vocab import ProtocolAsrState
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +63,7 @@ def _train(services: JobServices, cfg: EvaluationConfig) -> str:
     """The corpus and ``utility-asr`` stages of ``cfg`` in the shared stage store, composed as a
     job's phase composes them (the same keys); returns the ASR's stage key."""
     # Deferred: the stages import torch, which the API process and the Celery app avoid.
-    from services.anonymizers.container import ContainerSandbox
+    from services.anonymizers.container_sandbox import ContainerSandbox
     from services.pipeline.sets import corpus_stage, original_sets
     from services.pipeline.stages.context import AudioCache, StageContext
     from services.pipeline.stages.utility import asr_stage, check_transcripts

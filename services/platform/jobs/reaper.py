@@ -16,8 +16,8 @@ from services.platform.jobs.host import JobServices
 from services.platform.jobs.phase_queues import stage_hard_time_limit_s
 from services.platform.jobs.runner import fail_job
 from services.platform.jobs.service import queue_phase
-from services.storage.models import TERMINAL_STATES, RunState
 from services.storage.types import utc_now
+from services.vocab import TERMINAL_STATES, RunState
 
 
 @dataclass

@@ -29,16 +29,9 @@ from services.platform.pagination import DEFAULT_PAGE_SIZE, keyset_page
 from services.platform.rows import WindowUsage, get_row
 from services.storage.blob_interface import validate_key
 from services.storage.errors import ConflictError, IdempotencyConflictError, NotFoundError
-from services.storage.models import (
-    TERMINAL_STATES,
-    Job,
-    ProtocolRecord,
-    RunState,
-    Stage,
-    Submission,
-    SubmissionStatus,
-)
+from services.storage.models import Job, ProtocolRecord, Stage, Submission, SubmissionStatus
 from services.storage.types import utc_now
+from services.vocab import TERMINAL_STATES, RunState
 
 __all__ = [
     "JOB_TRANSITIONS",
@@ -47,7 +40,6 @@ __all__ = [
     "JobCreation",
     "JobPage",
     "JobTransitionListener",
-    "WindowUsage",
     "count_jobs",
     "create_job",
     "ensure_stages",

@@ -36,7 +36,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from services.anonymizers.container import ContainerSandbox
+from services.anonymizers.container_sandbox import ContainerSandbox
 from services.anonymizers.kinds.archive import ArchiveAnonymizerConfig
 from services.errors import ConfigError, InvalidInputError
 from services.pipeline.config import EvaluationConfig
@@ -57,8 +57,9 @@ from services.platform.results.document import (
     result_rows_from_document,
     upload_report,
 )
-from services.storage.models import TERMINAL_STATES, Job, RunState, Stage
+from services.storage.models import Job, Stage
 from services.storage.types import utc_now
+from services.vocab import TERMINAL_STATES, RunState
 
 log = logging.getLogger(__name__)
 

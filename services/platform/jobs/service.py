@@ -31,15 +31,14 @@ from services.platform.outbox import REVOKE_JOB, RUN_PHASE, add_message, withdra
 from services.settings import Settings
 from services.storage.errors import ConflictError
 from services.storage.models import (
-    TERMINAL_STATES,
     Job,
     OutboxMessage,
     Phase,
     ProtocolRecord,
-    RunState,
     Submission,
     SubmissionStatus,
 )
+from services.vocab import TERMINAL_STATES, RunState
 
 # Checks a team's job quota inside the creating transaction (after the team lock); raises when
 # the team may not create another job (the API passes services.platform.quotas.check_job_quota

@@ -39,15 +39,8 @@ from services.platform.phases import revealed_jobs_clause
 from services.platform.rows import get_row
 from services.results.keys import ResultKey
 from services.storage.errors import NotFoundError
-from services.storage.models import (
-    AGGREGATE_SEED,
-    Job,
-    JobSummaryRecord,
-    Result,
-    RunState,
-    Submission,
-    Team,
-)
+from services.storage.models import AGGREGATE_SEED, Job, JobSummaryRecord, Result, Submission, Team
+from services.vocab import RunState
 
 MetricKey = tuple[str, str]  # (scenario, metric)
 

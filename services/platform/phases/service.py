@@ -34,14 +34,9 @@ from services.platform.phases.errors import (
     PhaseOverlapError,
 )
 from services.storage.errors import NotFoundError
-from services.storage.models import (
-    SUBMISSION_KIND_VALUES,
-    Job,
-    Phase,
-    PhaseVisibility,
-    RunState,
-)
+from services.storage.models import SUBMISSION_KIND_VALUES, Job, Phase, PhaseVisibility
 from services.storage.types import utc_now
+from services.vocab import RunState
 
 # Jobs that do not count against a phase's submission limit (as for the daily job quota).
 NOT_CHARGED_STATES = (RunState.FAILED.value, RunState.CANCELLED.value)

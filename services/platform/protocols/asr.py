@@ -31,8 +31,9 @@ from sqlalchemy.orm import Session
 from services.errors import InvalidInputError
 from services.pipeline.config import EvaluationConfig, parse_config
 from services.platform.outbox import TRAIN_PROTOCOL_ASR, add_message
-from services.storage.models import OutboxMessage, ProtocolAsrState, ProtocolRecord
+from services.storage.models import OutboxMessage, ProtocolRecord
 from services.storage.types import utc_now
+from services.vocab import ProtocolAsrState
 
 log = logging.getLogger(__name__)
 

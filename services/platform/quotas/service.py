@@ -28,14 +28,9 @@ from services.platform.jobs.records import count_jobs
 from services.platform.quotas.errors import QuotaExceededError
 from services.platform.submissions import count_submissions
 from services.settings import Settings
-from services.storage.models import (
-    ArchiveUpload,
-    ArchiveUploadState,
-    RunState,
-    Submission,
-    SubmissionStatus,
-)
+from services.storage.models import ArchiveUpload, ArchiveUploadState, Submission, SubmissionStatus
 from services.storage.types import utc_now
+from services.vocab import RunState
 
 WINDOW = dt.timedelta(hours=1) * 24
 NOT_CHARGED_JOB_STATES = (RunState.FAILED.value, RunState.CANCELLED.value)

@@ -15,10 +15,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from services.attacker.recipes.spec import BASELINE
 from services.metrics import catalogue
 from services.metrics.catalogue import AGGREGATE_SEED
 from services.pipeline.workspace import media_type_of
-from services.pipeline.zoo import BASELINE, row_attacker
+from services.pipeline.zoo import row_attacker
 from services.platform.leaderboard import det_key
 from services.platform.results import service as result_records
 from services.scoring.trial_scores import TRIALS_DIR

@@ -21,9 +21,7 @@ from services.platform.leaderboard import job_values
 from services.platform.outbox import DELIVER_WEBHOOK, add_message
 from services.platform.phases import phases_due_for_release, withholds_events
 from services.storage.models import (
-    TERMINAL_STATES,
     Job,
-    RunState,
     Submission,
     Team,
     WebhookDelivery,
@@ -31,7 +29,7 @@ from services.storage.models import (
     WebhookEndpoint,
 )
 from services.storage.types import utc_now
-from services.vocab import job_event_type
+from services.vocab import TERMINAL_STATES, RunState, job_event_type
 
 
 def _summary_of(session: Session, job_id: int) -> list[dict[str, Any]]:

@@ -11,12 +11,12 @@ redirect it.
 
 from __future__ import annotations
 
-from services.net.policy import PinnedTarget, address_refusal, resolve
+from services.net.policy import PinnedTarget, resolve
 from services.net.policy import url_refusal as _policy_url_refusal
 
 WebhookTarget = PinnedTarget
 
-__all__ = ["WebhookTarget", "address_refusal", "resolve_target", "url_refusal"]
+__all__ = ["WebhookTarget", "resolve_target", "url_refusal"]
 
 
 def url_refusal(url: str, *, allow_private: bool) -> str | None:
