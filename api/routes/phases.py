@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import datetime as dt
 
-from fastapi import APIRouter, Path, Response, status
+from fastapi import APIRouter, Response, status
 
 from api.deps import AdminPrincipal, ContextDep, ReadReader
 from api.routes.common import errors, scope
-from api.schemas import DbId, PhaseIn, PhaseOut, PhasePatch, RerunOut, RerunRequest
+from api.schemas import DbId, PhaseIn, PhaseName, PhaseOut, PhasePatch, RerunOut, RerunRequest
 from services.pipeline.stage_versions import current_evaluator
 from services.platform import phases as phase_rules
 from services.platform.evaluator import rerun_outdated
@@ -21,8 +21,6 @@ from services.platform.protocols import get_protocol_by_id
 from services.storage.models import PhaseVisibility
 
 router = APIRouter(prefix="/v1/protocols", tags=["phases"])
-
-PhaseName = Path(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
 def _now() -> dt.datetime:
@@ -92,7 +90,7 @@ def update_phase(
     context: ContextDep,
     protocol_id: DbId,
     body: PhasePatch,
-    name: str = PhaseName,
+    name: PhaseName,
 ) -> PhaseOut:
     """Moving `reveal_at` to now reveals a hidden phase's results at once (pages, JSON, CSV;
     webhook events within one outbox relay period)."""
@@ -116,7 +114,7 @@ def delete_phase(
     principal: AdminPrincipal,
     context: ContextDep,
     protocol_id: DbId,
-    name: str = PhaseName,
+    name: PhaseName,
 ) -> Response:
     """409 when jobs were created in it (end it instead)."""
     with context.database.session_scope() as session:

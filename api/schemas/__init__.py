@@ -57,7 +57,7 @@ from api.schemas.jobs import (
     StageOut,
 )
 from api.schemas.leaderboard import LeaderboardOut, LeaderboardRow
-from api.schemas.phases import PhaseIn, PhaseOut, PhasePatch, RerunOut, RerunRequest
+from api.schemas.phases import PhaseIn, PhaseName, PhaseOut, PhasePatch, RerunOut, RerunRequest
 from api.schemas.problems import FieldProblem, Problem
 from api.schemas.protocols import CostLimits, LeaderboardSpec, ProtocolCreate, ProtocolOut
 from api.schemas.results import (
@@ -141,6 +141,7 @@ __all__ = [
     "OidcTokenIssued",
     "PerSpeakerOut",
     "PhaseIn",
+    "PhaseName",
     "PhaseOut",
     "PhasePatch",
     "Problem",

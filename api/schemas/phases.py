@@ -3,19 +3,25 @@
 from __future__ import annotations
 
 import datetime as dt
+from typing import Annotated
 
-from pydantic import BaseModel, Field, StrictBool
+from pydantic import BaseModel, Field, StrictBool, StringConstraints
 
 from api.schemas.common import DB_ID_MAX, StrictModel
 from api.schemas.submissions import SubmissionKindName
 from services.platform import phases as phase_rules
 from services.storage.models import Phase, PhaseVisibility
 
+PhaseName = Annotated[
+    str, StringConstraints(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+]
+"""A phase's name, as a new phase's body gives it and as the phase routes' ``{name}`` reads it."""
+
 
 class PhaseIn(StrictModel):
     """A phase of a protocol: its window, per-team limit and visibility."""
 
-    name: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    name: PhaseName
     starts_at: dt.datetime = Field(description="When jobs are accepted from (with a time zone).")
     ends_at: dt.datetime | None = Field(
         None, description="When jobs stop being accepted (409 after it); none: open-ended."
