@@ -166,7 +166,7 @@ async def compare_det_plot(
             points["pmiss"],
             eer if isinstance(eer, int | float) else None,
         )
-    title = f"DET: {curve.replace('|', ', ')}"
+    title = f"DET: {ResultKey.parse(curve).label}"
     body = await render_plot(context, render_det_overlay, drawn, title, fmt=fmt)
     return image_response(body, fmt, request)
 
@@ -194,7 +194,7 @@ async def compare_per_speaker_plot(
         f"a: {comparison.a.submission_name}"[:40],
         f"b: {comparison.b.submission_name}"[:40],
     )
-    title = f"Per-speaker EER: {curve.replace('|', ', ')}"
+    title = f"Per-speaker EER: {ResultKey.parse(curve).label}"
     body = await render_plot(
         context, render_speaker_scatter, pairs.a, pairs.b, labels, title, fmt=fmt
     )

@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session
 from api.context import ApiContext
 from api.pages.session import logout_csrf_token, viewer_of
 from services.platform.identity import Principal
+from services.results.keys import ResultKey
 
 TEMPLATE_DIR = Path(__file__).resolve().parent.parent / "templates"
 STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
@@ -79,10 +80,16 @@ def fmt_duration(seconds: float | None) -> str:
     return f"{hours} h {minutes:02d} min"
 
 
+def fmt_result_key(key: str) -> str:
+    """A stored result key (``scenario|backend[|metric]``) as a page names it."""
+    return ResultKey.parse(key).label
+
+
 templates.env.filters["num"] = fmt_number
 templates.env.filters["duration"] = fmt_duration
 templates.env.filters["when"] = fmt_datetime
 templates.env.filters["bytes"] = fmt_bytes
+templates.env.filters["result_key"] = fmt_result_key
 
 
 def page_viewer(request: Request, context: ApiContext, session: Session) -> Principal | None:

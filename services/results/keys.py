@@ -37,6 +37,12 @@ class ResultKey:
         return self.format()
 
     @property
+    def label(self) -> str:
+        """How a page names the key: ``scenario, backend[, metric]``."""
+        parts = [self.scenario, self.backend] + ([] if self.metric is None else [self.metric])
+        return ", ".join(parts)
+
+    @property
     def pair(self) -> ResultKey:
         """The (scenario, back-end) key this value belongs to."""
         return ResultKey(self.scenario, self.backend)
