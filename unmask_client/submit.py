@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from unmask_client.api_client.models import JobOut, SubmissionOut
+from unmask_client.api_client.models import JobOut, JobOutState, StageOutState, SubmissionOut
 from unmask_client.oidc import GitHubOidcTokenSource, OidcExchangeError, github_oidc_available
 from unmask_client.wrapper import Client, UnmaskError
 
@@ -299,8 +299,8 @@ def _submit_named(
 
 def _progress(job: JobOut, last: list[str], err: TextIO) -> None:
     stages = job.stages
-    running = [s for s in stages if str(s.state) == "running"]
-    done = sum(1 for s in stages if str(s.state) == "succeeded")
+    running = [s for s in stages if s.state == StageOutState.RUNNING]
+    done = sum(1 for s in stages if s.state == StageOutState.SUCCEEDED)
     note = f" {running[0].name} {running[0].progress * 100:.0f}%" if running else ""
     line = f"job {job.id}: {job.state} ({done}/{len(stages)} stages){note}"
     if not last or line != last[-1]:
@@ -383,7 +383,7 @@ def main(
                 stall_timeout_s=args.timeout,
                 on_update=lambda j: _progress(j, seen, err),
             )
-            if str(job.state) != "succeeded":
+            if job.state != JobOutState.SUCCEEDED:
                 print(f"job {job.id} {job.state}: {job.error_message or ''}", file=err)
                 _write_json(args.json_out, job.to_dict(), [], None)
                 return EXIT_JOB_OR_API_FAILED

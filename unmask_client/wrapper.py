@@ -53,6 +53,7 @@ from unmask_client.api_client.models import (
     JobCreate,
     JobCreateConfigOverrides,
     JobOut,
+    JobOutState,
     JobPageOut,
     LeaderboardOut,
     Me,
@@ -67,8 +68,8 @@ from unmask_client.job_config import JobConfigView
 from unmask_client.retry import RetryAfterTransport
 
 T = TypeVar("T")
-FINISHED_JOB_STATES = frozenset({"succeeded", "failed", "cancelled"})
-"""The job states after which nothing changes (the API's ``JobOut.state`` values)."""
+FINISHED_JOB_STATES = frozenset({JobOutState.SUCCEEDED, JobOutState.FAILED, JobOutState.CANCELLED})
+"""The job states after which nothing changes (of the API's ``JobOut.state`` enum)."""
 DEFAULT_STALL_TIMEOUT_S = 30 * 60.0
 
 

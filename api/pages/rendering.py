@@ -19,6 +19,7 @@ from api.context import ApiContext
 from api.pages.session import logout_csrf_token, viewer_of
 from services.platform.identity import Principal
 from services.results.keys import ResultKey
+from services.vocab import ProtocolAsrState
 
 TEMPLATE_DIR = Path(__file__).resolve().parent.parent / "templates"
 STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
@@ -90,6 +91,8 @@ templates.env.filters["duration"] = fmt_duration
 templates.env.filters["when"] = fmt_datetime
 templates.env.filters["bytes"] = fmt_bytes
 templates.env.filters["result_key"] = fmt_result_key
+# Templates compare states with the vocabulary, never with a spelled value.
+templates.env.globals["ProtocolAsrState"] = ProtocolAsrState
 
 
 def page_viewer(request: Request, context: ApiContext, session: Session) -> Principal | None:

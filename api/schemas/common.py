@@ -8,16 +8,9 @@ from typing import Annotated, Any, Literal
 from annotated_types import Ge, Le
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from services.anonymizers.kinds.builtin import BuiltinName as BuiltinName
-from services.anonymizers.kinds.container import (
-    PINNED_IMAGE_PATTERN as PINNED_IMAGE_PATTERN,
-)
-from services.anonymizers.kinds.container import (
-    PINNED_IMAGE_RE as PINNED_IMAGE_RE,
-)
 from services.identifiers import IDENTIFIER_PATTERN, normalize_identifier
-from services.json_values import NUL_MESSAGE as NUL_MESSAGE
-from services.json_values import JsonObject as JsonObject
+from services.json_values import NUL_MESSAGE
+from services.storage.models import WebhookDeliveryState
 from services.vocab import JOB_STATE_VALUES, PROTOCOL_ASR_STATE_VALUES, WEBHOOK_EVENT_TYPES
 
 Visibility = Literal["public", "private"]
@@ -25,6 +18,7 @@ Visibility = Literal["public", "private"]
 JobState = Literal[JOB_STATE_VALUES]  # type: ignore[valid-type]
 EventType = Literal[WEBHOOK_EVENT_TYPES]  # type: ignore[valid-type]
 ProtocolAsrState = Literal[PROTOCOL_ASR_STATE_VALUES]  # type: ignore[valid-type]
+DeliveryState = Literal[tuple(s.value for s in WebhookDeliveryState)]  # type: ignore[valid-type]
 # API-level submission status: an archive whose upload finished but which the workers have not
 # validated yet is "validating" (stored as "pending").
 SubmissionApiStatus = Literal["validating", "accepted", "rejected"]

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from api.schemas.common import EventType, ShortText, Text
+from api.schemas.common import DeliveryState, EventType, ShortText, Text
 from services.storage.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint
 from services.vocab import WEBHOOK_EVENT_TYPES
 
@@ -93,7 +92,7 @@ class WebhookDeliveryOut(BaseModel):
     event_id: str = Field(description="The `webhook-id` header (the same on every retry).")
     event_type: str
     job_id: int | None
-    state: Literal["pending", "succeeded", "failed"]
+    state: DeliveryState
     attempts: int
     next_attempt_at: dt.datetime | None
     last_status_code: int | None

@@ -37,9 +37,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 from services import vocab
 from services.storage.errors import ImmutableSubmissionError
 from services.storage.types import UTCDateTime, json_type, utc_now
-from services.vocab import TERMINAL_STATES as TERMINAL_STATES
-from services.vocab import ProtocolAsrState as ProtocolAsrState
-from services.vocab import RunState as RunState
+from services.vocab import ProtocolAsrState, RunState
 
 # Deterministic constraint names: Alembic can drop/alter what it can name, and SQLite batch
 # migrations need names to recreate tables.

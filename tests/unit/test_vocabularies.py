@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 STATE_LITERAL = re.compile(r"""["'](queued|running|succeeded|failed|cancelled)["']""")
 # A state compared or listed: job["state"] == "succeeded", s.state in ("running", ...).
 STATE_TEST = re.compile(
-    r"""state(?:["']\])?\s*(?:==|!=|===|!==|in\s*[(\[{])\s*["'](queued|running|succeeded|failed|cancelled)["']"""
+    r"""state\)?(?:["']\])?\s*(?:==|!=|===|!==|in\s*[(\[{])\s*["'](queued|running|succeeded|failed|cancelled|ready)["']"""
 )
 
 
@@ -32,7 +32,8 @@ def test_job_states_and_events_are_one_list() -> None:
     assert [vocab.job_event_type(s) for s in TERMINAL_STATE_VALUES] == list(WEBHOOK_EVENT_TYPES)
     from services.storage import models
 
-    assert models.RunState is RunState and models.TERMINAL_STATES is vocab.TERMINAL_STATES
+    # Storage reads the states from the vocabulary; it does not spell its own.
+    assert models.RunState is RunState and models.ProtocolAsrState is vocab.ProtocolAsrState
 
 
 def test_the_api_enums_are_the_vocabularies() -> None:
@@ -56,16 +57,26 @@ def test_the_openapi_document_lists_the_vocabularies() -> None:
 
 def test_the_cli_and_its_generated_client_agree() -> None:
     from cli.client import TERMINAL_JOB_STATES
+    from unmask_client import FINISHED_JOB_STATES
     from unmask_client.api_client.models.job_out_state import JobOutState
     from unmask_client.api_client.models.webhook_create_events_item import WebhookCreateEventsItem
+    from unmask_client.submit import SCENARIO_ORDER as client_scenario_order
 
-    assert TERMINAL_JOB_STATES == frozenset(TERMINAL_STATE_VALUES)
+    assert TERMINAL_JOB_STATES == frozenset(TERMINAL_STATE_VALUES) == FINISHED_JOB_STATES
+    # The installable client cannot import the domain: its scenario order is tied here.
+    assert client_scenario_order == SCENARIO_ORDER
     assert {s.value for s in JobOutState} == set(JOB_STATE_VALUES)
     assert {e.value for e in WebhookCreateEventsItem} == set(WEBHOOK_EVENT_TYPES)
-    # The hand-written CLI spells no job state: it reads services.vocab.
+    # The hand-written CLI and client and the page templates compare no state with a spelled
+    # value: they read services.vocab or the generated client's enums.
+    sources = [
+        *sorted((ROOT / "cli").glob("*.py")),
+        *sorted((ROOT / "unmask_client").glob("*.py")),
+        *sorted((ROOT / "api" / "templates").glob("*.html")),
+    ]
     offenders = [
         f"{p.relative_to(ROOT)}: {m.group(0)}"
-        for p in sorted((ROOT / "cli").glob("*.py"))
+        for p in sources
         for m in STATE_TEST.finditer(p.read_text())
     ]
     assert offenders == []

@@ -176,10 +176,10 @@ def attempt_delivery(
             permanent=reason is not None,
         )
         state, attempts = recorded.state, recorded.attempts
-    if state == "succeeded":
+    if state == WebhookDeliveryState.SUCCEEDED:
         return DeliveryOutcome(delivery_id, "succeeded", attempt.status_code)
     detail = attempt.error or f"HTTP {attempt.status_code}"
-    if state == "failed":
+    if state == WebhookDeliveryState.FAILED:
         return DeliveryOutcome(delivery_id, "failed", attempt.status_code, detail=detail)
     return DeliveryOutcome(
         delivery_id,
