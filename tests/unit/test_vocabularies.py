@@ -139,3 +139,10 @@ def test_the_protocol_asr_states_are_one_list() -> None:
     schemas = create_app(Settings(), senders={}).openapi()["components"]["schemas"]
     states = schemas["ProtocolAsrOut"]["properties"]["state"]["enum"]
     assert states == list(vocab.PROTOCOL_ASR_STATE_VALUES)
+
+
+def test_templates_compare_the_asr_state_with_the_enum() -> None:
+    from api.pages.rendering import templates
+
+    check = templates.env.from_string("{{ state == ProtocolAsrState.FAILED }}")
+    assert check.render(state="failed") == "True" and check.render(state="ready") == "False"
