@@ -24,7 +24,7 @@ import os
 import re
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +53,7 @@ from unmask_client.api_client.models import (
 from unmask_client.api_client.types import UNSET
 from unmask_client.oidc import GitHubOidcTokenSource, OidcExchangeError, github_oidc_available
 from unmask_client.retry import RetryAfterTransport
+from unmask_client.submit import Verdict
 
 TERMINAL_JOB_STATES = frozenset(TERMINAL_STATE_VALUES)
 DEFAULT_TIMEOUT_S = 60.0
@@ -484,17 +485,6 @@ class Thresholds:
             for m, bound in spec
             if bound is not None
         ]
-
-
-@dataclass
-class Verdict:
-    """Outcome of :func:`check_thresholds`: ``failures`` lists every violated check."""
-
-    scenario: str
-    backends: list[str]
-    passed: bool
-    failures: list[str] = field(default_factory=list)
-    checked: list[str] = field(default_factory=list)
 
 
 def check_thresholds(

@@ -1,7 +1,7 @@
 """The container sandbox's parts before any run: the errors of a run, the sandbox's limits and
 engine (``ContainerSandbox``, ``engine_client``), and image references (the operator's registry
-allowlist, pinning by digest, pulling). ``services.anonymizers.container`` runs images with them
-and re-exports these names.
+allowlist, pinning by digest, pulling). ``services.anonymizers.container`` runs images with them;
+import these names from here.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """The attacker's model presets (architecture and size), without torch.
 
-``services.attacker.models`` builds the networks and re-exports these names; the config checks
-(``services.attacker.local_weights``) compare a preset with a pretrained checkpoint's
-``hyperparams.yaml`` before any work starts, in processes that never load torch.
+``services.attacker.models`` builds the networks from them (import the presets from here); the
+config checks (``services.attacker.local_weights``) compare a preset with a pretrained
+checkpoint's ``hyperparams.yaml`` before any work starts, in processes that never load torch.
 """
 
 from __future__ import annotations
