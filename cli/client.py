@@ -32,7 +32,7 @@ import httpx
 
 from cli.result_table import aggregate_rows
 from services.metrics import catalogue
-from services.vocab import TERMINAL_STATE_VALUES
+from services.vocab import HEADLINE_SCENARIOS, TERMINAL_STATE_VALUES
 from unmask_client.api_client import AuthenticatedClient
 from unmask_client.api_client.api.identity import identity_me
 from unmask_client.api_client.api.jobs import jobs_create_job, jobs_get_job, jobs_get_results
@@ -491,7 +491,7 @@ def check_thresholds(
     results: Sequence[Mapping[str, Any]],
     thresholds: Thresholds,
     *,
-    scenario: str = "semi-informed",
+    scenario: str = HEADLINE_SCENARIOS[0],
     backend: str | None = None,
 ) -> Verdict:
     """Check ``thresholds`` on the ``scenario`` rows of a job's results.

@@ -40,7 +40,7 @@ from cli.client import (
 )
 from cli.result_table import rows_table
 from cli.verdict import print_verdict
-from services.vocab import RunState
+from services.vocab import HEADLINE_SCENARIOS, RunState
 
 EXIT_PASSED = 0
 EXIT_THRESHOLDS_FAILED = 1
@@ -334,7 +334,7 @@ def submit_command(
     max_linkability_top1: float | None = MAX_LINKABILITY_TOP1_OPTION,
     max_singling_out: float | None = MAX_SINGLING_OUT_OPTION,
     scenario: str = typer.Option(
-        "semi-informed", "--scenario", help="Scenario the thresholds apply to."
+        HEADLINE_SCENARIOS[0], "--scenario", help="Scenario the thresholds apply to."
     ),
     backend: str | None = typer.Option(
         None, "--backend", help="Back-end the thresholds apply to (default: every one)."

@@ -63,8 +63,15 @@ def test_the_cli_and_its_generated_client_agree() -> None:
     from unmask_client.submit import SCENARIO_ORDER as client_scenario_order
 
     assert TERMINAL_JOB_STATES == frozenset(TERMINAL_STATE_VALUES) == FINISHED_JOB_STATES
-    # The installable client cannot import the domain: its scenario order is tied here.
+    import inspect
+
+    from cli.client import check_thresholds as cli_check
+    from unmask_client.submit import check_thresholds as client_check
+
+    # The installable client cannot import the domain: its scenario order and default are tied here.
     assert client_scenario_order == SCENARIO_ORDER
+    for check in (cli_check, client_check):
+        assert inspect.signature(check).parameters["scenario"].default == HEADLINE_SCENARIOS[0]
     assert {s.value for s in JobOutState} == set(JOB_STATE_VALUES)
     assert {e.value for e in WebhookCreateEventsItem} == set(WEBHOOK_EVENT_TYPES)
     # The hand-written CLI and client and the page templates compare no state with a spelled
