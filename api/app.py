@@ -162,8 +162,13 @@ def create_app(
     app.state.context = context
     install_problem_handlers(app)
     install_fault_handlers(app)
-    # Inner to the body limit: bodies are read (under the read timeout) only within it.
-    app.add_middleware(RequestBodyMiddleware, read_timeout_s=context.settings.upload_read_timeout_s)
+    # Inner to the body limit: bodies are read (under the read timeout and the body deadline)
+    # only within it.
+    app.add_middleware(
+        RequestBodyMiddleware,
+        read_timeout_s=context.settings.upload_read_timeout_s,
+        body_timeout_s=context.settings.request_body_timeout_s,
+    )
     app.add_middleware(BodyLimitMiddleware, max_bytes=context.settings.max_json_body_bytes)
     for module in (health, admin, tokens, protocols, submissions, jobs, blobs):
         app.include_router(module.router)
