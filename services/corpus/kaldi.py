@@ -142,23 +142,19 @@ class AudioRoots:
         return " or ".join(self.roots)
 
 
-def toolkit_root(folder: Path) -> Path:
-    """The folder a data folder's relative ``wav.scp`` paths may reach up to: its grandparent,
-    the toolkit root the VoicePrivacy scripts run from (``<root>/data/<folder>``)."""
-    return Path(os.path.abspath(folder)).parent.parent
-
-
-def _resolve_audio(folder: Path, value: str, roots: AudioRoots) -> Path | str:
-    """The audio file ``value`` of ``folder``'s ``wav.scp`` names, or why not (a problem).
-
-    Candidates outside ``roots`` are never looked at (not even a ``stat``).
-    """
+def lookup_folders(folder: Path) -> tuple[str, str, str]:
+    """Where a relative ``wav.scp`` path of ``folder`` is looked up, in order: the folder, its
+    parent (``data/``), its grandparent (the toolkit root); absolute, as written."""
     base = os.path.abspath(folder)
-    if os.path.isabs(value):
-        candidates = [value]
-    else:
-        parent = os.path.dirname(base)
-        candidates = [os.path.join(b, value) for b in (base, parent, os.path.dirname(parent))]
+    parent = os.path.dirname(base)
+    return base, parent, os.path.dirname(parent)
+
+
+def _resolve_audio(bases: tuple[str, ...], value: str, roots: AudioRoots) -> Path | str:
+    """The audio file a ``wav.scp`` line names (``value``, relative to ``bases`` in turn), or
+    why not (a problem). Candidates outside ``roots`` are never looked at (not even a ``stat``).
+    """
+    candidates = [value] if os.path.isabs(value) else [os.path.join(b, value) for b in bases]
     inside = [p for p in map(os.path.normpath, candidates) if roots.holds(p)]
     if not inside:
         return (
@@ -256,13 +252,14 @@ def _read_folder(folder: Path, roots: AudioRoots, problems: ProblemLog) -> list[
     texts = _read_map(folder / "text", what="text") if (folder / "text").is_file() else {}
     durations = _read_durations(folder)
     scp = folder / WAV_SCP
+    bases = lookup_folders(folder)
     rows: list[_Row] = []
     for n, utt, value in iter_table(scp, what=WAV_SCP):
         spk = _scp_speaker(scp, n, utt, value, speakers)
         gender = genders.get(spk)
         if gender is None:
             raise CorpusError(f"{gender_file}: speaker {spk!r} (of utterance {utt!r}) has no line")
-        path = _resolve_audio(folder, value, roots)
+        path = _resolve_audio(bases, value, roots)
         if isinstance(path, str):
             problems.add(ManifestProblem(str(scp), n, path))
             continue
@@ -283,7 +280,7 @@ def import_kaldi(
     """One manifest of every data folder of ``src`` (see `data_folders`), plus file problems
     (the first :data:`~services.corpus.validation.MAX_KEPT_PROBLEMS` kept, the rest counted).
 
-    Audio paths must lie under the data folders' toolkit root (:func:`toolkit_root`) or under
+    Audio paths must lie under the data folders' toolkit root (:func:`lookup_folders`) or under
     one of ``allow_audio_under`` (the operator's explicit choice); others are problems, never
     opened. Durations come from ``utt2dur`` where given, else from the audio header. An
     utterance id in two folders must name the same audio file (then it is kept once); different
@@ -294,7 +291,8 @@ def import_kaldi(
     rows: list[_Row] = []
     problems = ProblemLog()
     for folder in data_folders(root):
-        roots = AudioRoots.of([toolkit_root(folder), *allow_audio_under])
+        # The widest folder relative paths are looked up in: the toolkit root.
+        roots = AudioRoots.of([lookup_folders(folder)[-1], *allow_audio_under])
         rows += _read_folder(folder, roots, problems)
     seen: dict[str, _Row] = {}
     unique: list[_Row] = []
