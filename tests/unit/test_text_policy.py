@@ -159,3 +159,5 @@ def test_the_admin_cli_refuses_each_class_in_one_line(
     assert main(["admin", "create-token", "--team", "lab", "--create-team", "--name", text]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "name:" in err and named in err, err
+    assert main(["admin", "create-token", "--team", "lab"]) == 2  # the refused token made no team
+    assert "team 'lab' not found" in capsys.readouterr().err
