@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, StrictBool
 
-from api.schemas.common import DB_ID_MAX, LabelText, ProtocolAsrState, StrictModel, Text
+from api.schemas.common import DB_ID_MAX, LabelText, Prose, ProtocolAsrState, StrictModel
 from services.json_values import JsonObject
 from services.metrics import catalogue
 from services.platform.jobs.cost import COST_KNOB_NAMES
@@ -80,7 +80,9 @@ class ProtocolCreate(StrictModel):
         "existing name makes the next version.",
         examples=["synthetic-small"],
     )
-    description: Text(10_000) = ""  # type: ignore[valid-type]
+    description: Prose(10_000) = Field(  # type: ignore[valid-type]
+        "", description="What the protocol evaluates: one line of plain text."
+    )
     config: JsonObject = Field(
         default_factory=dict,
         description="EvaluationConfig fields (see docs/evaluation.md), no `anonymizer`.",
