@@ -21,7 +21,8 @@ Visibility = Literal["public", "private"]
 JobState = Literal[JOB_STATE_VALUES]  # type: ignore[valid-type]
 EventType = Literal[WEBHOOK_EVENT_TYPES]  # type: ignore[valid-type]
 ProtocolAsrState = Literal[PROTOCOL_ASR_STATE_VALUES]  # type: ignore[valid-type]
-DeliveryState = Literal[tuple(s.value for s in WebhookDeliveryState)]  # type: ignore[valid-type]
+DELIVERY_STATE_VALUES: tuple[str, ...] = tuple(s.value for s in WebhookDeliveryState)
+DeliveryState = Literal[DELIVERY_STATE_VALUES]  # type: ignore[valid-type]
 # API-level submission status: an archive whose upload finished but which the workers have not
 # validated yet is "validating" (stored as "pending").
 SubmissionApiStatus = Literal["validating", "accepted", "rejected"]
