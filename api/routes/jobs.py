@@ -25,6 +25,7 @@ from api.routes.common import PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX, errors, scope
 from api.schemas import (
     ArtifactOut,
     ArtifactsOut,
+    ChallengerOut,
     Cursor,
     DbId,
     JobCreate,
@@ -318,6 +319,7 @@ def get_results(
         rows = result_records.list_results(session, job.id)
         trustworthy, reasons = result_records.job_trust(session, job.id)
         worst = result_records.job_worst_case(session, job.id)
+        challenger = result_records.job_challenger(session, job.id)
         return ResultsOut(
             job_id=job.id,
             state=job.state,
@@ -326,6 +328,7 @@ def get_results(
                 trustworthy=trustworthy,
                 reasons=[TrustReasonOut(**r) for r in reasons],
                 attacker=headline(worst)[1] if worst else None,
+                challenger=ChallengerOut.model_validate(challenger) if challenger else None,
             ),
             worst_case=(
                 {k: WorstCaseOut.model_validate(v) for k, v in worst.items()} if worst else None
