@@ -62,6 +62,8 @@ class GE2EMelFeatures(torch.nn.Module):
     """Waveforms (batch, samples), 16 kHz -> Resemblyzer's mel frames (batch, frames, 40)."""
 
     output_dim = N_MELS
+    mel: torch.Tensor
+    window: torch.Tensor
 
     def __init__(self) -> None:
         super().__init__()

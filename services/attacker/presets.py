@@ -22,7 +22,7 @@ class ModelPreset(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    name: str = Field(description="Preset name (standard, vpc, tiny, xvector or custom).")
+    name: str = Field(description="Preset name (standard, vpc, tiny, xvector, ge2e or custom).")
     architecture: Literal["ecapa", "xvector", "ge2e"] = Field(
         description="Embedding network family."
     )
