@@ -393,6 +393,9 @@ def test_a_zoo_job_stands_with_its_worst_case_on_the_leaderboard_pages_and_api(
 def test_the_results_api_carries_the_challenger_and_the_demo_verdict_prints_it(
     world_client: tuple[World, Any],
 ) -> None:
+    from rich.console import Console
+
+    from cli.demo_platform import print_job_verdict
     from cli.verdict import verdict_lines
     from services.storage.models import Job, Submission
 
@@ -438,9 +441,18 @@ def test_the_results_api_carries_the_challenger_and_the_demo_verdict_prints_it(
     assert block["attacker"] == "ge2e" and block[eer] == pytest.approx(27.2)
     assert block["interval_points"] == [-2.0, 4.5] and block["n_speakers"] == 16
     assert block["headline"]["attacker"] == "baseline" and block["stronger"] is False
-    assert block["scenarios"]["lazy-informed"]["row"] == lazy_row
+    row = block["scenarios"]["lazy-informed"]["row"]
+    assert {k: row[k] for k in lazy_row} == lazy_row
     # `unmask demo` prints the API's answer with the verdict block `unmask evaluate` prints.
-    text = "\n".join(verdict_lines(out["results"], out["trust"]))
+    console = Console(record=True, width=300)
+    print_job_verdict(console, out, "http://127.0.0.1:1", job_id)
+    text = console.export_text()
+    assert [line.rstrip() for line in text.splitlines()] == verdict_lines(
+        out["results"],
+        out["trust"],
+        where=f"http://127.0.0.1:1/v1/jobs/{job_id}/results (API), "
+        f"artifacts at http://127.0.0.1:1/v1/jobs/{job_id}/artifacts",
+    )
     assert "  challenger: EER 27.2 % by ge2e (pretrained, not trained here)" in text
     assert "(difference +1.2 points, 95 % interval -2.0 to +4.5)" in text
     assert "  lazy-informed: EER 23.4 % by ge2e (pretrained), below the trained attacker's" in text
