@@ -26,7 +26,8 @@ def _waves(n_speakers: int, per_speaker: int, seconds: float = 2.5) -> list[tupl
     items = []
     for i, speaker in enumerate(sample_speakers(n_speakers, seed=5)):
         for u in range(per_speaker):
-            wave = synthesize_utterance(speaker, np.random.default_rng([5, i, u]), seconds + u / 3)
+            rng = np.random.default_rng([5, i, u])
+            wave = synthesize_utterance(speaker, rng, duration_s=seconds + u / 3)
             items.append((wave, f"s{i}"))
     return items
 
@@ -88,7 +89,7 @@ def test_a_finetuned_ge2e_zoo_member_is_scored_under_its_name(tmp_path: Path) ->
 
     cfg = parse_config(
         tiny_config(
-            synthetic={"n_speakers": 10, "utts_per_speaker": 5, "enrollments_per_speaker": 2,
+            synthetic={"n_speakers": 12, "utts_per_speaker": 5, "enrollments_per_speaker": 2,
                        "trials_per_speaker": 2},
             scenarios=["original", "semi-informed"],
             training={"epochs": 1, "target_classifier": OMIT},

@@ -26,7 +26,7 @@ def test_a_weak_trained_attacker_gives_way_to_the_pretrained_verifier(tmp_path: 
     # thousands of speakers: on the rows of the original-speech recognizer it is the stronger.
     cfg = parse_config(
         tiny_config(
-            synthetic={"n_speakers": 10, "utts_per_speaker": 5, "enrollments_per_speaker": 2,
+            synthetic={"n_speakers": 12, "utts_per_speaker": 5, "enrollments_per_speaker": 2,
                        "trials_per_speaker": 2},
             scenarios=["ignorant", "lazy-informed", "semi-informed"],
             training={"epochs": 1, "target_classifier": OMIT},
