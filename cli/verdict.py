@@ -242,7 +242,9 @@ def _pretrained_row_lines(block: Any) -> list[str]:
     lines = []
     for scenario in HEADLINE_SCENARIOS[::-1]:
         entry = scenarios.get(scenario)
-        row = entry.get("row") if isinstance(entry, Mapping) else None
+        if not isinstance(entry, Mapping):
+            continue
+        row = entry.get("row")
         if not isinstance(row, Mapping) or row.get("pretrained") is not True:
             continue
         head = entry.get("headline") or {}
