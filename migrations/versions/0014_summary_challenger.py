@@ -4,8 +4,8 @@ Keeps the report's ``challenger`` block (a pretrained verifier scored on the ver
 ``services.pipeline.challenger``), so a job's results answer carries it beside the trust check.
 NULL = the report has none (and every job recorded before this revision). Downgrade drops it.
 
-Revision ID: 0013
-Revises: 0012
+Revision ID: 0014
+Revises: 0013
 Create Date: 2026-11-28 10:00:00
 """
 
@@ -16,8 +16,8 @@ from alembic import op
 from sqlalchemy.dialects import postgresql
 
 # revision identifiers, used by Alembic.
-revision: str = "0013"
-down_revision: str | Sequence[str] | None = "0012"
+revision: str = "0014"
+down_revision: str | Sequence[str] | None = "0013"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
