@@ -14,7 +14,8 @@ import torch
 from services.attacker.embeddings import embed_waveforms
 from services.attacker.ge2e_model import load_ge2e_weights, partial_starts
 from services.attacker.models import SpeakerEncoder
-from services.attacker.training import TrainingConfig, train_attacker
+from services.attacker.training import train_attacker
+from services.attacker.training_config import TrainingConfig
 from services.attacker.training_schedule import stop_reason
 from services.corpus.synthetic import sample_speakers, synthesize_utterance
 from support.configs import OMIT, tiny_config
