@@ -87,7 +87,17 @@ class S3BlobStore(BlobStore):
         from botocore.config import Config
 
         settings = settings or get_settings()
-        config = Config(signature_version="s3v4", s3={"addressing_style": "path"})
+        config = Config(
+            signature_version="s3v4",
+            s3={"addressing_style": "path"},
+            # botocore's defaults (60 s each, legacy retries) let a stalled service hang a
+            # request for minutes: a stall fails it in seconds (a transient error: 503 with
+            # Retry-After, or a retried phase), and throttling and 5xx answers are retried with
+            # back-off first.
+            connect_timeout=settings.s3_connect_timeout_s,
+            read_timeout=settings.s3_read_timeout_s,
+            retries={"mode": "standard", "max_attempts": settings.s3_max_attempts},
+        )
 
         def make_client(endpoint: str | None) -> Any:
             return boto3.client(

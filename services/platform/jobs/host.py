@@ -20,15 +20,18 @@ from services.storage.db import Database
 
 
 def storage_transient_errors() -> tuple[type[BaseException], ...]:
-    """Lost connections to the database or the blob store (Python, SQLAlchemy, psycopg, S3)."""
-    from botocore.exceptions import (
-        ConnectionClosedError,
-        ConnectTimeoutError,
-        EndpointConnectionError,
-        ReadTimeoutError,
-    )
+    """Lost connections to the database or the blob store (Python, SQLAlchemy, psycopg, S3).
+
+    S3: any failure to reach the service or to read its answer to the end (refused, reset,
+    timed out, a body cut mid-stream, a managed download out of retries); its 5xx and throttling
+    answers arrive as ``BlobStoreUnavailableError``, a ``ConnectionError``.
+    """
+    from botocore.exceptions import ConnectionError as BotocoreConnectionError
+    from botocore.exceptions import HTTPClientError, IncompleteReadError
     from psycopg import OperationalError as PsycopgOperationalError
+    from s3transfer.exceptions import RetriesExceededError
     from sqlalchemy.exc import DisconnectionError, InterfaceError, OperationalError
+    from urllib3.exceptions import ProtocolError
 
     return (
         ConnectionError,
@@ -37,10 +40,14 @@ def storage_transient_errors() -> tuple[type[BaseException], ...]:
         InterfaceError,
         DisconnectionError,
         PsycopgOperationalError,
-        EndpointConnectionError,
-        ConnectionClosedError,
-        ReadTimeoutError,
-        ConnectTimeoutError,
+        # EndpointConnectionError and ConnectTimeoutError derive from the first;
+        # ConnectionClosedError, ReadTimeoutError and ResponseStreamingError (a body cut
+        # mid-read) from the second.
+        BotocoreConnectionError,
+        HTTPClientError,
+        IncompleteReadError,
+        RetriesExceededError,
+        ProtocolError,
     )
 
 
