@@ -31,6 +31,7 @@ from services.storage.blob_interface import BlobStoreUnavailableError as BlobSto
 from services.storage.blob_interface import MultipartUploadError as MultipartUploadError
 from services.storage.blob_interface import PresignedRequest as PresignedRequest
 from services.storage.blob_interface import new_upload_key as new_upload_key
+from services.storage.blob_interface import s3_connection_errors as s3_connection_errors
 from services.storage.blob_interface import sha256_file as sha256_file
 from services.storage.blob_interface import validate_key as validate_key
 from services.storage.blob_local import LocalBlobStore as LocalBlobStore

@@ -301,17 +301,12 @@ def test_two_api_processes_under_concurrent_load_keep_every_limit_exact(
         assert reruns == 2
         # 4. Webhook registrations race against the per-team cap.
         extra = 5
-        hooks = _parallel(
-            [
-                lambda n=n: apis.request(  # type: ignore[misc]
-                    "POST",
-                    "/v1/webhooks",
-                    world.a,
-                    json={"url": f"https://hooks.example.org/unmask/{n}"},
-                )
-                for n in range(MAX_ENDPOINTS_PER_TEAM + extra)
-            ]
-        )
+
+        def register(n: int) -> Callable[[], httpx.Response]:
+            body = {"url": f"https://hooks.example.org/unmask/{n}"}
+            return lambda: apis.request("POST", "/v1/webhooks", world.a, json=body)
+
+        hooks = _parallel([register(n) for n in range(MAX_ENDPOINTS_PER_TEAM + extra)])
         codes = sorted(r.status_code for r in hooks)
         assert codes == [201] * MAX_ENDPOINTS_PER_TEAM + [409] * extra, codes
         with apis.database.session_scope() as session:

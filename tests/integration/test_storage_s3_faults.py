@@ -112,7 +112,7 @@ def test_a_body_cut_mid_read_is_transient_and_leaves_no_partial_file(
     proxy.mode = "cut_response"
     target = tmp_path / "downloads" / "blob.bin"
     target.parent.mkdir()
-    _assert_transient(_failure(lambda: store.get_file("cut/read", target)))
+    _assert_transient(_failure(lambda: store.get_to_path("cut/read", target)))
     assert list(target.parent.iterdir()) == []  # neither the file nor a temporary one
 
     def read_stream() -> None:
@@ -122,7 +122,7 @@ def test_a_body_cut_mid_read_is_transient_and_leaves_no_partial_file(
 
     _assert_transient(_failure(read_stream))
     proxy.mode = "pass"
-    store.get_file("cut/read", target)
+    store.get_to_path("cut/read", target)
     assert hashlib.sha256(target.read_bytes()).digest() == hashlib.sha256(data).digest()
 
 

@@ -55,7 +55,9 @@ def test_the_demo_poller_waits_out_503(monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[str] = []
     handler = _busy_once(_job(5, "running"), seen)
     # The demo's client opens real connections; its inner transport is the mock here.
-    monkeypatch.setattr(retry.httpx, "HTTPTransport", lambda: httpx.MockTransport(handler))
+    monkeypatch.setattr(
+        retry.httpx, "HTTPTransport", lambda *_a, **_k: httpx.MockTransport(handler)
+    )
     client = demo_platform.api_client("http://127.0.0.1:1", "unm_x")
     job = demo_platform.JobWatch(client, 5, None).poll()
     assert job["state"] == "running"

@@ -77,7 +77,7 @@ def test_pragmas_and_the_busy_timeout_come_from_the_settings(tmp_path: Path) -> 
 def test_transactions_that_read_then_write_wait_their_turn_and_lose_no_update(
     tmp_path: Path,
 ) -> None:
-    database = Database(f"sqlite:///{tmp_path / 'counter.db'}", sqlite_busy_timeout_s=20)
+    database = Database(f"sqlite:///{tmp_path / 'counter.db'}")  # the default busy timeout
     with database.engine.begin() as connection:
         connection.exec_driver_sql("CREATE TABLE counter (value INTEGER NOT NULL)")
         connection.exec_driver_sql("INSERT INTO counter VALUES (0)")
@@ -110,7 +110,7 @@ def test_transactions_that_read_then_write_wait_their_turn_and_lose_no_update(
 
 
 def test_a_second_transaction_of_the_same_thread_reads_without_waiting(tmp_path: Path) -> None:
-    database = Database(f"sqlite:///{tmp_path / 'nested.db'}", sqlite_busy_timeout_s=5)
+    database = Database(f"sqlite:///{tmp_path / 'nested.db'}")
     Base.metadata.create_all(database.engine)
     try:
         with database.session_scope() as outer:

@@ -15,23 +15,19 @@ from pathlib import Path
 from services.anonymizers.container import ContainerEngineError
 from services.errors import InvalidInputError
 from services.settings import Settings
-from services.storage.blobstore import BlobStore
+from services.storage.blobstore import BlobStore, s3_connection_errors
 from services.storage.db import Database
 
 
 def storage_transient_errors() -> tuple[type[BaseException], ...]:
     """Lost connections to the database or the blob store (Python, SQLAlchemy, psycopg, S3).
 
-    S3: any failure to reach the service or to read its answer to the end (refused, reset,
-    timed out, a body cut mid-stream, a managed download out of retries); its 5xx and throttling
-    answers arrive as ``BlobStoreUnavailableError``, a ``ConnectionError``.
+    The S3 store raises ``BlobStoreUnavailableError`` (a ``ConnectionError``) for its 5xx,
+    throttling and lost connections; botocore's own connection errors are listed too, for
+    anything that reaches S3 around the store.
     """
-    from botocore.exceptions import ConnectionError as BotocoreConnectionError
-    from botocore.exceptions import HTTPClientError, IncompleteReadError
     from psycopg import OperationalError as PsycopgOperationalError
-    from s3transfer.exceptions import RetriesExceededError
     from sqlalchemy.exc import DisconnectionError, InterfaceError, OperationalError
-    from urllib3.exceptions import ProtocolError
 
     return (
         ConnectionError,
@@ -40,14 +36,7 @@ def storage_transient_errors() -> tuple[type[BaseException], ...]:
         InterfaceError,
         DisconnectionError,
         PsycopgOperationalError,
-        # EndpointConnectionError and ConnectTimeoutError derive from the first;
-        # ConnectionClosedError, ReadTimeoutError and ResponseStreamingError (a body cut
-        # mid-read) from the second.
-        BotocoreConnectionError,
-        HTTPClientError,
-        IncompleteReadError,
-        RetriesExceededError,
-        ProtocolError,
+        *s3_connection_errors(),
     )
 
 
