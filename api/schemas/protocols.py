@@ -7,7 +7,14 @@ from typing import Any
 
 from pydantic import BaseModel, Field, StrictBool
 
-from api.schemas.common import DB_ID_MAX, JsonObject, LabelText, StrictModel, Text
+from api.schemas.common import (
+    DB_ID_MAX,
+    JsonObject,
+    LabelText,
+    Prose,
+    ProtocolAsrState,
+    StrictModel,
+)
 from services.metrics import catalogue
 from services.platform.jobs.cost import COST_KNOB_NAMES
 from services.storage.models import ProtocolRecord
@@ -79,7 +86,9 @@ class ProtocolCreate(StrictModel):
         "existing name makes the next version.",
         examples=["synthetic-small"],
     )
-    description: Text(10_000) = ""  # type: ignore[valid-type]
+    description: Prose(10_000) = Field(  # type: ignore[valid-type]
+        "", description="What the protocol evaluates: one line of plain text."
+    )
     config: JsonObject = Field(
         default_factory=dict,
         description="EvaluationConfig fields (see docs/evaluation.md), no `anonymizer`.",
@@ -91,6 +100,27 @@ class ProtocolCreate(StrictModel):
         description="Upper bounds of the cost knobs of this protocol's jobs; an unset one is the "
         "server's `UNMASK_MAX_JOB_<NAME>` (docs/deploy.md). A job above one is a 422.",
     )
+
+
+class ProtocolAsrOut(BaseModel):
+    """The protocol's utility ASR, trained once at registration and shared by its jobs."""
+
+    state: ProtocolAsrState = Field(
+        description="`ready`: jobs reuse it; `queued`/`running`: a job that needs it first waits "
+        "for it; `failed`: jobs train it themselves (registering the protocol again retries)."
+    )
+    error: str | None = Field(None, description="Why the training failed (state `failed`).")
+    updated_at: dt.datetime | None = None
+
+    @classmethod
+    def of(cls, protocol: ProtocolRecord) -> ProtocolAsrOut | None:
+        if protocol.asr_state is None:
+            return None
+        return cls(
+            state=protocol.asr_state,
+            error=protocol.asr_error,
+            updated_at=protocol.asr_updated_at,
+        )
 
 
 class ProtocolOut(BaseModel):
@@ -107,6 +137,11 @@ class ProtocolOut(BaseModel):
         default_factory=dict, description="The protocol's own cost bounds (unset: server's)."
     )
     created_at: dt.datetime
+    asr: ProtocolAsrOut | None = Field(
+        None,
+        description="The utility ASR trained at registration (docs/utility.md); null when the "
+        "protocol trains none (no WER, or an operator's pretrained ASR).",
+    )
 
     @classmethod
     def of(cls, protocol: ProtocolRecord) -> ProtocolOut:
@@ -121,4 +156,5 @@ class ProtocolOut(BaseModel):
             leaderboard=LeaderboardSpec.model_validate(body.get("leaderboard", {})),
             limits=dict(body.get("limits") or {}),
             created_at=protocol.created_at,
+            asr=ProtocolAsrOut.of(protocol),
         )

@@ -24,7 +24,7 @@ from services.corpus.voiceprivacy import build_vpc_protocol
 from services.platform.archives import validate_submission_archive
 from services.platform.jobs import JobServices, job_stage_names, run_job_phase
 from services.settings import Settings
-from services.storage.blobstore import BlobStore
+from services.storage.blob_interface import BlobStore
 from services.storage.db import Database
 from support.voiceprivacy import build_vpc_tree
 

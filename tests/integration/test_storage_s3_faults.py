@@ -22,7 +22,7 @@ from sqlalchemy import func, select
 
 from services.platform.jobs.host import is_transient_error, storage_transient_errors
 from services.settings import Settings
-from services.storage.blobstore import S3BlobStore
+from services.storage.blob_s3 import S3BlobStore
 from services.storage.db import Database
 from services.storage.models import Submission
 from support.fault_proxy import FaultProxy

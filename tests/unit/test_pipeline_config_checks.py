@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -100,19 +101,20 @@ def test_plan_counts_reusable_stages_and_estimates_time(tmp_path: Path) -> None:
     assert "tiny preset; epochs cap 12 x2" in lines[1]
     assert "is empty; every stage is computed" in lines[2]
     # Audio durations times the measured throughputs (estimates.py), training to the 12-epoch cap.
-    assert "at most about 6 min" in lines[3] and "train 4 min" in lines[3]
+    assert "at most about 3 min" in lines[3] and "train 90 s" in lines[3]
+    assert "embed 30 s" in lines[3]  # the recognizers' and the challenger's embeddings
     assert "utility" not in lines[3]  # the quick example measures no utility
     with_utility = cfg.model_copy(update={"utility": UtilityConfig()})
     line = plan_lines(with_utility, tmp_path / "stages")[3]
-    assert "utility 8 min (its ASR 8 min, trained once per protocol)" in line
-    assert "at most about 14 min" in line
+    assert "utility 5 min (its ASR 5 min, trained once per protocol)" in line
+    assert "at most about 8 min" in line
     for key in ("a", "b"):
         (tmp_path / "stages" / "train" / key).mkdir(parents=True)
         (tmp_path / "stages" / "train" / key / "DONE.json").write_text(json.dumps({}))
     (tmp_path / "stages" / "train" / "c.tmp").mkdir()  # unfinished: not counted
     assert "holds 2 train; equal inputs are reused" in plan_lines(cfg, tmp_path / "stages")[2]
     slow = plan_lines(cfg, tmp_path, PhaseThroughputs(anonymize=0.4))
-    assert "about 143 min" in slow[3]  # 0.4x real time anonymization dominates
+    assert "about 141 min" in slow[3]  # 0.4x real time anonymization dominates
 
 
 def test_the_zoo_plan_counts_the_recognizers_it_trains() -> None:
@@ -135,3 +137,82 @@ def test_the_zoo_plan_counts_the_recognizers_it_trains() -> None:
         update={"training": cfg.training.model_copy(update={"preset": "standard"})}
     )
     assert "no time estimate for preset standard" in plan_lines(unmeasured, REPO / "x")[3]
+
+
+def test_the_estimate_counts_the_asr_only_when_the_stage_store_lacks_it(tmp_path: Path) -> None:
+    """The ASR's key is read without computing: the protocol's content hash from the finished
+    corpus stage, then the ``utility-asr`` key; a store holding that folder leaves it out."""
+    from services.anonymizers.container import ContainerSandbox
+    from services.pipeline.sets import corpus_stage, original_sets
+    from services.pipeline.stage_runner import StageRunner, stage_key
+    from services.pipeline.stages.context import AudioCache, StageContext, no_progress
+    from services.pipeline.stages.utility import asr_in_store, asr_inputs
+    from services.settings import Settings
+    from tests.support.configs import micro_protocol_config
+
+    cfg = EvaluationConfig.model_validate(
+        micro_protocol_config(name="asr", anonymizer={"name": "pitch"}, utility={})
+    )
+    assert cfg.utility is not None
+    stages = tmp_path / "stages"
+    slow_asr = PhaseThroughputs(asr_train=0.5)  # the ASR dominates: 15 epochs at 0.5 s/s
+    before = plan_lines(cfg, stages, slow_asr)[3]
+    assert re.search(r"utility \d+ min \(its ASR \d+ min, trained once per protocol\)", before)
+    ctx = StageContext(
+        cfg,
+        StageRunner(stages),
+        no_progress,
+        AudioCache(),
+        None,
+        ContainerSandbox.from_settings(Settings()),
+    )
+    protocol, manifest, key = corpus_stage(ctx)
+    assert not asr_in_store(cfg, stages)  # the corpus alone
+    train_key = original_sets(protocol, manifest, key).keys["train"]
+    folder = (
+        stages / "utility-asr" / stage_key("utility-asr", asr_inputs(train_key, cfg.utility.asr))
+    )
+    folder.mkdir(parents=True)
+    assert not asr_in_store(cfg, stages)  # unfinished
+    (folder / "DONE.json").write_text(json.dumps({}))
+    assert asr_in_store(cfg, stages)
+    after = plan_lines(cfg, stages, slow_asr)[3]
+    assert re.search(r"utility \d+ s \(its ASR reused from the stage store\)", after)
+    totals = [re.search(r"at most about (\d+) (s|min)", line) for line in (before, after)]
+    seconds = [int(m[1]) * (60 if m[2] == "min" else 1) for m in totals if m is not None]
+    assert len(seconds) == 2 and seconds[1] < seconds[0] - 600
+    other = cfg.model_copy(
+        update={
+            "utility": cfg.utility.model_copy(
+                update={"asr": cfg.utility.asr.model_copy(update={"hidden_size": 32})}
+            )
+        }
+    )
+    assert not asr_in_store(other, stages)  # another ASR spec: another key
+
+
+def test_embed_estimate_counts_plda_training_sets_and_the_challenger() -> None:
+    from services.pipeline import estimates
+
+    cfg = load_checked_config(REPO / "examples" / "configs" / "quick-pitch.yaml")
+    recognizers = estimates.recognizer_plan(cfg)
+    training = estimates.synthetic_training_audio(cfg)
+    sizes = estimates.AudioSizes(
+        train_s=3000.0, validation_s=300.0, enrollment_s=1000.0, trial_s=1000.0, corpus_s=9000.0
+    )
+    speed = estimates.PHASE_SPEEDS
+
+    def embed(c: EvaluationConfig, challenger: bool) -> float:
+        phases = estimates.phase_seconds(c, recognizers, training, sizes, challenger=challenger)
+        assert phases is not None
+        return phases["embed"]
+
+    cosine = embed(cfg, challenger=False)
+    # Two recognizers (tiny), each embedding the enrollment and trial sets of both conditions.
+    assert cosine == pytest.approx(2 * 2 * 2000.0 / speed.embed_tiny)
+    plda = cfg.model_copy(update={"backends": ["cosine", "plda"]})
+    assert embed(plda, challenger=False) - cosine == pytest.approx(2 * 3000.0 / speed.embed_tiny)
+    # The challenger: anonymized enrollment and trials, and the original enrollment (ignorant).
+    assert embed(cfg, challenger=True) - cosine == pytest.approx(3000.0 / speed.challenger)
+    only_original = cfg.model_copy(update={"scenarios": ["original"]})
+    assert embed(only_original, challenger=True) == embed(only_original, challenger=False)

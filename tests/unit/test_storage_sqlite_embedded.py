@@ -160,7 +160,7 @@ def sqlite_api(tmp_path: Path) -> Iterator[tuple[Any, Path, Database]]:
     from fastapi.testclient import TestClient
 
     from api.app import create_app
-    from services.storage.blobstore import LocalBlobStore
+    from services.storage.blob_local import LocalBlobStore
 
     path = tmp_path / "api.db"
     url = f"sqlite:///{path}"
