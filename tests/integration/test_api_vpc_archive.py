@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from services.anonymizers.archive import pack_folder
+from services.anonymizers.archive_members import pack_folder
 from services.corpus.importers import import_corpus
 from services.corpus.loaders import write_manifest
 from services.corpus.protocol import manifest_path_for, save_protocol
