@@ -6,6 +6,7 @@ same one twice are refused with a clear 4xx."""
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -202,6 +203,9 @@ def test_paired_interval_and_per_speaker_scatter_from_kept_trials(
         params={"a": first, "b": second, "curve": "semi-informed|cosine"},
     )
     assert plot.status_code == 200 and plot.content.startswith(b"\x89PNG")
+    # The interval and the plot were computed in the app's child process, not in this one.
+    children = world.client.app.state.context.cpu_pool.child_pids()
+    assert len(children) == 1 and os.getpid() not in children
 
     third = world.submission("third")
     _succeed(pg_database, world.job(third, world.protocol), 15.0, 4.0,
@@ -226,7 +230,7 @@ def test_the_paired_bootstrap_runs_off_the_request_path(
     from services.platform.comparison import background
 
     entered, release = threading.Event(), threading.Event()
-    real = background.paired_result
+    real = background.read_trial_bytes
     calls = []
 
     def slow(*args: Any) -> Any:
@@ -235,7 +239,7 @@ def test_the_paired_bootstrap_runs_off_the_request_path(
         release.wait(30)
         return real(*args)
 
-    monkeypatch.setattr(background, "paired_result", slow)
+    monkeypatch.setattr(background, "read_trial_bytes", slow)
     sides = []
     for i, separation in enumerate((3.0, 2.0, 1.0)):
         submission = world.submission(f"s{i}")
