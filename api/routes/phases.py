@@ -8,9 +8,10 @@ check the scope, call them in one transaction and render the result.
 from __future__ import annotations
 
 import datetime as dt
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Path, Response, status
-from pydantic import BaseModel, Field, StrictBool
+from pydantic import BaseModel, Discriminator, Field, StrictBool, Tag, WithJsonSchema
 
 from api.deps import AdminPrincipal, ContextDep, ReadReader
 from api.routes.common import errors, scope
@@ -27,27 +28,21 @@ router = APIRouter(prefix="/v1/protocols", tags=["phases"])
 PhaseName = Path(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
-class PhaseIn(StrictModel):
-    """A phase of a protocol: its window, per-team limit and visibility."""
+class _PhaseFields(StrictModel):
+    """What every phase has: its name, window, per-team limit and the kinds it accepts."""
 
     name: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
     starts_at: dt.datetime = Field(description="When jobs are accepted from (with a time zone).")
     ends_at: dt.datetime | None = Field(
-        None, description="When jobs stop being accepted (409 after it); none: open-ended."
+        None,
+        description="When jobs stop being accepted (409 after it); none: open-ended. At or "
+        "before `starts_at`: the window is empty and the phase never accepts jobs.",
     )
     submission_limit: int | None = Field(
         None,
         ge=1,
         le=DB_ID_MAX,
         description="Jobs per team in this phase (failed and cancelled not counted).",
-    )
-    visibility: PhaseVisibility = Field(
-        PhaseVisibility.PUBLIC,
-        description="`public`: results shown as they finish; `hidden`: to the submitting team "
-        "and administrators only until `reveal_at`.",
-    )
-    reveal_at: dt.datetime | None = Field(
-        None, description="Hidden phases: when results are shown to everyone (in the future)."
     )
     allowed_kinds: list[SubmissionKindName] | None = Field(
         None,
@@ -57,11 +52,51 @@ class PhaseIn(StrictModel):
     )
 
 
+class PublicPhaseIn(_PhaseFields):
+    """A public phase: its results are shown as they finish."""
+
+    visibility: Literal["public"] = Field("public", description="`public` (the default).")
+
+
+class HiddenPhaseIn(_PhaseFields):
+    """A hidden phase: its results are shown to the submitting team and administrators only
+    until `reveal_at`."""
+
+    visibility: Literal["hidden"] = Field(description="`hidden`.")
+    reveal_at: dt.datetime = Field(
+        description="When results are shown to everyone (already past: at once)."
+    )
+
+
+assert {"public", "hidden"} == {v.value for v in PhaseVisibility}, "one model per visibility"
+
+
+def _visibility_of(body: Any) -> str | None:
+    """The tag of a phase body: its ``visibility`` (public when left out)."""
+    value = body.get("visibility", "public") if isinstance(body, dict) else body.visibility
+    return value if value in ("public", "hidden") else None
+
+
+# One model per visibility: the document states that a hidden phase needs `reveal_at` and a
+# public one has none.
+PhaseIn = Annotated[
+    Annotated[PublicPhaseIn, Tag("public")] | Annotated[HiddenPhaseIn, Tag("hidden")],
+    Discriminator(
+        _visibility_of,
+        custom_error_type="phase_visibility",
+        custom_error_message="visibility must be `public` (the default) or `hidden`",
+    ),
+]
+
+
 class PhasePatch(StrictModel):
     """Fields of a phase to change (the others stay); `reveal_at` may be now or past (reveals
     the results at once)."""
 
-    starts_at: dt.datetime | None = None
+    # Not nullable (a phase always starts): the document says so; null is a 422 naming it.
+    starts_at: Annotated[
+        dt.datetime | None, WithJsonSchema({"type": "string", "format": "date-time"})
+    ] = None
     ends_at: dt.datetime | None = None
     submission_limit: int | None = Field(None, ge=1, le=DB_ID_MAX)
     visibility: PhaseVisibility | None = None
@@ -166,8 +201,8 @@ def create_phase(
                 starts_at=body.starts_at,
                 ends_at=body.ends_at,
                 submission_limit=body.submission_limit,
-                visibility=body.visibility.value,
-                reveal_at=body.reveal_at,
+                visibility=body.visibility,
+                reveal_at=body.reveal_at if isinstance(body, HiddenPhaseIn) else None,
                 allowed_kinds=body.allowed_kinds,
             ),
         )

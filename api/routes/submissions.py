@@ -7,7 +7,7 @@ import logging
 import time
 from typing import Annotated
 
-from fastapi import APIRouter, Header, Query, Request, Response, status
+from fastapi import APIRouter, Query, Request, Response, status
 from fastapi.concurrency import run_in_threadpool
 
 from api.archive_transfer import (
@@ -201,7 +201,6 @@ async def upload_archive(
         pattern=SHA256_HEX_PATTERN,
         description="Optional hex SHA-256 of the archive; a mismatch stores nothing (422).",
     ),
-    content_length: int | None = Header(None, alias="Content-Length", ge=0),
 ) -> SubmissionOut:
     """Reads the body in chunks (never whole in memory) and stores it. Larger than
     `max_archive_bytes` -> 413; no bytes for `upload_read_timeout_s` or longer than
@@ -210,6 +209,10 @@ async def upload_archive(
     The submission is `validating` until the workers have checked the archive against the
     protocol."""
     limit = context.settings.max_archive_bytes
+    # Content-Length frames the message: the HTTP server refuses a malformed one before the app
+    # (a problem document, api.header_timeout); the document does not declare it a parameter.
+    declared = request.headers.get("content-length", "")
+    content_length = int(declared) if declared.isascii() and declared.isdigit() else None
     if content_length is not None and content_length > limit:
         raise ApiProblem(
             413,
@@ -291,10 +294,11 @@ def start_upload(
     `POST /v1/submissions/uploads/{upload_id}/complete` with the parts' ETags."""
     settings = context.settings
     if body.size_bytes > settings.max_presigned_archive_bytes:
+        # The document states this limit as the field's maximum: a field out of range (422).
         raise ApiProblem(
-            413,
-            f"body.size_bytes: {body.size_bytes} bytes is larger than the limit of "
-            f"{settings.max_presigned_archive_bytes} bytes",
+            422,
+            f"body.size_bytes: {body.size_bytes} bytes is larger than this server's limit of "
+            f"{settings.max_presigned_archive_bytes} bytes (UNMASK_MAX_PRESIGNED_ARCHIVE_BYTES)",
             extra={"limit_bytes": settings.max_presigned_archive_bytes},
         )
     _precheck_archive(context, principal, body.protocol_id, body.size_bytes)

@@ -29,6 +29,11 @@ EventType = Literal[WEBHOOK_EVENT_TYPES]  # type: ignore[valid-type]
 SubmissionApiStatus = Literal["validating", "accepted", "rejected"]
 Scope = Literal["submit", "read", "admin"]
 
+# Marks the schema of an evaluation config's fields (a protocol's `config`, a job's
+# `config_overrides`): the generated client sends them as plain JSON objects
+# (scripts/generate_client.py), the server's document states each field.
+EVALUATION_CONFIG_MARK = "x-evaluation-config"
+
 SHA256_HEX_RE = re.compile(r"^[0-9a-f]{64}$")
 SHA256_HEX_PATTERN = SHA256_HEX_RE.pattern
 

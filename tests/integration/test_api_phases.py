@@ -114,26 +114,36 @@ def test_phase_definitions_refuse_bad_windows_and_name_the_problem(env: Env) -> 
     dev = env.phase(name="development", starts_at=_iso(now - HOUR), ends_at=_iso(now + HOUR))
     assert dev.status_code == 201, dev.text
     assert dev.json()["open"] is True and dev.json()["hidden"] is False
-    detail = _problem(
-        env.phase(name="late", starts_at=_iso(now + 5 * HOUR), ends_at=_iso(now + 4 * HOUR)), 422
-    )
-    assert "ends_at" in detail and "not after starts_at" in detail
+    # A window that ends at or before its start is empty: the phase never opens and overlaps
+    # no other (an equal end included).
+    for ends in (now + 4 * HOUR, now + 5 * HOUR):
+        late = env.phase(name="late", starts_at=_iso(now + 5 * HOUR), ends_at=_iso(ends))
+        assert late.status_code == 201, late.text
+        assert late.json()["open"] is False
+        phases = f"/v1/protocols/{env.protocol_id}/phases"
+        assert env.client.delete(f"{phases}/late", headers=env.admin).status_code == 204
     detail = _problem(env.phase(name="evaluation", starts_at=_iso(now)), 409)
     assert "overlaps phase 'development'" in detail
-    detail = _problem(
-        env.phase(
-            name="evaluation",
-            starts_at=_iso(now + HOUR),
-            visibility="hidden",
-            reveal_at=_iso(now - HOUR),
-        ),
-        422,
+    # A hidden phase whose reveal time has passed shows its results at once.
+    revealed = env.phase(
+        name="revealed",
+        starts_at=_iso(now + 10 * HOUR),
+        visibility="hidden",
+        reveal_at=_iso(now - HOUR),
     )
-    assert "reveal_at" in detail and "in the past" in detail
+    assert revealed.status_code == 201, revealed.text
+    assert revealed.json()["hidden"] is False
+    phases = f"/v1/protocols/{env.protocol_id}/phases"
+    assert env.client.delete(f"{phases}/revealed", headers=env.admin).status_code == 204
+    # The document's rules: a hidden phase needs reveal_at, a public one has none.
     detail = _problem(
         env.phase(name="evaluation", starts_at=_iso(now + HOUR), visibility="hidden"), 422
     )
-    assert "needs reveal_at" in detail
+    assert "reveal_at" in detail
+    detail = _problem(
+        env.phase(name="evaluation", starts_at=_iso(now + HOUR), reveal_at=_iso(now + HOUR)), 422
+    )
+    assert "reveal_at" in detail
     assert (
         env.client.post(
             f"/v1/protocols/{env.protocol_id}/phases",
