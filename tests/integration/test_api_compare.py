@@ -271,7 +271,7 @@ def test_the_paired_bootstrap_runs_off_the_request_path(
     assert first.status_code == 200, first.text
     assert "being computed" in first.json()["paired_notes"]["semi-informed|cosine"]
     release.set()
-    for _ in range(100):
+    for _ in range(600):  # a new app: its child process starts first (imports: seconds)
         later = impatient.get(url, params={"a": sides[0], "b": sides[2]}, headers=world.a)
         if not later.json()["paired_notes"]:
             break
