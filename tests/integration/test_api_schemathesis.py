@@ -15,6 +15,7 @@ server.
 
 from __future__ import annotations
 
+import itertools
 import os
 from typing import Any
 
@@ -67,6 +68,9 @@ CHECKS_SEMANTIC = [
 ]
 # Per operation and generation mode; about 40 operations, so a few minutes on 2 cores.
 MAX_EXAMPLES = int(os.environ.get("UNMASK_SCHEMATHESIS_EXAMPLES", "15"))
+# Coverage cases per operation, at most (the first ones: each required part left out, then
+# boundary values).
+MAX_COVERAGE_CASES = int(os.environ.get("UNMASK_SCHEMATHESIS_COVERAGE_CASES", "40"))
 
 
 @pytest.fixture()
@@ -143,4 +147,26 @@ def test_api_conforms_to_its_openapi_document(api_schema: Any, api_world: Any) -
                 continue  # nothing to make invalid (an operation without parameters)
             except (Exception, BaseExceptionGroup) as exc:  # every operation, every failure
                 failures.append(f"{operation.label} ({mode.value}): {exc}")
+        failures += _coverage_failures(api_schema, operation, headers)
     assert not failures, "\n\n".join(failures)
+
+
+def _coverage_failures(schema: Any, operation: Any, headers: dict[str, str]) -> list[str]:
+    """Schemathesis' coverage cases of ``operation`` (boundary values, each required part left
+    out, methods the path does not have), at most ``MAX_COVERAGE_CASES``, checked like the
+    generated ones: the checks of methods and required headers run on these only."""
+    cases = schema.iter_coverage_cases(
+        operation,
+        generation_modes=[GenerationMode.POSITIVE, GenerationMode.NEGATIVE],
+        generation_config=schema.config.generation_for(operation=operation, phase="coverage"),
+    )
+    semantic = operation.label in SEMANTIC_BODIES
+    failures = []
+    for case in itertools.islice(cases, MAX_COVERAGE_CASES):
+        try:
+            case.call_and_validate(
+                headers=headers, checks=CHECKS_SEMANTIC if semantic else CHECKS_ALL
+            )
+        except (Exception, BaseExceptionGroup) as exc:
+            failures.append(f"{operation.label} (coverage): {exc}")
+    return failures
