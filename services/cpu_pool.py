@@ -15,6 +15,10 @@ runs in child processes instead, so the server's own threads only wait on future
 - A child that dies (killed for memory) breaks the pool: the work it had fails with
   :class:`~concurrent.futures.process.BrokenProcessPool` and the next :meth:`CpuPool.submit`
   starts a new pool.
+- Children never outlive the server: :meth:`CpuPool.close` stops them, and a child whose parent
+  is gone (killed, or exited without closing the pool) exits within ``PARENT_POLL_S``: a
+  child of ``ProcessPoolExecutor`` holds both ends of its task queue, so it would otherwise wait
+  for work forever.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -33,16 +38,27 @@ logger = logging.getLogger(__name__)
 NICENESS = 5
 """How much lower the children's CPU priority is than the server's (``nice`` steps)."""
 
+PARENT_POLL_S = 1.0
+"""How often a child checks that the server that started it is still running, seconds."""
+
 _P = ParamSpec("_P")
 _T = TypeVar("_T")
 
 
-def _start_child() -> None:
-    """Initializer of every child: a lower CPU priority than the server's."""
+def _start_child(parent: int) -> None:
+    """Initializer of every child: a lower CPU priority than the server's, and an exit when
+    ``parent`` (the server's process id) is gone."""
     try:
         os.nice(NICENESS)
     except OSError:  # not permitted here: same priority as the server, still off its GIL
         pass
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_POLL_S)
+        os._exit(0)  # orphaned: nobody is left to take a result
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
 
 
 class CpuPool:
@@ -58,7 +74,10 @@ class CpuPool:
 
     def _new_executor(self) -> ProcessPoolExecutor:
         return ProcessPoolExecutor(
-            max_workers=self.processes, mp_context=get_context("spawn"), initializer=_start_child
+            max_workers=self.processes,
+            mp_context=get_context("spawn"),
+            initializer=_start_child,
+            initargs=(os.getpid(),),
         )
 
     def submit(self, fn: Callable[_P, _T], /, *args: _P.args, **kwargs: _P.kwargs) -> Future[_T]:
@@ -88,5 +107,9 @@ class CpuPool:
         with self._lock:
             self._closed = True
             executor, self._executor = self._executor, None
-        if executor is not None:
-            executor.shutdown(wait=False, cancel_futures=True)
+        if executor is None:
+            return
+        processes = list((getattr(executor, "_processes", None) or {}).values())
+        executor.shutdown(wait=False, cancel_futures=True)
+        for process in processes:  # a child deep in a computation would finish it first
+            process.terminate()
