@@ -35,8 +35,8 @@ class _PhaseFields(StrictModel):
     starts_at: dt.datetime = Field(description="When jobs are accepted from (with a time zone).")
     ends_at: dt.datetime | None = Field(
         None,
-        description="When jobs stop being accepted (409 after it); none: open-ended. At or "
-        "before `starts_at`: the window is empty and the phase never accepts jobs.",
+        description="When jobs stop being accepted (409 after it), after `starts_at`; none: "
+        "open-ended.",
     )
     submission_limit: int | None = Field(
         None,
@@ -189,8 +189,8 @@ def create_phase(
     body: PhaseIn,
     response: Response,
 ) -> PhaseOut:
-    """422: window ending before it starts, hidden phase without or with a past `reveal_at`;
-    409: overlapping another phase."""
+    """422: window ending at or before its start, hidden phase without `reveal_at` (one already
+    past reveals the results at once); 409: overlapping another phase."""
     with context.database.session_scope() as session:
         protocol = get_protocol_by_id(session, protocol_id)
         phase = phase_rules.create_phase(

@@ -57,7 +57,7 @@ from services.platform.archives import (
 from services.platform.identity import lock_team
 from services.platform.protocols import get_protocol_by_id
 from services.platform.quotas import check_archive_storage_quota, check_submission_quota
-from services.storage.errors import BlobNotFoundError
+from services.storage.errors import BlobIntegrityError, BlobNotFoundError
 
 logger = logging.getLogger("unmask.api")
 
@@ -182,7 +182,9 @@ def _precheck_archive(
             "required": True,
             "description": "The archive's bytes (e.g. a .tar.gz or .zip).",
             "content": {
-                "application/octet-stream": {"schema": {"type": "string", "format": "binary"}}
+                "application/octet-stream": {
+                    "schema": {"type": "string", "format": "binary", "minLength": 1}
+                }
             },
         },
     },
@@ -252,9 +254,19 @@ async def upload_archive(
     with body.file:
         if body.size_bytes == 0:
             raise ApiProblem(422, "body: the archive is empty")
-        info = await run_in_threadpool(
-            lambda: store.put_stream(key, body.file, media_type=media_type, expected_sha256=sha256)
-        )
+        try:
+            info = await run_in_threadpool(
+                lambda: store.put_stream(
+                    key, body.file, media_type=media_type, expected_sha256=sha256
+                )
+            )
+        except BlobIntegrityError as exc:  # nothing was stored
+            raise ApiProblem(
+                422,
+                f"query.sha256: the archive does not match it ({exc})",
+                slug="integrity-error",
+                extra={"errors": [{"field": "query.sha256", "message": str(exc)}]},
+            ) from None
     try:
         submission_id, _ = await run_in_threadpool(
             lambda: _register_archive(

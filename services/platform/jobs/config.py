@@ -23,6 +23,7 @@ from typing import Any
 from services.anonymizers.kinds.archive import ArchiveAnonymizerConfig
 from services.anonymizers.kinds.registry import kind_of
 from services.errors import ConfigError, InvalidInputError
+from services.json_values import JSON_INT_MAX, JSON_TEXT_PATTERN
 from services.pipeline.config import (
     SEED_MAX,
     UNIQUE_LIST_FIELDS,
@@ -90,9 +91,27 @@ def config_fields_schema(
             _drop(properties[path[0]], path[1:])
     for name, schema in properties.items():
         _seed_bounds(schema, "seed" in name)
+        _storable(schema)
         if name in UNIQUE_LIST_FIELDS:
             schema["uniqueItems"] = True
     return {"properties": properties, "additionalProperties": False}
+
+
+def _storable(node: Any) -> None:
+    """State the rule of every JSON value storage holds (``services.json_values``) on the
+    numbers and strings of ``node``: numbers within +-JSON_INT_MAX, text without NUL or lone
+    surrogates."""
+    if isinstance(node, dict):
+        if node.get("type") in ("number", "integer"):
+            node["minimum"] = max(node.get("minimum", -JSON_INT_MAX), -JSON_INT_MAX)
+            node["maximum"] = min(node.get("maximum", JSON_INT_MAX), JSON_INT_MAX)
+        elif node.get("type") == "string" and "pattern" not in node:
+            node["pattern"] = JSON_TEXT_PATTERN
+        for value in node.values():
+            _storable(value)
+    elif isinstance(node, list):
+        for value in node:
+            _storable(value)
 
 
 def _seed_bounds(node: Any, under_seed: bool) -> None:

@@ -7,6 +7,7 @@ from services.platform.phases.errors import (
     PhaseKindError,
     PhaseLimitError,
     PhaseOverlapError,
+    PhaseWindowError,
 )
 from services.platform.phases.service import (
     PhaseSpec,
@@ -33,6 +34,7 @@ __all__ = [
     "PhaseLimitError",
     "PhaseOverlapError",
     "PhaseSpec",
+    "PhaseWindowError",
     "charged_jobs_in_phase",
     "create_phase",
     "delete_phase",

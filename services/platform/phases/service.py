@@ -32,6 +32,7 @@ from services.platform.phases.errors import (
     PhaseKindError,
     PhaseLimitError,
     PhaseOverlapError,
+    PhaseWindowError,
 )
 from services.storage.errors import NotFoundError
 from services.storage.models import (
@@ -73,6 +74,12 @@ def _check_spec(spec: PhaseSpec) -> None:
     _aware(spec.starts_at, "starts_at")
     _aware(spec.ends_at, "ends_at")
     _aware(spec.reveal_at, "reveal_at")
+    if spec.ends_at is not None and spec.ends_at <= spec.starts_at:
+        raise PhaseWindowError(
+            "body.ends_at",
+            f"phase {spec.name!r} would end ({spec.ends_at.isoformat()}) before it starts "
+            f"({spec.starts_at.isoformat()}): ends_at must be after starts_at",
+        )
     if spec.submission_limit is not None and spec.submission_limit < 1:
         raise PhaseDefinitionError(
             f"phase {spec.name!r}: submission_limit must be at least 1 (leave it out for none)"
@@ -99,16 +106,8 @@ def _check_spec(spec: PhaseSpec) -> None:
         )
 
 
-def _empty(start: dt.datetime, end: dt.datetime | None) -> bool:
-    """Whether the window [start, end) holds no instant (it ends at or before its start)."""
-    return end is not None and end <= start
-
-
 def _overlaps(a_start: dt.datetime, a_end: dt.datetime | None, phase: Phase) -> bool:
-    """Whether [a_start, a_end) and the phase's window share an instant (None: open-ended; an
-    empty window shares none)."""
-    if _empty(a_start, a_end) or _empty(phase.starts_at, phase.ends_at):
-        return False
+    """Whether [a_start, a_end) and the phase's window share an instant (None: open-ended)."""
     starts_before_other_ends = phase.ends_at is None or a_start < phase.ends_at
     other_starts_before_end = a_end is None or phase.starts_at < a_end
     return starts_before_other_ends and other_starts_before_end
@@ -162,11 +161,9 @@ def _renumber(session: Session, protocol_id: int) -> None:
 
 def create_phase(session: Session, *, protocol_id: int, spec: PhaseSpec) -> Phase:
     """Add a phase to the protocol (ordered by start); refuses an invalid definition
-    (:class:`PhaseDefinitionError`) and an overlap (:class:`PhaseOverlapError`).
-
-    A window that ends at or before its start is empty: the phase never accepts jobs (and
-    overlaps no other). A hidden phase whose ``reveal_at`` has passed shows its results at
-    once, as when an update moves ``reveal_at`` to the past."""
+    (:class:`PhaseDefinitionError`, :class:`PhaseWindowError`) and an overlap
+    (:class:`PhaseOverlapError`). A hidden phase whose ``reveal_at`` has passed shows its
+    results at once, as when an update moves ``reveal_at`` to the past."""
     _check_spec(spec)
     _check_no_overlap(session, protocol_id, spec, None)
     phase = Phase(
