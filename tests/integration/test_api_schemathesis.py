@@ -84,7 +84,7 @@ CHECKS_SEMANTIC = [
 MAX_EXAMPLES = int(os.environ.get("UNMASK_SCHEMATHESIS_EXAMPLES", "15"))
 # Coverage cases per operation, at most (the first ones: each required part left out, then
 # boundary values).
-MAX_COVERAGE_CASES = int(os.environ.get("UNMASK_SCHEMATHESIS_COVERAGE_CASES", "40"))
+MAX_COVERAGE_CASES = int(os.environ.get("UNMASK_SCHEMATHESIS_COVERAGE_CASES", "100"))
 
 
 @pytest.fixture()

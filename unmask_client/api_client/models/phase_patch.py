@@ -24,7 +24,7 @@ class PhasePatch:
             allowed_kinds (list[PhasePatchAllowedKindsType0Item] | None | Unset):
             ends_at (datetime.datetime | None | Unset):
             reveal_at (datetime.datetime | None | Unset):
-            starts_at (datetime.datetime | None | Unset):
+            starts_at (datetime.datetime | Unset):
             submission_limit (int | None | Unset):
             visibility (None | PhaseVisibility | Unset):
     """
@@ -32,7 +32,7 @@ class PhasePatch:
     allowed_kinds: list[PhasePatchAllowedKindsType0Item] | Unset | None = UNSET
     ends_at: datetime.datetime | Unset | None = UNSET
     reveal_at: datetime.datetime | Unset | None = UNSET
-    starts_at: datetime.datetime | Unset | None = UNSET
+    starts_at: datetime.datetime | Unset = UNSET
     submission_limit: int | Unset | None = UNSET
     visibility: PhaseVisibility | Unset | None = UNSET
 
@@ -65,13 +65,9 @@ class PhasePatch:
         else:
             reveal_at = self.reveal_at
 
-        starts_at: str | Unset | None
-        if isinstance(self.starts_at, Unset):
-            starts_at = UNSET
-        elif isinstance(self.starts_at, datetime.datetime):
+        starts_at: str | Unset = UNSET
+        if not isinstance(self.starts_at, Unset):
             starts_at = self.starts_at.isoformat()
-        else:
-            starts_at = self.starts_at
 
         submission_limit: int | Unset | None
         if isinstance(self.submission_limit, Unset):
@@ -169,22 +165,12 @@ class PhasePatch:
 
         reveal_at = _parse_reveal_at(d.pop("reveal_at", UNSET))
 
-        def _parse_starts_at(data: object) -> datetime.datetime | Unset | None:
-            if data is None:
-                return data
-            if isinstance(data, Unset):
-                return data
-            try:
-                if not isinstance(data, str):
-                    raise TypeError()
-                starts_at_type_0 = datetime.datetime.fromisoformat(data)
-
-                return starts_at_type_0
-            except (TypeError, ValueError, AttributeError, KeyError):
-                pass
-            return cast(datetime.datetime | None | Unset, data)
-
-        starts_at = _parse_starts_at(d.pop("starts_at", UNSET))
+        _starts_at = d.pop("starts_at", UNSET)
+        starts_at: datetime.datetime | Unset
+        if isinstance(_starts_at, Unset):
+            starts_at = UNSET
+        else:
+            starts_at = datetime.datetime.fromisoformat(_starts_at)
 
         def _parse_submission_limit(data: object) -> int | Unset | None:
             if data is None:
