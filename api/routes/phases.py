@@ -72,8 +72,12 @@ assert {"public", "hidden"} == {v.value for v in PhaseVisibility}, "one model pe
 
 
 def _visibility_of(body: Any) -> str | None:
-    """The tag of a phase body: its ``visibility`` (public when left out)."""
-    value = body.get("visibility", "public") if isinstance(body, dict) else body.visibility
+    """The tag of a phase body: its ``visibility`` (public when left out); None for anything
+    else (a 422 naming the rule)."""
+    if isinstance(body, dict):
+        value = body.get("visibility", "public")
+    else:
+        value = getattr(body, "visibility", None)
     return value if value in ("public", "hidden") else None
 
 
@@ -99,7 +103,11 @@ class PhasePatch(StrictModel):
     ] = None
     ends_at: dt.datetime | None = None
     submission_limit: int | None = Field(None, ge=1, le=DB_ID_MAX)
-    visibility: PhaseVisibility | None = None
+    # Not nullable either (a phase always has one).
+    visibility: Annotated[
+        PhaseVisibility | None,
+        WithJsonSchema({"type": "string", "enum": [v.value for v in PhaseVisibility]}),
+    ] = None
     reveal_at: dt.datetime | None = None
     allowed_kinds: list[SubmissionKindName] | None = Field(None, min_length=1)
 
@@ -225,7 +233,9 @@ def update_phase(
     name: str = PhaseName,
 ) -> PhaseOut:
     """Moving `reveal_at` to now reveals a hidden phase's results at once (pages, JSON, CSV;
-    webhook events within one outbox relay period)."""
+    webhook events within one outbox relay period). A change the stored fields do not allow
+    (an end before the stored start, `reveal_at` on a public phase, a reveal time after the
+    events were released) is a 409 naming the rule."""
     changes = body.model_dump(exclude_unset=True)
     if "visibility" in changes and changes["visibility"] is not None:
         changes["visibility"] = PhaseVisibility(changes["visibility"]).value

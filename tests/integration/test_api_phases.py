@@ -257,7 +257,7 @@ def test_hidden_phase_results_and_events_appear_at_the_reveal(
         delivery = session.scalars(select(WebhookDelivery)).one()
         assert delivery.job_id == job["id"] and delivery.event_type == "job.succeeded"
         assert release_held_events(session) == {}  # once only
-    detail = _problem(env.patch("evaluation", reveal_at=_iso(now + 5 * HOUR)), 422)
+    detail = _problem(env.patch("evaluation", reveal_at=_iso(now + 5 * HOUR)), 409)
     assert "can no longer change" in detail
 
 

@@ -7,6 +7,7 @@ from services.platform.phases.errors import (
     PhaseKindError,
     PhaseLimitError,
     PhaseOverlapError,
+    PhaseUpdateConflictError,
     PhaseWindowError,
 )
 from services.platform.phases.service import (
@@ -34,6 +35,7 @@ __all__ = [
     "PhaseLimitError",
     "PhaseOverlapError",
     "PhaseSpec",
+    "PhaseUpdateConflictError",
     "PhaseWindowError",
     "charged_jobs_in_phase",
     "create_phase",

@@ -14,6 +14,11 @@ class PhaseWindowError(PhaseDefinitionError, InvalidFieldError):
     """A phase's window ends at or before its start (422 naming ``ends_at``)."""
 
 
+class PhaseUpdateConflictError(ConflictError):
+    """A change the phase's stored fields do not allow (e.g. an end before its stored start, a
+    reveal time after its events were released): 409 naming the rule."""
+
+
 class PhaseOverlapError(ConflictError):
     """A phase's window overlaps another phase of the same protocol (409 naming it)."""
 

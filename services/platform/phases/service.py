@@ -32,6 +32,7 @@ from services.platform.phases.errors import (
     PhaseKindError,
     PhaseLimitError,
     PhaseOverlapError,
+    PhaseUpdateConflictError,
     PhaseWindowError,
 )
 from services.storage.errors import NotFoundError
@@ -188,19 +189,25 @@ def update_phase(session: Session, *, phase: Phase, changes: dict[str, Any]) -> 
     unknown = sorted(set(changes) - set(PhaseSpec.__dataclass_fields__))
     if unknown:
         raise PhaseDefinitionError(f"unknown phase fields: {', '.join(unknown)}")
-    if "starts_at" in changes and changes["starts_at"] is None:
-        raise PhaseDefinitionError(f"phase {phase.name!r}: starts_at cannot be removed")
+    for required in ("starts_at", "visibility"):
+        if required in changes and changes[required] is None:
+            raise PhaseDefinitionError(f"phase {phase.name!r}: {required} cannot be removed")
     current = {name: getattr(phase, name) for name in PhaseSpec.__dataclass_fields__}
     if changes.get("visibility") == PhaseVisibility.PUBLIC.value and "reveal_at" not in changes:
         changes = {**changes, "reveal_at": None}
     spec = PhaseSpec(**{**current, **changes})
-    _check_spec(spec)
+    try:
+        _check_spec(spec)
+    except PhaseDefinitionError as exc:
+        # The change is checked together with the phase's stored fields: what they make
+        # invalid is a conflict with the stored phase (409), not a malformed change.
+        raise PhaseUpdateConflictError(f"{exc} (with the phase's stored fields)") from None
     _check_no_overlap(session, phase.protocol_id, spec, phase.id)
     if spec.reveal_at != phase.reveal_at and (
         phase.events_released_at is not None and spec.reveal_at is not None
     ):
         # A reveal moved after its events went out: they stay out (a result cannot be unsent).
-        raise PhaseDefinitionError(
+        raise PhaseUpdateConflictError(
             f"phase {phase.name!r} was revealed at {phase.events_released_at.isoformat()}; its "
             "reveal time can no longer change"
         )
