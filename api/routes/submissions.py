@@ -10,7 +10,11 @@ from typing import IO, Annotated
 from fastapi import APIRouter, Query, Request, Response, status
 from fastapi.concurrency import run_in_threadpool
 
-from api.archive_transfer import (
+from api.auth import Principal
+from api.context import ApiContext
+from api.deps import ContextDep, ReadReader, SubmitPrincipal
+from api.problems import ApiProblem
+from api.routes.archive_transfer import (
     ArchiveTooLargeError,
     UploadTicket,
     UploadTimeoutError,
@@ -24,10 +28,6 @@ from api.archive_transfer import (
     upload_slots,
     upload_timeout_problem,
 )
-from api.auth import Principal
-from api.context import ApiContext
-from api.deps import ContextDep, ReadReader, SubmitPrincipal
-from api.problems import ApiProblem
 from api.routes.common import PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX, errors, scope
 from api.schemas import (
     SHA256_HEX_PATTERN,
@@ -176,7 +176,7 @@ def _declared_archive_length(request: Request, limit: int) -> int | None:
     """The request's Content-Length (bytes), None when absent; 413 above ``limit``.
 
     Content-Length frames the message: the HTTP server refuses a malformed one before the app
-    (a problem document, ``api.header_timeout``), so the document does not declare it a
+    (a problem document, ``api.middleware.header_timeout``), so the document does not declare it a
     parameter."""
     declared = request.headers.get("content-length", "")
     length = int(declared) if declared.isascii() and declared.isdigit() else None

@@ -18,7 +18,7 @@ import pytest
 from services.cpu_pool import CpuPool
 from services.platform.comparison import background, service
 from services.platform.comparison.service import PairedResult, SideTrials, paired_result
-from services.storage.blobstore import LocalBlobStore
+from services.storage.blob_local import LocalBlobStore
 from support.trials import trial_set_bytes
 
 

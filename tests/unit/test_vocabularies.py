@@ -114,3 +114,17 @@ def test_trust_marks_are_shared() -> None:
     from services.platform.badges import service as badges
 
     assert badges.TRUST_MARKS is vocab.TRUST_MARKS
+
+
+def test_the_protocol_asr_states_are_one_list() -> None:
+    from api.app import create_app
+    from api.schemas.common import ProtocolAsrState
+    from services.settings import Settings
+    from services.storage import models
+
+    assert vocab.PROTOCOL_ASR_STATE_VALUES == ("queued", "running", "ready", "failed")
+    assert typing.get_args(ProtocolAsrState) == vocab.PROTOCOL_ASR_STATE_VALUES
+    assert models.ProtocolAsrState is vocab.ProtocolAsrState
+    schemas = create_app(Settings(), senders={}).openapi()["components"]["schemas"]
+    states = schemas["ProtocolAsrOut"]["properties"]["state"]["enum"]
+    assert states == list(vocab.PROTOCOL_ASR_STATE_VALUES)

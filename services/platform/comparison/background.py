@@ -36,7 +36,7 @@ from services.platform.comparison.service import (
     read_trial_bytes,
     unordered,
 )
-from services.storage.blobstore import BlobStore
+from services.storage.blob_interface import BlobStore
 from services.storage.errors import BlobNotFoundError
 
 logger = logging.getLogger(__name__)

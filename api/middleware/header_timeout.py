@@ -5,13 +5,13 @@ uvicorn times out idle keep-alive connections, but a client that sends part of i
 and then stalls holds the connection (and its memory) for as long as it likes. This protocol
 closes a connection whose request headers are not complete ``UNMASK_UPLOAD_READ_TIMEOUT_S``
 seconds after it opened, or after the previous response on it. Bodies are timed out by
-``api.request_body`` and the upload routes.
+``api.middleware.request_body`` and the upload routes.
 
 A request the HTTP parser refuses (a malformed request line or header, a ``Content-Length`` that
 is not a number) never reaches the app; uvicorn answers it with a plain-text 400. This protocol
 answers it as the app answers every error: a 400 ``application/problem+json`` document.
 
-    uvicorn api.app:app --http api.header_timeout:HeaderTimeoutH11Protocol
+    uvicorn api.app:app --http api.middleware.header_timeout:HeaderTimeoutH11Protocol
 """
 
 from __future__ import annotations
