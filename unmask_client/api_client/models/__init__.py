@@ -57,6 +57,7 @@ from .phase_out import PhaseOut
 from .phase_out_allowed_kinds_type_0_item import PhaseOutAllowedKindsType0Item
 from .phase_patch import PhasePatch
 from .phase_patch_allowed_kinds_type_0_item import PhasePatchAllowedKindsType0Item
+from .phase_patch_visibility import PhasePatchVisibility
 from .phase_visibility import PhaseVisibility
 from .problem import Problem
 from .protocol_asr_out import ProtocolAsrOut
@@ -177,6 +178,7 @@ __all__ = (
     "PhaseOutAllowedKindsType0Item",
     "PhasePatch",
     "PhasePatchAllowedKindsType0Item",
+    "PhasePatchVisibility",
     "PhaseVisibility",
     "Problem",
     "ProtocolAsrOut",
