@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from typing import Annotated, Any, Literal
 
 from annotated_types import Ge, Le
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
 from services.anonymizers.kinds.builtin import BuiltinName as BuiltinName
 from services.anonymizers.kinds.container import (
@@ -113,6 +114,17 @@ ShortText = Annotated[
 LabelText = Annotated[
     str, _name_field(64), AfterValidator(_no_nul), AfterValidator(normalize_identifier)
 ]
+
+
+def _timestamp_text(value: Any) -> Any:
+    if not isinstance(value, str | dt.datetime):
+        raise ValueError("a date-time string with a time zone, e.g. 2026-12-01T00:00:00Z")
+    return value
+
+
+# A point in time in a request: an RFC 3339 string (as the document's `date-time` says), never a
+# number that lax parsing would read as Unix seconds.
+Timestamp = Annotated[dt.datetime, BeforeValidator(_timestamp_text)]
 
 
 class StrictModel(BaseModel):

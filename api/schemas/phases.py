@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Discriminator, Field, StrictBool, Tag, WithJsonSchema
 
-from api.schemas.common import DB_ID_MAX, StrictModel
+from api.schemas.common import DB_ID_MAX, StrictModel, Timestamp
 from api.schemas.submissions import SubmissionKindName
 from services.platform import phases as phase_rules
 from services.storage.models import Phase, PhaseVisibility
@@ -17,8 +17,8 @@ class _PhaseFields(StrictModel):
     """What every phase has: its name, window, per-team limit and the kinds it accepts."""
 
     name: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-    starts_at: dt.datetime = Field(description="When jobs are accepted from (with a time zone).")
-    ends_at: dt.datetime | None = Field(
+    starts_at: Timestamp = Field(description="When jobs are accepted from (with a time zone).")
+    ends_at: Timestamp | None = Field(
         None,
         description="When jobs stop being accepted (409 after it), after `starts_at`; none: "
         "open-ended.",
@@ -48,7 +48,7 @@ class HiddenPhaseIn(_PhaseFields):
     until `reveal_at`."""
 
     visibility: Literal["hidden"] = Field(description="`hidden`.")
-    reveal_at: dt.datetime = Field(
+    reveal_at: Timestamp = Field(
         description="When results are shown to everyone (already past: at once)."
     )
 
@@ -84,16 +84,16 @@ class PhasePatch(StrictModel):
 
     # Not nullable (a phase always starts): the document says so; null is a 422 naming it.
     starts_at: Annotated[
-        dt.datetime | None, WithJsonSchema({"type": "string", "format": "date-time"})
+        Timestamp | None, WithJsonSchema({"type": "string", "format": "date-time"})
     ] = None
-    ends_at: dt.datetime | None = None
+    ends_at: Timestamp | None = None
     submission_limit: int | None = Field(None, ge=1, le=DB_ID_MAX)
     # Not nullable either (a phase always has one).
     visibility: Annotated[
         PhaseVisibility | None,
         WithJsonSchema({"type": "string", "enum": [v.value for v in PhaseVisibility]}),
     ] = None
-    reveal_at: dt.datetime | None = None
+    reveal_at: Timestamp | None = None
     allowed_kinds: list[SubmissionKindName] | None = Field(None, min_length=1)
 
 
