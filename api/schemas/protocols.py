@@ -12,9 +12,9 @@ from api.schemas.common import (
     EVALUATION_CONFIG_MARK,
     JsonObject,
     LabelText,
+    Prose,
     ProtocolAsrState,
     StrictModel,
-    Text,
 )
 from services.metrics import catalogue
 from services.platform.jobs.config import PROTOCOL_CONFIG_FIELDS, config_fields_schema
@@ -88,7 +88,9 @@ class ProtocolCreate(StrictModel):
         "existing name makes the next version.",
         examples=["synthetic-small"],
     )
-    description: Text(10_000) = ""  # type: ignore[valid-type]
+    description: Prose(10_000) = Field(  # type: ignore[valid-type]
+        "", description="What the protocol evaluates: one line of plain text."
+    )
     config: JsonObject = Field(
         default_factory=dict,
         description="EvaluationConfig fields (see docs/evaluation.md), no `anonymizer`.",

@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-PresetName = Literal["standard", "vpc", "tiny", "xvector"]
+PresetName = Literal["standard", "vpc", "tiny", "xvector", "ge2e"]
 """Names of the built-in model presets (``services.attacker.models.PRESETS``)."""
 
 TargetClassifierMode = Literal["off", "observe", "adversarial"]
@@ -22,6 +22,10 @@ TargetClassifierMode = Literal["off", "observe", "adversarial"]
 InitName = Literal["scratch", "original"]
 """Where a recognizer trained on anonymized speech starts: random weights, or the same seed's
 recognizer trained on original speech (transfer, then fine-tuned)."""
+
+FINETUNE_FIELDS = ("init", "finetune_lr", "finetune_warmup_epochs")
+"""The training fields of a fine-tune, which a recognizer of original speech trained from
+scratch does not read (a pretrained verifier's, preset ``ge2e``, reads all but ``init``)."""
 
 FrontEndName = Literal["fbank", "ssl"]
 """What feeds the ECAPA: 80 log-mel fbanks, or a learned weighted sum of an SSL model's layers."""
@@ -106,7 +110,11 @@ class TrainingConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    preset: PresetName = Field("standard", description="Model preset (models.PRESETS).")
+    preset: PresetName = Field(
+        "standard",
+        description="Model preset (models.PRESETS); `ge2e`: Resemblyzer's GE2E encoder, started "
+        "from the weights in its wheel and fine-tuned (`finetune_lr`, `finetune_warmup_epochs`).",
+    )
     epochs: int = Field(
         10,
         ge=1,
@@ -272,6 +280,11 @@ class TrainingConfig(BaseModel):
             )
         if self.front_end == "fbank" and self.ssl_model_path is not None:
             raise ValueError("ssl_model_path is set but front_end is 'fbank'; set front_end: ssl")
+        if self.preset == "ge2e" and self.init_from is not None:
+            raise ValueError(
+                "preset 'ge2e' starts from the GE2E weights in Resemblyzer's wheel; init_from "
+                "(a SpeechBrain ECAPA folder) initializes an ECAPA preset"
+            )
         if self.front_end == "ssl":
             from services.attacker.presets import get_preset
 

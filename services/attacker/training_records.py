@@ -77,7 +77,8 @@ class TrainedAttacker(BaseModel):
     init: Literal["scratch", "original"] = Field(
         "scratch",
         description="`original`: started from another recognizer's checkpoint (transfer) and "
-        "fine-tuned; `scratch`: random weights (or `init_from`'s pretrained ECAPA).",
+        "fine-tuned; `scratch`: random weights (or `init_from`'s pretrained ECAPA, or the "
+        "`ge2e` preset's weights from Resemblyzer's wheel).",
     )
     stopped: Literal["cap", "patience"] = Field(
         "cap",

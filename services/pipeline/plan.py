@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from services.anonymizers.kinds.registry import kind_of
 from services.attacker.recipes import zoo_specs
-from services.attacker.training_config import InitName
+from services.attacker.training_config import FINETUNE_FIELDS, InitName
 from services.pipeline.config import EvaluationConfig, attacker_config
 
 ORIGINAL = "original"
@@ -105,9 +105,9 @@ class AttackerPlan:
         condition (an original-speech recognizer has no target classifier and no transfer)."""
         training = self.config.training
         if condition == ORIGINAL:
-            dump = training.model_dump(
-                mode="json", exclude={"init", "finetune_lr", "finetune_warmup_epochs"}
-            )
+            # A pretrained verifier's original-speech recognizer is a fine-tune (stages/train.py).
+            unread = {"init"} if training.preset == "ge2e" else set(FINETUNE_FIELDS)
+            dump = training.model_dump(mode="json", exclude=unread)
             dump["target_classifier"] = "off"
         else:
             dump = training.model_dump(mode="json") | {"init": self.stage_init(condition)}
@@ -326,9 +326,9 @@ def plan_evaluation(cfg: EvaluationConfig) -> EvaluationPlan:
     pretrained = tuple(
         (s.name, s.pretrained, None if s.pretrained_path is None else str(s.pretrained_path))
         for s in specs
-        if s.pretrained is not None
+        if s.pretrained is not None and s.scored_as_is
     )
-    for i, spec in enumerate(s for s in specs if s.pretrained is None):
+    for i, spec in enumerate(s for s in specs if not s.scored_as_is):
         # The first attacker's original recognizer serves the leak check and the utility phase.
         extra = leak + utility if i == 0 else []
         acfg = attacker_config(cfg, spec)

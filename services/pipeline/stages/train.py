@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from services.attacker.training import train_attacker
-from services.attacker.training_config import TrainingConfig
+from services.attacker.training_config import FINETUNE_FIELDS, TrainingConfig
 from services.attacker.training_records import TrainedAttacker, TrainingItem
 from services.attacker.training_schedule import ADVERSARIAL_CHECKPOINT_RULE, PATIENCE_RULE
 from services.corpus.manifest import Manifest
@@ -161,11 +161,10 @@ def _recognizer_training(
     training = ctx.config.training.model_copy(update={"seed": seed})
     if condition == "original":
         # Original speech has no targets (nothing for a target head to learn), and its
-        # recognizer always starts from scratch: the fine-tune fields do not change it.
-        defaults = {
-            k: TrainingConfig.model_fields[k].default
-            for k in ("init", "finetune_lr", "finetune_warmup_epochs")
-        }
+        # recognizer always starts from scratch: the fine-tune fields do not change it; except
+        # a pretrained verifier's (ge2e), which is a fine-tune of its published weights.
+        reset = ("init",) if training.preset == "ge2e" else FINETUNE_FIELDS
+        defaults = {k: TrainingConfig.model_fields[k].default for k in reset}
         training = training.model_copy(update={"target_classifier": "off", **defaults})
         if transfer_from is not None:
             raise ValueError("a recognizer of original speech starts from scratch")
@@ -192,6 +191,10 @@ def _train_inputs(
     }
     if transfer_from is not None:
         inputs["init"] = f"train:{transfer_from[1].key}"
+    if training.preset == "ge2e":
+        from services.attacker import ge2e
+
+        inputs["pretrained"] = ge2e.model_key()  # the weights it starts from
     if training.patience is not None:
         inputs["stopping"] = PATIENCE_RULE
     if training.target_classifier == "adversarial":
