@@ -8,7 +8,7 @@ bearer API token (``api/auth.py``). See docs/api.md.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -35,10 +35,11 @@ from api.routes import (
     tokens,
     webhooks,
 )
+from services.anonymizers.container_sandbox import allowed_image_pattern
 from services.json_values import JSON_VALUE_SCHEMA
 from services.platform.jobs.reactions import register_job_reactions
 from services.platform.outbox import MessageSender
-from services.settings import Settings, get_settings
+from services.settings import DEPLOYMENT_RULE, Settings, get_settings
 from services.storage.blob_interface import BlobStore
 from services.storage.db import Database
 
@@ -72,6 +73,27 @@ def _problem_response_doc(status: int) -> dict[str, Any]:
     }
 
 
+# What a deployment's settings make of the fields marked ``DEPLOYMENT_RULE`` (a JSON schema
+# fragment each), so that its document states the rules its requests are checked against.
+DEPLOYMENT_RULES: dict[str, Callable[[Settings], dict[str, Any]]] = {
+    "max_presigned_archive_bytes": lambda s: {"maximum": s.max_presigned_archive_bytes},
+    "container_registries": lambda s: {"pattern": allowed_image_pattern(s.container_registries)},
+}
+
+
+def _deployment_rules(node: Any, settings: Settings) -> None:
+    """Replace every ``DEPLOYMENT_RULE`` marker under ``node`` with its rule on ``settings``."""
+    if isinstance(node, dict):
+        name = node.pop(DEPLOYMENT_RULE, None)
+        if name is not None:
+            node.update(DEPLOYMENT_RULES[name](settings))
+        for value in node.values():
+            _deployment_rules(value, settings)
+    elif isinstance(node, list):
+        for value in node:
+            _deployment_rules(value, settings)
+
+
 def _openapi_with_problems(app: FastAPI) -> dict[str, Any]:
     """The OpenAPI document, with every 4xx/5xx body as ``application/problem+json``."""
     if app.openapi_schema:
@@ -97,6 +119,7 @@ def _openapi_with_problems(app: FastAPI) -> dict[str, Any]:
                 content = response.get("content")
                 if code[:1] in {"4", "5"} and content and "application/json" in content:
                     content[PROBLEM_MEDIA_TYPE] = content.pop("application/json")
+    _deployment_rules(schema, app.state.context.settings)
     # Every 422 is documented with the Problem model; FastAPI's default error models are unused.
     components = schema.setdefault("components", {}).setdefault("schemas", {})
     # The free-form JSON objects (config, config_overrides, builtin.params) refer to it.

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from fastapi import Request
 
 from api.auth_limits import FailedAuthLimiter
+from services.cpu_pool import CpuPool
 from services.platform.comparison.background import PairedResults
 from services.platform.identity.oidc import KeySetCache
 from services.platform.outbox import MessageSender, install_senders
@@ -46,6 +47,7 @@ class ApiContext:
         self._blob_store = blob_store
         self.senders = senders
         self._lock = threading.Lock()
+        self._cpu_pool: CpuPool | None = None
         self._paired: PairedResults | None = None
         self._plot_slot: tuple[asyncio.AbstractEventLoop, asyncio.Semaphore] | None = None
         self._key_sets: KeySetCache | None = None
@@ -90,21 +92,32 @@ class ApiContext:
         return self._key_sets
 
     @property
+    def cpu_pool(self) -> CpuPool:
+        """The child processes of this app's CPU-bound work (``UNMASK_CPU_POOL_PROCESSES``;
+        started on first use): nothing that holds the GIL for long runs in the API process."""
+        if self._cpu_pool is None:
+            with self._lock:
+                if self._cpu_pool is None:
+                    self._cpu_pool = CpuPool(self.settings.cpu_pool_processes)
+        return self._cpu_pool
+
+    @property
     def paired_results(self) -> PairedResults:
-        """The comparisons' paired intervals: computed off the request path, cached."""
+        """The comparisons' paired intervals: computed in :attr:`cpu_pool`, cached."""
         if self._paired is None:
-            store = self.blob_store  # takes the lock itself
+            store, pool = self.blob_store, self.cpu_pool  # each takes the lock itself
             with self._lock:
                 if self._paired is None:
-                    self._paired = PairedResults(store, workers=self.settings.compare_workers)
+                    self._paired = PairedResults(store, pool)
         return self._paired
 
     def plot_slot(self) -> asyncio.Semaphore:
-        """The one slot of this app's plot renders on the running event loop (matplotlib draws
-        one figure at a time per process; waiters hold no thread)."""
+        """The slots of this app's plot renders on the running event loop: one per child of
+        :attr:`cpu_pool`, so plots never queue there behind each other (waiters hold no
+        thread)."""
         loop = asyncio.get_running_loop()
         if self._plot_slot is None or self._plot_slot[0] is not loop:
-            self._plot_slot = (loop, asyncio.Semaphore(1))
+            self._plot_slot = (loop, asyncio.Semaphore(self.settings.cpu_pool_processes))
         return self._plot_slot[1]
 
     def start(self) -> None:
@@ -122,9 +135,11 @@ class ApiContext:
         install_outbox_senders(app, self.settings)
 
     def close(self) -> None:
-        """Release pooled database connections and the background threads."""
+        """Release pooled database connections, the background threads and child processes."""
         if self._paired is not None:
             self._paired.close()
+        if self._cpu_pool is not None:
+            self._cpu_pool.close()
         if self._database is not None:
             self._database.dispose()
 

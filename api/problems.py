@@ -105,18 +105,32 @@ def problem_response(
     extra: dict[str, Any] | None = None,
 ) -> JSONResponse:
     """A ``application/problem+json`` response for ``request``."""
+    body = problem_body(status, detail, request.url.path, slug=slug, title=title, extra=extra)
+    return JSONResponse(body, status_code=status, headers=headers, media_type=PROBLEM_MEDIA_TYPE)
+
+
+def problem_body(
+    status: int,
+    detail: str,
+    instance: str,
+    *,
+    slug: str | None = None,
+    title: str | None = None,
+    extra: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The members of a problem document (also written by the HTTP server itself, for a request
+    it cannot parse: ``api.middleware.header_timeout``)."""
     default_slug, default_title = _STANDARD.get(status, ("error", "Error"))
     body: dict[str, Any] = {
         "type": PROBLEM_TYPE_PREFIX + (slug or default_slug),
         "title": title or default_title,
         "status": status,
         "detail": short(detail),
-        "instance": request.url.path,
+        "instance": instance,
     }
     body.update(extra or {})
-    return JSONResponse(
-        _encodable(body), status_code=status, headers=headers, media_type=PROBLEM_MEDIA_TYPE
-    )
+    encodable: dict[str, Any] = _encodable(body)
+    return encodable
 
 
 def _encodable(value: Any) -> Any:

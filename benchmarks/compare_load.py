@@ -13,7 +13,9 @@ many compare answers carried the paired interval (the others say it is being com
     .venv/bin/python benchmarks/compare_load.py               # 40 clients, 60 s
     .venv/bin/python benchmarks/compare_load.py --quick       # 10 clients, 10 s
 
-Wanted: 0 server errors and the leaderboard's p99 under 1 s. Needs PostgreSQL on
+Wanted: 0 server errors and the leaderboard's p99 under 1 s. The paired bootstraps and plots run
+in the API's child processes (``UNMASK_CPU_POOL_PROCESSES``, passed through from the environment).
+Prints the load average before and after the load. Needs PostgreSQL on
 127.0.0.1:5432 (user postgres, trust auth; override with UNMASK_TEST_PG_HOST/PORT/USER). The
 database is dropped at the end.
 """
@@ -276,7 +278,9 @@ def main() -> None:
                 if time.time() > deadline or server.poll() is not None:
                     raise SystemExit("the API server did not start")
                 time.sleep(0.2)
+            load_before = os.getloadavg()
             kinds = asyncio.run(_load(base, token, protocol_id, submissions, args))
+            load_after = os.getloadavg()
     finally:
         if server is not None:
             server.terminate()
@@ -294,7 +298,13 @@ def main() -> None:
     print(
         f"{args.clients} compare clients for {args.seconds:.0f} s on pairs not asked before "
         f"({args.submissions} submissions, {args.speakers} speakers x {args.utterances} trials), "
-        f"leaderboard polled at {args.poll_rate:g}/s; one API process"
+        f"leaderboard polled at {args.poll_rate:g}/s; one API process "
+        f"(UNMASK_CPU_POOL_PROCESSES={os.environ.get('UNMASK_CPU_POOL_PROCESSES', '1')})"
+    )
+    print(
+        f"load average (1, 5, 15 min) on {os.cpu_count()} CPUs: before the load "
+        f"{', '.join(f'{x:.2f}' for x in load_before)}; after it "
+        f"{', '.join(f'{x:.2f}' for x in load_after)}"
     )
     print(
         "| request | answered | server errors (5xx) | other non-200 | p50 ms | p90 ms | p99 ms"

@@ -53,7 +53,24 @@ def generator_document(document: dict[str, Any]) -> dict[str, Any]:
     schemas = out.get("components", {}).get("schemas", {})
     if "JsonValue" in schemas:
         schemas["JsonValue"] = {"description": schemas["JsonValue"].get("description", "")}
+    _plain_configs(out)
     return out
+
+
+def _plain_configs(node: Any) -> None:
+    """Evaluation configs (a protocol's ``config``, a job's ``config_overrides``: marked
+    ``x-evaluation-config``) as plain JSON objects: the client passes dicts, the server's
+    document states each field."""
+    if isinstance(node, dict):
+        if node.pop("x-evaluation-config", False):
+            for key in ("properties", "propertyNames"):
+                node.pop(key, None)
+            node["additionalProperties"] = {"$ref": "#/components/schemas/JsonValue"}
+        for value in node.values():
+            _plain_configs(value)
+    elif isinstance(node, list):
+        for value in node:
+            _plain_configs(value)
 
 
 def tool_available() -> bool:

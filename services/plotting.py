@@ -41,7 +41,11 @@ _Render = TypeVar("_Render", bound=Callable[..., bytes])
 def cached_render(render: _Render) -> _Render:
     """``render`` (a function returning plot bytes from numbers and labels) cached by the content
     of its arguments, and run one at a time in this process: a server re-draws a plot only when
-    what it shows changed, and its expensive renders never run more than one at once."""
+    what it shows changed, and its expensive renders never run more than one at once.
+
+    ``render.cached(*args, **kwargs)``: the bytes of an earlier render, or None;
+    ``render.remember(body, *args, **kwargs)``: keep ``body`` as the render of these arguments
+    (drawn elsewhere: a server draws in a child process and caches in its own)."""
 
     def key_of(args: Any, kwargs: Any) -> str:
         return hashlib.sha256(
@@ -57,21 +61,26 @@ def cached_render(render: _Render) -> _Render:
                 return _rendered[key]
         return None
 
+    def remember(body: bytes, *args: Any, **kwargs: Any) -> None:
+        key = key_of(args, kwargs)
+        with _rendered_lock:
+            _rendered[key] = body
+            _rendered.move_to_end(key)
+            while len(_rendered) > RENDER_CACHE_ENTRIES:
+                _rendered.popitem(last=False)
+
     @functools.wraps(render)
     def wrapper(*args: Any, **kwargs: Any) -> bytes:
-        key = key_of(args, kwargs)
         found = cached(*args, **kwargs)
         if found is not None:
             return found
         with _render_lock:
             body = render(*args, **kwargs)
-        with _rendered_lock:
-            _rendered[key] = body
-            while len(_rendered) > RENDER_CACHE_ENTRIES:
-                _rendered.popitem(last=False)
+        remember(body, *args, **kwargs)
         return body
 
     wrapper.cached = cached  # type: ignore[attr-defined]
+    wrapper.remember = remember  # type: ignore[attr-defined]
     return wrapper  # type: ignore[return-value]
 
 

@@ -17,6 +17,11 @@ from typing import Literal
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+DEPLOYMENT_RULE = "x-deployment-rule"
+"""The ``json_schema_extra`` key of a request field whose rule is a setting of the deployment
+(its value: the setting's name, e.g. ``max_presigned_archive_bytes``); the API's document states
+the deployment's rule in its place (``api.app.DEPLOYMENT_RULES``)."""
+
 DEV_TOKEN_HMAC_KEY = "dev-only-change-me"
 """The default token key: fine for the embedded demo, refused by a platform deployment."""
 
@@ -362,12 +367,13 @@ class Settings(BaseSettings):
     artifact_url_expiry_s: int = Field(
         300, description="Lifetime of artifact download links handed out by the API, seconds."
     )
-    compare_workers: int = Field(
+    cpu_pool_processes: int = Field(
         1,
         ge=1,
         le=64,
-        description="Background threads per API process computing the paired bootstrap "
-        "intervals of comparisons (off the request path; results cached in the blob store).",
+        description="Child processes per API process doing its CPU-bound work away from the "
+        "request handlers: the comparisons' paired bootstrap intervals (results cached in the "
+        "blob store) and the plots drawn on request (cached by content).",
     )
     compare_wait_s: float = Field(
         10.0,

@@ -1,4 +1,5 @@
-"""uvicorn's HTTP/1.1 protocol with a timeout on request headers.
+"""uvicorn's HTTP/1.1 protocol with a timeout on request headers, answering requests it cannot
+parse with a problem document.
 
 uvicorn times out idle keep-alive connections, but a client that sends part of its request headers
 and then stalls holds the connection (and its memory) for as long as it likes. This protocol
@@ -6,17 +7,23 @@ closes a connection whose request headers are not complete ``UNMASK_UPLOAD_READ_
 seconds after it opened, or after the previous response on it. Bodies are timed out by
 ``api.middleware.request_body`` and the upload routes.
 
+A request the HTTP parser refuses (a malformed request line or header, a ``Content-Length`` that
+is not a number) never reaches the app; uvicorn answers it with a plain-text 400. This protocol
+answers it as the app answers every error: a 400 ``application/problem+json`` document.
+
     uvicorn api.app:app --http api.middleware.header_timeout:HeaderTimeoutH11Protocol
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from api.problems import PROBLEM_MEDIA_TYPE, problem_body
 from services.settings import get_settings
 
 
@@ -61,3 +68,21 @@ class HeaderTimeoutH11Protocol(H11Protocol):
     def connection_lost(self, exc: Any) -> None:
         self._cancel_header_timer()
         super().connection_lost(exc)
+
+    def send_400_response(self, msg: str) -> None:
+        """A request the parser refused (``msg``: uvicorn's reason), answered with a problem
+        document and the connection closed (its framing is lost)."""
+        # The request's target was not read (or is the previous request's): no instance path.
+        body = json.dumps(problem_body(400, f"malformed HTTP request: {msg}", "")).encode()
+        headers = [
+            (b"content-type", PROBLEM_MEDIA_TYPE.encode()),
+            (b"content-length", str(len(body)).encode()),
+            (b"connection", b"close"),
+        ]
+        for event in (
+            h11.Response(status_code=400, headers=headers, reason=b"Bad Request"),
+            h11.Data(data=body),
+            h11.EndOfMessage(),
+        ):
+            self.transport.write(self.conn.send(event) or b"")
+        self.transport.close()

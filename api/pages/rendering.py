@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import hashlib
 import math
@@ -10,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 from fastapi import Request
-from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, Response
 from fastapi.templating import Jinja2Templates
 from sqlalchemy.orm import Session
@@ -147,12 +147,14 @@ def image_response(body: bytes, fmt: str, request: Request) -> Response:
 async def render_plot(
     context: ApiContext, render: Callable[..., bytes], *args: Any, **kwargs: Any
 ) -> bytes:
-    """``render(*args, **kwargs)`` (a ``services.plotting`` renderer): the cached bytes at once,
-    else drawn on a worker thread once this app's plot slot is free. Waiting for the slot holds
-    no thread, so a queue of plots never starves the other routes of threads."""
-    cached = getattr(render, "cached", None)
-    found = cached(*args, **kwargs) if cached is not None else None
+    """``render(*args, **kwargs)`` (a ``services.plotting`` renderer, cached by content): the
+    cached bytes at once, else drawn in a child process of the app's CPU pool
+    (:attr:`ApiContext.cpu_pool`) once one of its plot slots is free, and cached here. Neither
+    the wait nor the drawing holds a thread or the GIL of this process."""
+    found = render.cached(*args, **kwargs)  # type: ignore[attr-defined]
     if found is not None:
         return bytes(found)
     async with context.plot_slot():
-        return await run_in_threadpool(render, *args, **kwargs)
+        body = await asyncio.wrap_future(context.cpu_pool.submit(render, *args, **kwargs))
+    render.remember(body, *args, **kwargs)  # type: ignore[attr-defined]
+    return body

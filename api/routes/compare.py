@@ -59,7 +59,7 @@ def comparison_rows(
 
 async def with_paired_results(context: ApiContext, comparison: Comparison) -> Comparison:
     """``comparison`` with its paired intervals and per-speaker EERs: cached ones, else computed
-    by the background threads (``services.platform.comparison.background``) while this request
+    in the app's child processes (``services.platform.comparison.background``) while this request
     waits up to ``compare_wait_s`` holding neither a database session nor a thread."""
     comparison.paired_notes.clear()
     paired = context.paired_results

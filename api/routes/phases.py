@@ -14,6 +14,7 @@ from fastapi import APIRouter, Response, status
 from api.deps import AdminPrincipal, ContextDep, ReadReader
 from api.routes.common import errors, scope
 from api.schemas import DbId, PhaseIn, PhaseName, PhaseOut, PhasePatch, RerunOut, RerunRequest
+from api.schemas.phases import HiddenPhaseIn
 from services.pipeline.stage_versions import current_evaluator
 from services.platform import phases as phase_rules
 from services.platform.evaluator import rerun_outdated
@@ -57,8 +58,8 @@ def create_phase(
     body: PhaseIn,
     response: Response,
 ) -> PhaseOut:
-    """422: window ending before it starts, hidden phase without or with a past `reveal_at`;
-    409: overlapping another phase."""
+    """422: window ending at or before its start, hidden phase without `reveal_at` (one already
+    past reveals the results at once); 409: overlapping another phase."""
     with context.database.session_scope() as session:
         protocol = get_protocol_by_id(session, protocol_id)
         phase = phase_rules.create_phase(
@@ -69,8 +70,8 @@ def create_phase(
                 starts_at=body.starts_at,
                 ends_at=body.ends_at,
                 submission_limit=body.submission_limit,
-                visibility=body.visibility.value,
-                reveal_at=body.reveal_at,
+                visibility=body.visibility,
+                reveal_at=body.reveal_at if isinstance(body, HiddenPhaseIn) else None,
                 allowed_kinds=body.allowed_kinds,
             ),
         )
@@ -93,7 +94,9 @@ def update_phase(
     name: PhaseName,
 ) -> PhaseOut:
     """Moving `reveal_at` to now reveals a hidden phase's results at once (pages, JSON, CSV;
-    webhook events within one outbox relay period)."""
+    webhook events within one outbox relay period). A change the stored fields do not allow
+    (an end before the stored start, `reveal_at` on a public phase, a reveal time after the
+    events were released) is a 409 naming the rule."""
     changes = body.model_dump(exclude_unset=True)
     if "visibility" in changes and changes["visibility"] is not None:
         changes["visibility"] = PhaseVisibility(changes["visibility"]).value

@@ -7,6 +7,7 @@ from fastapi import APIRouter, Query
 from api.deps import ReadReader
 from api.routes.common import errors, scope
 from api.schemas import DbId, LeaderboardOut, LeaderboardRow, ProtocolOut, Text
+from services.pipeline.config import Backend
 from services.pipeline.stage_versions import current_scorer, is_outdated
 from services.platform import protocols
 from services.platform.leaderboard import UTILITY_TIERS, build_view, scenario_values
@@ -71,7 +72,9 @@ def get_leaderboard(
     protocol_id: DbId,
     metric: Text(64) | None = Query(None, description="Default: the protocol's."),  # type: ignore[valid-type]
     scenario: Text(64) | None = Query(None, description="Default: the protocol's."),  # type: ignore[valid-type]
-    backend: Text(64) | None = Query(None, description="Default: the protocol's."),  # type: ignore[valid-type]
+    backend: Backend | None = Query(
+        None, description="Default: the protocol's; one it does not score is a 404."
+    ),
     higher_is_better: bool | None = Query(None, description="Default: the protocol's."),
     limit: int = Query(100, ge=1, le=1000, description="Rows returned."),
 ) -> LeaderboardOut:

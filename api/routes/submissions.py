@@ -5,9 +5,9 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import time
-from typing import Annotated
+from typing import IO, Annotated
 
-from fastapi import APIRouter, Header, Query, Request, Response, status
+from fastapi import APIRouter, Query, Request, Response, status
 from fastapi.concurrency import run_in_threadpool
 
 from api.context import ApiContext
@@ -56,7 +56,8 @@ from services.platform.archives import (
 from services.platform.identity import Principal, lock_team
 from services.platform.protocols import get_protocol_by_id
 from services.platform.quotas import check_archive_storage_quota, check_submission_quota
-from services.storage.errors import BlobNotFoundError
+from services.storage.blob_interface import BlobInfo, BlobStore
+from services.storage.errors import BlobIntegrityError, BlobNotFoundError
 
 logger = logging.getLogger("unmask.api")
 
@@ -169,6 +170,40 @@ def _precheck_archive(
         )
 
 
+def _declared_archive_length(request: Request, limit: int) -> int | None:
+    """The request's Content-Length (bytes), None when absent; 413 above ``limit``.
+
+    Content-Length frames the message: the HTTP server refuses a malformed one before the app
+    (a problem document, ``api.middleware.header_timeout``), so the document does not declare it a
+    parameter."""
+    declared = request.headers.get("content-length", "")
+    length = int(declared) if declared.isascii() and declared.isdigit() else None
+    if length is not None and length > limit:
+        raise ApiProblem(
+            413,
+            f"archive of {length} bytes is larger than the limit of {limit} bytes for "
+            "uploads through the API; use POST /v1/submissions/uploads (presigned URLs)",
+            extra={"limit_bytes": limit},
+        )
+    return length
+
+
+def _store_archive(
+    store: BlobStore, key: str, file: IO[bytes], *, media_type: str, sha256: str | None
+) -> BlobInfo:
+    """``file`` stored under ``key``; 422 naming ``query.sha256`` when it does not match (then
+    nothing is stored)."""
+    try:
+        return store.put_stream(key, file, media_type=media_type, expected_sha256=sha256)
+    except BlobIntegrityError as exc:
+        raise ApiProblem(
+            422,
+            f"query.sha256: the archive does not match it ({exc})",
+            slug="integrity-error",
+            extra={"errors": [{"field": "query.sha256", "message": str(exc)}]},
+        ) from None
+
+
 @router.post(
     "/archive",
     response_model=SubmissionOut,
@@ -181,7 +216,9 @@ def _precheck_archive(
             "required": True,
             "description": "The archive's bytes (e.g. a .tar.gz or .zip).",
             "content": {
-                "application/octet-stream": {"schema": {"type": "string", "format": "binary"}}
+                "application/octet-stream": {
+                    "schema": {"type": "string", "format": "binary", "minLength": 1}
+                }
             },
         },
     },
@@ -200,7 +237,6 @@ async def upload_archive(
         pattern=SHA256_HEX_PATTERN,
         description="Optional hex SHA-256 of the archive; a mismatch stores nothing (422).",
     ),
-    content_length: int | None = Header(None, alias="Content-Length", ge=0),
 ) -> SubmissionOut:
     """Reads the body in chunks (never whole in memory) and stores it. Larger than
     `max_archive_bytes` -> 413; no bytes for `upload_read_timeout_s` or longer than
@@ -209,13 +245,7 @@ async def upload_archive(
     The submission is `validating` until the workers have checked the archive against the
     protocol."""
     limit = context.settings.max_archive_bytes
-    if content_length is not None and content_length > limit:
-        raise ApiProblem(
-            413,
-            f"archive of {content_length} bytes is larger than the limit of {limit} bytes for "
-            "uploads through the API; use POST /v1/submissions/uploads (presigned URLs)",
-            extra={"limit_bytes": limit},
-        )
+    content_length = _declared_archive_length(request, limit)
     settings = context.settings
     await run_in_threadpool(_precheck_archive, context, principal, protocol_id, content_length or 0)
     key = archive_key(protocol_id, principal.team_id)
@@ -249,7 +279,7 @@ async def upload_archive(
         if body.size_bytes == 0:
             raise ApiProblem(422, "body: the archive is empty")
         info = await run_in_threadpool(
-            lambda: store.put_stream(key, body.file, media_type=media_type, expected_sha256=sha256)
+            _store_archive, store, key, body.file, media_type=media_type, sha256=sha256
         )
     try:
         submission_id, _ = await run_in_threadpool(
@@ -290,10 +320,11 @@ def start_upload(
     `POST /v1/submissions/uploads/{upload_id}/complete` with the parts' ETags."""
     settings = context.settings
     if body.size_bytes > settings.max_presigned_archive_bytes:
+        # The document states this limit as the field's maximum: a field out of range (422).
         raise ApiProblem(
-            413,
-            f"body.size_bytes: {body.size_bytes} bytes is larger than the limit of "
-            f"{settings.max_presigned_archive_bytes} bytes",
+            422,
+            f"body.size_bytes: {body.size_bytes} bytes is larger than this server's limit of "
+            f"{settings.max_presigned_archive_bytes} bytes (UNMASK_MAX_PRESIGNED_ARCHIVE_BYTES)",
             extra={"limit_bytes": settings.max_presigned_archive_bytes},
         )
     _precheck_archive(context, principal, body.protocol_id, body.size_bytes)

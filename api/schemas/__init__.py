@@ -49,7 +49,6 @@ from api.schemas.identity import (
     TrustedSubmitterOut,
 )
 from api.schemas.jobs import (
-    OVERRIDABLE_CONFIG_FIELDS,
     CancelledJobsOut,
     JobCreate,
     JobOut,
@@ -104,7 +103,6 @@ __all__ = [
     "DB_ID_MAX",
     "NO_NUL_PATTERN",
     "NUL_MESSAGE",
-    "OVERRIDABLE_CONFIG_FIELDS",
     "PINNED_IMAGE_PATTERN",
     "PINNED_IMAGE_RE",
     "SHA256_HEX_PATTERN",

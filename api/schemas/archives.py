@@ -7,6 +7,7 @@ import datetime as dt
 from pydantic import BaseModel, Field
 
 from api.schemas.common import SHA256_HEX_PATTERN, DbId, NameText, StrictModel, Text, Visibility
+from services.settings import DEPLOYMENT_RULE
 
 
 class ArchiveUploadCreate(StrictModel):
@@ -17,10 +18,13 @@ class ArchiveUploadCreate(StrictModel):
     protocol_id: DbId = Field(description="The protocol whose audio the archive anonymizes.")
     size_bytes: int = Field(
         gt=0,
-        # 2^53 (8 PiB): exact as a double, so every JSON reader agrees on the bound.
+        # 2^53 (8 PiB): exact as a double, so every JSON reader agrees on the bound. The
+        # document states this server's own limit (UNMASK_MAX_PRESIGNED_ARCHIVE_BYTES) as the
+        # maximum (api.app.DEPLOYMENT_RULES); the route checks it.
         le=2**53,
-        description="Exact archive size, bytes; above the server's limit "
-        "(UNMASK_MAX_PRESIGNED_ARCHIVE_BYTES, 50 GiB by default) the answer is 413.",
+        description="Exact archive size, bytes, at most this server's limit "
+        "(UNMASK_MAX_PRESIGNED_ARCHIVE_BYTES, 50 GiB by default; above it: 422).",
+        json_schema_extra={DEPLOYMENT_RULE: "max_presigned_archive_bytes"},
     )
     sha256: str = Field(
         pattern=SHA256_HEX_PATTERN,

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from annotated_types import Ge, Le
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, GetJsonSchemaHandler
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    GetJsonSchemaHandler,
+)
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema
 
@@ -27,6 +35,11 @@ DeliveryState = Literal[DELIVERY_STATE_VALUES]  # type: ignore[valid-type]
 # validated yet is "validating" (stored as "pending").
 SubmissionApiStatus = Literal["validating", "accepted", "rejected"]
 Scope = Literal["submit", "read", "admin"]
+
+# Marks the schema of an evaluation config's fields (a protocol's `config`, a job's
+# `config_overrides`): the generated client sends them as plain JSON objects
+# (scripts/generate_client.py), the server's document states each field.
+EVALUATION_CONFIG_MARK = "x-evaluation-config"
 
 SHA256_HEX_RE = re.compile(r"^[0-9a-f]{64}$")
 SHA256_HEX_PATTERN = SHA256_HEX_RE.pattern
@@ -109,7 +122,7 @@ Cursor = Annotated[
     ),
     AfterValidator(_cursor_in_range),
 ]
-# A JSON object stored in a jsonb column: services.json_values.JsonObject (imported above).
+# A JSON object stored in a jsonb column: import services.json_values.JsonObject.
 # Spelled out (not ``Text(...)``) so that type checkers see them as type aliases.
 # Text shown to other people, under one policy (services.text_policy): no control, format,
 # private-use or invisible character. Names and labels: NFKC, stripped, not only spaces.
@@ -155,6 +168,17 @@ def Prose(max_length: int) -> Any:
         AfterValidator(_no_nul),
         _policy("prose", max_length),
     ]
+
+
+def _timestamp_text(value: Any) -> Any:
+    if not isinstance(value, str | dt.datetime):
+        raise ValueError("a date-time string with a time zone, e.g. 2026-12-01T00:00:00Z")
+    return value
+
+
+# A point in time in a request: an RFC 3339 string (as the document's `date-time` says), never a
+# number that lax parsing would read as Unix seconds.
+Timestamp = Annotated[dt.datetime, BeforeValidator(_timestamp_text)]
 
 
 class StrictModel(BaseModel):

@@ -7,15 +7,20 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from api.schemas.common import DbId, JobState, StrictModel, Text
-from services.json_values import JsonObject
-from services.pipeline.config import EvaluationConfig
-from services.platform.jobs.config import PROTOCOL_FIXED_FIELDS
-from services.storage.models import Job, Stage
-
-OVERRIDABLE_CONFIG_FIELDS = tuple(
-    name for name in EvaluationConfig.model_fields if name not in PROTOCOL_FIXED_FIELDS
+from api.schemas.common import (
+    EVALUATION_CONFIG_MARK,
+    DbId,
+    JobState,
+    StrictModel,
+    Text,
 )
+from services.json_values import JsonObject
+from services.platform.jobs.config import (
+    OPERATOR_PATH_FIELDS,
+    OVERRIDABLE_CONFIG_FIELDS,
+    config_fields_schema,
+)
+from services.storage.models import Job, Stage
 
 
 class JobCreate(StrictModel):
@@ -29,7 +34,10 @@ class JobCreate(StrictModel):
         "EvaluationConfig (docs/evaluation.md). `anonymizer`, `protocol` and `synthetic` cannot "
         "be overridden; the cost knobs are bounded by the protocol's `limits`.",
         examples=[{"seeds": [0, 1], "training": {"epochs": 8}}],
-        json_schema_extra={"propertyNames": {"enum": list(OVERRIDABLE_CONFIG_FIELDS)}},
+        json_schema_extra={
+            **config_fields_schema(OVERRIDABLE_CONFIG_FIELDS, without=OPERATOR_PATH_FIELDS),
+            EVALUATION_CONFIG_MARK: True,
+        },
     )
     phase: Text(64) | None = Field(  # type: ignore[valid-type]
         None,

@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Annotated
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, StrictBool, StringConstraints
+from pydantic import (
+    BaseModel,
+    Discriminator,
+    Field,
+    StrictBool,
+    StringConstraints,
+    Tag,
+    WithJsonSchema,
+)
 
-from api.schemas.common import DB_ID_MAX, StrictModel
+from api.schemas.common import DB_ID_MAX, StrictModel, Timestamp
 from api.schemas.submissions import SubmissionKindName
 from services.platform import phases as phase_rules
 from services.storage.models import Phase, PhaseVisibility
@@ -18,27 +26,21 @@ PhaseName = Annotated[
 """A phase's name, as a new phase's body gives it and as the phase routes' ``{name}`` reads it."""
 
 
-class PhaseIn(StrictModel):
-    """A phase of a protocol: its window, per-team limit and visibility."""
+class _PhaseFields(StrictModel):
+    """What every phase has: its name, window, per-team limit and the kinds it accepts."""
 
     name: PhaseName
-    starts_at: dt.datetime = Field(description="When jobs are accepted from (with a time zone).")
-    ends_at: dt.datetime | None = Field(
-        None, description="When jobs stop being accepted (409 after it); none: open-ended."
+    starts_at: Timestamp = Field(description="When jobs are accepted from (with a time zone).")
+    ends_at: Timestamp | None = Field(
+        None,
+        description="When jobs stop being accepted (409 after it), after `starts_at`; none: "
+        "open-ended.",
     )
     submission_limit: int | None = Field(
         None,
         ge=1,
         le=DB_ID_MAX,
         description="Jobs per team in this phase (failed and cancelled not counted).",
-    )
-    visibility: PhaseVisibility = Field(
-        PhaseVisibility.PUBLIC,
-        description="`public`: results shown as they finish; `hidden`: to the submitting team "
-        "and administrators only until `reveal_at`.",
-    )
-    reveal_at: dt.datetime | None = Field(
-        None, description="Hidden phases: when results are shown to everyone (in the future)."
     )
     allowed_kinds: list[SubmissionKindName] | None = Field(
         None,
@@ -48,15 +50,63 @@ class PhaseIn(StrictModel):
     )
 
 
+class PublicPhaseIn(_PhaseFields):
+    """A public phase: its results are shown as they finish."""
+
+    visibility: Literal["public"] = Field("public", description="`public` (the default).")
+
+
+class HiddenPhaseIn(_PhaseFields):
+    """A hidden phase: its results are shown to the submitting team and administrators only
+    until `reveal_at`."""
+
+    visibility: Literal["hidden"] = Field(description="`hidden`.")
+    reveal_at: Timestamp = Field(
+        description="When results are shown to everyone (already past: at once)."
+    )
+
+
+assert {"public", "hidden"} == {v.value for v in PhaseVisibility}, "one model per visibility"
+
+
+def _visibility_of(body: Any) -> str | None:
+    """The tag of a phase body: its ``visibility`` (public when left out); None for anything
+    else (a 422 naming the rule)."""
+    if isinstance(body, dict):
+        value = body.get("visibility", "public")
+    else:
+        value = getattr(body, "visibility", None)
+    return value if value in ("public", "hidden") else None
+
+
+# One model per visibility: the document states that a hidden phase needs `reveal_at` and a
+# public one has none.
+PhaseIn = Annotated[
+    Annotated[PublicPhaseIn, Tag("public")] | Annotated[HiddenPhaseIn, Tag("hidden")],
+    Discriminator(
+        _visibility_of,
+        custom_error_type="phase_visibility",
+        custom_error_message="visibility must be `public` (the default) or `hidden`",
+    ),
+]
+
+
 class PhasePatch(StrictModel):
     """Fields of a phase to change (the others stay); `reveal_at` may be now or past (reveals
     the results at once)."""
 
-    starts_at: dt.datetime | None = None
-    ends_at: dt.datetime | None = None
+    # Not nullable (a phase always starts): the document says so; null is a 422 naming it.
+    starts_at: Annotated[
+        Timestamp | None, WithJsonSchema({"type": "string", "format": "date-time"})
+    ] = None
+    ends_at: Timestamp | None = None
     submission_limit: int | None = Field(None, ge=1, le=DB_ID_MAX)
-    visibility: PhaseVisibility | None = None
-    reveal_at: dt.datetime | None = None
+    # Not nullable either (a phase always has one).
+    visibility: Annotated[
+        PhaseVisibility | None,
+        WithJsonSchema({"type": "string", "enum": [v.value for v in PhaseVisibility]}),
+    ] = None
+    reveal_at: Timestamp | None = None
     allowed_kinds: list[SubmissionKindName] | None = Field(None, min_length=1)
 
 

@@ -7,9 +7,17 @@ from typing import Any
 
 from pydantic import BaseModel, Field, StrictBool
 
-from api.schemas.common import DB_ID_MAX, LabelText, Prose, ProtocolAsrState, StrictModel
+from api.schemas.common import (
+    DB_ID_MAX,
+    EVALUATION_CONFIG_MARK,
+    LabelText,
+    Prose,
+    ProtocolAsrState,
+    StrictModel,
+)
 from services.json_values import JsonObject
 from services.metrics import catalogue
+from services.platform.jobs.config import PROTOCOL_CONFIG_FIELDS, config_fields_schema
 from services.platform.jobs.cost import COST_KNOB_NAMES
 from services.storage.models import ProtocolRecord
 
@@ -87,6 +95,10 @@ class ProtocolCreate(StrictModel):
         default_factory=dict,
         description="EvaluationConfig fields (see docs/evaluation.md), no `anonymizer`.",
         examples=[{"synthetic": {"n_speakers": 24}, "scenarios": ["ignorant", "semi-informed"]}],
+        json_schema_extra={
+            **config_fields_schema(PROTOCOL_CONFIG_FIELDS),
+            EVALUATION_CONFIG_MARK: True,
+        },
     )
     leaderboard: LeaderboardSpec = Field(default_factory=LeaderboardSpec)
     limits: CostLimits = Field(

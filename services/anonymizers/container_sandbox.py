@@ -7,6 +7,7 @@ import these names from here.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -179,6 +180,35 @@ def image_registry(ref: str) -> str:
         host = first.lower()
         return DEFAULT_REGISTRY if host in ("index.docker.io", "registry-1.docker.io") else host
     return DEFAULT_REGISTRY
+
+
+_COMPONENT = r"[a-z0-9]+(?:[._-][a-z0-9]+)*"
+_TAG_AND_DIGEST = r"(?::[A-Za-z0-9_][A-Za-z0-9._-]{0,127})?@sha256:[0-9a-f]{64}"
+_DOCKER_HUB_NAMES = ("docker.io", "index.docker.io", "registry-1.docker.io")
+
+
+def allowed_image_pattern(allowed: Sequence[str]) -> str:
+    """The regular expression of the pinned image references (``PINNED_IMAGE_RE`` of
+    ``services.anonymizers.kinds.container``) whose registry (:func:`image_registry`) is one of
+    ``allowed``: what an API document states of a container submission's ``image``."""
+    hosts = sorted({a.strip().lower() for a in allowed})
+    host_re = re.compile(rf"^{_COMPONENT}(?::[0-9]+)?$")
+    named = [h for h in hosts if host_re.match(h) and ("." in h or ":" in h or h == "localhost")]
+    if DEFAULT_REGISTRY in hosts:
+        named = sorted({*named, *_DOCKER_HUB_NAMES})
+    path = rf"{_COMPONENT}(?:/{_COMPONENT})*"
+    # Host names hold [a-z0-9._:-] only (host_re): '.' is the one character to escape, and
+    # escaping nothing else keeps the pattern valid ECMA-262 (JSON Schema's dialect).
+    escaped = [h.replace(".", r"\.") for h in named]
+    branches = [rf"(?:{'|'.join(escaped)})/{path}"] if named else []
+    if DEFAULT_REGISTRY in hosts:
+        # No registry named: one component (a port-like suffix reads as in PINNED_IMAGE_RE), or
+        # a first component without '.' or ':' that is not localhost.
+        branches.append(rf"{_COMPONENT}(?::[0-9]+)?")
+        branches.append(rf"(?!localhost/)[a-z0-9]+(?:[_-][a-z0-9]+)*/{path}")
+    if not branches:
+        return r"^(?!)$"  # no registry allowed: no container submission
+    return rf"^(?:{'|'.join(branches)}){_TAG_AND_DIGEST}$"
 
 
 def check_image_registry(ref: str, allowed: Sequence[str]) -> None:

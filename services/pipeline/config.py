@@ -69,6 +69,9 @@ def _seed_problems(node: Any, path: str, under_seed: bool = False) -> list[str]:
 
 Backend = Literal["cosine", "plda"]
 
+UNIQUE_LIST_FIELDS = ("scenarios", "seeds", "backends")
+"""`EvaluationConfig` lists without duplicate entries."""
+
 
 class SyntheticCorpusSpec(BaseModel):
     """The built-in synthetic corpus and the protocol built on it (tests, demo)."""
@@ -310,7 +313,7 @@ class EvaluationConfig(BaseModel):
 
     @model_validator(mode="after")
     def _unique_lists(self) -> EvaluationConfig:
-        for field in ("scenarios", "seeds", "backends"):
+        for field in UNIQUE_LIST_FIELDS:
             values = getattr(self, field)
             if len(set(values)) != len(values):
                 raise ValueError(f"{field} has duplicate entries: {values}")

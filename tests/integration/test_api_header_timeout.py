@@ -58,3 +58,34 @@ def test_stalled_headers_are_closed_and_whole_requests_served(server: int) -> No
         assert whole.recv(4096) == b""
     except ConnectionError:
         pass  # reset: closed all the same
+
+
+@pytest.mark.parametrize(
+    "request_bytes",
+    [
+        b"POST /v1/submissions/archive HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: null\r\n\r\n",
+        b"GET /v1/health/live HTTP/1.1\r\nHost: 127.0.0.1\r\nBad Header\r\n\r\n",
+        b"NOT A REQUEST LINE\r\n\r\n",
+    ],
+)
+def test_a_request_the_server_cannot_parse_gets_a_problem_document(
+    server: int, request_bytes: bytes
+) -> None:
+    """Refused by the HTTP parser before the app (here an invalid Content-Length, a header
+    without a colon, no request line): a 400 problem document like every other error, the
+    connection closed."""
+    import json
+
+    with socket.create_connection(("127.0.0.1", server), timeout=10) as conn:
+        conn.sendall(request_bytes)
+        answer = b""
+        while chunk := conn.recv(65536):
+            answer += chunk
+    head, _, body = answer.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    assert lines[0].startswith("HTTP/1.1 400")
+    headers = {k.lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:])}
+    assert headers["content-type"] == "application/problem+json"
+    problem = json.loads(body)
+    assert problem["status"] == 400 and problem["type"] == "urn:unmask:problem:bad-request"
+    assert problem["detail"].startswith("malformed HTTP request")

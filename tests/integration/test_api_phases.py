@@ -114,26 +114,33 @@ def test_phase_definitions_refuse_bad_windows_and_name_the_problem(env: Env) -> 
     dev = env.phase(name="development", starts_at=_iso(now - HOUR), ends_at=_iso(now + HOUR))
     assert dev.status_code == 201, dev.text
     assert dev.json()["open"] is True and dev.json()["hidden"] is False
-    detail = _problem(
-        env.phase(name="late", starts_at=_iso(now + 5 * HOUR), ends_at=_iso(now + 4 * HOUR)), 422
-    )
-    assert "ends_at" in detail and "not after starts_at" in detail
+    for ends in (now + 4 * HOUR, now + 5 * HOUR):  # before or at its start
+        late = env.phase(name="late", starts_at=_iso(now + 5 * HOUR), ends_at=_iso(ends))
+        detail = _problem(late, 422)
+        assert detail.startswith("body.ends_at") and "after starts_at" in detail
+        assert late.json()["errors"][0]["field"] == "body.ends_at"
     detail = _problem(env.phase(name="evaluation", starts_at=_iso(now)), 409)
     assert "overlaps phase 'development'" in detail
-    detail = _problem(
-        env.phase(
-            name="evaluation",
-            starts_at=_iso(now + HOUR),
-            visibility="hidden",
-            reveal_at=_iso(now - HOUR),
-        ),
-        422,
+    # A hidden phase whose reveal time has passed shows its results at once.
+    revealed = env.phase(
+        name="revealed",
+        starts_at=_iso(now + 10 * HOUR),
+        visibility="hidden",
+        reveal_at=_iso(now - HOUR),
     )
-    assert "reveal_at" in detail and "in the past" in detail
+    assert revealed.status_code == 201, revealed.text
+    assert revealed.json()["hidden"] is False
+    phases = f"/v1/protocols/{env.protocol_id}/phases"
+    assert env.client.delete(f"{phases}/revealed", headers=env.admin).status_code == 204
+    # The document's rules: a hidden phase needs reveal_at, a public one has none.
     detail = _problem(
         env.phase(name="evaluation", starts_at=_iso(now + HOUR), visibility="hidden"), 422
     )
-    assert "needs reveal_at" in detail
+    assert "reveal_at" in detail
+    detail = _problem(
+        env.phase(name="evaluation", starts_at=_iso(now + HOUR), reveal_at=_iso(now + HOUR)), 422
+    )
+    assert "reveal_at" in detail
     assert (
         env.client.post(
             f"/v1/protocols/{env.protocol_id}/phases",
@@ -250,7 +257,7 @@ def test_hidden_phase_results_and_events_appear_at_the_reveal(
         delivery = session.scalars(select(WebhookDelivery)).one()
         assert delivery.job_id == job["id"] and delivery.event_type == "job.succeeded"
         assert release_held_events(session) == {}  # once only
-    detail = _problem(env.patch("evaluation", reveal_at=_iso(now + 5 * HOUR)), 422)
+    detail = _problem(env.patch("evaluation", reveal_at=_iso(now + 5 * HOUR)), 409)
     assert "can no longer change" in detail
 
 

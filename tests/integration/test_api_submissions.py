@@ -232,14 +232,18 @@ def test_presigned_upload_on_the_local_store(
     again = client.post(complete, headers=a)
     assert again.status_code == 200 and again.json()["id"] == done.json()["id"]
     assert api_dispatcher.validations == [done.json()["id"]]
-    # Declared size over the presigned limit: 413 before any URL is handed out.
+    # Declared size over the presigned limit: 422 before any URL is handed out; the server's
+    # document states its limit as the field's maximum.
     small = make_api_client(max_presigned_archive_bytes=1000)
     response = small.post(
         "/v1/submissions/uploads",
         json={"name": "x", "protocol_id": protocol_id, "size_bytes": 1001, "sha256": sha},
         headers=a,
     )
-    assert "body.size_bytes" in _problem(response, 413)["detail"]
+    assert "body.size_bytes" in _problem(response, 422)["detail"]
+    document = small.get("/v1/openapi.json").json()
+    field = document["components"]["schemas"]["ArchiveUploadCreate"]["properties"]["size_bytes"]
+    assert field["maximum"] == 1000 and "x-deployment-rule" not in field
 
 
 def test_presigned_multipart_upload_on_s3(

@@ -1,5 +1,5 @@
 """Container engine faults are transient and never shown with their socket path; image
-registries are checked against the operator's allowlist (issue 17, item 10)."""
+registries are checked against the operator's allowlist, and the API document states it."""
 
 from __future__ import annotations
 
@@ -65,3 +65,49 @@ def test_registries_outside_the_allowlist_are_refused() -> None:
         assert isinstance(info.value, InvalidInputError)
     with pytest.raises(ImageRegistryError, match="disabled"):
         check_image_registry("ghcr.io/lab/anon:1", [])
+
+
+@pytest.mark.parametrize(
+    "allowed",
+    [["docker.io", "ghcr.io", "quay.io"], ["ghcr.io", "localhost:5000"], ["docker.io"], []],
+)
+def test_the_documented_image_pattern_accepts_exactly_what_the_server_accepts(
+    allowed: list[str],
+) -> None:
+    """The API document states the allowed registries as the image's pattern
+    (``allowed_image_pattern``): it matches a pinned reference exactly when the server's check
+    passes, on references drawn from the pinned form and on Docker's edge cases."""
+    import re
+
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from services.anonymizers.container_sandbox import allowed_image_pattern
+    from services.anonymizers.kinds.container import PINNED_IMAGE_RE
+
+    pattern = re.compile(allowed_image_pattern(allowed))
+
+    def accepted(ref: str) -> bool:
+        try:
+            check_image_registry(ref, allowed)
+        except ImageRegistryError:
+            return False
+        return True
+
+    digest = "@sha256:" + "b" * 64
+    edges = [
+        "lab/anon", "anon", "anon:1.0", "a.b", "a:1:b", "localhost/x", "localhost", "x.io/y",
+        "ghcr.io/lab/anon:v1", "localhost:5000/x", "index.docker.io/lab/x", "lab_x/y.z/w",
+        "registry-1.docker.io/a", "quay.io/a/b/c", "a:80/b", "la.b/anon", "localhost_x/y",
+    ]  # fmt: skip
+    for name in edges:
+        ref = name + digest
+        assert PINNED_IMAGE_RE.match(ref), ref
+        assert bool(pattern.match(ref)) == accepted(ref), (ref, allowed)
+
+    @settings(max_examples=300, deadline=None, database=None)
+    @given(st.from_regex(PINNED_IMAGE_RE, fullmatch=True))
+    def agrees(ref: str) -> None:
+        assert bool(pattern.match(ref)) == accepted(ref), (ref, allowed)
+
+    agrees()

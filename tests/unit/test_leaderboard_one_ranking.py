@@ -132,5 +132,12 @@ def test_json_and_page_refuse_a_back_end_the_protocol_does_not_score(
         f"/v1/protocols/{board.protocol_id}/leaderboard?backend=plda",
         headers={"Authorization": f"Bearer {board.token}"},
     )
-    assert answer.status_code == 422 and "plda" in answer.text
+    # plda is a back-end (the document's enum) without a leaderboard here: not found.
+    assert answer.status_code == 404 and "plda" in answer.text
+    assert answer.headers["content-type"] == "application/problem+json"
+    unknown = client.get(
+        f"/v1/protocols/{board.protocol_id}/leaderboard?backend=nope",
+        headers={"Authorization": f"Bearer {board.token}"},
+    )
+    assert unknown.status_code == 422 and "backend" in unknown.text
     assert client.get(f"/protocols/{board.protocol_id}?backend=plda").status_code == 422

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from services.anonymizers.kinds.base import AnonymizerKind, KindConfig, RunnerContext
+from services.settings import DEPLOYMENT_RULE
 
 if TYPE_CHECKING:
     from services.anonymizers.base import Anonymizer
@@ -49,9 +50,14 @@ class ContainerSpec(BaseModel):
         # The stored name[:tag] (column submissions.container_image, 512 characters) plus
         # "@sha256:" and 64 hex digits (tests/unit/test_api_limits_match_storage.py checks it).
         max_length=512 + len("@sha256:") + 64,
-        description="`name[:tag]@sha256:<64 hex>`; tags alone are refused (not reproducible).",
+        description="`name[:tag]@sha256:<64 hex>`; tags alone are refused (not reproducible). "
+        "From the server's registries only (UNMASK_CONTAINER_REGISTRIES; the server's document "
+        "states them in the pattern).",
         examples=["ghcr.io/lab/anon@sha256:" + "0" * 64],
-        json_schema_extra={"pattern": PINNED_IMAGE_PATTERN},
+        json_schema_extra={
+            "pattern": PINNED_IMAGE_PATTERN,
+            DEPLOYMENT_RULE: "container_registries",
+        },
     )
 
     @field_validator("image")

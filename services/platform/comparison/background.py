@@ -1,13 +1,17 @@
-"""Paired intervals off the request path: computed by a bounded pool of background threads and
-cached by the unordered pair of trial sets (their artifacts' content hashes).
+"""Paired intervals off the request path: computed in the server's child processes
+(:class:`services.cpu_pool.CpuPool`) and cached by the unordered pair of trial sets (their
+artifacts' content hashes).
 
 A paired speaker bootstrap takes about a second of CPU per (scenario, back-end) for a real
-protocol. A server never computes one while it holds a database session or a request thread:
-it reads the comparison's rows (``compare_submissions`` without a store fills ``trial_refs``),
-closes its session, then asks :meth:`PairedResults.lookup_or_submit` for each pair: a cached
-result (this process's memory, else the blob store's ``cache/compare-paired/<hash>.json``,
-shared by every API process and surviving restarts) or a future of the computation, queued on
-at most ``workers`` threads (a pair already queued is not queued twice; beyond ``max_pending``
+protocol. A server never computes one while it holds a database session, a request thread or
+its own GIL: it reads the comparison's rows (``compare_submissions`` without a store fills
+``trial_refs``), closes its session, then asks :meth:`PairedResults.lookup_or_submit` for each
+pair: a cached result (this process's memory, else the blob store's
+``cache/compare-paired/<hash>.json``, shared by every API process and surviving restarts) or a
+future of the computation. At most ``pool.processes`` pairs are computed at once: a feeder
+thread per child reads the pair's trial sets from the blob store, hands the bytes to a child
+(:func:`~services.platform.comparison.service.paired_from_bytes`) and stores its answer; the
+other pairs wait in a queue (a pair already queued is not queued twice; beyond ``max_pending``
 queued pairs nothing more is queued and the caller says so). Kept trials never change under
 their hashes, so a cached result never goes stale.
 """
@@ -22,12 +26,14 @@ from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
+from services.cpu_pool import CpuPool
 from services.platform.comparison.service import (
     PairedResult,
     PerSpeakerPairs,
     SideTrials,
     missing_trials,
-    paired_result,
+    paired_from_bytes,
+    read_trial_bytes,
     unordered,
 )
 from services.storage.blob_interface import BlobStore
@@ -75,12 +81,14 @@ def _from_json(data: bytes) -> PairedResult:
 
 
 class PairedResults:
-    """Paired results of one blob store: cached, computed on ``workers`` background threads."""
+    """Paired results of one blob store: cached, computed in the child processes of ``pool``."""
 
-    def __init__(self, store: BlobStore, *, workers: int = 1, max_pending: int = 64) -> None:
+    def __init__(self, store: BlobStore, pool: CpuPool, *, max_pending: int = 64) -> None:
         self.store = store
+        self.cpu = pool
         self.max_pending = max_pending
-        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="paired")
+        # Feeders: they wait on the blob store and on a child, never on the GIL for long.
+        self._pool = ThreadPoolExecutor(max_workers=pool.processes, thread_name_prefix="paired")
         self._lock = threading.Lock()
         self._memory: OrderedDict[str, PairedResult] = OrderedDict()  # canonical order
         self._pending: dict[str, Future[PairedResult]] = {}
@@ -109,7 +117,8 @@ class PairedResults:
 
     def _compute(self, digest: str, first: SideTrials, second: SideTrials) -> PairedResult:
         try:
-            result = paired_result(self.store, first, second)
+            blobs = read_trial_bytes(self.store, first, second)
+            result = self.cpu.submit(paired_from_bytes, first, second, blobs).result()
             self._remember(digest, result)
             try:
                 self.store.put_bytes(
@@ -162,5 +171,5 @@ class PairedResults:
         return flipped
 
     def close(self) -> None:
-        """Stop the threads (queued computations are dropped)."""
+        """Stop the feeder threads (queued computations are dropped; the pool is its owner's)."""
         self._pool.shutdown(wait=False, cancel_futures=True)

@@ -19,7 +19,6 @@ unpaired data.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -226,13 +225,6 @@ def _trial_sets(session: Session, job_id: int) -> TrialSets:
     return out
 
 
-@functools.lru_cache(maxsize=64)
-def _load_trials(store: BlobStore, key: str, sha256: str) -> tuple[ScoredTrials, str]:
-    """A kept trial set (cached by its content hash: an artifact's bytes never change)."""
-    del sha256  # part of the cache key only
-    return load_scored_trials(store.get_bytes(key))
-
-
 @dataclass(frozen=True)
 class PairedResult:
     """The paired EER interval of b - a (percentage points) and the per-speaker EERs of one
@@ -284,8 +276,14 @@ def paired_result(
         return missing
     assert side_a is not None and side_b is not None
     first, second, swapped = unordered(side_a, side_b)
-    result = _paired_of(store, first, second)
+    result = paired_from_bytes(first, second, read_trial_bytes(store, first, second))
     return result.swapped() if swapped else result
+
+
+def read_trial_bytes(store: BlobStore, *sides: SideTrials) -> dict[str, bytes]:
+    """The kept trial sets of ``sides`` as stored: ``{sha256: bytes}`` (each content once)."""
+    wanted = {sha: key for side in sides for _, seeds in side for _, key, sha in seeds}
+    return {sha: store.get_bytes(key) for sha, key in wanted.items()}
 
 
 def apply_paired(comparison: Comparison, key: str, paired: PairedResult) -> None:
@@ -304,20 +302,20 @@ def apply_paired(comparison: Comparison, key: str, paired: PairedResult) -> None
         ]
 
 
-@functools.lru_cache(maxsize=256)
-def _paired_of(store: BlobStore, side_a: SideTrials, side_b: SideTrials) -> PairedResult:
-    """:func:`_paired` on hashable inputs, cached: the page, its JSON twin and its plots ask for
-    the same resamples, and kept trials never change under their content hash.
+def paired_from_bytes(
+    side_a: SideTrials, side_b: SideTrials, blobs: Mapping[str, bytes]
+) -> PairedResult:
+    """The paired result of a and b from their kept trial sets' bytes (``blobs``: sha256 ->
+    bytes, :func:`read_trial_bytes`): pure CPU work on plain data, so a server runs it in a
+    child process (:class:`services.cpu_pool.CpuPool`).
 
     Each side is the attacker its EER comes from (lowest mean EER over seeds, the leaderboard's
     worst case); its seeds' EERs are averaged in every resample. Choosing the attacker on the
     full sample rather than in every resample keeps the cost to one attacker per side.
     """
+    parsed = {sha: load_scored_trials(data) for sha, data in blobs.items()}
     loaded = [
-        {
-            attacker: [_load_trials(store, key, sha) for _, key, sha in seeds]
-            for attacker, seeds in side
-        }
+        {attacker: [parsed[sha] for _, _key, sha in seeds] for attacker, seeds in side}
         for side in (side_a, side_b)
     ]
     grids = {grid for side in loaded for seeds in side.values() for _, grid in seeds}

@@ -23,7 +23,13 @@ from typing import Any
 from services.anonymizers.kinds.archive import ArchiveAnonymizerConfig
 from services.anonymizers.kinds.registry import kind_of
 from services.errors import ConfigError, InvalidInputError
-from services.pipeline.config import EvaluationConfig, parse_config
+from services.json_values import JSON_INT_MAX, JSON_TEXT_PATTERN
+from services.pipeline.config import (
+    SEED_MAX,
+    UNIQUE_LIST_FIELDS,
+    EvaluationConfig,
+    parse_config,
+)
 from services.platform.jobs.cost import check_job_cost
 from services.settings import Settings, get_settings
 from services.storage.models import Job, ProtocolRecord, Submission
@@ -39,6 +45,105 @@ OPERATOR_PATH_FIELDS: tuple[tuple[str, ...], ...] = (
     ("training", "ssl_model_path"),
     ("utility", "asr", "pretrained_path"),
 )
+
+
+PROTOCOL_CONFIG_FIELDS = tuple(
+    name for name in EvaluationConfig.model_fields if name != "anonymizer"
+)
+"""The fields of a protocol's config (``anonymizer`` comes from each submission)."""
+
+OVERRIDABLE_CONFIG_FIELDS = tuple(
+    name for name in EvaluationConfig.model_fields if name not in PROTOCOL_FIXED_FIELDS
+)
+"""The fields of a job's ``config_overrides``."""
+
+
+def _inline(node: Any, defs: Mapping[str, Any], within: tuple[str, ...] = ()) -> Any:
+    """``node`` with every ``$ref`` into ``defs`` replaced by (a copy of) its schema; a model
+    that contains itself is left unconstrained below its first level."""
+    if isinstance(node, dict):
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
+            name = ref.removeprefix("#/$defs/")
+            rest = {k: _inline(v, defs, within) for k, v in node.items() if k != "$ref"}
+            if name in within:
+                return rest
+            return {**_inline(defs[name], defs, (*within, name)), **rest}
+        return {k: _inline(v, defs, within) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_inline(v, defs, within) for v in node]
+    return node
+
+
+def config_fields_schema(
+    names: tuple[str, ...], *, without: tuple[tuple[str, ...], ...] = ()
+) -> dict[str, Any]:
+    """The JSON schema of an object holding some `EvaluationConfig` fields (``names``), each
+    with its own schema, nothing else; ``without``: nested fields left out (refused). What the
+    API's document states of a protocol's ``config`` and a job's ``config_overrides`` (rules
+    across fields, e.g. a zoo's attackers against the training, are checked on the merged
+    config and named in a 422)."""
+    full = EvaluationConfig.model_json_schema()
+    defs = full.get("$defs", {})
+    properties = {name: _inline(full["properties"][name], defs) for name in names}
+    for path in without:
+        if path[0] in properties:
+            _drop(properties[path[0]], path[1:])
+    for name, schema in properties.items():
+        _seed_bounds(schema, "seed" in name)
+        _storable(schema)
+        if name in UNIQUE_LIST_FIELDS:
+            schema["uniqueItems"] = True
+    return {"properties": properties, "additionalProperties": False}
+
+
+def _storable(node: Any) -> None:
+    """State the rule of every JSON value storage holds (``services.json_values``) on the
+    numbers and strings of ``node``: numbers within +-JSON_INT_MAX, text without NUL or lone
+    surrogates."""
+    if isinstance(node, dict):
+        if node.get("type") in ("number", "integer"):
+            node["minimum"] = max(node.get("minimum", -JSON_INT_MAX), -JSON_INT_MAX)
+            node["maximum"] = min(node.get("maximum", JSON_INT_MAX), JSON_INT_MAX)
+        elif node.get("type") == "string" and "pattern" not in node:
+            node["pattern"] = JSON_TEXT_PATTERN
+        for value in node.values():
+            _storable(value)
+    elif isinstance(node, list):
+        for value in node:
+            _storable(value)
+
+
+def _seed_bounds(node: Any, under_seed: bool) -> None:
+    """State the seed rule of `EvaluationConfig` (an integer under a key naming a seed lies in
+    0 .. SEED_MAX) on the integers of ``node``."""
+    if isinstance(node, dict):
+        if under_seed and node.get("type") == "integer":
+            node.setdefault("minimum", 0)
+            node.setdefault("maximum", SEED_MAX)
+        for key, value in node.items():
+            if key == "properties" and isinstance(value, dict):
+                for name, child in value.items():
+                    _seed_bounds(child, under_seed or "seed" in name)
+            else:
+                _seed_bounds(value, under_seed)
+    elif isinstance(node, list):
+        for value in node:
+            _seed_bounds(value, under_seed)
+
+
+def _drop(node: dict[str, Any], path: tuple[str, ...]) -> None:
+    """Remove the nested property ``path`` from ``node`` (in every branch of a union)."""
+    for branch in (node, *node.get("anyOf", ()), *node.get("oneOf", ())):
+        props = branch.get("properties")
+        if not isinstance(props, dict) or path[0] not in props:
+            continue
+        if len(path) == 1:
+            del props[path[0]]
+            if path[0] in branch.get("required", ()):
+                branch["required"] = [r for r in branch["required"] if r != path[0]]
+        else:
+            _drop(props[path[0]], path[1:])
 
 
 def deep_merge(base: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:

@@ -33,6 +33,7 @@ from services.platform.leaderboard.service import (
     MetricKey,
     leaderboard_table,
 )
+from services.storage.errors import NotFoundError
 from services.storage.models import ProtocolRecord
 
 REFERENCE_SCENARIO = "original"
@@ -303,15 +304,17 @@ def build_view(
     """The leaderboard of ``protocol`` as ``viewer`` (None: anonymous) sees it.
 
     ``backend``, ``metric``, ``scenario``, ``higher_is_better``: the protocol's defaults unless
-    given (an unknown back-end is an :class:`InvalidInputError` naming the known ones). ``sort``
-    (a column key) and ``order`` (``asc``/``desc``) change the display order only; without
-    ``sort`` the display is the ranking (``order`` against the metric's direction reverses it).
+    given (a back-end the protocol does not score is a :class:`NotFoundError` naming the ones
+    it scores). ``sort`` (a column key) and ``order`` (``asc``/``desc``) change the display
+    order only; without ``sort`` the display is the ranking (``order`` against the metric's
+    direction reverses it).
     """
     defaults = protocol_defaults(protocol)
     backend = backend or defaults.backend
     if backend not in defaults.backends:
-        raise InvalidInputError(
-            f"backend {backend!r} is not scored on this protocol; known: "
+        # A leaderboard per scored back-end: another one does not exist (404), like a protocol.
+        raise NotFoundError(
+            f"protocol {protocol.id} has no leaderboard for backend {backend!r}: it scores "
             f"{', '.join(defaults.backends)}"
         )
     metric = metric or defaults.metric

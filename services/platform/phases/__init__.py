@@ -7,6 +7,8 @@ from services.platform.phases.errors import (
     PhaseKindError,
     PhaseLimitError,
     PhaseOverlapError,
+    PhaseUpdateConflictError,
+    PhaseWindowError,
 )
 from services.platform.phases.service import (
     PhaseSpec,
@@ -33,6 +35,8 @@ __all__ = [
     "PhaseLimitError",
     "PhaseOverlapError",
     "PhaseSpec",
+    "PhaseUpdateConflictError",
+    "PhaseWindowError",
     "charged_jobs_in_phase",
     "create_phase",
     "delete_phase",

@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
-from services.errors import InvalidInputError
+from services.errors import InvalidFieldError, InvalidInputError
 from services.storage.errors import ConflictError
 
 
 class PhaseDefinitionError(InvalidInputError):
     """A phase's window, limit or visibility is invalid (422 naming the field)."""
+
+
+class PhaseWindowError(PhaseDefinitionError, InvalidFieldError):
+    """A phase's window ends at or before its start (422 naming ``ends_at``)."""
+
+
+class PhaseUpdateConflictError(ConflictError):
+    """A change the phase's stored fields do not allow (e.g. an end before its stored start, a
+    reveal time after its events were released): 409 naming the rule."""
 
 
 class PhaseOverlapError(ConflictError):

@@ -32,6 +32,8 @@ from services.platform.phases.errors import (
     PhaseKindError,
     PhaseLimitError,
     PhaseOverlapError,
+    PhaseUpdateConflictError,
+    PhaseWindowError,
 )
 from services.storage.errors import NotFoundError
 from services.storage.models import SUBMISSION_KIND_VALUES, Job, Phase, PhaseVisibility
@@ -69,9 +71,10 @@ def _check_spec(spec: PhaseSpec) -> None:
     _aware(spec.ends_at, "ends_at")
     _aware(spec.reveal_at, "reveal_at")
     if spec.ends_at is not None and spec.ends_at <= spec.starts_at:
-        raise PhaseDefinitionError(
-            f"phase {spec.name!r}: ends_at {spec.ends_at.isoformat()} is not after starts_at "
-            f"{spec.starts_at.isoformat()}"
+        raise PhaseWindowError(
+            "body.ends_at",
+            f"phase {spec.name!r} would end ({spec.ends_at.isoformat()}) before it starts "
+            f"({spec.starts_at.isoformat()}): ends_at must be after starts_at",
         )
     if spec.submission_limit is not None and spec.submission_limit < 1:
         raise PhaseDefinitionError(
@@ -152,19 +155,12 @@ def _renumber(session: Session, protocol_id: int) -> None:
     session.flush()
 
 
-def create_phase(
-    session: Session, *, protocol_id: int, spec: PhaseSpec, now: dt.datetime | None = None
-) -> Phase:
-    """Add a phase to the protocol (ordered by start); refuses an invalid window
-    (:class:`PhaseDefinitionError`), an overlap (:class:`PhaseOverlapError`) and a new hidden
-    phase whose reveal time has passed."""
+def create_phase(session: Session, *, protocol_id: int, spec: PhaseSpec) -> Phase:
+    """Add a phase to the protocol (ordered by start); refuses an invalid definition
+    (:class:`PhaseDefinitionError`, :class:`PhaseWindowError`) and an overlap
+    (:class:`PhaseOverlapError`). A hidden phase whose ``reveal_at`` has passed shows its
+    results at once, as when an update moves ``reveal_at`` to the past."""
     _check_spec(spec)
-    now = now or utc_now()
-    if spec.reveal_at is not None and spec.reveal_at <= now:
-        raise PhaseDefinitionError(
-            f"phase {spec.name!r}: reveal_at {spec.reveal_at.isoformat()} is in the past; a new "
-            "hidden phase must reveal later (or make it public)"
-        )
     _check_no_overlap(session, protocol_id, spec, None)
     phase = Phase(
         protocol_id=protocol_id,
@@ -188,19 +184,25 @@ def update_phase(session: Session, *, phase: Phase, changes: dict[str, Any]) -> 
     unknown = sorted(set(changes) - set(PhaseSpec.__dataclass_fields__))
     if unknown:
         raise PhaseDefinitionError(f"unknown phase fields: {', '.join(unknown)}")
-    if "starts_at" in changes and changes["starts_at"] is None:
-        raise PhaseDefinitionError(f"phase {phase.name!r}: starts_at cannot be removed")
+    for required in ("starts_at", "visibility"):
+        if required in changes and changes[required] is None:
+            raise PhaseDefinitionError(f"phase {phase.name!r}: {required} cannot be removed")
     current = {name: getattr(phase, name) for name in PhaseSpec.__dataclass_fields__}
     if changes.get("visibility") == PhaseVisibility.PUBLIC.value and "reveal_at" not in changes:
         changes = {**changes, "reveal_at": None}
     spec = PhaseSpec(**{**current, **changes})
-    _check_spec(spec)
+    try:
+        _check_spec(spec)
+    except PhaseDefinitionError as exc:
+        # The change is checked together with the phase's stored fields: what they make
+        # invalid is a conflict with the stored phase (409), not a malformed change.
+        raise PhaseUpdateConflictError(f"{exc} (with the phase's stored fields)") from None
     _check_no_overlap(session, phase.protocol_id, spec, phase.id)
     if spec.reveal_at != phase.reveal_at and (
         phase.events_released_at is not None and spec.reveal_at is not None
     ):
         # A reveal moved after its events went out: they stay out (a result cannot be unsent).
-        raise PhaseDefinitionError(
+        raise PhaseUpdateConflictError(
             f"phase {phase.name!r} was revealed at {phase.events_released_at.isoformat()}; its "
             "reveal time can no longer change"
         )

@@ -32,6 +32,10 @@ from .container_submission_create import ContainerSubmissionCreate
 from .container_submission_create_visibility import ContainerSubmissionCreateVisibility
 from .cost_limits import CostLimits
 from .field_problem import FieldProblem
+from .hidden_phase_in import HiddenPhaseIn
+from .hidden_phase_in_allowed_kinds_type_0_item import (
+    HiddenPhaseInAllowedKindsType0Item,
+)
 from .job_create import JobCreate
 from .job_create_config_overrides import JobCreateConfigOverrides
 from .job_out import JobOut
@@ -53,12 +57,11 @@ from .metric_comparison_out import MetricComparisonOut
 from .oidc_exchange_request import OidcExchangeRequest
 from .oidc_token_issued import OidcTokenIssued
 from .per_speaker_out import PerSpeakerOut
-from .phase_in import PhaseIn
-from .phase_in_allowed_kinds_type_0_item import PhaseInAllowedKindsType0Item
 from .phase_out import PhaseOut
 from .phase_out_allowed_kinds_type_0_item import PhaseOutAllowedKindsType0Item
 from .phase_patch import PhasePatch
 from .phase_patch_allowed_kinds_type_0_item import PhasePatchAllowedKindsType0Item
+from .phase_patch_visibility import PhasePatchVisibility
 from .phase_visibility import PhaseVisibility
 from .problem import Problem
 from .protocol_asr_out import ProtocolAsrOut
@@ -68,6 +71,13 @@ from .protocol_create_config import ProtocolCreateConfig
 from .protocol_out import ProtocolOut
 from .protocol_out_config import ProtocolOutConfig
 from .protocol_out_limits import ProtocolOutLimits
+from .protocols_get_leaderboard_backend_type_0 import (
+    ProtocolsGetLeaderboardBackendType0,
+)
+from .public_phase_in import PublicPhaseIn
+from .public_phase_in_allowed_kinds_type_0_item import (
+    PublicPhaseInAllowedKindsType0Item,
+)
 from .quota_usage import QuotaUsage
 from .quotas import Quotas
 from .readiness import Readiness
@@ -149,6 +159,8 @@ __all__ = (
     "ContainerSubmissionCreateVisibility",
     "CostLimits",
     "FieldProblem",
+    "HiddenPhaseIn",
+    "HiddenPhaseInAllowedKindsType0Item",
     "JobCreate",
     "JobCreateConfigOverrides",
     "JobOut",
@@ -170,12 +182,11 @@ __all__ = (
     "OidcExchangeRequest",
     "OidcTokenIssued",
     "PerSpeakerOut",
-    "PhaseIn",
-    "PhaseInAllowedKindsType0Item",
     "PhaseOut",
     "PhaseOutAllowedKindsType0Item",
     "PhasePatch",
     "PhasePatchAllowedKindsType0Item",
+    "PhasePatchVisibility",
     "PhaseVisibility",
     "Problem",
     "ProtocolAsrOut",
@@ -185,6 +196,9 @@ __all__ = (
     "ProtocolOut",
     "ProtocolOutConfig",
     "ProtocolOutLimits",
+    "ProtocolsGetLeaderboardBackendType0",
+    "PublicPhaseIn",
+    "PublicPhaseInAllowedKindsType0Item",
     "QuotaUsage",
     "Quotas",
     "Readiness",

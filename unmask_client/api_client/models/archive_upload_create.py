@@ -19,8 +19,8 @@ class ArchiveUploadCreate:
         name (str):
         protocol_id (int): The protocol whose audio the archive anonymizes.
         sha256 (str): Hex SHA-256 of the whole archive (64 lowercase digits).
-        size_bytes (int): Exact archive size, bytes; above the server's limit (UNMASK_MAX_PRESIGNED_ARCHIVE_BYTES, 50
-            GiB by default) the answer is 413.
+        size_bytes (int): Exact archive size, bytes, at most this server's limit (UNMASK_MAX_PRESIGNED_ARCHIVE_BYTES, 50
+            GiB by default; above it: 422).
         media_type (str | Unset):  Default: 'application/octet-stream'.
         visibility (ArchiveUploadCreateVisibility | Unset):  Default: ArchiveUploadCreateVisibility.PRIVATE.
     """

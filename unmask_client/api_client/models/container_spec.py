@@ -13,7 +13,8 @@ class ContainerSpec:
     """An OCI image pinned by digest (run by the container runner).
 
     Attributes:
-        image (str): `name[:tag]@sha256:<64 hex>`; tags alone are refused (not reproducible).
+        image (str): `name[:tag]@sha256:<64 hex>`; tags alone are refused (not reproducible). From the server's
+            registries only (UNMASK_CONTAINER_REGISTRIES; the server's document states them in the pattern).
     """
 
     image: str

@@ -9,7 +9,7 @@ from attrs import define as _attrs_define
 from ..models.phase_patch_allowed_kinds_type_0_item import (
     PhasePatchAllowedKindsType0Item,
 )
-from ..models.phase_visibility import PhaseVisibility
+from ..models.phase_patch_visibility import PhasePatchVisibility
 from ..types import UNSET, Unset
 
 T = TypeVar("T", bound="PhasePatch")
@@ -24,17 +24,17 @@ class PhasePatch:
             allowed_kinds (list[PhasePatchAllowedKindsType0Item] | None | Unset):
             ends_at (datetime.datetime | None | Unset):
             reveal_at (datetime.datetime | None | Unset):
-            starts_at (datetime.datetime | None | Unset):
+            starts_at (datetime.datetime | Unset):
             submission_limit (int | None | Unset):
-            visibility (None | PhaseVisibility | Unset):
+            visibility (PhasePatchVisibility | Unset):
     """
 
     allowed_kinds: list[PhasePatchAllowedKindsType0Item] | Unset | None = UNSET
     ends_at: datetime.datetime | Unset | None = UNSET
     reveal_at: datetime.datetime | Unset | None = UNSET
-    starts_at: datetime.datetime | Unset | None = UNSET
+    starts_at: datetime.datetime | Unset = UNSET
     submission_limit: int | Unset | None = UNSET
-    visibility: PhaseVisibility | Unset | None = UNSET
+    visibility: PhasePatchVisibility | Unset = UNSET
 
     def to_dict(self) -> dict[str, Any]:
         allowed_kinds: list[str] | Unset | None
@@ -65,13 +65,9 @@ class PhasePatch:
         else:
             reveal_at = self.reveal_at
 
-        starts_at: str | Unset | None
-        if isinstance(self.starts_at, Unset):
-            starts_at = UNSET
-        elif isinstance(self.starts_at, datetime.datetime):
+        starts_at: str | Unset = UNSET
+        if not isinstance(self.starts_at, Unset):
             starts_at = self.starts_at.isoformat()
-        else:
-            starts_at = self.starts_at
 
         submission_limit: int | Unset | None
         if isinstance(self.submission_limit, Unset):
@@ -79,13 +75,9 @@ class PhasePatch:
         else:
             submission_limit = self.submission_limit
 
-        visibility: str | Unset | None
-        if isinstance(self.visibility, Unset):
-            visibility = UNSET
-        elif isinstance(self.visibility, PhaseVisibility):
+        visibility: str | Unset = UNSET
+        if not isinstance(self.visibility, Unset):
             visibility = self.visibility.value
-        else:
-            visibility = self.visibility
 
         field_dict: dict[str, Any] = {}
 
@@ -169,22 +161,12 @@ class PhasePatch:
 
         reveal_at = _parse_reveal_at(d.pop("reveal_at", UNSET))
 
-        def _parse_starts_at(data: object) -> datetime.datetime | Unset | None:
-            if data is None:
-                return data
-            if isinstance(data, Unset):
-                return data
-            try:
-                if not isinstance(data, str):
-                    raise TypeError()
-                starts_at_type_0 = datetime.datetime.fromisoformat(data)
-
-                return starts_at_type_0
-            except (TypeError, ValueError, AttributeError, KeyError):
-                pass
-            return cast(datetime.datetime | None | Unset, data)
-
-        starts_at = _parse_starts_at(d.pop("starts_at", UNSET))
+        _starts_at = d.pop("starts_at", UNSET)
+        starts_at: datetime.datetime | Unset
+        if isinstance(_starts_at, Unset):
+            starts_at = UNSET
+        else:
+            starts_at = datetime.datetime.fromisoformat(_starts_at)
 
         def _parse_submission_limit(data: object) -> int | Unset | None:
             if data is None:
@@ -195,22 +177,12 @@ class PhasePatch:
 
         submission_limit = _parse_submission_limit(d.pop("submission_limit", UNSET))
 
-        def _parse_visibility(data: object) -> PhaseVisibility | Unset | None:
-            if data is None:
-                return data
-            if isinstance(data, Unset):
-                return data
-            try:
-                if not isinstance(data, str):
-                    raise TypeError()
-                visibility_type_0 = PhaseVisibility(data)
-
-                return visibility_type_0
-            except (TypeError, ValueError, AttributeError, KeyError):
-                pass
-            return cast(None | PhaseVisibility | Unset, data)
-
-        visibility = _parse_visibility(d.pop("visibility", UNSET))
+        _visibility = d.pop("visibility", UNSET)
+        visibility: PhasePatchVisibility | Unset
+        if isinstance(_visibility, Unset):
+            visibility = UNSET
+        else:
+            visibility = PhasePatchVisibility(_visibility)
 
         phase_patch = cls(
             allowed_kinds=allowed_kinds,

@@ -6,16 +6,17 @@ import httpx
 
 from ... import errors
 from ...client import AuthenticatedClient, Client
-from ...models.phase_in import PhaseIn
+from ...models.hidden_phase_in import HiddenPhaseIn
 from ...models.phase_out import PhaseOut
 from ...models.problem import Problem
+from ...models.public_phase_in import PublicPhaseIn
 from ...types import Response
 
 
 def _get_kwargs(
     protocol_id: int,
     *,
-    body: PhaseIn,
+    body: HiddenPhaseIn | PublicPhaseIn,
 ) -> dict[str, Any]:
     headers: dict[str, Any] = {}
 
@@ -26,7 +27,10 @@ def _get_kwargs(
         ),
     }
 
-    _kwargs["json"] = body.to_dict()
+    if isinstance(body, PublicPhaseIn):
+        _kwargs["json"] = body.to_dict()
+    else:
+        _kwargs["json"] = body.to_dict()
 
     headers["Content-Type"] = "application/json"
 
@@ -108,16 +112,16 @@ def sync_detailed(
     protocol_id: int,
     *,
     client: AuthenticatedClient,
-    body: PhaseIn,
+    body: HiddenPhaseIn | PublicPhaseIn,
 ) -> Response[PhaseOut | Problem]:
     """Add a phase to a protocol
 
-     422: window ending before it starts, hidden phase without or with a past `reveal_at`;
-    409: overlapping another phase.
+     422: window ending at or before its start, hidden phase without `reveal_at` (one already
+    past reveals the results at once); 409: overlapping another phase.
 
     Args:
         protocol_id (int):
-        body (PhaseIn): A phase of a protocol: its window, per-team limit and visibility.
+        body (HiddenPhaseIn | PublicPhaseIn):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -143,16 +147,16 @@ def sync(
     protocol_id: int,
     *,
     client: AuthenticatedClient,
-    body: PhaseIn,
+    body: HiddenPhaseIn | PublicPhaseIn,
 ) -> PhaseOut | Problem | None:
     """Add a phase to a protocol
 
-     422: window ending before it starts, hidden phase without or with a past `reveal_at`;
-    409: overlapping another phase.
+     422: window ending at or before its start, hidden phase without `reveal_at` (one already
+    past reveals the results at once); 409: overlapping another phase.
 
     Args:
         protocol_id (int):
-        body (PhaseIn): A phase of a protocol: its window, per-team limit and visibility.
+        body (HiddenPhaseIn | PublicPhaseIn):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -173,16 +177,16 @@ async def asyncio_detailed(
     protocol_id: int,
     *,
     client: AuthenticatedClient,
-    body: PhaseIn,
+    body: HiddenPhaseIn | PublicPhaseIn,
 ) -> Response[PhaseOut | Problem]:
     """Add a phase to a protocol
 
-     422: window ending before it starts, hidden phase without or with a past `reveal_at`;
-    409: overlapping another phase.
+     422: window ending at or before its start, hidden phase without `reveal_at` (one already
+    past reveals the results at once); 409: overlapping another phase.
 
     Args:
         protocol_id (int):
-        body (PhaseIn): A phase of a protocol: its window, per-team limit and visibility.
+        body (HiddenPhaseIn | PublicPhaseIn):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -206,16 +210,16 @@ async def asyncio(
     protocol_id: int,
     *,
     client: AuthenticatedClient,
-    body: PhaseIn,
+    body: HiddenPhaseIn | PublicPhaseIn,
 ) -> PhaseOut | Problem | None:
     """Add a phase to a protocol
 
-     422: window ending before it starts, hidden phase without or with a past `reveal_at`;
-    409: overlapping another phase.
+     422: window ending at or before its start, hidden phase without `reveal_at` (one already
+    past reveals the results at once); 409: overlapping another phase.
 
     Args:
         protocol_id (int):
-        body (PhaseIn): A phase of a protocol: its window, per-team limit and visibility.
+        body (HiddenPhaseIn | PublicPhaseIn):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.

@@ -116,7 +116,9 @@ def sync_detailed(
     """Change a phase
 
      Moving `reveal_at` to now reveals a hidden phase's results at once (pages, JSON, CSV;
-    webhook events within one outbox relay period).
+    webhook events within one outbox relay period). A change the stored fields do not allow
+    (an end before the stored start, `reveal_at` on a public phase, a reveal time after the
+    events were released) is a 409 naming the rule.
 
     Args:
         protocol_id (int):
@@ -156,7 +158,9 @@ def sync(
     """Change a phase
 
      Moving `reveal_at` to now reveals a hidden phase's results at once (pages, JSON, CSV;
-    webhook events within one outbox relay period).
+    webhook events within one outbox relay period). A change the stored fields do not allow
+    (an end before the stored start, `reveal_at` on a public phase, a reveal time after the
+    events were released) is a 409 naming the rule.
 
     Args:
         protocol_id (int):
@@ -191,7 +195,9 @@ async def asyncio_detailed(
     """Change a phase
 
      Moving `reveal_at` to now reveals a hidden phase's results at once (pages, JSON, CSV;
-    webhook events within one outbox relay period).
+    webhook events within one outbox relay period). A change the stored fields do not allow
+    (an end before the stored start, `reveal_at` on a public phase, a reveal time after the
+    events were released) is a 409 naming the rule.
 
     Args:
         protocol_id (int):
@@ -229,7 +235,9 @@ async def asyncio(
     """Change a phase
 
      Moving `reveal_at` to now reveals a hidden phase's results at once (pages, JSON, CSV;
-    webhook events within one outbox relay period).
+    webhook events within one outbox relay period). A change the stored fields do not allow
+    (an end before the stored start, `reveal_at` on a public phase, a reveal time after the
+    events were released) is a 409 naming the rule.
 
     Args:
         protocol_id (int):

@@ -8,6 +8,9 @@ from ... import errors
 from ...client import AuthenticatedClient, Client
 from ...models.leaderboard_out import LeaderboardOut
 from ...models.problem import Problem
+from ...models.protocols_get_leaderboard_backend_type_0 import (
+    ProtocolsGetLeaderboardBackendType0,
+)
 from ...types import UNSET, Response, Unset
 
 
@@ -16,7 +19,7 @@ def _get_kwargs(
     *,
     metric: None | str | Unset = UNSET,
     scenario: None | str | Unset = UNSET,
-    backend: None | str | Unset = UNSET,
+    backend: None | ProtocolsGetLeaderboardBackendType0 | Unset = UNSET,
     higher_is_better: bool | None | Unset = UNSET,
     limit: int | Unset = 100,
 ) -> dict[str, Any]:
@@ -40,6 +43,8 @@ def _get_kwargs(
     json_backend: str | Unset | None
     if isinstance(backend, Unset):
         json_backend = UNSET
+    elif isinstance(backend, ProtocolsGetLeaderboardBackendType0):
+        json_backend = backend.value
     else:
         json_backend = backend
     params["backend"] = json_backend
@@ -127,7 +132,7 @@ def sync_detailed(
     client: AuthenticatedClient,
     metric: None | str | Unset = UNSET,
     scenario: None | str | Unset = UNSET,
-    backend: None | str | Unset = UNSET,
+    backend: None | ProtocolsGetLeaderboardBackendType0 | Unset = UNSET,
     higher_is_better: bool | None | Unset = UNSET,
     limit: int | Unset = 100,
 ) -> Response[LeaderboardOut | Problem]:
@@ -139,7 +144,8 @@ def sync_detailed(
         protocol_id (int):
         metric (None | str | Unset): Default: the protocol's.
         scenario (None | str | Unset): Default: the protocol's.
-        backend (None | str | Unset): Default: the protocol's.
+        backend (None | ProtocolsGetLeaderboardBackendType0 | Unset): Default: the protocol's; one
+            it does not score is a 404.
         higher_is_better (bool | None | Unset): Default: the protocol's.
         limit (int | Unset): Rows returned. Default: 100.
 
@@ -173,7 +179,7 @@ def sync(
     client: AuthenticatedClient,
     metric: None | str | Unset = UNSET,
     scenario: None | str | Unset = UNSET,
-    backend: None | str | Unset = UNSET,
+    backend: None | ProtocolsGetLeaderboardBackendType0 | Unset = UNSET,
     higher_is_better: bool | None | Unset = UNSET,
     limit: int | Unset = 100,
 ) -> LeaderboardOut | Problem | None:
@@ -185,7 +191,8 @@ def sync(
         protocol_id (int):
         metric (None | str | Unset): Default: the protocol's.
         scenario (None | str | Unset): Default: the protocol's.
-        backend (None | str | Unset): Default: the protocol's.
+        backend (None | ProtocolsGetLeaderboardBackendType0 | Unset): Default: the protocol's; one
+            it does not score is a 404.
         higher_is_better (bool | None | Unset): Default: the protocol's.
         limit (int | Unset): Rows returned. Default: 100.
 
@@ -214,7 +221,7 @@ async def asyncio_detailed(
     client: AuthenticatedClient,
     metric: None | str | Unset = UNSET,
     scenario: None | str | Unset = UNSET,
-    backend: None | str | Unset = UNSET,
+    backend: None | ProtocolsGetLeaderboardBackendType0 | Unset = UNSET,
     higher_is_better: bool | None | Unset = UNSET,
     limit: int | Unset = 100,
 ) -> Response[LeaderboardOut | Problem]:
@@ -226,7 +233,8 @@ async def asyncio_detailed(
         protocol_id (int):
         metric (None | str | Unset): Default: the protocol's.
         scenario (None | str | Unset): Default: the protocol's.
-        backend (None | str | Unset): Default: the protocol's.
+        backend (None | ProtocolsGetLeaderboardBackendType0 | Unset): Default: the protocol's; one
+            it does not score is a 404.
         higher_is_better (bool | None | Unset): Default: the protocol's.
         limit (int | Unset): Rows returned. Default: 100.
 
@@ -258,7 +266,7 @@ async def asyncio(
     client: AuthenticatedClient,
     metric: None | str | Unset = UNSET,
     scenario: None | str | Unset = UNSET,
-    backend: None | str | Unset = UNSET,
+    backend: None | ProtocolsGetLeaderboardBackendType0 | Unset = UNSET,
     higher_is_better: bool | None | Unset = UNSET,
     limit: int | Unset = 100,
 ) -> LeaderboardOut | Problem | None:
@@ -270,7 +278,8 @@ async def asyncio(
         protocol_id (int):
         metric (None | str | Unset): Default: the protocol's.
         scenario (None | str | Unset): Default: the protocol's.
-        backend (None | str | Unset): Default: the protocol's.
+        backend (None | ProtocolsGetLeaderboardBackendType0 | Unset): Default: the protocol's; one
+            it does not score is a 404.
         higher_is_better (bool | None | Unset): Default: the protocol's.
         limit (int | Unset): Rows returned. Default: 100.
 

@@ -21,11 +21,8 @@ def _get_kwargs(
     visibility: SubmissionsUploadArchiveVisibility
     | Unset = SubmissionsUploadArchiveVisibility.PRIVATE,
     sha256: None | str | Unset = UNSET,
-    content_length: int | None | Unset = UNSET,
 ) -> dict[str, Any]:
     headers: dict[str, Any] = {}
-    if not isinstance(content_length, Unset):
-        headers["Content-Length"] = content_length
 
     params: dict[str, Any] = {}
 
@@ -150,7 +147,6 @@ def sync_detailed(
     visibility: SubmissionsUploadArchiveVisibility
     | Unset = SubmissionsUploadArchiveVisibility.PRIVATE,
     sha256: None | str | Unset = UNSET,
-    content_length: int | None | Unset = UNSET,
 ) -> Response[Problem | SubmissionOut]:
     """Upload a pre-anonymized archive in the request body (small archives)
 
@@ -168,7 +164,6 @@ def sync_detailed(
             SubmissionsUploadArchiveVisibility.PRIVATE.
         sha256 (None | str | Unset): Optional hex SHA-256 of the archive; a mismatch stores
             nothing (422).
-        content_length (int | None | Unset):
         body (File):
 
     Raises:
@@ -185,7 +180,6 @@ def sync_detailed(
         protocol_id=protocol_id,
         visibility=visibility,
         sha256=sha256,
-        content_length=content_length,
     )
 
     response = client.get_httpx_client().request(
@@ -204,7 +198,6 @@ def sync(
     visibility: SubmissionsUploadArchiveVisibility
     | Unset = SubmissionsUploadArchiveVisibility.PRIVATE,
     sha256: None | str | Unset = UNSET,
-    content_length: int | None | Unset = UNSET,
 ) -> Problem | SubmissionOut | None:
     """Upload a pre-anonymized archive in the request body (small archives)
 
@@ -222,7 +215,6 @@ def sync(
             SubmissionsUploadArchiveVisibility.PRIVATE.
         sha256 (None | str | Unset): Optional hex SHA-256 of the archive; a mismatch stores
             nothing (422).
-        content_length (int | None | Unset):
         body (File):
 
     Raises:
@@ -240,7 +232,6 @@ def sync(
         protocol_id=protocol_id,
         visibility=visibility,
         sha256=sha256,
-        content_length=content_length,
     ).parsed
 
 
@@ -253,7 +244,6 @@ async def asyncio_detailed(
     visibility: SubmissionsUploadArchiveVisibility
     | Unset = SubmissionsUploadArchiveVisibility.PRIVATE,
     sha256: None | str | Unset = UNSET,
-    content_length: int | None | Unset = UNSET,
 ) -> Response[Problem | SubmissionOut]:
     """Upload a pre-anonymized archive in the request body (small archives)
 
@@ -271,7 +261,6 @@ async def asyncio_detailed(
             SubmissionsUploadArchiveVisibility.PRIVATE.
         sha256 (None | str | Unset): Optional hex SHA-256 of the archive; a mismatch stores
             nothing (422).
-        content_length (int | None | Unset):
         body (File):
 
     Raises:
@@ -288,7 +277,6 @@ async def asyncio_detailed(
         protocol_id=protocol_id,
         visibility=visibility,
         sha256=sha256,
-        content_length=content_length,
     )
 
     response = await client.get_async_httpx_client().request(**kwargs)
@@ -305,7 +293,6 @@ async def asyncio(
     visibility: SubmissionsUploadArchiveVisibility
     | Unset = SubmissionsUploadArchiveVisibility.PRIVATE,
     sha256: None | str | Unset = UNSET,
-    content_length: int | None | Unset = UNSET,
 ) -> Problem | SubmissionOut | None:
     """Upload a pre-anonymized archive in the request body (small archives)
 
@@ -323,7 +310,6 @@ async def asyncio(
             SubmissionsUploadArchiveVisibility.PRIVATE.
         sha256 (None | str | Unset): Optional hex SHA-256 of the archive; a mismatch stores
             nothing (422).
-        content_length (int | None | Unset):
         body (File):
 
     Raises:
@@ -342,6 +328,5 @@ async def asyncio(
             protocol_id=protocol_id,
             visibility=visibility,
             sha256=sha256,
-            content_length=content_length,
         )
     ).parsed

@@ -1,7 +1,7 @@
 from enum import StrEnum
 
 
-class PhaseInAllowedKindsType0Item(StrEnum):
+class HiddenPhaseInAllowedKindsType0Item(StrEnum):
     ARCHIVE = "archive"
     BUILTIN = "builtin"
     CONTAINER = "container"

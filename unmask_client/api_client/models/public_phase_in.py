@@ -2,40 +2,46 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Mapping
-from typing import Any, Self, TypeVar, cast
+from typing import (
+    Any,
+    Literal,
+    Self,
+    TypeVar,
+    cast,
+)
 
 from attrs import define as _attrs_define
 
-from ..models.phase_in_allowed_kinds_type_0_item import PhaseInAllowedKindsType0Item
-from ..models.phase_visibility import PhaseVisibility
+from ..models.public_phase_in_allowed_kinds_type_0_item import (
+    PublicPhaseInAllowedKindsType0Item,
+)
 from ..types import UNSET, Unset
 
-T = TypeVar("T", bound="PhaseIn")
+T = TypeVar("T", bound="PublicPhaseIn")
 
 
 @_attrs_define
-class PhaseIn:
-    """A phase of a protocol: its window, per-team limit and visibility.
+class PublicPhaseIn:
+    """A public phase: its results are shown as they finish.
 
     Attributes:
         name (str):
         starts_at (datetime.datetime): When jobs are accepted from (with a time zone).
-        allowed_kinds (list[PhaseInAllowedKindsType0Item] | None | Unset): Submission kinds whose jobs the phase accepts
-            (e.g. `["container"]` for an official phase that reruns the code); none: every kind. Other kinds get 409.
-        ends_at (datetime.datetime | None | Unset): When jobs stop being accepted (409 after it); none: open-ended.
-        reveal_at (datetime.datetime | None | Unset): Hidden phases: when results are shown to everyone (in the future).
+        allowed_kinds (list[PublicPhaseInAllowedKindsType0Item] | None | Unset): Submission kinds whose jobs the phase
+            accepts (e.g. `["container"]` for an official phase that reruns the code); none: every kind. Other kinds get
+            409.
+        ends_at (datetime.datetime | None | Unset): When jobs stop being accepted (409 after it), after `starts_at`;
+            none: open-ended.
         submission_limit (int | None | Unset): Jobs per team in this phase (failed and cancelled not counted).
-        visibility (PhaseVisibility | Unset): When a phase's results are shown to everyone
-            (``services/platform/phases/``).
+        visibility (Literal['public'] | Unset): `public` (the default). Default: 'public'.
     """
 
     name: str
     starts_at: datetime.datetime
-    allowed_kinds: list[PhaseInAllowedKindsType0Item] | Unset | None = UNSET
+    allowed_kinds: list[PublicPhaseInAllowedKindsType0Item] | Unset | None = UNSET
     ends_at: datetime.datetime | Unset | None = UNSET
-    reveal_at: datetime.datetime | Unset | None = UNSET
     submission_limit: int | Unset | None = UNSET
-    visibility: PhaseVisibility | Unset = UNSET
+    visibility: Literal["public"] | Unset = "public"
 
     def to_dict(self) -> dict[str, Any]:
         name = self.name
@@ -62,23 +68,13 @@ class PhaseIn:
         else:
             ends_at = self.ends_at
 
-        reveal_at: str | Unset | None
-        if isinstance(self.reveal_at, Unset):
-            reveal_at = UNSET
-        elif isinstance(self.reveal_at, datetime.datetime):
-            reveal_at = self.reveal_at.isoformat()
-        else:
-            reveal_at = self.reveal_at
-
         submission_limit: int | Unset | None
         if isinstance(self.submission_limit, Unset):
             submission_limit = UNSET
         else:
             submission_limit = self.submission_limit
 
-        visibility: str | Unset = UNSET
-        if not isinstance(self.visibility, Unset):
-            visibility = self.visibility.value
+        visibility = self.visibility
 
         field_dict: dict[str, Any] = {}
 
@@ -92,8 +88,6 @@ class PhaseIn:
             field_dict["allowed_kinds"] = allowed_kinds
         if ends_at is not UNSET:
             field_dict["ends_at"] = ends_at
-        if reveal_at is not UNSET:
-            field_dict["reveal_at"] = reveal_at
         if submission_limit is not UNSET:
             field_dict["submission_limit"] = submission_limit
         if visibility is not UNSET:
@@ -110,7 +104,7 @@ class PhaseIn:
 
         def _parse_allowed_kinds(
             data: object,
-        ) -> list[PhaseInAllowedKindsType0Item] | Unset | None:
+        ) -> list[PublicPhaseInAllowedKindsType0Item] | Unset | None:
             if data is None:
                 return data
             if isinstance(data, Unset):
@@ -121,7 +115,7 @@ class PhaseIn:
                 allowed_kinds_type_0 = []
                 _allowed_kinds_type_0 = data
                 for allowed_kinds_type_0_item_data in _allowed_kinds_type_0:
-                    allowed_kinds_type_0_item = PhaseInAllowedKindsType0Item(
+                    allowed_kinds_type_0_item = PublicPhaseInAllowedKindsType0Item(
                         allowed_kinds_type_0_item_data
                     )
 
@@ -130,7 +124,7 @@ class PhaseIn:
                 return allowed_kinds_type_0
             except (TypeError, ValueError, AttributeError, KeyError):
                 pass
-            return cast(list[PhaseInAllowedKindsType0Item] | None | Unset, data)
+            return cast(list[PublicPhaseInAllowedKindsType0Item] | None | Unset, data)
 
         allowed_kinds = _parse_allowed_kinds(d.pop("allowed_kinds", UNSET))
 
@@ -151,23 +145,6 @@ class PhaseIn:
 
         ends_at = _parse_ends_at(d.pop("ends_at", UNSET))
 
-        def _parse_reveal_at(data: object) -> datetime.datetime | Unset | None:
-            if data is None:
-                return data
-            if isinstance(data, Unset):
-                return data
-            try:
-                if not isinstance(data, str):
-                    raise TypeError()
-                reveal_at_type_0 = datetime.datetime.fromisoformat(data)
-
-                return reveal_at_type_0
-            except (TypeError, ValueError, AttributeError, KeyError):
-                pass
-            return cast(datetime.datetime | None | Unset, data)
-
-        reveal_at = _parse_reveal_at(d.pop("reveal_at", UNSET))
-
         def _parse_submission_limit(data: object) -> int | Unset | None:
             if data is None:
                 return data
@@ -177,21 +154,17 @@ class PhaseIn:
 
         submission_limit = _parse_submission_limit(d.pop("submission_limit", UNSET))
 
-        _visibility = d.pop("visibility", UNSET)
-        visibility: PhaseVisibility | Unset
-        if isinstance(_visibility, Unset):
-            visibility = UNSET
-        else:
-            visibility = PhaseVisibility(_visibility)
+        visibility = cast(Literal["public"] | Unset, d.pop("visibility", UNSET))
+        if visibility != "public" and not isinstance(visibility, Unset):
+            raise ValueError(f"visibility must match const 'public', got '{visibility}'")
 
-        phase_in = cls(
+        public_phase_in = cls(
             name=name,
             starts_at=starts_at,
             allowed_kinds=allowed_kinds,
             ends_at=ends_at,
-            reveal_at=reveal_at,
             submission_limit=submission_limit,
             visibility=visibility,
         )
 
-        return phase_in
+        return public_phase_in

@@ -1,0 +1,11 @@
+from enum import StrEnum
+
+
+class PublicPhaseInAllowedKindsType0Item(StrEnum):
+    ARCHIVE = "archive"
+    BUILTIN = "builtin"
+    CONTAINER = "container"
+    SERVICE = "service"
+
+    def __str__(self) -> str:
+        return str(self.value)
