@@ -34,6 +34,7 @@ from services.platform.leaderboard.service import (
     leaderboard_table,
 )
 from services.storage.models import ProtocolRecord
+from services.vocab import TRUST_MARKS
 
 REFERENCE_SCENARIO = "original"
 """The unprotected reference: the attacker scored on original (not anonymized) speech."""
@@ -90,8 +91,8 @@ SEEDS_COLUMN = Column(
 TRUST_COLUMN = Column(
     "trust",
     "Trust",
-    "Whether the report's trust checks passed (✓), failed (⚠, with the reason) or were not"
-    " run (?).",
+    f"Whether the report's trust checks passed ({TRUST_MARKS[True]}), failed "
+    f"({TRUST_MARKS[False]}, with the reason) or were not run ({TRUST_MARKS[None]}).",
     True,
     attribute="trustworthy",
     definition="trust",
