@@ -55,8 +55,8 @@ def corpus_stage(ctx: StageContext) -> tuple[Protocol, Manifest, str]:
     protocol, generated in a stage keyed by the synthetic spec.
     """
     cfg = ctx.config
-    if cfg.protocol is not None:
-        protocol, manifest = load_protocol_and_manifest(cfg.protocol)
+    if cfg.protocol_file is not None:
+        protocol, manifest = load_protocol_and_manifest(cfg.protocol_file)
         return protocol, manifest, protocol.content_hash or protocol.compute_hash()
     spec = cfg.synthetic
 
@@ -114,9 +114,9 @@ def fixed_trials_of(ctx: StageContext) -> FixedTrials | None:
 
     The synthetic corpus has none; a protocol file is read once per (path, modification time).
     """
-    if ctx.config.protocol is None:
+    if ctx.config.protocol_file is None:
         return None
-    path = Path(ctx.config.protocol).resolve()
+    path = Path(ctx.config.protocol_file).resolve()
     return _fixed_trials(str(path), path.stat().st_mtime_ns)
 
 

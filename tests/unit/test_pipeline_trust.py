@@ -83,7 +83,7 @@ def test_a_patience_stop_is_told_to_train_to_the_cap() -> None:
     history = [_epoch(1, 80.0, 5.0), _epoch(2, 52.0, 3.0), _epoch(3, 60.0, 2.9)]
     document = _document(history=history, best_epoch=2)
     run = document["training"]["anonymized-seed0"]
-    run |= {"stopped": "patience", "epochs_cap": 20, "condition": "anonymized", "init": "original"}
+    run |= {"stopped": "patience", "epochs_cap": 20, "condition": "anonymized", "start": "original"}
     run["patience"] = 3
     [reason] = assess_trust(document, SETTINGS).reasons
     assert reason.code == "ver_s_high"
@@ -213,7 +213,7 @@ def test_an_under_trained_scratch_recognizer_is_told_about_transfer() -> None:
     [reason] = assess_trust(document, SETTINGS).reasons
     assert reason.code == "ver_s_high"
     assert "raise training.epochs (now 3)" in reason.message
-    assert "training.init: original" in reason.message
+    assert "training.start: original" in reason.message
 
 
 def test_unusable_speech_is_not_called_under_trained() -> None:

@@ -11,6 +11,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from services.attacker.training_config import TrainingConfig
+from services.field_names import with_current_names
 
 BASELINE = "baseline"
 """Name of the attacker that is the config's own training and back-ends (today's attacker)."""
@@ -89,6 +90,9 @@ class AttackerSpec(BaseModel):
     @field_validator("training")
     @classmethod
     def _training_keys(cls, value: dict[str, Any]) -> dict[str, Any]:
+        # Former field names (``init``) read as the current ones, so the overrides replace the
+        # config's field rather than sitting beside it.
+        value = with_current_names(value, TrainingConfig, "training.")
         fixed = sorted(NOT_OVERRIDABLE & set(value))
         if fixed:
             raise ValueError(
