@@ -27,7 +27,7 @@ from services.platform.leaderboard import representative_job
 from services.platform.phases import is_hidden, revealed_jobs_clause
 from services.storage.errors import NotFoundError
 from services.storage.models import AGGREGATE_SEED, Artifact, Job, Phase, Result
-from services.vocab import HEADLINE_SCENARIOS
+from services.vocab import HEADLINE_SCENARIOS, trust_mark
 
 logger = logging.getLogger("unmask.pages")
 
@@ -296,14 +296,14 @@ def verdict_line(tables: Mapping[str, Any], trust: Mapping[str, Any]) -> dict[st
     reference = aggregate.get(("original", backend), {}).get(eer.key)
     if reference is not None:
         text += f"; {eer.format(reference)} % on original speech"
-    trustworthy = trust.get("trustworthy")
-    if trustworthy is True:
-        attacker, state = "trustworthy (passed the trust checks)", "ok"
-    elif trustworthy is False:
-        attacker, state = "NOT TRUSTWORTHY: the EER may overestimate privacy", "warn"
-    else:
-        attacker, state = "not checked (the report has no trust check)", "unknown"
-    return {"privacy": text, "attacker": attacker, "state": state}
+    outcome = trust.get("trustworthy")
+    mark = trust_mark(outcome if isinstance(outcome, bool) else None)
+    why = {
+        True: " (passed the trust checks)",
+        False: ": the EER may overestimate privacy",
+        None: " (the report has no trust check)",
+    }[outcome if isinstance(outcome, bool) else None]
+    return {"privacy": text, "attacker": mark.verdict + why, "state": mark.state}
 
 
 def _wall_time(job: Job, provenance: Mapping[str, Any]) -> dict[str, float | None]:

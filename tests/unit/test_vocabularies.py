@@ -174,3 +174,28 @@ def test_the_surfaces_write_the_vocabularys_trust_marks() -> None:
         assert mark.symbol in TRUST_COLUMN.title
         badge = badge_svg(BadgeData(1, 2, eer_percent=40.0, trustworthy=outcome, colour="green"))
         assert f"{mark.symbol}{mark.badge_words}" in badge
+
+
+def test_the_cli_and_the_page_name_the_attackers_state_from_the_vocabulary() -> None:
+    from api.pages.submissions import verdict_line
+    from cli.verdict import verdict_lines
+    from services.metrics.catalogue import AGGREGATE_SEED, EER
+
+    rows = [
+        {
+            "scenario": "semi-informed",
+            "backend": "cosine",
+            "seed": s,
+            "metric": EER.key,
+            "value": 30.0,
+        }
+        for s in (0, AGGREGATE_SEED)
+    ]
+    tables = {"aggregate": [(("semi-informed", "cosine"), {EER.key: 30.0})], "per_seed": []}
+    for outcome, mark in vocab.TRUST.items():
+        trust = {"trustworthy": outcome, "reasons": []}
+        cli = "\n".join(verdict_lines(rows, trust))
+        assert f"attacker:  {mark.verdict}" in cli, cli
+        page = verdict_line(tables, trust)
+        assert page is not None and page["attacker"].startswith(mark.verdict)
+        assert page["state"] == mark.state
