@@ -25,6 +25,7 @@ a zoo has one attacker, so its values are as before.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -293,10 +294,16 @@ class LeaderboardTableRow:
         aggregated over seeds and worst over a zoo's attackers, read from its summary."""
         out: dict[str, float | None] = {}
         for text, value in self.summary.items():
-            key = ResultKey.parse(text)
+            key = _parsed_key(text)
             if key.scenario == scenario and key.backend == backend and key.metric is not None:
                 out[str(key.metric)] = value
         return out
+
+
+@functools.lru_cache(maxsize=8192)
+def _parsed_key(text: str) -> ResultKey:
+    """:meth:`ResultKey.parse`, cached: every row's summary repeats the same few hundred keys."""
+    return ResultKey.parse(text)
 
     @property
     def is_baseline(self) -> bool:
