@@ -259,6 +259,12 @@ def job_metric_values(
 # --- many metrics per row (the leaderboard view) ------------------------------------------------
 
 
+@functools.lru_cache(maxsize=8192)
+def _parsed_key(text: str) -> ResultKey:
+    """:meth:`ResultKey.parse`, cached: every row's summary repeats the same few hundred keys."""
+    return ResultKey.parse(text)
+
+
 @dataclass
 class LeaderboardTableRow:
     """One submission on the page. ``values[(scenario, metric)]`` None = missing."""
@@ -298,12 +304,6 @@ class LeaderboardTableRow:
             if key.scenario == scenario and key.backend == backend and key.metric is not None:
                 out[str(key.metric)] = value
         return out
-
-
-@functools.lru_cache(maxsize=8192)
-def _parsed_key(text: str) -> ResultKey:
-    """:meth:`ResultKey.parse`, cached: every row's summary repeats the same few hundred keys."""
-    return ResultKey.parse(text)
 
     @property
     def is_baseline(self) -> bool:
