@@ -443,7 +443,8 @@ def leaderboard_table(
         r.job_id: r.metric_values for r in records if r.metric_values is not None
     }
     unsummarized = [r.job_id for r in records if r.metric_values is None]
-    summaries.update(_aggregated_values(session, unsummarized, None))
+    if unsummarized:  # succeeded before summaries existed: aggregated from the results
+        summaries.update(_aggregated_values(session, unsummarized, None))
     keys = [
         (key, summary_key(key[0], catalogue.stored_backend(key[0], backend), key[1]))
         for key in dict.fromkeys(metrics)
