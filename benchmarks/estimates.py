@@ -9,6 +9,12 @@ patience stopped early shows a ratio below 1 there.
 
     .venv/bin/python benchmarks/estimates.py                                   # the quick example
     .venv/bin/python benchmarks/estimates.py --config my-protocol-config.yaml  # a real protocol
+    .venv/bin/python benchmarks/estimates.py --espeak --utility  # real-length eSpeak NG speech
+
+``--espeak`` builds (once, under ``--espeak-dir``) the eSpeak NG corpus at the calibration size of
+``benchmarks/outside_attackers.py`` (72 voices x 16 utterances, about 3.6 h of 16 kHz speech; 36
+attacker-training, 24 evaluation and 12 target speakers; Debian's ``espeak-ng`` needed) and runs
+the built-in ``pitch`` anonymizer on it: ``tiny`` preset, the four scenarios, cosine and PLDA.
 
 ``--utility`` adds the default ``utility:`` block (its ASR trained on the protocol's original
 speech). The load average is printed before and after: on a loaded machine every phase is
@@ -68,6 +74,29 @@ def estimated_seconds(config: Path) -> dict[str, float]:
     return phases
 
 
+def espeak_config(folder: Path) -> Path:
+    """A config for the real-length eSpeak NG protocol (corpus and protocol built once)."""
+    from outside_attackers import espeak_protocol, sizes
+
+    protocol = espeak_protocol(folder, sizes(name="calibration"))
+    config = folder / "estimates-espeak-pitch.yaml"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "name": "estimates-espeak-pitch",
+                "protocol_file": str(protocol.resolve()),
+                "anonymizer": {"name": "pitch"},
+                "scenarios": ["original", "ignorant", "lazy-informed", "semi-informed"],
+                "training": {"preset": "tiny", "epochs": 10, "batch_size": 32},
+                "seeds": [0],
+                "backends": ["cosine", "plda"],
+            },
+            sort_keys=False,
+        )
+    )
+    return config
+
+
 def load_line() -> str:
     one, five, fifteen = os.getloadavg()
     return f"load average {one:.2f} {five:.2f} {fifteen:.2f} on {os.cpu_count()} CPUs"
@@ -78,6 +107,15 @@ def main() -> None:
     parser.add_argument(
         "--config", type=Path, default=ROOT / "examples" / "configs" / "quick-pitch.yaml"
     )
+    parser.add_argument(
+        "--espeak", action="store_true", help="the real-length eSpeak NG protocol (not --config)"
+    )
+    parser.add_argument(
+        "--espeak-dir",
+        type=Path,
+        default=ROOT / ".unmask" / "benchmarks" / "espeak",
+        help="where the eSpeak NG corpus is built and kept (default .unmask/benchmarks/espeak)",
+    )
     parser.add_argument("--utility", action="store_true", help="add the default utility block")
     parser.add_argument(
         "--epochs", type=int, help="override training.epochs (a shorter run; same comparison)"
@@ -85,6 +123,9 @@ def main() -> None:
     args = parser.parse_args()
     from services.pipeline.config import with_current_names
 
+    if args.espeak:
+        sys.path.insert(0, str(ROOT / "benchmarks"))
+        args.config = espeak_config(args.espeak_dir)
     with tempfile.TemporaryDirectory(prefix="unmask-estimates-") as tmp:
         config = Path(tmp) / "config.yaml"
         data = with_current_names(yaml.safe_load(args.config.read_text()), str(args.config))

@@ -20,20 +20,22 @@ from services.pipeline.config import EvaluationConfig
 from services.pipeline.plan import plan_evaluation
 
 TRAIN_AUDIO_SECONDS_PER_SECOND: dict[str, float] = {
-    # Audio seconds of training crops per wall second on the 2-core CPU machine. tiny: the quick
-    # example (17 steps x 32 crops x 3 s = 1,584 audio s per epoch, 49-61 s for 6 epochs of
-    # training and validation, load average ~2; benchmarks/attacker_throughput.py measured 108
-    # s/s on one thread at load ~10). vpc: benchmarks/attacker_throughput.py, one thread, load ~10
-    # (docs/attacker.md), so on an idle machine this is pessimistic.
-    "tiny": 174.0,
+    # Audio seconds of training crops (and validation passes) per wall second on an idle 2-core
+    # CPU machine, 2 torch threads with the passive OpenMP wait. tiny: the quick example from an
+    # empty store (2 x 12 epochs of 16 steps x 32 crops x 3 s in 84 s, load ~1; the eSpeak NG
+    # protocol then ran at 467: docs/performance.md, "Estimates"). vpc:
+    # benchmarks/attacker_throughput.py, one thread, load ~10 (docs/attacker.md), so on an idle
+    # machine this is pessimistic.
+    "tiny": 480.0,
     "vpc": 14.7,
 }
 """Measured training throughput per preset (CPU); presets without a measurement get no estimate
 (``standard``, ``xvector``; every GPU: not measured)."""
 
-VALIDATION_AUDIO_SECONDS_PER_SECOND = 270.0
-"""Embedding throughput of the validation pass, tiny preset (quick example: 128 utterances of
-~4 s in 2.1 s); scaled by the preset's training throughput ratio for other presets."""
+VALIDATION_AUDIO_SECONDS_PER_SECOND = 745.0
+"""Embedding throughput of the validation pass, tiny preset, idle (the earlier loaded
+measurement, 128 utterances of ~4 s in 2.1 s, scaled as the training throughput); scaled by the
+preset's training throughput ratio for other presets."""
 
 
 @dataclass(frozen=True)
@@ -197,19 +199,22 @@ class PhaseThroughputs:
     """Measured speeds of the phases other than attacker training, in audio seconds per wall
     second on the 2-core CPU machine (2 torch threads; docs/performance.md, "Estimates")."""
 
-    corpus: float = 195.0
-    """Synthetic corpus generation with WAV writing (quick example: 23.6 s for ~4,600 s)."""
-    anonymize: float = 73.0
-    """Built-in pitch (quick example: 43.3 s for ~790 utterances of ~4 s)."""
-    embed_tiny: float = 270.0
-    """Whole-utterance embedding, ``tiny`` preset (128 utterances of ~4 s in 2.1 s); other
-    presets scale by their training throughput ratio."""
-    asr_train: float = 69.0
-    """Utility ASR training, audio seconds per second per epoch (2,078 s x 15 epochs in 449 s,
-    one thread at load 5-8: pessimistic)."""
-    utility_metrics: float = 23.0
-    """Transcription, pYIN F0 and the guard over original + anonymized trial audio (2 x 128
-    utterances of ~4 s in 37-52 s)."""
+    corpus: float = 418.0
+    """Synthetic corpus generation with WAV writing (quick example, idle: ~4,600 s in 11.0 s)."""
+    anonymize: float = 154.0
+    """Built-in pitch (quick example, idle: ~3,330 s of audio in 21.6 s)."""
+    embed_tiny: float = 300.0
+    """Whole-utterance embedding, ``tiny`` preset, idle (enrollment, trial and, for PLDA, the
+    training set); other presets scale by their training throughput ratio."""
+    challenger: float = 179.0
+    """The challenger's pretrained GE2E verifier, one utterance at a time, idle 2 threads (118
+    eSpeak NG utterances, 640 s, in 3.6 s)."""
+    asr_train: float = 105.0
+    """Utility ASR training, audio seconds per second per epoch (quick example, idle: 3 epochs of
+    2,078 s in 59 s with its validation passes)."""
+    utility_metrics: float = 70.0
+    """Transcription, pYIN F0 and the guard over original + anonymized trial audio (quick
+    example, idle: 2 x ~513 s in 14.6 s)."""
     startup_s: float = 11.0
     """Imports, scoring, plots and the report."""
 
@@ -225,12 +230,14 @@ def phase_seconds(
     speed: PhaseThroughputs = PHASE_SPEEDS,
     *,
     anonymize_scale: float | None = 1.0,
+    challenger: bool | None = None,
 ) -> dict[str, float] | None:
     """Estimated wall seconds per phase without reuse (attacker training to its epochs caps, the
     utility ASR to its cap): ``corpus``, ``anonymize``, ``train``, ``embed``, ``utility`` (which
     includes ``utility-asr``, trained once per protocol) and ``report``. ``anonymize_scale``:
     the anonymizer kind's cost relative to a built-in's (None = not estimated: 0 here). None when
-    a preset has no measured throughput."""
+    a preset has no measured throughput. ``challenger``: whether the challenger is scored (its
+    GE2E embeddings count under ``embed``; None: the ``UNMASK_CHALLENGER`` setting)."""
     train = training_seconds(recognizers, training, cfg.training.crop_seconds)
     if train is None:
         return None
@@ -238,10 +245,21 @@ def phase_seconds(
     eval_s = sizes.enrollment_s + sizes.trial_s
     anonymizes_training = any(s != "original" for s in cfg.scenarios)
     anonymized_s = eval_s + (sizes.train_s + sizes.validation_s if anonymizes_training else 0.0)
+    # A trained back-end (PLDA) also embeds each recognizer's training set.
+    per_recognizer_s = 2 * eval_s + (sizes.train_s if "plda" in cfg.backends else 0.0)
     embed = 0.0
     for p in recognizers:
         embed_speed = speed.embed_tiny * TRAIN_AUDIO_SECONDS_PER_SECOND[p.preset] / tiny
-        embed += 2 * eval_s / embed_speed  # the enrollment and trial sets, each of its condition
+        embed += per_recognizer_s / embed_speed
+    if challenger is None:
+        from services.settings import get_settings
+
+        challenger = get_settings().challenger
+    attacks = [s for s in cfg.scenarios if s != "original"]
+    if challenger and attacks:
+        # Anonymized enrollment and trials, and the original enrollment for the ignorant attack.
+        ge2e_s = eval_s + (sizes.enrollment_s if "ignorant" in attacks else 0.0)
+        embed += ge2e_s / speed.challenger
     out = {
         "corpus": sizes.corpus_s / speed.corpus if cfg.protocol_file is None else 0.0,
         "anonymize": anonymized_s / speed.anonymize * (anonymize_scale or 0.0),

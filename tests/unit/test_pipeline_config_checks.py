@@ -100,19 +100,20 @@ def test_plan_counts_reusable_stages_and_estimates_time(tmp_path: Path) -> None:
     assert "tiny preset; epochs cap 12 x2" in lines[1]
     assert "is empty; every stage is computed" in lines[2]
     # Audio durations times the measured throughputs (estimates.py), training to the 12-epoch cap.
-    assert "at most about 6 min" in lines[3] and "train 4 min" in lines[3]
+    assert "at most about 3 min" in lines[3] and "train 90 s" in lines[3]
+    assert "embed 30 s" in lines[3]  # the recognizers' and the challenger's embeddings
     assert "utility" not in lines[3]  # the quick example measures no utility
     with_utility = cfg.model_copy(update={"utility": UtilityConfig()})
     line = plan_lines(with_utility, tmp_path / "stages")[3]
-    assert "utility 8 min (its ASR 8 min, trained once per protocol)" in line
-    assert "at most about 14 min" in line
+    assert "utility 5 min (its ASR 5 min, trained once per protocol)" in line
+    assert "at most about 8 min" in line
     for key in ("a", "b"):
         (tmp_path / "stages" / "train" / key).mkdir(parents=True)
         (tmp_path / "stages" / "train" / key / "DONE.json").write_text(json.dumps({}))
     (tmp_path / "stages" / "train" / "c.tmp").mkdir()  # unfinished: not counted
     assert "holds 2 train; equal inputs are reused" in plan_lines(cfg, tmp_path / "stages")[2]
     slow = plan_lines(cfg, tmp_path, PhaseThroughputs(anonymize=0.4))
-    assert "about 143 min" in slow[3]  # 0.4x real time anonymization dominates
+    assert "about 141 min" in slow[3]  # 0.4x real time anonymization dominates
 
 
 def test_the_zoo_plan_counts_the_recognizers_it_trains() -> None:
@@ -135,3 +136,30 @@ def test_the_zoo_plan_counts_the_recognizers_it_trains() -> None:
         update={"training": cfg.training.model_copy(update={"preset": "standard"})}
     )
     assert "no time estimate for preset standard" in plan_lines(unmeasured, REPO / "x")[3]
+
+
+def test_embed_estimate_counts_plda_training_sets_and_the_challenger() -> None:
+    from services.pipeline import estimates
+
+    cfg = load_checked_config(REPO / "examples" / "configs" / "quick-pitch.yaml")
+    recognizers = estimates.recognizer_plan(cfg)
+    training = estimates.synthetic_training_audio(cfg)
+    sizes = estimates.AudioSizes(
+        train_s=3000.0, validation_s=300.0, enrollment_s=1000.0, trial_s=1000.0, corpus_s=9000.0
+    )
+    speed = estimates.PHASE_SPEEDS
+
+    def embed(c: EvaluationConfig, challenger: bool) -> float:
+        phases = estimates.phase_seconds(c, recognizers, training, sizes, challenger=challenger)
+        assert phases is not None
+        return phases["embed"]
+
+    cosine = embed(cfg, challenger=False)
+    # Two recognizers (tiny), each embedding the enrollment and trial sets of both conditions.
+    assert cosine == pytest.approx(2 * 2 * 2000.0 / speed.embed_tiny)
+    plda = cfg.model_copy(update={"backends": ["cosine", "plda"]})
+    assert embed(plda, challenger=False) - cosine == pytest.approx(2 * 3000.0 / speed.embed_tiny)
+    # The challenger: anonymized enrollment and trials, and the original enrollment (ignorant).
+    assert embed(cfg, challenger=True) - cosine == pytest.approx(3000.0 / speed.challenger)
+    only_original = cfg.model_copy(update={"scenarios": ["original"]})
+    assert embed(only_original, challenger=True) == embed(only_original, challenger=False)
