@@ -272,8 +272,11 @@ def test_resuming_an_interrupted_fine_tune_is_bit_identical(tmp_path: Path, sour
     b = extract_embeddings(out / "last.pt", PROBES, device="cpu")
     assert np.array_equal(a, b)
     # A resume that would start from another recognizer (or from scratch) is refused.
+    other = tmp_path / "straight" / "best.pt"  # same preset, another file
     with pytest.raises(ConfigError, match="init checkpoint differs"):
-        train_attacker(TRAIN, VAL, cfg.model_copy(update={"epochs": 3, "start": None}), out)
+        train_attacker(TRAIN, VAL, cfg, out, transfer_checkpoint=other)
+    with pytest.raises(ConfigError, match="no recognizer to start from"):
+        train_attacker(TRAIN, VAL, cfg, out)
 
 
 def test_transfer_needs_the_same_preset_and_an_existing_file(tmp_path: Path, source: Path) -> None:
