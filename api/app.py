@@ -16,16 +16,13 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 from fastapi.routing import APIRoute
 from fastapi.staticfiles import StaticFiles
-from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from api import pages
 from api.auth import BEARER_SCHEME_NAME
-from api.body_limit import BodyLimitMiddleware
 from api.context import ApiContext
 from api.faults import install_fault_handlers
-from api.http_semantics import HttpSemanticsMiddleware
+from api.middleware import install_middleware
 from api.problems import PROBLEM_MEDIA_TYPE, install_problem_handlers, problem_responses
-from api.request_body import RequestBodyMiddleware
 from api.routes import (
     admin,
     badges,
@@ -39,12 +36,11 @@ from api.routes import (
     tokens,
     webhooks,
 )
-from api.security_headers import SecurityHeadersMiddleware
 from services.json_values import JSON_VALUE_SCHEMA
 from services.platform.jobs.reactions import register_job_reactions
 from services.platform.outbox import MessageSender
 from services.settings import Settings, get_settings
-from services.storage.blobstore import BlobStore
+from services.storage.blob_interface import BlobStore
 from services.storage.db import Database
 
 API_VERSION = "1.0.0"
@@ -95,7 +91,7 @@ def _openapi_with_problems(app: FastAPI) -> dict[str, Any]:
             responses = operation.setdefault("responses", {})
             if "requestBody" in operation:
                 # Answered before the route runs: a body that is not JSON (400), one above the
-                # body limit (413, api/body_limit.py).
+                # body limit (413, api/middleware/body_limit.py).
                 for status in (400, 413):
                     responses.setdefault(str(status), _problem_response_doc(status))
             for code, response in responses.items():
@@ -162,9 +158,6 @@ def create_app(
     app.state.context = context
     install_problem_handlers(app)
     install_fault_handlers(app)
-    # Inner to the body limit: bodies are read (under the read timeout) only within it.
-    app.add_middleware(RequestBodyMiddleware, read_timeout_s=context.settings.upload_read_timeout_s)
-    app.add_middleware(BodyLimitMiddleware, max_bytes=context.settings.max_json_body_bytes)
     for module in (health, admin, tokens, protocols, submissions, jobs, blobs):
         app.include_router(module.router)
     app.include_router(jobs.submission_jobs_router)
@@ -177,16 +170,8 @@ def create_app(
     app.mount("/static", StaticFiles(directory=pages.STATIC_DIR), name="static")
     app.openapi = lambda: _openapi_with_problems(app)  # type: ignore[method-assign]
 
-    # HEAD and OPTIONS, complete Allow headers, redirects without the request's Host; then only
-    # the configured host names are answered at all.
-    app.add_middleware(
-        HttpSemanticsMiddleware, fastapi_app=app, public_url=context.settings.public_url
-    )
-    if context.settings.trusted_hosts != ["*"]:
-        app.add_middleware(TrustedHostMiddleware, allowed_hosts=context.settings.trusted_hosts)
-    # --- security headers (CSP with a per-response script nonce, framing, sniffing) ----------
-    app.add_middleware(SecurityHeadersMiddleware)
-    # ------------------------------------------------------------------------------------------
+    # Request limits, host filtering, HTTP semantics, security headers (api/middleware/).
+    install_middleware(app, context.settings)
     return app
 
 

@@ -21,7 +21,8 @@ from services.platform.comparison.background import PairedResults
 from services.platform.identity.oidc import KeySetCache
 from services.platform.outbox import MessageSender, install_senders
 from services.settings import Settings
-from services.storage.blobstore import BlobStore, blob_store_from_settings
+from services.storage.blob_interface import BlobStore
+from services.storage.blobstore import blob_store_from_settings
 from services.storage.db import Database
 
 

@@ -17,10 +17,10 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
-from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
+from api.schemas.problems import Problem
 from services.errors import InvalidFieldError, InvalidInputError
 from services.platform.access import AccessDeniedError
 from services.platform.quotas import QuotaExceededError
@@ -55,28 +55,6 @@ _STANDARD: dict[int, tuple[str, str]] = {
     503: ("service-unavailable", "Service unavailable"),
     507: ("insufficient-storage", "Insufficient storage"),
 }
-
-
-class FieldProblem(BaseModel):
-    """One invalid field of a request."""
-
-    field: str = Field(description="Where: `body.builtin.params.semitones`, `query.limit`, ...")
-    message: str = Field(description="What is wrong with it.")
-
-
-class Problem(BaseModel):
-    """An error (RFC 9457 problem details), sent as `application/problem+json`."""
-
-    model_config = ConfigDict(extra="allow")
-
-    type: str = Field(description="URI naming the kind of problem, e.g. `urn:unmask:problem:...`.")
-    title: str = Field(description="Short summary of the kind of problem.")
-    status: int = Field(description="The HTTP status code.")
-    detail: str = Field(description="What went wrong in this request, naming the field/object.")
-    instance: str = Field(description="The request path the problem occurred at.")
-    errors: list[FieldProblem] | None = Field(
-        None, description="Validation errors only: every invalid field."
-    )
 
 
 class ApiProblem(Exception):

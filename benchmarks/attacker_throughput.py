@@ -31,7 +31,9 @@ import numpy as np
 import torch
 
 from services.attacker.embeddings import resolve_device
-from services.attacker.training import TrainingConfig, TrainingItem, train_attacker
+from services.attacker.training import train_attacker
+from services.attacker.training_config import TrainingConfig
+from services.attacker.training_records import TrainingItem
 from services.corpus.synthetic import sample_speakers, synthesize_utterance
 from services.settings import apply_thread_settings
 

@@ -27,9 +27,11 @@ import numpy as np
 import torch
 from botocore.config import Config
 
-from services.attacker.training import TrainingConfig, TrainingItem, train_attacker
+from services.attacker.training import train_attacker
+from services.attacker.training_config import TrainingConfig
+from services.attacker.training_records import TrainingItem
 from services.pipeline.checkpoint_sync import CheckpointSync
-from services.storage.blobstore import S3BlobStore
+from services.storage.blob_s3 import S3BlobStore
 
 SR = 16_000
 

@@ -89,7 +89,7 @@ def _seed(url: str, blob_dir: Path, args: argparse.Namespace) -> tuple[str, int,
     from services.platform.jobs import records as job_records
     from services.platform.leaderboard import record_report_summary
     from services.scoring.trial_scores import trials_path
-    from services.storage.blobstore import LocalBlobStore
+    from services.storage.blob_local import LocalBlobStore
     from services.storage.db import Database
     from services.storage.migrate import upgrade_database
 

@@ -31,7 +31,9 @@ import torch
 
 from services.attacker.embeddings import embed_waveforms, resolve_device
 from services.attacker.models import SpeakerEncoder
-from services.attacker.training import TrainingConfig, TrainingItem, train_attacker
+from services.attacker.training import train_attacker
+from services.attacker.training_config import TrainingConfig
+from services.attacker.training_records import TrainingItem
 
 SR = 16_000
 

@@ -43,7 +43,9 @@ from services.anonymizers.pitch import pitch_shift
 from services.anonymizers.vtln import vtln_warp
 from services.anonymizers.warps import TRANSFORM_FAMILIES
 from services.attacker.models import SpeakerEncoder
-from services.attacker.training import TrainingConfig, TrainingItem, train_attacker
+from services.attacker.training import train_attacker
+from services.attacker.training_config import TrainingConfig
+from services.attacker.training_records import TrainingItem
 from services.attacks.feature_warp import FeatureDomainTransformer
 from services.attacks.prerestore import (
     CPU_MAX_BATCH_FRAMES,

@@ -75,7 +75,7 @@ def cpu_seconds(pid: int) -> float:
 
 def run_row(args: argparse.Namespace, workers: int, moto_endpoint: str, root: Path) -> dict:
     """Start ``workers`` worker processes, run ``args.jobs`` jobs, return the row."""
-    from services.storage.blobstore import S3BlobStore
+    from services.storage.blob_s3 import S3BlobStore
     from workers.app import app, configure_app, install_outbox_senders
 
     dbname = f"unmask_scale_{os.getpid()}_{uuid.uuid4().hex[:6]}"

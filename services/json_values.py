@@ -120,8 +120,9 @@ def _object_without_nul(value: dict[str, Any]) -> dict[str, Any]:
 
 
 # A JSON object stored in a jsonb column: no NUL in any key or string; every value within what
-# storage holds (json_problem, enforced for every API body by api/request_body.py). The OpenAPI
-# document names the rule through the JsonValue component (JSON_VALUE_SCHEMA, added by api/app.py).
+# storage holds (json_problem, enforced for every API body by api/middleware/request_body.py).
+# The OpenAPI document names the rule through the JsonValue component (JSON_VALUE_SCHEMA, added
+# by api/app.py).
 JsonObject = Annotated[
     dict[str, Any],
     AfterValidator(_object_without_nul),

@@ -507,7 +507,7 @@ class Settings(BaseSettings):
         60.0, gt=0, description="Window of the failed-authentication limit, seconds."
     )
 
-    # Server-rendered pages (api/routes/pages.py).
+    # Server-rendered pages (api/pages/).
     page_session_max_age_s: int = Field(
         12 * 3600, ge=60, description="Lifetime of the pages' login cookie, seconds."
     )

@@ -39,6 +39,20 @@ JOB_STATE_VALUES: tuple[str, ...] = tuple(s.value for s in RunState)
 TERMINAL_STATE_VALUES: tuple[str, ...] = tuple(s for s in JOB_STATE_VALUES if s in TERMINAL_STATES)
 """The terminal states in the same order: succeeded, failed, cancelled."""
 
+
+class ProtocolAsrState(StrEnum):
+    """Where a protocol's original-speech utility ASR is (``services/platform/protocols/asr``):
+    trained once per protocol, at registration, and shared by every job on it."""
+
+    QUEUED = "queued"
+    RUNNING = "running"
+    READY = "ready"
+    FAILED = "failed"
+
+
+PROTOCOL_ASR_STATE_VALUES: tuple[str, ...] = tuple(s.value for s in ProtocolAsrState)
+"""Every state of a protocol's ASR training, in the order of its life."""
+
 JOB_EVENT_PREFIX = "job."
 
 WEBHOOK_EVENT_TYPES: tuple[str, ...] = tuple(JOB_EVENT_PREFIX + s for s in TERMINAL_STATE_VALUES)

@@ -41,6 +41,7 @@ from workers.names import (
     TASK_REAP,
     TASK_RUN_PHASE,
     TASK_SWEEP_WEBHOOKS,
+    TASK_TRAIN_PROTOCOL_ASR,
     TASK_VALIDATE_ARCHIVE,
 )
 from workers.relay import OutboxRelay, PeriodicThread
@@ -81,6 +82,8 @@ def celery_config(settings: Settings) -> dict[str, Any]:
             TASK_VALIDATE_ARCHIVE: {"queue": "cpu"},
             TASK_DELIVER_WEBHOOK: {"queue": "cpu"},
             TASK_SWEEP_WEBHOOKS: {"queue": "cpu"},
+            # Model work, beside the utility phases that would otherwise train it.
+            TASK_TRAIN_PROTOCOL_ASR: {"queue": "gpu"},
             # run_phase is routed per call (the phase decides: phases.PHASE_QUEUES).
         },
         "task_serializer": "json",
@@ -158,6 +161,9 @@ def register_tasks(celery_app: Celery) -> None:
     celery_app.task(bind=True, name=TASK_VALIDATE_ARCHIVE, **at_least_once)(tasks.validate_archive)
     celery_app.task(bind=True, name=TASK_DELIVER_WEBHOOK, **at_least_once)(webhooks.deliver_webhook)
     celery_app.task(name=TASK_SWEEP_WEBHOOKS)(webhooks.sweep_webhooks)
+    celery_app.task(bind=True, name=TASK_TRAIN_PROTOCOL_ASR, **at_least_once)(
+        tasks.train_protocol_asr
+    )
 
 
 def install_outbox_senders(celery_app: Celery, settings: Settings | None = None) -> None:

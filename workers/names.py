@@ -6,6 +6,7 @@ TASK_REAP = "unmask.reap_stale_stages"
 TASK_VALIDATE_ARCHIVE = "unmask.validate_archive"
 TASK_DELIVER_WEBHOOK = "unmask.deliver_webhook"
 TASK_SWEEP_WEBHOOKS = "unmask.sweep_webhooks"
+TASK_TRAIN_PROTOCOL_ASR = "unmask.train_protocol_asr"
 
 QUEUE_REAPER = "reaper"
 """The reaper's own queue, consumed by a worker that runs nothing else (``worker-reaper`` in

@@ -26,6 +26,7 @@ from services.platform.outbox import (
     DELIVER_WEBHOOK,
     REVOKE_JOB,
     RUN_PHASE,
+    TRAIN_PROTOCOL_ASR,
     VALIDATE_ARCHIVE,
     MessageSender,
 )
@@ -33,6 +34,7 @@ from services.settings import Settings
 from workers.names import (
     TASK_DELIVER_WEBHOOK,
     TASK_RUN_PHASE,
+    TASK_TRAIN_PROTOCOL_ASR,
     TASK_VALIDATE_ARCHIVE,
 )
 
@@ -78,9 +80,21 @@ def celery_senders(app: Celery, settings: Settings) -> dict[str, MessageSender]:
             TASK_DELIVER_WEBHOOK, (int(payload["delivery_id"]),), queue="cpu", routing_key="cpu"
         )
 
+    def train_protocol_asr(payload: Mapping[str, Any]) -> None:
+        # The utility phase's time limits: the same training, earlier.
+        send_task(
+            TASK_TRAIN_PROTOCOL_ASR,
+            (int(payload["protocol_id"]),),
+            queue="gpu",
+            routing_key="gpu",
+            soft_time_limit=stage_time_limit_s(settings, "utility"),
+            time_limit=stage_hard_time_limit_s(settings, "utility"),
+        )
+
     return {
         RUN_PHASE: run_phase,
         REVOKE_JOB: revoke_job,
         VALIDATE_ARCHIVE: validate_archive,
         DELIVER_WEBHOOK: deliver_webhook,
+        TRAIN_PROTOCOL_ASR: train_protocol_asr,
     }

@@ -21,6 +21,11 @@ from services.platform.jobs import (
     run_job_phase,
     stage_time_limit_s,
 )
+from services.platform.jobs.protocol_asr import (
+    TransientProtocolAsrError,
+    give_up_protocol_asr,
+)
+from services.platform.jobs.protocol_asr import train_protocol_asr as train_asr_of_protocol
 from services.platform.outbox import prune_sent, relay_pass
 from services.platform.webhooks import release_due_events
 from services.settings import Settings
@@ -102,3 +107,26 @@ def validate_archive(self: Task, submission_id: int) -> str:
                 max_retries=settings.task_max_retries,
             ) from exc
         raise
+
+
+def train_protocol_asr(self: Task, protocol_id: int) -> str:
+    """Train the utility ASR of a newly registered protocol (see services/platform/protocols/
+    asr.py); lost connections are retried with the phases' backoff."""
+    services = get_services()
+    settings = services.settings
+    try:
+        return train_asr_of_protocol(services, protocol_id)
+    except TransientProtocolAsrError as exc:
+        retries = self.request.retries or 0
+        if retries >= settings.task_max_retries:
+            reason = f"gave up after {retries} retries: {exc}"
+            try:  # failed: registering the protocol again queues it again
+                give_up_protocol_asr(services, protocol_id, reason)
+            except Exception as record_exc:
+                log.error("could not record giving up on protocol %s: %s", protocol_id, record_exc)
+            raise
+        countdown = retry_delay_s(settings, retries)
+        log.warning("protocol %s ASR: %s; retry in %.0f s", protocol_id, exc, countdown)
+        raise self.retry(
+            exc=exc, countdown=countdown, max_retries=settings.task_max_retries
+        ) from exc

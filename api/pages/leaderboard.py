@@ -16,9 +16,9 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
 from api.auth import Principal
-from api.challenge_html import hidden_phase_names, phases_html
 from api.context import ApiContext
 from api.deps import ContextDep
+from api.pages.challenge_html import hidden_phase_names, phases_html
 from api.pages.leaderboard_html import reference_html, row_html, sort_link
 from api.pages.rendering import bad_request, not_found, page_viewer, render
 from api.schemas import DbId

@@ -14,7 +14,7 @@ from urllib.parse import urlencode
 from fastapi import Request
 from markupsafe import Markup, escape
 
-from api.challenge_html import evaluator_html
+from api.pages.challenge_html import evaluator_html
 from api.pages.rendering import fmt_datetime, fmt_number
 from services.pipeline.zoo import headline
 from services.platform.leaderboard import (

@@ -1,5 +1,5 @@
 """Sign-in and sign-out: a team pastes an API token with the ``read`` scope; the page session
-cookie and the CSRF tokens of both forms are in ``api/page_session.py``."""
+cookie and the CSRF tokens of both forms are in ``api/pages/session.py``."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from api.auth import Principal
 from api.auth_limits import client_address
 from api.context import ApiContext
 from api.deps import ContextDep
-from api.page_session import (
+from api.pages.rendering import page_viewer, render
+from api.pages.session import (
     clear_session_cookie,
     login,
     login_csrf_ok,
@@ -20,7 +21,6 @@ from api.page_session import (
     set_login_csrf_cookie,
     set_session_cookie,
 )
-from api.pages.rendering import page_viewer, render
 from services.storage.errors import AuthenticationError, PermissionDeniedError
 
 router = APIRouter(include_in_schema=False)
@@ -53,7 +53,7 @@ def _login_page(
     next: str | None,
     error: str | None,
 ) -> HTMLResponse:
-    """The form with a CSRF token bound to the browser's login cookie (api/page_session.py)."""
+    """The form with a CSRF token bound to the browser's login cookie (api/pages/session.py)."""
     secret = login_csrf_secret(request)
     response = render(
         request,

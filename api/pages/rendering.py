@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 
 from api.auth import Principal
 from api.context import ApiContext
-from api.page_session import logout_csrf_token, viewer_of
+from api.pages.session import logout_csrf_token, viewer_of
 from services.vocab import trust_mark
 
 TEMPLATE_DIR = Path(__file__).resolve().parent.parent / "templates"

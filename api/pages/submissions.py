@@ -13,9 +13,9 @@ from typing import Any, get_args
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
-from api.challenge_html import submission_badge
 from api.context import ApiContext
 from api.deps import ContextDep
+from api.pages.challenge_html import submission_badge
 from api.pages.rendering import not_found, page_viewer, render
 from api.schemas import DbId
 from services.metrics import catalogue

@@ -6,13 +6,13 @@ from __future__ import annotations
 from fastapi import APIRouter, Response, status
 
 from api.deps import AdminPrincipal, AnyReader, ContextDep
-from api.quotas import quota_report
 from api.routes.common import errors, scope
 from api.schemas import (
     DbId,
     Me,
     ProtocolCreate,
     ProtocolOut,
+    Quotas,
     TeamCreate,
     TeamOut,
     TokenCreate,
@@ -21,7 +21,7 @@ from api.schemas import (
     TrustedSubmitterCreate,
     TrustedSubmitterOut,
 )
-from services.platform import identity, protocols
+from services.platform import identity, protocols, quotas
 from services.platform.identity import trusted
 from services.platform.jobs.config import validate_protocol_config
 
@@ -44,14 +44,14 @@ def me(
 ) -> Me:
     """The calling token's team and scopes, and the team's quota limits and usage."""
     with reader.open() as (principal, session):
-        quotas = quota_report(session, context.settings, principal.team_id)
+        report = quotas.team_quotas(session, settings=context.settings, team_id=principal.team_id)
         return Me(
             token_prefix=principal.token_prefix,
             user_id=principal.user_id,
             team_id=principal.team_id,
             team_slug=principal.team_slug,
             scopes=list(principal.scopes),
-            quotas=quotas,
+            quotas=Quotas.of(report),
         )
 
 

@@ -14,21 +14,22 @@ from fastapi import APIRouter, Path, Request, Response, status
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import FileResponse
 
-from api.archive_transfer import (
+from api.context import ApiContext
+from api.deps import ContextDep
+from api.problems import ApiProblem, problem_responses
+from api.routes.archive_transfer import (
     ArchiveTooLargeError,
     UploadTimeoutError,
     spool_body,
     upload_slots,
     upload_timeout_problem,
 )
-from api.context import ApiContext
-from api.deps import ContextDep
-from api.problems import ApiProblem, problem_responses
-from services.storage.blobstore import BLOB_KEY_PATTERN, MAX_KEY_LENGTH, LocalBlobStore
+from services.storage.blob_interface import BLOB_KEY_PATTERN, MAX_KEY_LENGTH
+from services.storage.blob_local import LocalBlobStore
 
 router = APIRouter(prefix="/v1/blobs", tags=["blobs"])
 
-# The blob-key rule of services.storage.blobstore.validate_key, documented and enforced here.
+# The blob-key rule of services.storage.blob_interface.validate_key, documented and enforced here.
 BlobKeyPath = Path(
     max_length=MAX_KEY_LENGTH,
     pattern=BLOB_KEY_PATTERN,

@@ -19,7 +19,8 @@ from api.deps import ContextDep
 from api.problems import PROBLEM_MEDIA_TYPE, PROBLEM_TYPE_PREFIX, problem_responses
 from api.schemas import CheckOut, Liveness, Readiness
 from services.platform import identity
-from services.storage.blobstore import LocalBlobStore, S3BlobStore
+from services.storage.blob_local import LocalBlobStore
+from services.storage.blob_s3 import S3BlobStore
 
 logger = logging.getLogger(__name__)
 

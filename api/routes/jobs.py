@@ -14,7 +14,6 @@ from urllib.parse import urlencode
 
 from fastapi import APIRouter, Header, Query, Request, Response, status
 from fastapi.responses import RedirectResponse
-from pydantic import BaseModel, Field
 from sqlalchemy.orm import Session
 
 from api.auth import Principal
@@ -25,6 +24,7 @@ from api.routes.common import PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX, errors, scope
 from api.schemas import (
     ArtifactOut,
     ArtifactsOut,
+    CancelledJobsOut,
     Cursor,
     DbId,
     JobCreate,
@@ -265,16 +265,6 @@ def rerun_job(
             check_quota=_quota_check(context),
         )
     return _answer_new_job(context, principal, new, response)
-
-
-class CancelledJobsOut(BaseModel):
-    """The jobs a bulk cancel stopped."""
-
-    submission_id: int
-    cancelled_job_ids: list[int] = Field(
-        description="The submission's jobs that were queued or running, now cancelled (oldest "
-        "first); empty when none was."
-    )
 
 
 @submission_jobs_router.post(

@@ -10,7 +10,11 @@ from typing import Annotated
 from fastapi import APIRouter, Header, Query, Request, Response, status
 from fastapi.concurrency import run_in_threadpool
 
-from api.archive_transfer import (
+from api.auth import Principal
+from api.context import ApiContext
+from api.deps import ContextDep, ReadReader, SubmitPrincipal
+from api.problems import ApiProblem
+from api.routes.archive_transfer import (
     ArchiveTooLargeError,
     UploadTicket,
     UploadTimeoutError,
@@ -24,10 +28,6 @@ from api.archive_transfer import (
     upload_slots,
     upload_timeout_problem,
 )
-from api.auth import Principal
-from api.context import ApiContext
-from api.deps import ContextDep, ReadReader, SubmitPrincipal
-from api.problems import ApiProblem
 from api.routes.common import PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX, errors, scope
 from api.schemas import (
     SHA256_HEX_PATTERN,

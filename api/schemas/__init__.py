@@ -36,6 +36,7 @@ from api.schemas.common import (
     Text,
     Visibility,
 )
+from api.schemas.compare import ComparisonOut, MetricComparisonOut, PerSpeakerOut, SideOut
 from api.schemas.health import CheckOut, Liveness, Readiness
 from api.schemas.identity import (
     Me,
@@ -53,6 +54,7 @@ from api.schemas.identity import (
 )
 from api.schemas.jobs import (
     OVERRIDABLE_CONFIG_FIELDS,
+    CancelledJobsOut,
     JobCreate,
     JobOut,
     JobPageOut,
@@ -60,6 +62,8 @@ from api.schemas.jobs import (
     StageOut,
 )
 from api.schemas.leaderboard import LeaderboardOut, LeaderboardRow
+from api.schemas.phases import PhaseIn, PhaseOut, PhasePatch, RerunOut, RerunRequest
+from api.schemas.problems import FieldProblem, Problem
 from api.schemas.protocols import CostLimits, LeaderboardSpec, ProtocolCreate, ProtocolOut
 from api.schemas.results import (
     ArtifactOut,
@@ -82,6 +86,14 @@ from api.schemas.submissions import (
     SubmissionOut,
     SubmissionPageOut,
 )
+from api.schemas.webhooks import (
+    WebhookAttemptOut,
+    WebhookCreate,
+    WebhookCreated,
+    WebhookDeliveryOut,
+    WebhookDeliveryPageOut,
+    WebhookOut,
+)
 
 __all__ = [
     "CURSOR_PATTERN",
@@ -100,13 +112,16 @@ __all__ = [
     "ArtifactsOut",
     "BuiltinName",
     "BuiltinSpec",
+    "CancelledJobsOut",
     "CheckOut",
+    "ComparisonOut",
     "CompletedPart",
     "ContainerSpec",
     "CostLimits",
     "Cursor",
     "DbId",
     "DescriptionText",
+    "FieldProblem",
     "JobCreate",
     "JobOut",
     "JobPageOut",
@@ -120,18 +135,27 @@ __all__ = [
     "LinkUrl",
     "Liveness",
     "Me",
+    "MetricComparisonOut",
     "NameText",
     "OidcExchangeRequest",
     "OidcTokenIssued",
+    "PerSpeakerOut",
+    "PhaseIn",
+    "PhaseOut",
+    "PhasePatch",
+    "Problem",
     "ProtocolCreate",
     "ProtocolOut",
     "QuotaUsage",
     "Quotas",
     "Readiness",
+    "RerunOut",
+    "RerunRequest",
     "ResultOut",
     "ResultsOut",
     "Scope",
     "ShortText",
+    "SideOut",
     "StageOut",
     "StrictModel",
     "SubmissionApiStatus",
@@ -152,6 +176,12 @@ __all__ = [
     "TrustedSubmitterOut",
     "UploadPart",
     "Visibility",
+    "WebhookAttemptOut",
+    "WebhookCreate",
+    "WebhookCreated",
+    "WebhookDeliveryOut",
+    "WebhookDeliveryPageOut",
+    "WebhookOut",
     "WorstCaseMetricOut",
     "WorstCaseOut",
 ]

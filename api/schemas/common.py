@@ -18,12 +18,13 @@ from services.anonymizers.kinds.container import (
 from services.identifiers import IDENTIFIER_PATTERN, normalize_identifier
 from services.json_values import NUL_MESSAGE as NUL_MESSAGE
 from services.json_values import JsonObject as JsonObject
-from services.vocab import JOB_STATE_VALUES, WEBHOOK_EVENT_TYPES
+from services.vocab import JOB_STATE_VALUES, PROTOCOL_ASR_STATE_VALUES, WEBHOOK_EVENT_TYPES
 
 Visibility = Literal["public", "private"]
 # The domain's vocabularies (services.vocab) as the enums of the OpenAPI document.
 JobState = Literal[JOB_STATE_VALUES]  # type: ignore[valid-type]
 EventType = Literal[WEBHOOK_EVENT_TYPES]  # type: ignore[valid-type]
+ProtocolAsrState = Literal[PROTOCOL_ASR_STATE_VALUES]  # type: ignore[valid-type]
 # API-level submission status: an archive whose upload finished but which the workers have not
 # validated yet is "validating" (stored as "pending").
 SubmissionApiStatus = Literal["validating", "accepted", "rejected"]

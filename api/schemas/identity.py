@@ -7,6 +7,7 @@ import datetime as dt
 from pydantic import BaseModel, Field
 
 from api.schemas.common import LabelText, Scope, ShortText, StrictModel, Text
+from services.platform.quotas import QuotaStatus, TeamQuotas
 from services.storage.models import ApiToken, TrustedSubmitter
 
 
@@ -16,6 +17,10 @@ class QuotaUsage(BaseModel):
     limit: int
     used: int
     window: str = Field(description="`rolling 24 h` or `now` (concurrent).")
+
+    @classmethod
+    def of(cls, status: QuotaStatus) -> QuotaUsage:
+        return cls(limit=status.limit, used=status.used, window=status.window)
 
 
 class Quotas(BaseModel):
@@ -28,6 +33,17 @@ class Quotas(BaseModel):
         description="Bytes of stored archives, open presigned uploads and archives rejected in "
         "the last 24 h."
     )
+
+    @classmethod
+    def of(cls, report: TeamQuotas) -> Quotas:
+        """The team's limits and usage (``services.platform.quotas.team_quotas``) as the API
+        shows them (``GET /v1/me``)."""
+        return cls(
+            submissions_per_day=QuotaUsage.of(report.submissions_per_day),
+            jobs_per_day=QuotaUsage.of(report.jobs_per_day),
+            concurrent_jobs=QuotaUsage.of(report.concurrent_jobs),
+            archive_storage_bytes=QuotaUsage.of(report.archive_storage_bytes),
+        )
 
 
 class Me(BaseModel):

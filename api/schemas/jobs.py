@@ -149,3 +149,13 @@ class JobPageOut(BaseModel):
 
     items: list[JobSummary]
     next_cursor: str | None = Field(description="Pass as `cursor` for the next page; null = end.")
+
+
+class CancelledJobsOut(BaseModel):
+    """The jobs a bulk cancel stopped."""
+
+    submission_id: int
+    cancelled_job_ids: list[int] = Field(
+        description="The submission's jobs that were queued or running, now cancelled (oldest "
+        "first); empty when none was."
+    )

@@ -7,7 +7,14 @@ from typing import Any
 
 from pydantic import BaseModel, Field, StrictBool
 
-from api.schemas.common import DB_ID_MAX, JsonObject, LabelText, StrictModel, Text
+from api.schemas.common import (
+    DB_ID_MAX,
+    JsonObject,
+    LabelText,
+    ProtocolAsrState,
+    StrictModel,
+    Text,
+)
 from services.metrics import catalogue
 from services.platform.jobs.cost import COST_KNOB_NAMES
 from services.storage.models import ProtocolRecord
@@ -93,6 +100,27 @@ class ProtocolCreate(StrictModel):
     )
 
 
+class ProtocolAsrOut(BaseModel):
+    """The protocol's utility ASR, trained once at registration and shared by its jobs."""
+
+    state: ProtocolAsrState = Field(
+        description="`ready`: jobs reuse it; `queued`/`running`: a job that needs it first waits "
+        "for it; `failed`: jobs train it themselves (registering the protocol again retries)."
+    )
+    error: str | None = Field(None, description="Why the training failed (state `failed`).")
+    updated_at: dt.datetime | None = None
+
+    @classmethod
+    def of(cls, protocol: ProtocolRecord) -> ProtocolAsrOut | None:
+        if protocol.asr_state is None:
+            return None
+        return cls(
+            state=protocol.asr_state,
+            error=protocol.asr_error,
+            updated_at=protocol.asr_updated_at,
+        )
+
+
 class ProtocolOut(BaseModel):
     """A registered protocol version."""
 
@@ -107,6 +135,11 @@ class ProtocolOut(BaseModel):
         default_factory=dict, description="The protocol's own cost bounds (unset: server's)."
     )
     created_at: dt.datetime
+    asr: ProtocolAsrOut | None = Field(
+        None,
+        description="The utility ASR trained at registration (docs/utility.md); null when the "
+        "protocol trains none (no WER, or an operator's pretrained ASR).",
+    )
 
     @classmethod
     def of(cls, protocol: ProtocolRecord) -> ProtocolOut:
@@ -121,4 +154,5 @@ class ProtocolOut(BaseModel):
             leaderboard=LeaderboardSpec.model_validate(body.get("leaderboard", {})),
             limits=dict(body.get("limits") or {}),
             created_at=protocol.created_at,
+            asr=ProtocolAsrOut.of(protocol),
         )

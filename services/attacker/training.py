@@ -86,11 +86,7 @@ from services.attacker.training_data import (
     seed_everything,
     set_rng_state,
 )
-from services.attacker.training_losses import (
-    GradientReversal,
-    confusion_loss,
-    reverse_gradient,
-)
+from services.attacker.training_losses import confusion_loss, reverse_gradient
 from services.attacker.training_records import (
     CheckpointCallback,
     EpochRecord,
@@ -100,15 +96,12 @@ from services.attacker.training_records import (
 )
 from services.attacker.training_schedule import (
     ADVERSARIAL_CHECKPOINT_RULE,
-    PATIENCE_RULE,
     cool_down_epochs,
     cool_down_learning_rate,
     cyclic_learning_rate,
-    eligible_records,
     fine_tune_learning_rate,
     plateau_epoch,
     select_best_epoch,
-    should_stop,
     stop_reason,
     target_weight,
 )
@@ -117,33 +110,6 @@ from services.errors import ConfigError, InvalidInputError
 
 if TYPE_CHECKING:
     from services.attacker.ssl import SSLFrontEnd
-
-
-# The trainer's parts live beside it; their public names stay importable from here.
-__all__ = [
-    "ADVERSARIAL_CHECKPOINT_RULE",
-    "PATIENCE_RULE",
-    "CheckpointCallback",
-    "EpochRecord",
-    "GradientReversal",
-    "ProgressCallback",
-    "TrainedAttacker",
-    "TrainingConfig",
-    "TrainingItem",
-    "confusion_loss",
-    "cool_down_epochs",
-    "cool_down_learning_rate",
-    "cyclic_learning_rate",
-    "eligible_records",
-    "fine_tune_learning_rate",
-    "plateau_epoch",
-    "reverse_gradient",
-    "select_best_epoch",
-    "should_stop",
-    "stop_reason",
-    "target_weight",
-    "train_attacker",
-]
 
 _RUNTIME_FIELDS = frozenset({"device", "dataloader_workers"})
 

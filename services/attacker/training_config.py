@@ -2,7 +2,7 @@
 
 The evaluation config (``services.pipeline.config``) embeds ``TrainingConfig``; keeping it here
 lets the API process and the Celery app read and validate configs without loading torch. The
-training loop itself is ``services.attacker.training`` (which re-exports these names).
+training loop itself is ``services.attacker.training``.
 """
 
 from __future__ import annotations

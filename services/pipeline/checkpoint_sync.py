@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from services.storage.blobstore import BlobStore, sha256_file, validate_key
+from services.storage.blob_interface import BlobStore, sha256_file, validate_key
 from services.storage.errors import BlobStoreError
 
 CHECKPOINTS_PREFIX = "checkpoints"

@@ -234,7 +234,7 @@ def plan_lines(
         lines.append(f"plan: stage store {stages_dir} holds {held}; equal inputs are reused")
     else:
         lines.append(f"plan: stage store {stages_dir} is empty; every stage is computed")
-    lines.append(_estimate_line(cfg, recognizers, speed))
+    lines.append(_estimate_line(cfg, recognizers, speed, stages_dir))
     calls = _calls_line(cfg)
     if calls is not None:
         lines.append(calls)
@@ -244,11 +244,16 @@ def plan_lines(
 
 
 def _estimate_line(
-    cfg: EvaluationConfig, recognizers: list[Any], speed: PhaseThroughputs | None = None
+    cfg: EvaluationConfig,
+    recognizers: list[Any],
+    speed: PhaseThroughputs | None = None,
+    stages_dir: Path | None = None,
 ) -> str:
     """The plan's time line: measured throughputs of every phase applied to the corpus or
-    protocol's audio durations (services/pipeline/estimates.py), utility included."""
+    protocol's audio durations (services/pipeline/estimates.py), utility included; its ASR only
+    when the stage store ``stages_dir`` does not hold it already."""
     from services.pipeline import estimates
+    from services.pipeline.stages.utility import asr_in_store
 
     try:
         if cfg.protocol_file is None:
@@ -276,14 +281,15 @@ def _estimate_line(
             f"plan: no time estimate for preset {', '.join(presets)} (no measured CPU throughput; "
             "docs/performance.md)"
         )
+    asr_note = ""
+    if phases["utility-asr"] > 0:
+        asr_note = f" (its ASR {_minutes(phases['utility-asr'])}, trained once per protocol)"
+        if stages_dir is not None and asr_in_store(cfg, stages_dir):
+            phases["utility"] -= phases["utility-asr"]
+            asr_note = " (its ASR reused from the stage store)"
     seconds = sum(v for k, v in phases.items() if k != "utility-asr")
     parts = [
-        f"{name} {_minutes(phases[name])}"
-        + (
-            f" (its ASR {_minutes(phases['utility-asr'])}, trained once per protocol)"
-            if name == "utility" and phases["utility-asr"] > 0
-            else ""
-        )
+        f"{name} {_minutes(phases[name])}" + (asr_note if name == "utility" else "")
         for name in ("corpus", "anonymize", "train", "embed", "utility", "report")
         if phases[name] > 0
     ]

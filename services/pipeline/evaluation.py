@@ -37,7 +37,7 @@ import numpy as np
 
 from services.anonymizers.container import ContainerSandbox
 from services.anonymizers.kinds.registry import kind_of
-from services.attacker.training import TrainedAttacker
+from services.attacker.training_records import TrainedAttacker
 from services.corpus.manifest import Manifest
 from services.corpus.protocol import Protocol
 from services.errors import ConfigError

@@ -25,6 +25,8 @@ from services.corpus.protocol import (
     save_protocol,
 )
 from services.corpus.synthetic import generate_synthetic_corpus
+from services.pipeline.config import EvaluationConfig
+from services.pipeline.stage_runner import DONE_FILE, stage_key
 from services.pipeline.stages.context import StageContext
 
 
@@ -89,12 +91,30 @@ def corpus_stage(ctx: StageContext) -> tuple[Protocol, Manifest, str]:
         ctx.progress("corpus", 1.0, f"{len(manifest)} utterances")
         return {"protocol": "protocol.json"}
 
-    # ``transcripts``: manifests carry each utterance's unit sequence as ``text`` (the utility
-    # ASR's references); corpora generated before that are generated again.
-    inputs = {"synthetic": spec.model_dump(mode="json"), "transcripts": 1}
-    outcome = ctx.runner.run("corpus", inputs, make)
+    outcome = ctx.runner.run("corpus", synthetic_corpus_inputs(cfg), make)
     protocol, manifest = load_protocol_and_manifest(outcome.folder / "protocol.json")
     return protocol, manifest, protocol.content_hash or protocol.compute_hash()
+
+
+def synthetic_corpus_inputs(cfg: EvaluationConfig) -> dict[str, Any]:
+    """The synthetic corpus stage's inputs (its key) for ``cfg``."""
+    # ``transcripts``: manifests carry each utterance's unit sequence as ``text`` (the utility
+    # ASR's references); corpora generated before that are generated again.
+    return {"synthetic": cfg.synthetic.model_dump(mode="json"), "transcripts": 1}
+
+
+def stored_corpus_key(cfg: EvaluationConfig, stages_dir: Path) -> str | None:
+    """The corpus key (protocol content hash) ``corpus_stage`` would return, read without
+    computing anything: from the protocol file, or from the synthetic corpus's finished folder in
+    the stage store ``stages_dir``; None when that folder is not there."""
+    if cfg.protocol_file is not None:
+        protocol = load_protocol(cfg.protocol_file, check_manifest=False)
+    else:
+        folder = stages_dir / "corpus" / stage_key("corpus", synthetic_corpus_inputs(cfg))
+        if not (folder / DONE_FILE).is_file():
+            return None
+        protocol = load_protocol(folder / "protocol.json", check_manifest=False)
+    return protocol.content_hash or protocol.compute_hash()
 
 
 def original_sets(protocol: Protocol, manifest: Manifest, key: str) -> ConditionSets:

@@ -65,7 +65,7 @@ from services.pipeline.stage_runner import (
     stage_key,
     stage_lock,
 )
-from services.storage.blobstore import BlobStore, sha256_file, validate_key
+from services.storage.blob_interface import BlobStore, sha256_file, validate_key
 from services.storage.errors import BlobIntegrityError, BlobNotFoundError, BlobStoreError
 
 STAGES_PREFIX = "stages"

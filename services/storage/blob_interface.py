@@ -1,7 +1,23 @@
 """The blob store interface (``BlobStore``), its records (``BlobInfo``, ``PresignedRequest``,
 ``MultipartUpload``), the key rule (``validate_key``) and the hashing helpers both stores share.
-The stores are ``blob_local.py`` and ``blob_s3.py``; ``blobstore.py`` is the module every caller
-imports (it re-exports these names and picks a store from settings).
+The stores are ``blob_local.py`` and ``blob_s3.py``; ``blobstore.py`` picks one from the settings.
+
+Blob storage sits behind one small interface: a local folder (embedded) or S3 (platform). Every
+blob is written with its sha256 and size, and both are checked again on completion: a write that
+does not match ``expected_sha256`` / ``expected_size`` leaves nothing behind, and a read whose
+bytes differ from the recorded sha256 raises :class:`BlobIntegrityError`. Keys are relative
+POSIX-style paths (``jobs/12/scores.npz``); see :func:`validate_key`.
+
+Presigned URLs let clients move large files without passing through the API:
+
+- ``S3BlobStore``: real S3 presigned GET/PUT URLs, valid ``Settings.s3_presign_expiry_s`` seconds.
+  A PUT presigned with ``expected_sha256`` signs the ``x-amz-checksum-sha256`` header, so S3
+  rejects other content; call :meth:`BlobStore.verify` after the upload anyway (it re-reads the
+  object, checks, and records the sha256 as metadata) because not every S3 clone enforces it.
+- ``LocalBlobStore``: with a ``base_url`` it signs URLs of the form
+  ``{base_url}/{key}?method=GET&expires=UNIX&signature=HMAC`` that an HTTP front end checks with
+  :meth:`LocalBlobStore.check_presigned` (``services.storage.local_http`` is such a front end);
+  without a ``base_url`` a presigned URL is the blob's ``file://`` URI (same-machine use).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""``LocalBlobStore``: blobs as files under a folder, with signed URLs (imported through
-``services.storage.blobstore``)."""
+"""``LocalBlobStore``: blobs as files under a folder, with signed URLs (the interface:
+``services.storage.blob_interface``)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""``S3BlobStore``: blobs in S3 or a clone, with presigned URLs (imported through
-``services.storage.blobstore``)."""
+"""``S3BlobStore``: blobs in S3 or a clone, with presigned URLs (the interface:
+``services.storage.blob_interface``)."""
 
 from __future__ import annotations
 

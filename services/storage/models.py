@@ -38,6 +38,7 @@ from services import vocab
 from services.storage.errors import ImmutableSubmissionError
 from services.storage.types import UTCDateTime, json_type, utc_now
 from services.vocab import TERMINAL_STATES as TERMINAL_STATES
+from services.vocab import ProtocolAsrState as ProtocolAsrState
 from services.vocab import RunState as RunState
 
 # Deterministic constraint names: Alembic can drop/alter what it can name, and SQLite batch
@@ -216,6 +217,9 @@ class ProtocolRecord(Base):
         UniqueConstraint("name", "version"),
         CheckConstraint("version >= 1", name="version_positive"),
         CheckConstraint("body IS NOT NULL OR blob_key IS NOT NULL", name="body_or_blob"),
+        CheckConstraint(
+            "asr_state IS NULL OR " + _in_check("asr_state", ProtocolAsrState), name="asr_state"
+        ),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
@@ -226,6 +230,12 @@ class ProtocolRecord(Base):
     body: Mapped[dict[str, Any] | None] = mapped_column(json_type())
     blob_key: Mapped[str | None] = mapped_column(String(MAX_BLOB_KEY_LENGTH))
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utc_now)
+    # The utility ASR trained at registration (NULL state: the protocol trains none: no WER, or
+    # an operator's pretrained ASR); ``asr_key`` names its ``utility-asr`` stage once ready.
+    asr_state: Mapped[str | None] = mapped_column(String(16))
+    asr_key: Mapped[str | None] = mapped_column(String(128))
+    asr_error: Mapped[str | None] = mapped_column(Text)
+    asr_updated_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
 
 
 class PhaseVisibility(StrEnum):

@@ -66,14 +66,7 @@ from services.attacker.embeddings import resolve_device
 from services.attacker.features import mean_normalize
 from services.audio import SAMPLE_RATE_HZ
 from services.errors import ConfigError, InvalidInputError
-from services.utility.asr_features import (
-    N_MELS,
-    STACK,
-    band_centres_hz,
-    draw_warps,
-    warp_features,
-    warp_positions,
-)
+from services.utility.asr_features import N_MELS, STACK, draw_warps, warp_features
 from services.utility.config import MIN_UTTERANCES_FOR_VALIDATION, AsrSpec
 from services.utility.wer import normalize_text
 
@@ -740,22 +733,3 @@ def _load_speechbrain(folder: Path, device: torch.device) -> PretrainedAsr:
             f"{HPARAMS_FILE}, with every file it names inside the folder"
         ) from exc
     return PretrainedAsr(model, folder)
-
-
-__all__ = [
-    "N_MELS",
-    "STACK",
-    "AsrModel",
-    "HuggingFaceCtcAsr",
-    "PretrainedAsr",
-    "TrainedAsr",
-    "band_centres_hz",
-    "check_asr_folder",
-    "draw_warps",
-    "load_asr",
-    "normalize_text",
-    "tokenization",
-    "train_asr",
-    "warp_features",
-    "warp_positions",
-]

@@ -23,7 +23,8 @@ import pytest
 from services.platform import badges, identity, phases, protocols, results, submissions
 from services.platform.leaderboard import record_report_summary
 from services.settings import Settings
-from services.storage.blobstore import BlobStore, LocalBlobStore
+from services.storage.blob_interface import BlobStore
+from services.storage.blob_local import LocalBlobStore
 from services.storage.db import Database
 from services.storage.migrate import upgrade_database
 from services.storage.models import Job

@@ -25,7 +25,7 @@ from services.platform import identity, protocols, results, submissions
 from services.platform.jobs import records as job_records
 from services.platform.leaderboard import record_report_summary
 from services.settings import Settings
-from services.storage.blobstore import LocalBlobStore
+from services.storage.blob_local import LocalBlobStore
 from services.storage.db import Database
 from services.storage.migrate import upgrade_database
 from support.configs import tiny_config

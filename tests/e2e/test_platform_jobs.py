@@ -14,9 +14,12 @@ from typing import Any
 
 import httpx
 import pytest
+from sqlalchemy import select
 
 from services.pipeline.phases import PHASES
 from services.platform import results as result_records
+from services.platform.jobs import records as job_records
+from services.storage.models import StageClaim
 from support.configs import tiny_protocol_config
 from support.s3 import moto_s3_client
 
@@ -132,6 +135,18 @@ def test_builtin_submission_runs_to_the_leaderboard(
     utility = {r["metric"]: r["value"] for r in results if r["scenario"] == "utility"}
     assert {"wer_increase_percent", "pitch_correlation", "usable_speech"} <= set(utility)
     assert utility["usable_speech"] in (0.0, 1.0)
+    # Its ASR was trained once, by the protocol's registration (queued before the job, on the
+    # same worker): the job's utility phase downloaded it instead of training.
+    assert world["protocol"]["asr"]["state"] == "queued"
+    protocol = _ok(a.get(f"/v1/protocols/{world['protocol']['id']}"), 200)
+    assert protocol["asr"]["state"] == "ready", protocol["asr"]
+    with e2e_platform.database.session_scope() as session:
+        asr_claims = session.scalars(
+            select(StageClaim.computations).where(StageClaim.stage == "utility-asr")
+        ).all()
+        utility_log = job_records.get_stage(session, job["id"], "utility").log_tail or ""
+    assert list(asr_claims) == [1]
+    assert "ASR training" not in utility_log
 
     # Artifacts: rows in PostgreSQL, objects in S3 with the recorded sha256 and size.
     artifacts = _ok(a.get(f"/v1/jobs/{job['id']}/artifacts"), 200)

@@ -20,7 +20,9 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from services.storage.blobstore import BlobStore, LocalBlobStore, S3BlobStore
+from services.storage.blob_interface import BlobStore
+from services.storage.blob_local import LocalBlobStore
+from services.storage.blob_s3 import S3BlobStore
 from services.storage.db import Database
 from services.storage.local_http import LocalBlobServer
 from services.storage.migrate import upgrade_database
@@ -166,6 +168,7 @@ class RecordingDispatcher:
         self.cancelled: list[int] = []
         self.validations: list[int] = []
         self.deliveries: list[int] = []
+        self.asr_trainings: list[int] = []
         self.fail_enqueue = False
 
     def senders(self) -> dict[str, Any]:
@@ -174,6 +177,7 @@ class RecordingDispatcher:
             DELIVER_WEBHOOK,
             REVOKE_JOB,
             RUN_PHASE,
+            TRAIN_PROTOCOL_ASR,
             VALIDATE_ARCHIVE,
         )
 
@@ -182,6 +186,7 @@ class RecordingDispatcher:
             REVOKE_JOB: lambda payload: self.cancelled.append(int(payload["job_id"])),
             VALIDATE_ARCHIVE: lambda p: self.validations.append(int(p["submission_id"])),
             DELIVER_WEBHOOK: lambda p: self.deliveries.append(int(p["delivery_id"])),
+            TRAIN_PROTOCOL_ASR: lambda p: self.asr_trainings.append(int(p["protocol_id"])),
         }
 
     def _run_phase(self, payload: Any) -> None:

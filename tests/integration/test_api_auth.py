@@ -282,7 +282,7 @@ def test_unexpected_errors_are_500_problems_without_trace(
     def broken(*_args: Any, **_kwargs: Any) -> Any:
         raise RuntimeError("secret internal state")
 
-    monkeypatch.setattr(admin_routes, "quota_report", broken)
+    monkeypatch.setattr(admin_routes.quotas, "team_quotas", broken)
     client = make_api_client()
     response = client.get("/v1/me", headers=api_world.auth(api_world.a))
     body = assert_problem(response, 500, "GET /v1/me")

@@ -20,7 +20,8 @@ from services.platform.jobs import records as job_records
 from services.platform.leaderboard import record_report_summary
 from services.scoring import eer_report
 from services.scoring.trial_scores import load_scored_trials
-from services.storage.blobstore import BlobStore, LocalBlobStore
+from services.storage.blob_interface import BlobStore
+from services.storage.blob_local import LocalBlobStore
 from services.storage.db import Database
 from support.trials import keep_trials, trial_set_bytes
 

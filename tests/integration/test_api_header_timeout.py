@@ -1,5 +1,5 @@
-"""Half-sent request headers are timed out (api/header_timeout.py under uvicorn); a complete
-request on the same protocol is served as usual."""
+"""Half-sent request headers are timed out (api/middleware/header_timeout.py under uvicorn); a
+complete request on the same protocol is served as usual."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from api.header_timeout import HeaderTimeoutH11Protocol
+from api.middleware.header_timeout import HeaderTimeoutH11Protocol
 
 pytestmark = pytest.mark.integration
 

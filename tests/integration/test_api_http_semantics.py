@@ -1,5 +1,5 @@
 """HEAD and OPTIONS on every route, complete Allow headers, and no echo of the request's Host
-(api/http_semantics.py). Real PostgreSQL."""
+(api/middleware/http_semantics.py). Real PostgreSQL."""
 
 from __future__ import annotations
 

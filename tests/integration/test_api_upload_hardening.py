@@ -139,7 +139,7 @@ def _protocol_and_job(server: LiveServer, world: Any, body: dict[str, Any]) -> t
 
 
 def _wait_for_uploads(server: LiveServer, key: str, count: int, timeout_s: float = 60) -> None:
-    from api.archive_transfer import upload_slots
+    from api.routes.archive_transfer import upload_slots
 
     slots = upload_slots(server.app)
     deadline = time.monotonic() + timeout_s
@@ -240,7 +240,7 @@ def test_concurrent_uploads_per_team_are_capped(
         for conn in stalled:
             conn.close()
     # Disconnected uploads give their slots back.
-    from api.archive_transfer import upload_slots
+    from api.routes.archive_transfer import upload_slots
 
     deadline = time.monotonic() + 10
     while upload_slots(server.app).active(f"team:{team}"):

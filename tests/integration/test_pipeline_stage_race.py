@@ -25,7 +25,7 @@ from services.pipeline.workspace import (
     stage_index_key,
     stage_prefix,
 )
-from services.storage.blobstore import S3BlobStore
+from services.storage.blob_s3 import S3BlobStore
 from services.storage.db import Database
 from services.storage.migrate import upgrade_database
 from services.storage.models import StageClaim

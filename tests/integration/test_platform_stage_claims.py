@@ -17,7 +17,8 @@ from services.pipeline.stage_runner import stage_key
 from services.pipeline.workspace import StageWorkspace, SyncedStageRunner
 from services.platform.jobs.host import is_transient_error, storage_transient_errors
 from services.platform.jobs.stage_claims import DatabaseStageClaims
-from services.storage.blobstore import BlobStore, BlobStoreUnavailableError, S3BlobStore
+from services.storage.blob_interface import BlobStore, BlobStoreUnavailableError
+from services.storage.blob_s3 import S3BlobStore
 from services.storage.db import Database
 from services.storage.models import StageClaim
 from services.storage.types import utc_now

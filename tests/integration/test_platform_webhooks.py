@@ -29,7 +29,7 @@ from services.platform.webhooks import (
     verify,
 )
 from services.settings import Settings
-from services.storage.blobstore import LocalBlobStore
+from services.storage.blob_local import LocalBlobStore
 from services.storage.db import Database
 from services.storage.models import OutboxMessage, WebhookDelivery, WebhookEndpoint
 from support.seeding import record_finished_job

@@ -10,12 +10,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from services.storage.blobstore import (
-    BlobStore,
-    LocalBlobStore,
-    PresignedRequest,
-    S3BlobStore,
-)
+from services.storage.blob_interface import BlobStore, PresignedRequest
+from services.storage.blob_local import LocalBlobStore
+from services.storage.blob_s3 import S3BlobStore
 from services.storage.errors import (
     BlobIntegrityError,
     BlobNotFoundError,

@@ -320,11 +320,52 @@ def test_0009_results_per_attacker_on_sqlite(tmp_path: Path) -> None:
 
 
 def _check_0013_up_and_down(url: str) -> None:
+    upgrade_database(url)
+    engine = create_db_engine(url)
+    try:
+        with engine.begin() as conn:
+            conn.execute(
+                sa.text(
+                    "INSERT INTO protocols (name, version, content_hash, description, body,"
+                    " asr_state, asr_key, created_at) VALUES ('p', 1, :hash, '', '{}', 'ready',"
+                    " 'utility-asr:0123456789abcdef', CURRENT_TIMESTAMP)"
+                ),
+                {"hash": "a" * 64},
+            )
+        # The CHECK admits the four states only (and survives SQLite's batch copy).
+        with pytest.raises(sa.exc.IntegrityError), engine.begin() as conn:
+            conn.execute(sa.text("UPDATE protocols SET asr_state = 'done'"))
+    finally:
+        engine.dispose()
+    downgrade_database(url, "0012")
+    assert not {"asr_state", "asr_key", "asr_error", "asr_updated_at"} & _columns(url, "protocols")
+    upgrade_database(url)
+    check_database(url)
+    engine = create_db_engine(url)
+    try:
+        with engine.connect() as conn:
+            rows = conn.execute(sa.text("SELECT name, asr_state, asr_key FROM protocols")).all()
+    finally:
+        engine.dispose()
+    assert [tuple(r) for r in rows] == [("p", None, None)]  # the protocol kept, its state unknown
+
+
+def test_0013_protocol_asr_state_on_postgres(
+    postgres_database_factory: Callable[[], str],
+) -> None:
+    _check_0013_up_and_down(postgres_database_factory())
+
+
+def test_0013_protocol_asr_state_on_sqlite(tmp_path: Path) -> None:
+    _check_0013_up_and_down(f"sqlite:///{tmp_path / 'unmask.db'}")
+
+
+def _check_0014_up_and_down(url: str) -> None:
     """Empty Cllr aggregates of rows without per-seed Cllr (cosine scores) go, with the matching
     empty summary values; a Cllr with values, and other empty metrics, stay."""
     upgrade_database(url, "0008")
     ids = _seed_before_0004(url)
-    upgrade_database(url, "0012")
+    upgrade_database(url, "0013")
     now = "2026-01-01 00:00:00+00:00"
     engine = create_db_engine(url)
     try:
@@ -382,7 +423,7 @@ def _check_0013_up_and_down(url: str) -> None:
         as_dict = json.loads(summary) if isinstance(summary, str) else dict(summary)
         return {(str(b), int(s), str(m)) for b, s, m in kept}, as_dict
 
-    upgrade_database(url, "0013")
+    upgrade_database(url, "0014")
     kept, summary = stored()
     assert kept == {
         ("plda", 0, "cllr_bits"),
@@ -395,16 +436,16 @@ def _check_0013_up_and_down(url: str) -> None:
     }
     upgrade_database(url)
     check_database(url)
-    downgrade_database(url, "0012")
+    downgrade_database(url, "0013")
     assert stored() == (kept, summary)  # nothing to restore: the deleted rows held no value
     upgrade_database(url)
 
 
-def test_0013_metrics_where_they_apply_on_postgres(
+def test_0014_metrics_where_they_apply_on_postgres(
     postgres_database_factory: Callable[[], str],
 ) -> None:
-    _check_0013_up_and_down(postgres_database_factory())
+    _check_0014_up_and_down(postgres_database_factory())
 
 
-def test_0013_metrics_where_they_apply_on_sqlite(tmp_path: Path) -> None:
-    _check_0013_up_and_down(f"sqlite:///{tmp_path / 'unmask.db'}")
+def test_0014_metrics_where_they_apply_on_sqlite(tmp_path: Path) -> None:
+    _check_0014_up_and_down(f"sqlite:///{tmp_path / 'unmask.db'}")

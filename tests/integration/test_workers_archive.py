@@ -33,7 +33,8 @@ from services.platform.archives import (
 from services.platform.jobs import JobServices, job_config, job_stage_names, run_job_phase
 from services.platform.jobs import records as job_records
 from services.settings import Settings
-from services.storage.blobstore import S3BlobStore, sha256_file
+from services.storage.blob_interface import sha256_file
+from services.storage.blob_s3 import S3BlobStore
 from services.storage.db import Database
 from support.configs import micro_protocol_config
 from support.s3 import moto_s3_client

@@ -28,7 +28,7 @@ from services.platform.jobs import records as job_records
 from services.platform.outbox import RUN_PHASE
 from services.platform.results.document import result_rows_from_document
 from services.settings import Settings
-from services.storage.blobstore import S3BlobStore
+from services.storage.blob_s3 import S3BlobStore
 from services.storage.db import Database
 from services.storage.models import OutboxMessage
 from services.storage.types import utc_now

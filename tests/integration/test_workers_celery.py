@@ -26,7 +26,7 @@ from services.platform.jobs import (
 )
 from services.platform.jobs import records as job_records
 from services.settings import Settings
-from services.storage.blobstore import S3BlobStore
+from services.storage.blob_s3 import S3BlobStore
 from services.storage.db import Database
 from services.storage.models import OutboxMessage
 from support.configs import micro_protocol_config
@@ -170,7 +170,7 @@ def test_eager_mode_runs_the_phases_in_the_calling_process(
     sqlite_migrated_database: Database, tmp_path: Path
 ) -> None:
     """Embedded/test mode: UNMASK_CELERY_EAGER runs each task inline, SQLite + a local folder."""
-    from services.storage.blobstore import LocalBlobStore
+    from services.storage.blob_local import LocalBlobStore
 
     settings = Settings(data_dir=tmp_path / "data", celery_eager=True)
     store = LocalBlobStore(tmp_path / "blobs", signing_key="k")

@@ -21,7 +21,7 @@ import redis
 from services.platform.jobs import JobServices, PhaseClaim, claim_phase
 from services.platform.jobs import records as job_records
 from services.settings import Settings
-from services.storage.blobstore import LocalBlobStore
+from services.storage.blob_local import LocalBlobStore
 from services.storage.db import Database
 from support.configs import micro_protocol_config
 from support.seeding import planned_builtin_job

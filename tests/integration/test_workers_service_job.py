@@ -34,7 +34,7 @@ from services.platform.jobs import (
 from services.platform.jobs import records as job_records
 from services.platform.outbox import RUN_PHASE, install_senders
 from services.settings import Settings, get_settings
-from services.storage.blobstore import LocalBlobStore
+from services.storage.blob_local import LocalBlobStore
 from services.storage.db import Database
 from services.storage.models import AGGREGATE_SEED
 from support.configs import micro_protocol_config

@@ -26,7 +26,7 @@ from services.pipeline.evaluation import EvaluationRun
 from services.platform.jobs import JobServices, reap_stale_stages, start_job
 from services.platform.jobs import records as job_records
 from services.settings import Settings
-from services.storage.blobstore import S3BlobStore
+from services.storage.blob_s3 import S3BlobStore
 from services.storage.db import Database
 from support.configs import micro_protocol_config
 from support.s3 import moto_s3_client

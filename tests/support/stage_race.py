@@ -20,7 +20,7 @@ from typing import Any
 from services.pipeline.stage_claims import HostClaims, StageClaims
 from services.pipeline.stage_runner import stage_folder_problem
 from services.pipeline.workspace import StageWorkspace, SyncedStageRunner
-from services.storage.blobstore import S3BlobStore
+from services.storage.blob_s3 import S3BlobStore
 from support.s3 import moto_s3_client
 
 RACE_STAGE = "race"

@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 from services.platform import results
 from services.scoring import ScoredTrials, ScoreMatrix
 from services.scoring.trial_scores import save_scored_trials, trials_path
-from services.storage.blobstore import BlobStore
+from services.storage.blob_interface import BlobStore
 
 
 def trial_set_bytes(separation: float, *, n_speakers: int = 12, grid: str = "grid-1") -> bytes:

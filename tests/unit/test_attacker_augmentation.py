@@ -186,7 +186,9 @@ def test_training_with_augmentation_is_deterministic_and_differs_from_without(
     tmp_path: Path,
 ) -> None:
     from services.attacker.embeddings import extract_embeddings
-    from services.attacker.training import TrainingConfig, TrainingItem, train_attacker
+    from services.attacker.training import train_attacker
+    from services.attacker.training_config import TrainingConfig
+    from services.attacker.training_records import TrainingItem
 
     rng = np.random.default_rng(0)
     items = [

@@ -23,7 +23,9 @@ from services.attacker.local_weights import check_local_weights, read_ecapa_hype
 from services.attacker.models import EmbeddingModel, get_preset
 from services.attacker.pretrained import load_pretrained_ecapa
 from services.attacker.ssl import SSLFrontEnd, load_ssl_front_end
-from services.attacker.training import TrainingConfig, TrainingItem, train_attacker
+from services.attacker.training import train_attacker
+from services.attacker.training_config import TrainingConfig
+from services.attacker.training_records import TrainingItem
 from services.corpus.synthetic import sample_speakers, synthesize_utterance
 from services.errors import ConfigError
 

@@ -18,7 +18,8 @@ from test_attacker_front_ends import HIDDEN, save_tiny_ecapa, save_tiny_ssl, utt
 from cli.main import main
 from services.attacker.checkpoint import load_checkpoint
 from services.attacker.recipes import resolve_training, zoo_specs
-from services.attacker.training import TrainingConfig, train_attacker
+from services.attacker.training import train_attacker
+from services.attacker.training_config import TrainingConfig
 from services.pipeline.config import EvaluationConfig
 from services.settings import get_settings
 

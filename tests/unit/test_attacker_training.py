@@ -15,16 +15,14 @@ from services.attacker import training
 from services.attacker.checkpoint import load_checkpoint, save_checkpoint
 from services.attacker.embeddings import extract_embeddings
 from services.attacker.models import build_embedding_model, get_preset
-from services.attacker.training import (
-    EpochRecord,
-    TrainingConfig,
-    TrainingItem,
-    confusion_loss,
+from services.attacker.training import train_attacker
+from services.attacker.training_config import TrainingConfig
+from services.attacker.training_losses import confusion_loss, reverse_gradient
+from services.attacker.training_records import EpochRecord, ProgressCallback, TrainingItem
+from services.attacker.training_schedule import (
     cyclic_learning_rate,
-    reverse_gradient,
     select_best_epoch,
     target_weight,
-    train_attacker,
 )
 from services.errors import ConfigError, InvalidInputError
 
@@ -399,7 +397,7 @@ class _Crash(RuntimeError):
     pass
 
 
-def _crash_in(epoch: int) -> training.ProgressCallback:
+def _crash_in(epoch: int) -> ProgressCallback:
     def progress(e: int, step: int, steps: int, eta: float, metrics: dict[str, float]) -> None:
         if e == epoch and step == 1:
             raise _Crash

@@ -12,15 +12,16 @@ from test_attacker_training import PROBES, TRAIN, VAL, _records, tiny_config
 from services.attacker import training
 from services.attacker.checkpoint import load_checkpoint
 from services.attacker.embeddings import extract_embeddings
-from services.attacker.training import (
-    EpochRecord,
+from services.attacker.training import train_attacker
+from services.attacker.training_records import EpochRecord
+from services.attacker.training_schedule import (
     cool_down_epochs,
     cool_down_learning_rate,
     fine_tune_learning_rate,
     plateau_epoch,
+    select_best_epoch,
     should_stop,
     stop_reason,
-    train_attacker,
 )
 from services.errors import ConfigError
 
@@ -104,7 +105,7 @@ def _stop(vers: list[float], epochs: int) -> str:
     best epoch as ``select_best_epoch`` picks it."""
     history, cfg = _history(vers)
     cfg = cfg.model_copy(update={"epochs": epochs})  # type: ignore[attr-defined]
-    return stop_reason(history, cfg, training.select_best_epoch(history, cfg))
+    return stop_reason(history, cfg, select_best_epoch(history, cfg))
 
 
 def test_a_run_still_improving_at_its_cap_is_a_cap_stop_not_patience() -> None:

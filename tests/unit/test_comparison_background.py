@@ -14,7 +14,7 @@ import pytest
 
 from services.platform.comparison import background
 from services.platform.comparison.service import PairedResult, SideTrials, paired_result
-from services.storage.blobstore import LocalBlobStore
+from services.storage.blob_local import LocalBlobStore
 from support.trials import trial_set_bytes
 
 

@@ -15,7 +15,7 @@ import pytest
 from services.metrics import catalogue
 from services.platform import identity, protocols, results, submissions
 from services.settings import Settings
-from services.storage.blobstore import LocalBlobStore
+from services.storage.blob_local import LocalBlobStore
 from services.storage.db import Database
 from services.storage.migrate import upgrade_database
 from support.seeding import record_finished_job

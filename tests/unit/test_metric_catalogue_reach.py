@@ -19,7 +19,7 @@ from services.platform import identity, protocols, submissions
 from services.platform.results import result_rows_from_document
 from services.platform.webhooks import create_webhook_endpoint
 from services.settings import Settings
-from services.storage.blobstore import LocalBlobStore
+from services.storage.blob_local import LocalBlobStore
 from services.storage.db import Database
 from services.storage.migrate import upgrade_database
 from services.storage.models import WebhookDelivery

@@ -11,11 +11,11 @@ from typing import Any
 
 from rich.console import Console
 
-from api.challenge_html import hidden_phase_names, phase_visibility_text
+from api.pages.challenge_html import hidden_phase_names, phase_visibility_text
+from api.pages.compare import verdict_sentence
 from api.pages.leaderboard_html import trust_summary
 from api.pages.rendering import fmt_duration
 from api.pages.submissions import scenario_order, verdict_line
-from api.routes.compare import verdict_sentence
 from cli.submit import print_results_table
 from services.metrics import catalogue
 from services.platform.comparison import Comparison, MetricComparison, Side

@@ -12,7 +12,9 @@ import pytest
 
 from services.attacker.checkpoint import load_checkpoint
 from services.attacker.embeddings import extract_embeddings
-from services.attacker.training import TrainingConfig, TrainingItem, train_attacker
+from services.attacker.training import train_attacker
+from services.attacker.training_config import TrainingConfig
+from services.attacker.training_records import TrainingItem
 from services.pipeline.checkpoint_sync import (
     POINTER_FILE,
     RESTORE_DIR,
@@ -20,7 +22,7 @@ from services.pipeline.checkpoint_sync import (
     CheckpointSync,
     checkpoint_prefix,
 )
-from services.storage.blobstore import LocalBlobStore
+from services.storage.blob_local import LocalBlobStore
 
 SR = 16_000
 KEYS = ("loss_source", "loss_target", "ver_source", "ver_target", "learning_rate", "w_target")

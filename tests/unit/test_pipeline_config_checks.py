@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -137,6 +138,58 @@ def test_the_zoo_plan_counts_the_recognizers_it_trains() -> None:
         update={"training": cfg.training.model_copy(update={"preset": "standard"})}
     )
     assert "no time estimate for preset standard" in plan_lines(unmeasured, REPO / "x")[3]
+
+
+def test_the_estimate_counts_the_asr_only_when_the_stage_store_lacks_it(tmp_path: Path) -> None:
+    """The ASR's key is read without computing: the protocol's content hash from the finished
+    corpus stage, then the ``utility-asr`` key; a store holding that folder leaves it out."""
+    from services.anonymizers.container import ContainerSandbox
+    from services.pipeline.sets import corpus_stage, original_sets
+    from services.pipeline.stage_runner import StageRunner, stage_key
+    from services.pipeline.stages.context import AudioCache, StageContext, no_progress
+    from services.pipeline.stages.utility import asr_in_store, asr_inputs
+    from services.settings import Settings
+    from tests.support.configs import micro_protocol_config
+
+    cfg = EvaluationConfig.model_validate(
+        micro_protocol_config(name="asr", anonymizer={"name": "pitch"}, utility={})
+    )
+    assert cfg.utility is not None
+    stages = tmp_path / "stages"
+    slow_asr = PhaseThroughputs(asr_train=0.5)  # the ASR dominates: 15 epochs at 0.5 s/s
+    before = plan_lines(cfg, stages, slow_asr)[3]
+    assert re.search(r"utility \d+ min \(its ASR \d+ min, trained once per protocol\)", before)
+    ctx = StageContext(
+        cfg,
+        StageRunner(stages),
+        no_progress,
+        AudioCache(),
+        None,
+        ContainerSandbox.from_settings(Settings()),
+    )
+    protocol, manifest, key = corpus_stage(ctx)
+    assert not asr_in_store(cfg, stages)  # the corpus alone
+    train_key = original_sets(protocol, manifest, key).keys["train"]
+    folder = (
+        stages / "utility-asr" / stage_key("utility-asr", asr_inputs(train_key, cfg.utility.asr))
+    )
+    folder.mkdir(parents=True)
+    assert not asr_in_store(cfg, stages)  # unfinished
+    (folder / "DONE.json").write_text(json.dumps({}))
+    assert asr_in_store(cfg, stages)
+    after = plan_lines(cfg, stages, slow_asr)[3]
+    assert re.search(r"utility \d+ s \(its ASR reused from the stage store\)", after)
+    totals = [re.search(r"at most about (\d+) (s|min)", line) for line in (before, after)]
+    seconds = [int(m[1]) * (60 if m[2] == "min" else 1) for m in totals if m is not None]
+    assert len(seconds) == 2 and seconds[1] < seconds[0] - 600
+    other = cfg.model_copy(
+        update={
+            "utility": cfg.utility.model_copy(
+                update={"asr": cfg.utility.asr.model_copy(update={"hidden_size": 32})}
+            )
+        }
+    )
+    assert not asr_in_store(other, stages)  # another ASR spec: another key
 
 
 def test_embed_estimate_counts_plda_training_sets_and_the_challenger() -> None:

@@ -11,7 +11,7 @@ import pytest
 
 from services.pipeline.stage_runner import DONE_FILE, REJECTED_DIR, stage_folder_problem, stage_key
 from services.pipeline.workspace import StageWorkspace, SyncedStageRunner, stage_index_key
-from services.storage.blobstore import LocalBlobStore
+from services.storage.blob_local import LocalBlobStore
 from services.storage.errors import BlobIntegrityError
 
 

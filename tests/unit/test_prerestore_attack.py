@@ -20,7 +20,9 @@ import torch
 from services.anonymizers.builtin import finish_waveform
 from services.anonymizers.pitch import pitch_shift
 from services.attacker.models import SpeakerEncoder
-from services.attacker.training import TrainingConfig, TrainingItem, train_attacker
+from services.attacker.training import train_attacker
+from services.attacker.training_config import TrainingConfig
+from services.attacker.training_records import TrainingItem
 from services.attacks.prerestore import (
     PrerestorationResult,
     UtteranceSet,

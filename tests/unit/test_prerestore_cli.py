@@ -13,7 +13,9 @@ import torch
 
 from cli.analyses import prerestore_command
 from cli.main import main
-from services.attacker.training import TrainingConfig, TrainingItem, train_attacker
+from services.attacker.training import train_attacker
+from services.attacker.training_config import TrainingConfig
+from services.attacker.training_records import TrainingItem
 from services.attacks.prerestore_config import PrerestorationConfig
 from services.corpus.synthetic import sample_speakers, synthesize_utterance
 from services.pipeline.config import AnalysesSpec, parse_config

@@ -17,7 +17,7 @@ from services.platform import identity, protocols, results, submissions
 from services.platform.badges import badge_data
 from services.platform.leaderboard import representative_job
 from services.settings import Settings
-from services.storage.blobstore import LocalBlobStore
+from services.storage.blob_local import LocalBlobStore
 from services.storage.db import Database
 from services.storage.migrate import upgrade_database
 from services.storage.models import ProtocolRecord, Submission

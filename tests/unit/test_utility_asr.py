@@ -10,16 +10,12 @@ import pytest
 import torch
 
 from services.errors import ConfigError, InvalidInputError
-from services.utility.asr import (
+from services.utility.asr import TrainedAsr, check_asr_folder, load_asr, tokenization, train_asr
+from services.utility.asr_features import (
     N_MELS,
     STACK,
-    TrainedAsr,
     band_centres_hz,
-    check_asr_folder,
     draw_warps,
-    load_asr,
-    tokenization,
-    train_asr,
     warp_features,
     warp_positions,
 )

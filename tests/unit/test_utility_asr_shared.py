@@ -22,7 +22,7 @@ def test_a_second_submissions_job_trains_no_asr(
     from services.pipeline.stages.utility import asr_stage
     from services.pipeline.workspace import StageWorkspace, SyncedStageRunner
     from services.settings import Settings
-    from services.storage.blobstore import LocalBlobStore
+    from services.storage.blob_local import LocalBlobStore
     from tests.support.configs import micro_protocol_config
 
     trained: list[int] = []

@@ -199,3 +199,17 @@ def test_the_cli_and_the_page_name_the_attackers_state_from_the_vocabulary() -> 
         page = verdict_line(tables, trust)
         assert page is not None and page["attacker"].startswith(mark.verdict)
         assert page["state"] == mark.state
+
+
+def test_the_protocol_asr_states_are_one_list() -> None:
+    from api.app import create_app
+    from api.schemas.common import ProtocolAsrState
+    from services.settings import Settings
+    from services.storage import models
+
+    assert vocab.PROTOCOL_ASR_STATE_VALUES == ("queued", "running", "ready", "failed")
+    assert typing.get_args(ProtocolAsrState) == vocab.PROTOCOL_ASR_STATE_VALUES
+    assert models.ProtocolAsrState is vocab.ProtocolAsrState
+    schemas = create_app(Settings(), senders={}).openapi()["components"]["schemas"]
+    states = schemas["ProtocolAsrOut"]["properties"]["state"]["enum"]
+    assert states == list(vocab.PROTOCOL_ASR_STATE_VALUES)

@@ -48,7 +48,7 @@ class ArchiveKind(AnonymizerKind):
     pre_anonymized = True
 
     def normalize_columns(self, columns: Mapping[str, Any]) -> dict[str, Any]:
-        from services.storage.blobstore import validate_key
+        from services.storage.blob_interface import validate_key
 
         key, sha256 = columns.get("archive_blob_key"), columns.get("archive_sha256")
         if not key or not sha256 or not _SHA256_HEX_RE.match(sha256):

@@ -15,14 +15,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from services.attacker.training import (
-    ADVERSARIAL_CHECKPOINT_RULE,
-    PATIENCE_RULE,
-    TrainedAttacker,
-    TrainingItem,
-    train_attacker,
-)
+from services.attacker.training import train_attacker
 from services.attacker.training_config import TrainingConfig, recognizer_training
+from services.attacker.training_records import TrainedAttacker, TrainingItem
+from services.attacker.training_schedule import ADVERSARIAL_CHECKPOINT_RULE, PATIENCE_RULE
 from services.corpus.manifest import Manifest
 from services.field_names import with_former_names
 from services.pipeline.checkpoint_sync import CheckpointSync

@@ -24,9 +24,11 @@ import numpy as np
 from services.corpus.manifest import Manifest
 from services.errors import ConfigError, InvalidInputError
 from services.metrics import catalogue
-from services.pipeline.sets import ConditionSets
+from services.pipeline.config import EvaluationConfig
+from services.pipeline.sets import ConditionSets, stored_corpus_key
+from services.pipeline.stage_runner import DONE_FILE, stage_key
 from services.pipeline.stages.context import StageContext, json_default
-from services.utility.config import UtilityConfig
+from services.utility.config import AsrSpec, UtilityConfig
 
 UTILITY_JSON = "utility.json"
 ASR_DIR = "asr"
@@ -60,6 +62,29 @@ def _folder_fingerprint(folder: Path) -> list[tuple[str, int]]:
     return sorted((p.relative_to(folder).as_posix(), p.stat().st_size) for p in files)
 
 
+def asr_inputs(train_key: str, spec: AsrSpec) -> dict[str, Any]:
+    """The trained ``utility-asr`` stage's inputs: the original train set's key and the ASR spec
+    (the device does not change the model). Nothing of the anonymizer: one ASR per protocol."""
+    return {"train": train_key, "asr": spec.model_dump(mode="json", exclude={"device"})}
+
+
+def asr_in_store(cfg: EvaluationConfig, stages_dir: Path) -> bool:
+    """Whether the stage store ``stages_dir`` already holds the ASR ``cfg`` would train (a
+    protocol's, trained by an earlier evaluation or downloaded at registration on the platform):
+    then the run reuses it and the estimate leaves it out. False when ``cfg`` trains none."""
+    utility = cfg.utility
+    if utility is None or not utility.wer or utility.asr.source != "train":
+        return False
+    try:
+        corpus_key = stored_corpus_key(cfg, stages_dir)
+    except (OSError, ValueError):  # an unreadable protocol: the config checks report it
+        return False
+    if corpus_key is None:
+        return False
+    key = stage_key("utility-asr", asr_inputs(f"original:{corpus_key}:train", utility.asr))
+    return (stages_dir / "utility-asr" / key / DONE_FILE).is_file()
+
+
 def asr_stage(ctx: StageContext, original: ConditionSets) -> tuple[Path, str, dict[str, Any]]:
     """The ASR folder, its key (for the metrics stage's inputs) and its description."""
     from services.utility.asr import check_asr_folder, load_asr, train_asr
@@ -77,10 +102,7 @@ def asr_stage(ctx: StageContext, original: ConditionSets) -> tuple[Path, str, di
         )
         return folder, key, load_asr(folder, "cpu").describe()
 
-    inputs = {
-        "train": original.keys["train"],
-        "asr": spec.model_dump(mode="json", exclude={"device"}),
-    }
+    inputs = asr_inputs(original.keys["train"], spec)
 
     def make(folder: Path) -> dict[str, Any]:
         train = original.train

@@ -44,7 +44,7 @@ from services.platform import protocols as protocol_records
 from services.platform import submissions as submission_records
 from services.platform.outbox import VALIDATE_ARCHIVE, add_message
 from services.settings import Settings
-from services.storage.blobstore import BlobStore
+from services.storage.blob_interface import BlobStore
 from services.storage.db import Database
 from services.storage.models import Submission, SubmissionStatus
 from services.storage.types import utc_now

@@ -1,12 +1,13 @@
 """Presigned archive uploads: recorded while open, completed, or aborted once abandoned.
 
-The API hands out presigned part URLs (``api/archive_transfer.py``) and records the upload here in
-the same step (``archive_uploads``), so an upload that is never completed (the client vanished, or
-called ``complete`` without parts) is charged to the team's storage quota with its declared size
-and, once its ticket expired, aborted by the reaper (:func:`abort_stale_uploads`): the S3 multipart
-upload is aborted (its parts deleted) and any blob under its key that no submission holds is
-deleted. The S3 lifecycle rule ``AbortIncompleteMultipartUpload`` (docker-compose.yml) is the
-backstop for uploads this table never saw.
+The API hands out presigned part URLs (``api/routes/archive_transfer.py``) and records the
+upload here in the same step (``archive_uploads``), so an upload that is never completed (the
+client vanished, or called ``complete`` without parts) is charged to the team's storage quota
+with its declared size and, once its ticket expired, aborted by the reaper
+(:func:`abort_stale_uploads`): the S3 multipart upload is aborted (its parts deleted) and any
+blob under its key that no submission holds is deleted. The S3 lifecycle rule
+``AbortIncompleteMultipartUpload`` (docker-compose.yml) is the backstop for uploads this table
+never saw.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from sqlalchemy.orm import Session
 
 from services.platform.submissions import find_submission_by_archive_key
 from services.settings import Settings
-from services.storage.blobstore import BlobStore
+from services.storage.blob_interface import BlobStore
 from services.storage.db import Database
 from services.storage.models import ArchiveUpload, ArchiveUploadState
 from services.storage.types import utc_now

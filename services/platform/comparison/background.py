@@ -30,7 +30,7 @@ from services.platform.comparison.service import (
     paired_result,
     unordered,
 )
-from services.storage.blobstore import BlobStore
+from services.storage.blob_interface import BlobStore
 from services.storage.errors import BlobNotFoundError
 
 logger = logging.getLogger(__name__)

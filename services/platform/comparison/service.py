@@ -40,7 +40,7 @@ from services.platform.phases import revealed_jobs_clause
 from services.results.keys import ResultKey
 from services.scoring import ScoredTrials, eer_report, per_speaker_eer_report
 from services.scoring.trial_scores import TRIALS_DIR, load_scored_trials, speaker_trials
-from services.storage.blobstore import BlobStore
+from services.storage.blob_interface import BlobStore
 from services.storage.errors import ConflictError
 from services.storage.models import Artifact, Job, ProtocolRecord, Submission
 from services.vocab import HEADLINE_SCENARIOS

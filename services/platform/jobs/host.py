@@ -15,7 +15,7 @@ from pathlib import Path
 from services.anonymizers.container import ContainerEngineError
 from services.errors import InvalidInputError
 from services.settings import Settings
-from services.storage.blobstore import BlobStore
+from services.storage.blob_interface import BlobStore
 from services.storage.db import Database
 
 

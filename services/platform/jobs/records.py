@@ -27,7 +27,7 @@ from services.platform.hashing import canonical_json_hash
 from services.platform.identity.tokens import hashes_equal
 from services.platform.pagination import DEFAULT_PAGE_SIZE, keyset_page
 from services.platform.rows import WindowUsage, get_row
-from services.storage.blobstore import validate_key
+from services.storage.blob_interface import validate_key
 from services.storage.errors import ConflictError, IdempotencyConflictError, NotFoundError
 from services.storage.models import (
     TERMINAL_STATES,

@@ -42,7 +42,8 @@ from services.storage.models import (
 )
 
 # Checks a team's job quota inside the creating transaction (after the team lock); raises when
-# the team may not create another job. (Today api/quotas.check_job_quota wrapped by the route.)
+# the team may not create another job (the API passes services.platform.quotas.check_job_quota
+# bound to its settings).
 QuotaCheck = Callable[[Session, int], None]
 ACTIVE_STATES = (RunState.QUEUED.value, RunState.RUNNING.value)
 

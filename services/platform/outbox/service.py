@@ -42,12 +42,19 @@ log = logging.getLogger(__name__)
 
 # Topics: what a message asks for. Payloads: ``{"job_id": int, "phase": str}`` (RUN_PHASE),
 # ``{"job_id": int}`` (REVOKE_JOB), ``{"submission_id": int}`` (VALIDATE_ARCHIVE),
-# ``{"delivery_id": int}`` (DELIVER_WEBHOOK).
+# ``{"delivery_id": int}`` (DELIVER_WEBHOOK), ``{"protocol_id": int}`` (TRAIN_PROTOCOL_ASR).
 RUN_PHASE = "run_phase"
 REVOKE_JOB = "revoke_job"
 VALIDATE_ARCHIVE = "validate_archive"
 DELIVER_WEBHOOK = "deliver_webhook"
-TOPICS: tuple[str, ...] = (RUN_PHASE, REVOKE_JOB, VALIDATE_ARCHIVE, DELIVER_WEBHOOK)
+TRAIN_PROTOCOL_ASR = "train_protocol_asr"
+TOPICS: tuple[str, ...] = (
+    RUN_PHASE,
+    REVOKE_JOB,
+    VALIDATE_ARCHIVE,
+    DELIVER_WEBHOOK,
+    TRAIN_PROTOCOL_ASR,
+)
 
 # A claimed message not marked sent (or released) within this many seconds is claimable again:
 # its sender died between claim and mark.

@@ -1,5 +1,8 @@
-"""Protocols: versioned evaluation setups (a JSON config or a blob), one row per version."""
+"""Protocols: versioned evaluation setups (a JSON config or a blob), one row per version, and
+the utility ASR each trains once, queued at registration (``asr.py``; trained by
+``services/platform/jobs/protocol_asr.py``)."""
 
+from services.platform.protocols.asr import protocol_asr_config, queue_protocol_asr
 from services.platform.protocols.service import (
     create_protocol,
     get_protocol,
@@ -7,4 +10,11 @@ from services.platform.protocols.service import (
     list_protocols,
 )
 
-__all__ = ["create_protocol", "get_protocol", "get_protocol_by_id", "list_protocols"]
+__all__ = [
+    "create_protocol",
+    "get_protocol",
+    "get_protocol_by_id",
+    "list_protocols",
+    "protocol_asr_config",
+    "queue_protocol_asr",
+]

@@ -9,8 +9,9 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from services.platform.hashing import SHA256_HEX_RE, canonical_json_hash
+from services.platform.protocols.asr import queue_protocol_asr
 from services.platform.rows import get_row
-from services.storage.blobstore import validate_key
+from services.storage.blob_interface import validate_key
 from services.storage.errors import ConflictError, NotFoundError
 from services.storage.models import ProtocolRecord
 
@@ -27,7 +28,9 @@ def create_protocol(
     """A new version of protocol ``name`` (versions count 1, 2, ...).
 
     Content is a JSON ``body`` or a blob (``blob_key`` + its ``blob_sha256``). Registering the
-    same content as the latest version returns that version instead of a duplicate.
+    same content as the latest version returns that version instead of a duplicate. A protocol
+    whose config trains a utility ASR gets its training queued in the same transaction
+    (:func:`~services.platform.protocols.asr.queue_protocol_asr`; again after a failed one).
     """
     if (body is None) == (blob_key is None):
         raise ConflictError(f"protocol {name!r}: give exactly one of body or blob_key")
@@ -46,6 +49,7 @@ def create_protocol(
         .limit(1)
     )
     if latest is not None and latest.content_hash == content_hash:
+        queue_protocol_asr(session, latest)  # a failed ASR training is queued again
         return latest
     protocol = ProtocolRecord(
         name=name,
@@ -57,6 +61,7 @@ def create_protocol(
     )
     session.add(protocol)
     session.flush()
+    queue_protocol_asr(session, protocol)
     return protocol
 
 

@@ -22,7 +22,7 @@ from services.pipeline.zoo import BASELINE, row_attacker
 from services.platform.leaderboard import det_key
 from services.platform.results import service as result_records
 from services.scoring.trial_scores import TRIALS_DIR
-from services.storage.blobstore import BlobStore
+from services.storage.blob_interface import BlobStore
 
 
 def result_rows_from_document(document: Mapping[str, Any]) -> list[result_records.ResultRow]:

@@ -14,7 +14,7 @@ from services.pipeline.zoo import BASELINE
 from services.platform.hashing import SHA256_HEX_RE
 from services.platform.leaderboard import record_report_summary, refresh_job_summary
 from services.platform.rows import get_row
-from services.storage.blobstore import validate_key
+from services.storage.blob_interface import validate_key
 from services.storage.errors import ConflictError, NotFoundError
 from services.storage.models import Artifact, Job, JobSummaryRecord, Result, RunState, Stage
 

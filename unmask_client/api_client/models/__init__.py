@@ -57,6 +57,8 @@ from .phase_patch import PhasePatch
 from .phase_patch_allowed_kinds_type_0_item import PhasePatchAllowedKindsType0Item
 from .phase_visibility import PhaseVisibility
 from .problem import Problem
+from .protocol_asr_out import ProtocolAsrOut
+from .protocol_asr_out_state import ProtocolAsrOutState
 from .protocol_create import ProtocolCreate
 from .protocol_create_config import ProtocolCreateConfig
 from .protocol_out import ProtocolOut
@@ -168,6 +170,8 @@ __all__ = (
     "PhasePatchAllowedKindsType0Item",
     "PhaseVisibility",
     "Problem",
+    "ProtocolAsrOut",
+    "ProtocolAsrOutState",
     "ProtocolCreate",
     "ProtocolCreateConfig",
     "ProtocolOut",

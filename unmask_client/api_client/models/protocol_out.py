@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
@@ -11,6 +11,7 @@ from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
     from ..models.leaderboard_spec import LeaderboardSpec
+    from ..models.protocol_asr_out import ProtocolAsrOut
     from ..models.protocol_out_config import ProtocolOutConfig
     from ..models.protocol_out_limits import ProtocolOutLimits
 
@@ -31,6 +32,8 @@ class ProtocolOut:
         leaderboard (LeaderboardSpec): What a protocol's leaderboard ranks by (defaults of the leaderboard route).
         name (str):
         version (int):
+        asr (None | ProtocolAsrOut | Unset): The utility ASR trained at registration (docs/utility.md); null when the
+            protocol trains none (no WER, or an operator's pretrained ASR).
         limits (ProtocolOutLimits | Unset): The protocol's own cost bounds (unset: server's).
     """
 
@@ -42,10 +45,13 @@ class ProtocolOut:
     leaderboard: LeaderboardSpec
     name: str
     version: int
+    asr: ProtocolAsrOut | Unset | None = UNSET
     limits: ProtocolOutLimits | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        from ..models.protocol_asr_out import ProtocolAsrOut
+
         config = self.config.to_dict()
 
         content_hash = self.content_hash
@@ -61,6 +67,14 @@ class ProtocolOut:
         name = self.name
 
         version = self.version
+
+        asr: dict[str, Any] | Unset | None
+        if isinstance(self.asr, Unset):
+            asr = UNSET
+        elif isinstance(self.asr, ProtocolAsrOut):
+            asr = self.asr.to_dict()
+        else:
+            asr = self.asr
 
         limits: dict[str, Any] | Unset = UNSET
         if not isinstance(self.limits, Unset):
@@ -80,6 +94,8 @@ class ProtocolOut:
                 "version": version,
             }
         )
+        if asr is not UNSET:
+            field_dict["asr"] = asr
         if limits is not UNSET:
             field_dict["limits"] = limits
 
@@ -88,6 +104,7 @@ class ProtocolOut:
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
         from ..models.leaderboard_spec import LeaderboardSpec
+        from ..models.protocol_asr_out import ProtocolAsrOut
         from ..models.protocol_out_config import ProtocolOutConfig
         from ..models.protocol_out_limits import ProtocolOutLimits
 
@@ -108,6 +125,23 @@ class ProtocolOut:
 
         version = d.pop("version")
 
+        def _parse_asr(data: object) -> ProtocolAsrOut | Unset | None:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                asr_type_0 = ProtocolAsrOut.from_dict(data)
+
+                return asr_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | ProtocolAsrOut | Unset, data)
+
+        asr = _parse_asr(d.pop("asr", UNSET))
+
         _limits = d.pop("limits", UNSET)
         limits: ProtocolOutLimits | Unset
         if isinstance(_limits, Unset):
@@ -124,6 +158,7 @@ class ProtocolOut:
             leaderboard=leaderboard,
             name=name,
             version=version,
+            asr=asr,
             limits=limits,
         )
 

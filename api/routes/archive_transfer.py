@@ -38,7 +38,7 @@ import anyio.to_thread
 
 from api.problems import ApiProblem
 from services.platform.archives import abort_multipart_upload
-from services.storage.blobstore import BlobStore, MultipartUploadError, new_upload_key
+from services.storage.blob_interface import BlobStore, MultipartUploadError, new_upload_key
 
 
 def archive_key(protocol_id: int, team_id: int) -> str:

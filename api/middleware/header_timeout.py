@@ -4,9 +4,9 @@ uvicorn times out idle keep-alive connections, but a client that sends part of i
 and then stalls holds the connection (and its memory) for as long as it likes. This protocol
 closes a connection whose request headers are not complete ``UNMASK_UPLOAD_READ_TIMEOUT_S``
 seconds after it opened, or after the previous response on it. Bodies are timed out by
-``api.request_body`` and the upload routes.
+``api.middleware.request_body`` and the upload routes.
 
-    uvicorn api.app:app --http api.header_timeout:HeaderTimeoutH11Protocol
+    uvicorn api.app:app --http api.middleware.header_timeout:HeaderTimeoutH11Protocol
 """
 
 from __future__ import annotations

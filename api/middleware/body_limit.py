@@ -5,7 +5,7 @@ makes the server buffer and parse any amount. :class:`BodyLimitMiddleware` answe
 details with ``limit_bytes``) as soon as the declared ``Content-Length`` or the bytes received so
 far exceed ``UNMASK_MAX_JSON_BODY_BYTES``, before the body is parsed. The archive upload routes
 stream their bodies to the blob store under their own limit (``UNMASK_MAX_ARCHIVE_BYTES``,
-``api/archive_transfer.py``) and are left alone.
+``api/routes/archive_transfer.py``) and are left alone.
 """
 
 from __future__ import annotations

@@ -8,7 +8,8 @@ timeout, and every JSON body is checked for values storage cannot hold, before a
   field (``services.json_values``), for every route and every field, free-form objects included
   (``config``, ``config_overrides``, ``builtin.params``).
 
-Sits inside :class:`api.body_limit.BodyLimitMiddleware`, so the body it reads is already bounded.
+Sits inside :class:`api.middleware.body_limit.BodyLimitMiddleware`, so the body it reads is
+already bounded.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import anyio
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from api.body_limit import BodyTooLargeError, _is_streamed_upload
+from api.middleware.body_limit import BodyTooLargeError, _is_streamed_upload
 from api.problems import problem_response
 from services.json_values import JSON_MAX_DEPTH, json_problem
 

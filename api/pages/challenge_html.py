@@ -1,6 +1,6 @@
 """HTML fragments of the challenge features on the leaderboard page: the protocol's phases and
 each row's evaluator (marked when an older scorer produced it). Built in Python like the rows
-(``api/routes/pages.py``), escaped here."""
+(``api/pages/leaderboard_html.py``), escaped here."""
 
 from __future__ import annotations
 
