@@ -55,11 +55,17 @@ class ApiContext:
 
     @property
     def database(self) -> Database:
-        """The database named by the settings (engine created on first use)."""
+        """The database named by the settings (engine created on first use), with the API's
+        statement timeout (``database_statement_timeout_s``)."""
         if self._database is None:
             with self._lock:
                 if self._database is None:
-                    self._database = Database.from_settings(self.settings)
+                    # Requests answer in seconds: a statement stuck on a lock or a
+                    # database that stopped answering is cut by the server (503).
+                    self._database = Database.from_settings(
+                        self.settings,
+                        statement_timeout_s=self.settings.database_statement_timeout_s,
+                    )
         return self._database
 
     @property

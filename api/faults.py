@@ -6,6 +6,9 @@
 - A lost connection to the database or the blob store (an administrator terminated the
   database's connections, a restart, a network cut) is 503 with ``Retry-After``, like every other
   transient fault: the request may be retried as it is.
+- A statement the database cancelled at the API's statement timeout
+  (``UNMASK_DATABASE_STATEMENT_TIMEOUT_S``: a lock held elsewhere, a database that stopped
+  answering) is the same 503: the request's transaction was rolled back.
 
 Anything else stays the generic 500 of ``api.problems``.
 """
@@ -43,6 +46,21 @@ def disk_full_cause(exc: BaseException) -> OSError | None:
     return None
 
 
+def statement_timed_out(exc: BaseException) -> bool:
+    """Whether the database cancelled a statement of ``exc``'s chain (SQLSTATE 57014,
+    ``query_canceled``: the statement timeout, or an administrator's cancel)."""
+    from psycopg.errors import QueryCanceled
+
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, QueryCanceled):  # SQLAlchemy's error has it as __cause__
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False
+
+
 def fault_response(request: Request, exc: BaseException) -> JSONResponse | None:
     """The 507 or 503 answer for a platform fault, or None when ``exc`` is not one."""
     if disk_full_cause(exc) is not None:
@@ -57,11 +75,15 @@ def fault_response(request: Request, exc: BaseException) -> JSONResponse | None:
         )
     if is_transient_error(exc, storage_transient_errors()):
         logger.warning("transient fault during %s %s: %r", request.method, request.url.path, exc)
+        what = (
+            "the database did not answer in time (a statement ran past the server's limit)"
+            if statement_timed_out(exc)
+            else "lost the connection to a platform service (database or blob store)"
+        )
         return problem_response(
             request,
             503,
-            "lost the connection to a platform service (database or blob store); nothing was "
-            f"changed. Retry in {TRANSIENT_RETRY_AFTER_S} s",
+            f"{what}; nothing was changed. Retry in {TRANSIENT_RETRY_AFTER_S} s",
             headers={"Retry-After": str(TRANSIENT_RETRY_AFTER_S)},
         )
     return None

@@ -94,6 +94,7 @@ def create_token_command(
     database = Database.from_settings(settings)
     try:
         with _database_errors(database.url), database.session_scope() as session:
+            created = None
             try:
                 identity.get_team_by_slug(session, team)
             except NotFoundError:
@@ -103,7 +104,6 @@ def create_token_command(
                         f"{team}`) or pass --create-team"
                     ) from None
                 created = identity.create_team(session, team, None)
-                typer.echo(f"team {created.slug} (id {created.id}) created", err=True)
             issued = identity.issue_team_token(
                 session,
                 team,
@@ -114,6 +114,9 @@ def create_token_command(
                 email=email,
             )
             token = issued.token
+            # Said once the token is issued too: a refused token creates no team.
+            if created is not None:
+                typer.echo(f"team {created.slug} (id {created.id}) created", err=True)
             expiry = token.expires_at.isoformat() if token.expires_at else "never"
             typer.echo(
                 f"token id {token.id} for team {team}, scopes {','.join(token.scopes)}, "

@@ -42,14 +42,17 @@ def _summary(manifest: Manifest) -> str:
     )
 
 
-def _print_skipped(console: Console, problems: list[ManifestProblem]) -> None:
-    if not problems:
+def _print_skipped(console: Console, problems: list[ManifestProblem], omitted: int = 0) -> None:
+    """The first problems and how many more there are (``omitted``: found but not kept)."""
+    total = len(problems) + omitted
+    if not total:
         return
-    console.print(f"[yellow]skipped {len(problems)} problem(s):[/yellow]")
+    console.print(f"[yellow]skipped {total} problem(s):[/yellow]")
     for p in problems[:_MAX_SHOWN_PROBLEMS]:
         console.print(f"  {p}", markup=False)
-    if len(problems) > _MAX_SHOWN_PROBLEMS:
-        console.print(f"  ... and {len(problems) - _MAX_SHOWN_PROBLEMS} more")
+    shown = min(len(problems), _MAX_SHOWN_PROBLEMS)
+    if total > shown:
+        console.print(f"  ... and {total - shown} more")
 
 
 def _duration_filter(min_duration: float, max_duration: float) -> DurationFilter:
@@ -83,6 +86,15 @@ def import_command(
         float | None,
         typer.Option(help="Longest kept utterance (s); default 25, kaldi layout: no bound."),
     ] = None,
+    allow_audio_under: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--allow-audio-under",
+            help="kaldi layout: also read audio files wav.scp names under this folder "
+            "(repeatable); by default only files under the toolkit root (the data folders' "
+            "grandparent) are read.",
+        ),
+    ] = None,
 ) -> None:
     """Import a corpus into a manifest (durations from the audio headers, duration filter)."""
     # The VoicePrivacy lists are used as published: the kaldi layout keeps every duration
@@ -95,9 +107,10 @@ def import_command(
         src,
         skip_invalid=skip_invalid,
         duration_filter=_duration_filter(lowest, longest),
+        allow_audio_under=allow_audio_under or (),
     )
     console = _console()
-    _print_skipped(console, report.problems)
+    _print_skipped(console, report.problems, report.omitted_problems)
     if len(report.manifest) == 0:
         raise ConfigError(f"{src}: nothing left to import")
     written = write_manifest(report.manifest, out)

@@ -75,6 +75,16 @@ class Settings(BaseSettings):
         description="How long opening a connection to a server database may take, seconds (a "
         "database that accepts connections but never answers fails requests in seconds).",
     )
+    database_statement_timeout_s: float = Field(
+        15.0,
+        ge=0,
+        le=3600,
+        description="Longest one SQL statement of an API request may run on a server database, "
+        "waits for locks included, seconds (PostgreSQL statement_timeout); past it the request "
+        "is answered 503 with Retry-After and changes nothing. 0 = no limit. Workers, beat, the "
+        "CLI and migrations run without it: a migration may rewrite a large table, and a job "
+        "phase has its own time limits.",
+    )
 
     # Blob store: a local folder (embedded) or an S3-compatible service.
     blob_backend: Literal["local", "s3"] = "local"
@@ -333,6 +343,14 @@ class Settings(BaseSettings):
         description="How long a comparison request waits for a paired interval being computed "
         "(seconds; it holds no database session or thread meanwhile); after it the answer "
         "says the interval is still being computed.",
+    )
+    request_body_timeout_s: float = Field(
+        60.0,
+        gt=0,
+        le=3600,
+        description="Longest a request body may take to arrive in all (every route except the "
+        "streamed archive uploads, which have upload_max_duration_s), seconds; a body still "
+        "arriving after it gets 408, however steadily its bytes trickle in.",
     )
     max_json_body_bytes: int = Field(
         1024 * 1024,

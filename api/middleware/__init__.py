@@ -8,7 +8,8 @@ From the outside in (:func:`install_middleware` adds them in this order's revers
 - ``http_semantics``: ``HEAD`` and ``OPTIONS``, complete ``Allow`` headers, redirects without the
   request's ``Host``;
 - ``body_limit``: 413 past ``UNMASK_MAX_JSON_BODY_BYTES`` (the streamed archive uploads excepted);
-- ``request_body``: 408 on a stalled body, 422 on JSON values storage cannot hold.
+- ``request_body``: 408 on a stalled body or one past its deadline, 422 on JSON values storage
+  cannot hold.
 
 ``header_timeout`` is not middleware but uvicorn's HTTP/1.1 protocol with a deadline on request
 headers: ``uvicorn api.app:app --http api.middleware.header_timeout:HeaderTimeoutH11Protocol``.
@@ -28,8 +29,13 @@ from services.settings import Settings
 
 def install_middleware(app: FastAPI, settings: Settings) -> None:
     """Wraps ``app`` in the middleware above (the last one added is the outermost)."""
-    # Inner to the body limit: bodies are read (under the read timeout) only within it.
-    app.add_middleware(RequestBodyMiddleware, read_timeout_s=settings.upload_read_timeout_s)
+    # Inner to the body limit: bodies are read (under the read timeout and the body deadline)
+    # only within it.
+    app.add_middleware(
+        RequestBodyMiddleware,
+        read_timeout_s=settings.upload_read_timeout_s,
+        body_timeout_s=settings.request_body_timeout_s,
+    )
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_json_body_bytes)
     # HEAD and OPTIONS, complete Allow headers, redirects without the request's Host; then only
     # the configured host names are answered at all.

@@ -2,7 +2,9 @@
 timeout, and every JSON body is checked for values storage cannot hold, before any route runs.
 
 - A client that stops sending its body for ``upload_read_timeout_s`` gets 408, whatever the route
-  (a stalled JSON body no longer holds a connection and a worker for as long as it likes).
+  (a stalled JSON body no longer holds a connection and a worker for as long as it likes), and so
+  does one whose body is not complete ``request_body_timeout_s`` after the request began (a
+  body dripped a byte at a time never stalls, yet must end).
 - A JSON body holding a lone UTF-16 surrogate, an integer beyond +-(2^63 - 1), a non-finite
   number (``1e309``, ``NaN``, ``Infinity``) or nesting deeper than 64 levels is 422 naming the
   field (``services.json_values``), for every route and every field, free-form objects included
@@ -53,12 +55,55 @@ def json_body_problem(body: bytes) -> tuple[str, str] | None:
     return (f"body.{where}" if where else "body"), what
 
 
-class RequestBodyMiddleware:
-    """Read bodies under a per-chunk timeout; refuse JSON values storage cannot hold."""
+class _BodyTimeoutError(Exception):
+    """The body did not arrive in time: ``detail`` says which limit it ran past."""
 
-    def __init__(self, app: ASGIApp, read_timeout_s: float) -> None:
+    def __init__(self, detail: str) -> None:
+        super().__init__(detail)
+        self.detail = detail
+
+
+class RequestBodyMiddleware:
+    """Read bodies under a per-chunk timeout and a total deadline; refuse JSON values storage
+    cannot hold.
+
+    ``read_timeout_s``: longest wait for the next chunk; ``body_timeout_s``: longest the whole
+    body may take (both seconds).
+    """
+
+    def __init__(self, app: ASGIApp, read_timeout_s: float, body_timeout_s: float) -> None:
         self.app = app
         self.read_timeout_s = read_timeout_s
+        self.body_timeout_s = body_timeout_s
+
+    async def _read(self, receive: Receive) -> tuple[list[bytes], list[Message]]:
+        """The body's chunks and the messages received, or :class:`_BodyTimeoutError`."""
+        chunks: list[bytes] = []
+        received: list[Message] = []
+        deadline = anyio.current_time() + self.body_timeout_s
+        while True:
+            left = deadline - anyio.current_time()
+            whole_body = left <= self.read_timeout_s  # the deadline comes before the chunk's
+            try:
+                with anyio.fail_after(max(0.0, min(self.read_timeout_s, left))):
+                    message = await receive()
+            except TimeoutError:
+                got = sum(map(len, chunks))
+                if whole_body:
+                    raise _BodyTimeoutError(
+                        f"request body not complete after {self.body_timeout_s:g} s "
+                        f"(UNMASK_REQUEST_BODY_TIMEOUT_S); {got} bytes received"
+                    ) from None
+                raise _BodyTimeoutError(
+                    f"no request body bytes for {self.read_timeout_s:g} s "
+                    f"(UNMASK_UPLOAD_READ_TIMEOUT_S) after {got} bytes"
+                ) from None
+            received.append(message)
+            if message["type"] != "http.request":
+                return chunks, received  # a disconnect: hand it on, the route sees it
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body", False):
+                return chunks, received
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if (
@@ -68,24 +113,13 @@ class RequestBodyMiddleware:
         ):
             await self.app(scope, receive, send)
             return
-        chunks: list[bytes] = []
-        received: list[Message] = []
         try:
-            while True:
-                with anyio.fail_after(self.read_timeout_s):
-                    message = await receive()
-                received.append(message)
-                if message["type"] != "http.request":
-                    break  # a disconnect: hand it on, the route sees it
-                chunks.append(message.get("body", b""))
-                if not message.get("more_body", False):
-                    break
-        except TimeoutError:
+            chunks, received = await self._read(receive)
+        except _BodyTimeoutError as exc:
             response = problem_response(
                 Request(scope),
                 408,
-                f"no request body bytes for {self.read_timeout_s:g} s "
-                f"(UNMASK_UPLOAD_READ_TIMEOUT_S) after {sum(map(len, chunks))} bytes",
+                exc.detail,
                 slug="request-timeout",
                 title="Request timed out",
                 headers={"Connection": "close"},

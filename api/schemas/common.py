@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from annotated_types import Ge, Le
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, GetJsonSchemaHandler
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema
 
 from services.anonymizers.kinds.builtin import BuiltinName as BuiltinName
 from services.anonymizers.kinds.container import (
@@ -15,9 +18,9 @@ from services.anonymizers.kinds.container import (
 from services.anonymizers.kinds.container import (
     PINNED_IMAGE_RE as PINNED_IMAGE_RE,
 )
-from services.identifiers import IDENTIFIER_PATTERN, normalize_identifier
 from services.json_values import NUL_MESSAGE as NUL_MESSAGE
 from services.json_values import JsonObject as JsonObject
+from services.text_policy import TextKind, check_text, text_pattern
 from services.vocab import JOB_STATE_VALUES, PROTOCOL_ASR_STATE_VALUES, WEBHOOK_EVENT_TYPES
 
 Visibility = Literal["public", "private"]
@@ -70,12 +73,27 @@ def _text_field(max_length: int, min_length: int = 0) -> Any:
     )
 
 
-def _name_field(max_length: int, min_length: int = 0) -> Any:
-    return Field(
-        min_length=min_length,
-        max_length=max_length,
-        json_schema_extra={"pattern": IDENTIFIER_PATTERN},
-    )
+@dataclass(frozen=True)
+class TextPolicyPattern:
+    """Documents the text policy's pattern in the JSON schema (built on first use)."""
+
+    kind: TextKind
+
+    def __get_pydantic_json_schema__(
+        self, core_schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        schema = handler(core_schema)
+        schema["pattern"] = text_pattern(self.kind)
+        return schema
+
+
+def _policy(kind: TextKind, max_length: int) -> Any:
+    """The text policy as a validator: normalized, refused characters named (a 422)."""
+
+    def check(value: str) -> str:
+        return check_text(value, kind=kind, max_length=max_length)
+
+    return AfterValidator(check)
 
 
 def Text(max_length: int, *, min_length: int = 0) -> Any:
@@ -98,16 +116,50 @@ Cursor = Annotated[
 ]
 # A JSON object stored in a jsonb column: services.json_values.JsonObject (imported above).
 # Spelled out (not ``Text(...)``) so that type checkers see them as type aliases.
-# Names and labels: NFKC, without control, bidi or invisible characters (services.identifiers).
+# Text shown to other people, under one policy (services.text_policy): no control, format,
+# private-use or invisible character. Names and labels: NFKC, stripped, not only spaces.
 NameText = Annotated[
-    str, _name_field(200, 1), AfterValidator(_no_nul), AfterValidator(normalize_identifier)
+    str,
+    Field(
+        min_length=1,
+        max_length=200,
+    ),
+    TextPolicyPattern("name"),
+    AfterValidator(_no_nul),
+    _policy("name", 200),
 ]
 ShortText = Annotated[
-    str, _name_field(200), AfterValidator(_no_nul), AfterValidator(normalize_identifier)
+    str,
+    Field(
+        max_length=200,
+    ),
+    TextPolicyPattern("name"),
+    AfterValidator(_no_nul),
+    _policy("name", 200),
 ]
 LabelText = Annotated[
-    str, _name_field(64), AfterValidator(_no_nul), AfterValidator(normalize_identifier)
+    str,
+    Field(
+        max_length=64,
+    ),
+    TextPolicyPattern("name"),
+    AfterValidator(_no_nul),
+    _policy("name", 64),
 ]
+
+
+def Prose(max_length: int) -> Any:
+    """A description shown to others: at most ``max_length`` characters, one line, NFC, under
+    the text policy (services.text_policy)."""
+    return Annotated[
+        str,
+        Field(
+            max_length=max_length,
+        ),
+        TextPolicyPattern("prose"),
+        AfterValidator(_no_nul),
+        _policy("prose", max_length),
+    ]
 
 
 class StrictModel(BaseModel):

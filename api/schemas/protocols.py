@@ -11,9 +11,9 @@ from api.schemas.common import (
     DB_ID_MAX,
     JsonObject,
     LabelText,
+    Prose,
     ProtocolAsrState,
     StrictModel,
-    Text,
 )
 from services.metrics import catalogue
 from services.platform.jobs.cost import COST_KNOB_NAMES
@@ -86,7 +86,9 @@ class ProtocolCreate(StrictModel):
         "existing name makes the next version.",
         examples=["synthetic-small"],
     )
-    description: Text(10_000) = ""  # type: ignore[valid-type]
+    description: Prose(10_000) = Field(  # type: ignore[valid-type]
+        "", description="What the protocol evaluates: one line of plain text."
+    )
     config: JsonObject = Field(
         default_factory=dict,
         description="EvaluationConfig fields (see docs/evaluation.md), no `anonymizer`.",

@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, Union, cast
 from pydantic import AfterValidator, BaseModel, Field, ValidationInfo, create_model
 
 from api.schemas.common import (
-    NO_NUL_PATTERN,
     NameText,
     StrictModel,
     SubmissionApiStatus,
+    TextPolicyPattern,
     Visibility,
 )
 from services.anonymizers.kinds.builtin import BuiltinSpec
@@ -50,9 +50,10 @@ DescriptionText = Annotated[
     str | None,
     Field(
         max_length=submission_info.MAX_DESCRIPTION_CHARS,
-        description="Optional: what the anonymizer does (plain text, shown on the leaderboard).",
-        json_schema_extra={"pattern": NO_NUL_PATTERN},
+        description="Optional: what the anonymizer does (one line of plain text, shown on the "
+        "leaderboard).",
     ),
+    TextPolicyPattern("prose"),
     AfterValidator(_checked_description),
 ]
 LinkUrl = Annotated[

@@ -22,7 +22,7 @@ audio is resampled to 16 kHz when read (``services.audio.read_audio``), not at i
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -376,6 +376,7 @@ def import_corpus(
     *,
     skip_invalid: bool = False,
     duration_filter: DurationFilter | None = None,
+    allow_audio_under: Sequence[str | Path] = (),
 ) -> LoadReport:
     """Import ``src`` in the given layout, check it, and apply the duration filter.
 
@@ -384,10 +385,14 @@ def import_corpus(
     ``services.corpus.kaldi``), ``csv`` or ``jsonl``. Problems (unreadable/empty audio,
     unknown speaker gender, bad rows, speakers left with no utterance by the filter) raise one
     ``CorpusError`` listing them, or with ``skip_invalid=True`` are skipped and returned in the
-    report.
+    report. ``allow_audio_under``: folders besides the toolkit root that a Kaldi ``wav.scp`` may
+    name audio files in (``kaldi`` only).
     """
     if layout not in LAYOUTS:
         raise CorpusError(f"unknown layout {layout!r} (expected one of {', '.join(LAYOUTS)})")
+    if allow_audio_under and layout != "kaldi":
+        raise CorpusError(f"--allow-audio-under applies to the kaldi layout only, not {layout}")
+    omitted = 0
     if layout in ("csv", "jsonl"):
         if Path(src).suffix.lower() not in (
             (".csv",) if layout == "csv" else (".jsonl", ".ndjson")
@@ -402,7 +407,8 @@ def import_corpus(
     elif layout == "kaldi":
         from services.corpus.kaldi import import_kaldi
 
-        manifest, problems = import_kaldi(src)
+        manifest, log = import_kaldi(src, allow_audio_under=allow_audio_under)
+        problems, omitted = log.kept, log.omitted
     else:
         manifest, problems = import_libritts(src)
     if duration_filter is not None:
@@ -410,5 +416,5 @@ def import_corpus(
         manifest = filtered.manifest
         problems += filtered.problems
     if not skip_invalid:
-        raise_if_problems(problems)
-    return LoadReport(manifest, problems)
+        raise_if_problems(problems, omitted=omitted)
+    return LoadReport(manifest, problems, omitted)

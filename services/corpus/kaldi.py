@@ -11,18 +11,28 @@ audio files, never runs commands.
 
 Relative paths in ``wav.scp`` are resolved against the data folder, then its parent (``data/``),
 then the grandparent (the toolkit root the VoicePrivacy scripts run from), first existing wins.
+Every path must lie under that toolkit root, or under a folder the operator allows
+(``allow_audio_under``): a ``wav.scp`` naming ``../../../../etc/passwd`` or ``/etc/hostname``
+gets a problem naming the line, and the file is never opened. The check is on the path as written
+(``..`` cannot climb out); symbolic links inside the allowed folders are followed, so a toolkit
+whose ``corpora`` links to another disk imports as before.
+
+The tables are read line by line and the problems capped (``ProblemLog``): a ``wav.scp`` of
+300 000 missing files costs the memory of its ``utt2spk``, not of 300 000 problems.
 """
 
 from __future__ import annotations
 
+import os
 import re
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 from services.audio import audio_info
 from services.corpus.manifest import Gender, Manifest, Utterance
-from services.corpus.validation import ManifestProblem, normalize_gender, one_line
+from services.corpus.validation import ManifestProblem, ProblemLog, normalize_gender, one_line
 from services.errors import CorpusError
 
 WAV_SCP = "wav.scp"
@@ -34,35 +44,47 @@ VPC_FOLDER = re.compile(r"^(?P<dataset>.+?)_(?P<role>enrolls|trials_f|trials_m|t
 ``<dataset>_trials`` (a mixed-gender list)."""
 
 
-def read_table(path: Path, *, what: str) -> list[tuple[int, str, str]]:
-    """``(line number, key, rest)`` of a Kaldi table (``<key> <rest>``), blank lines skipped.
+def iter_table(path: Path, *, what: str) -> Iterator[tuple[int, str, str]]:
+    """``(line number, key, rest)`` of a Kaldi table (``<key> <rest>``), read line by line,
+    blank lines skipped.
 
     A line with a key and nothing after it raises ``CorpusError`` naming the line.
     """
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        with path.open(encoding="utf-8") as lines:
+            for n, line in enumerate(lines, start=1):
+                text = line.strip()
+                if not text:
+                    continue
+                key, _, rest = text.partition(" ")
+                rest = rest.strip()
+                if not rest:
+                    raise CorpusError(f"{path}:{n}: expected '<id> <value>', got {text!r:.80}")
+                yield n, key, rest
     except (OSError, UnicodeDecodeError) as exc:
         raise CorpusError(f"{path}: unreadable {what} ({one_line(exc)})") from None
-    rows = []
-    for n, line in enumerate(lines, start=1):
-        text = line.strip()
-        if not text:
-            continue
-        key, _, rest = text.partition(" ")
-        rest = rest.strip()
-        if not rest:
-            raise CorpusError(f"{path}:{n}: expected '<id> <value>', got {text!r:.80}")
-        rows.append((n, key, rest))
-    return rows
 
 
-def _read_map(path: Path, *, what: str) -> dict[str, tuple[int, str]]:
-    """key -> (line, value); a key given twice raises ``CorpusError`` naming both lines."""
-    out: dict[str, tuple[int, str]] = {}
-    for n, key, rest in read_table(path, what=what):
+def read_table(path: Path, *, what: str) -> list[tuple[int, str, str]]:
+    """Every row of :func:`iter_table` (small lists: ``trials``)."""
+    return list(iter_table(path, what=what))
+
+
+def _first_line(path: Path, key: str, *, what: str) -> int:
+    """The line of ``key``'s first row in ``path`` (error messages only: reads the file again)."""
+    return next(n for n, k, _ in iter_table(path, what=what) if k == key)
+
+
+def _read_map(path: Path, *, what: str) -> dict[str, str]:
+    """key -> value; a key given twice raises ``CorpusError`` naming both lines. Equal values
+    share one string (a speaker id repeated on 300 000 lines is stored once)."""
+    out: dict[str, str] = {}
+    values: dict[str, str] = {}
+    for n, key, rest in iter_table(path, what=what):
         if key in out:
-            raise CorpusError(f"{path}:{n}: duplicate id {key!r} (also line {out[key][0]})")
-        out[key] = (n, rest)
+            first = _first_line(path, key, what=what)
+            raise CorpusError(f"{path}:{n}: duplicate id {key!r} (also line {first})")
+        out[key] = values.setdefault(rest, rest)
     return out
 
 
@@ -96,14 +118,59 @@ def data_folders(src: Path) -> list[Path]:
     return kept
 
 
-def _resolve_audio(folder: Path, value: str) -> Path | None:
-    p = Path(value)
-    if p.is_absolute():
-        return p if p.is_file() else None
-    for base in (folder, folder.parent, folder.parent.parent):
-        if (base / p).is_file():
-            return (base / p).resolve()
-    return None
+@dataclass(frozen=True)
+class AudioRoots:
+    """The folders audio files named in ``wav.scp`` may lie under (absolute, as written: no
+    symbolic link resolved, so that ``..`` is judged on the path the table names)."""
+
+    roots: tuple[str, ...]
+
+    @classmethod
+    def of(cls, folders: Sequence[str | Path]) -> AudioRoots:
+        """The roots ``folders`` (made absolute and normalized, duplicates dropped)."""
+        seen = dict.fromkeys(os.path.normpath(os.path.abspath(f)) for f in folders)
+        return cls(tuple(seen))
+
+    def holds(self, path: str) -> bool:
+        """Whether the absolute, normalized ``path`` lies under one of the roots."""
+        return any(
+            path == root or path.startswith(root if root == os.sep else root + os.sep)
+            for root in self.roots
+        )
+
+    def __str__(self) -> str:
+        return " or ".join(self.roots)
+
+
+def lookup_folders(folder: Path) -> tuple[str, str, str]:
+    """Where a relative ``wav.scp`` path of ``folder`` is looked up, in order: the folder, its
+    parent (``data/``), its grandparent (the toolkit root); absolute, as written."""
+    base = os.path.abspath(folder)
+    parent = os.path.dirname(base)
+    return base, parent, os.path.dirname(parent)
+
+
+def _resolve_audio(bases: tuple[str, ...], value: str, roots: AudioRoots) -> Path | str:
+    """The audio file a ``wav.scp`` line names (``value``, relative to ``bases`` in turn), or
+    why not (a problem). Candidates outside ``roots`` (which hold the last of ``bases``) are
+    never looked at, not even with a ``stat``.
+    """
+    if not os.path.isabs(value) and ".." not in value:
+        # Below each lookup folder, hence below the toolkit root: no check needed (the common
+        # case, kept cheap for lists of a million lines).
+        inside = [f"{base}{os.sep}{value}" for base in bases]
+    else:
+        candidates = [value] if os.path.isabs(value) else [os.path.join(b, value) for b in bases]
+        inside = [p for p in map(os.path.normpath, candidates) if roots.holds(p)]
+    if not inside:
+        return (
+            f"audio file {value!r} lies outside {roots}: refused (a wav.scp may name files "
+            "under the toolkit root only; allow another folder with --allow-audio-under)"
+        )
+    for path in inside:
+        if os.path.isfile(path):
+            return Path(path).resolve()
+    return f"audio file {value!r} not found"
 
 
 @dataclass(frozen=True)
@@ -122,65 +189,88 @@ def utterance_speakers(folder: Path) -> dict[str, str]:
     path = folder / "utt2spk"
     if not path.is_file():
         raise CorpusError(f"{folder}: no utt2spk (every Kaldi data folder needs one)")
-    return {k: v for k, (_, v) in _read_map(path, what="utt2spk").items()}
+    return _read_map(path, what="utt2spk")
 
 
-def _read_folder(folder: Path) -> tuple[list[_Row], list[ManifestProblem]]:
-    """Rows of one data folder; structural errors raise ``CorpusError`` (one line)."""
+def _check_folder_files(folder: Path) -> None:
+    """What a data folder must not hold (``segments``) and must hold besides ``wav.scp``."""
     if (folder / "segments").is_file():
         raise CorpusError(
             f"{folder / 'segments'}:1: segments (utterances cut from longer recordings) are not "
             "supported; write one audio file per utterance"
         )
-    scp = _read_map(folder / WAV_SCP, what=WAV_SCP)
-    for utt, (n, value) in scp.items():
-        if value.endswith("|") or value.startswith("|") or " | " in f" {value} ":
-            raise CorpusError(
-                f"{folder / WAV_SCP}:{n}: a pipe command ({value!r:.60}) is not supported for "
-                f"utterance {utt!r}; decode to audio files and list their paths"
-            )
-    speakers = utterance_speakers(folder)
-    gender_file = folder / "spk2gender"
-    if not gender_file.is_file():
+    if not (folder / "spk2gender").is_file():
         raise CorpusError(f"{folder}: no spk2gender (Unmask needs each speaker's gender)")
+
+
+def _read_genders(gender_file: Path) -> dict[str, Gender]:
     genders: dict[str, Gender] = {}
-    for speaker, (n, value) in _read_map(gender_file, what="spk2gender").items():
+    for n, speaker, value in iter_table(gender_file, what="spk2gender"):
+        if speaker in genders:
+            first = _first_line(gender_file, speaker, what="spk2gender")
+            raise CorpusError(f"{gender_file}:{n}: duplicate id {speaker!r} (also line {first})")
         try:
             genders[speaker] = normalize_gender(value)
         except ValueError as exc:
             raise CorpusError(f"{gender_file}:{n}: speaker {speaker!r}: {exc}") from None
-    texts = (
-        {k: v for k, (_, v) in _read_map(folder / "text", what="text").items()}
-        if (folder / "text").is_file()
-        else {}
-    )
+    return genders
+
+
+def _read_durations(folder: Path) -> dict[str, float]:
     durations: dict[str, float] = {}
-    if (folder / "utt2dur").is_file():
-        for utt, (n, value) in _read_map(folder / "utt2dur", what="utt2dur").items():
-            try:
-                durations[utt] = float(value)
-            except ValueError:
-                raise CorpusError(
-                    f"{folder / 'utt2dur'}:{n}: duration {value!r} is not a number"
-                ) from None
+    path = folder / "utt2dur"
+    if not path.is_file():
+        return durations
+    for utt, value in _read_map(path, what="utt2dur").items():
+        try:
+            durations[utt] = float(value)
+        except ValueError:
+            n = _first_line(path, utt, what="utt2dur")
+            raise CorpusError(f"{path}:{n}: duration {value!r} is not a number") from None
+    return durations
+
+
+def _scp_speaker(scp: Path, n: int, utt: str, value: str, speakers: dict[str, str]) -> str:
+    """The speaker of ``wav.scp`` line ``n`` (``utt``), taken out of ``speakers`` so that the
+    table shrinks as ``wav.scp`` is read and a second line of ``utt`` is found (no second table
+    of ids); ``CorpusError`` for a pipe command, a duplicate or an id missing from utt2spk."""
+    if value.endswith("|") or value.startswith("|") or " | " in f" {value} ":
+        raise CorpusError(
+            f"{scp}:{n}: a pipe command ({value!r:.60}) is not supported for utterance {utt!r}; "
+            "decode to audio files and list their paths"
+        )
+    speaker = speakers.pop(utt, None)
+    if speaker is None:
+        first = _first_line(scp, utt, what=WAV_SCP)
+        if first != n:
+            raise CorpusError(f"{scp}:{n}: duplicate id {utt!r} (also line {first})")
+        raise CorpusError(f"{scp}:{n}: utterance {utt!r} is not in utt2spk")
+    return speaker
+
+
+def _read_folder(folder: Path, roots: AudioRoots, problems: ProblemLog) -> list[_Row]:
+    """Rows of one data folder (``wav.scp`` streamed); file problems go to ``problems``;
+    structural errors raise ``CorpusError`` (one line)."""
+    _check_folder_files(folder)
+    speakers = utterance_speakers(folder)
+    gender_file = folder / "spk2gender"
+    genders = _read_genders(gender_file)
+    texts = _read_map(folder / "text", what="text") if (folder / "text").is_file() else {}
+    durations = _read_durations(folder)
+    scp = folder / WAV_SCP
+    bases = lookup_folders(folder)
     rows: list[_Row] = []
-    problems: list[ManifestProblem] = []
-    for utt, (n, value) in scp.items():
-        spk_of = speakers.get(utt)
-        if spk_of is None:
-            raise CorpusError(f"{folder / WAV_SCP}:{n}: utterance {utt!r} is not in utt2spk")
-        spk = spk_of
+    for n, utt, value in iter_table(scp, what=WAV_SCP):
+        spk = _scp_speaker(scp, n, utt, value, speakers)
         gender = genders.get(spk)
         if gender is None:
             raise CorpusError(f"{gender_file}: speaker {spk!r} (of utterance {utt!r}) has no line")
-        path = _resolve_audio(folder, value)
-        if path is None:
-            problems.append(
-                ManifestProblem(str(folder / WAV_SCP), n, f"audio file {value!r} not found")
-            )
+        path = _resolve_audio(bases, value, roots)
+        if isinstance(path, str):
+            problems.add(ManifestProblem(str(scp), n, path))
             continue
         rows.append(_Row(utt, spk, gender, path, durations.get(utt), texts.get(utt), folder.name))
-    return rows, problems
+    return rows
 
 
 def _header(path: Path) -> tuple[float, int] | str:
@@ -190,20 +280,26 @@ def _header(path: Path) -> tuple[float, int] | str:
         return one_line(exc).removeprefix(f"{path}: ")
 
 
-def import_kaldi(src: str | Path) -> tuple[Manifest, list[ManifestProblem]]:
-    """One manifest of every data folder of ``src`` (see `data_folders`), plus file problems.
+def import_kaldi(
+    src: str | Path, *, allow_audio_under: Sequence[str | Path] = ()
+) -> tuple[Manifest, ProblemLog]:
+    """One manifest of every data folder of ``src`` (see `data_folders`), plus file problems
+    (the first :data:`~services.corpus.validation.MAX_KEPT_PROBLEMS` kept, the rest counted).
 
-    Durations come from ``utt2dur`` where given, else from the audio header. An utterance id in
-    two folders must name the same audio file (then it is kept once); different audio raises
-    ``CorpusError``. Paths are absolute (the manifest writer makes them relative to its folder).
+    Audio paths must lie under the data folders' toolkit root (:func:`lookup_folders`) or under
+    one of ``allow_audio_under`` (the operator's explicit choice); others are problems, never
+    opened. Durations come from ``utt2dur`` where given, else from the audio header. An
+    utterance id in two folders must name the same audio file (then it is kept once); different
+    audio raises ``CorpusError``. Paths are absolute (the manifest writer makes them relative to
+    its folder).
     """
     root = Path(src)
     rows: list[_Row] = []
-    problems: list[ManifestProblem] = []
+    problems = ProblemLog()
     for folder in data_folders(root):
-        got, bad = _read_folder(folder)
-        rows += got
-        problems += bad
+        # The widest folder relative paths are looked up in: the toolkit root.
+        roots = AudioRoots.of([lookup_folders(folder)[-1], *allow_audio_under])
+        rows += _read_folder(folder, roots, problems)
     seen: dict[str, _Row] = {}
     unique: list[_Row] = []
     for r in rows:
@@ -234,13 +330,11 @@ def import_kaldi(src: str | Path) -> tuple[Manifest, list[ManifestProblem]]:
         if duration is None:
             header = headers[r.path]
             if isinstance(header, str):
-                problems.append(ManifestProblem(str(r.path), None, header))
+                problems.add(ManifestProblem(str(r.path), None, header))
                 continue
             duration, rate = header
         if duration <= 0:
-            problems.append(
-                ManifestProblem(str(r.path), None, f"duration {duration} s (empty audio)")
-            )
+            problems.add(ManifestProblem(str(r.path), None, f"duration {duration} s (empty audio)"))
             continue
         utterances.append(
             Utterance(

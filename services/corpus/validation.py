@@ -22,6 +22,10 @@ from services.errors import CorpusError
 MAX_LISTED_PROBLEMS = 20
 """How many problems one ``CorpusError`` message lists before saying "... and N more"."""
 
+MAX_KEPT_PROBLEMS = 100
+"""How many problems an importer keeps (in the order found); the others are only counted, so a
+corpus of a million bad rows costs no more memory than one of a hundred."""
+
 DURATION_TOLERANCE_S = 0.1
 """How far (seconds) a declared ``duration_s`` may be from the audio header's duration."""
 
@@ -51,10 +55,39 @@ class ManifestProblem:
 
 @dataclass(frozen=True)
 class LoadReport:
-    """A manifest plus the problems found (and skipped) while reading or importing it."""
+    """A manifest plus the problems found (and skipped) while reading or importing it.
+
+    ``omitted_problems``: problems found beyond those listed (an importer keeps the first
+    :data:`MAX_KEPT_PROBLEMS`); :attr:`problem_count` is the total.
+    """
 
     manifest: Manifest
     problems: list[ManifestProblem]
+    omitted_problems: int = 0
+
+    @property
+    def problem_count(self) -> int:
+        """Every problem found, listed or not."""
+        return len(self.problems) + self.omitted_problems
+
+
+class ProblemLog:
+    """Problems in the order found: the first ``limit`` kept, the rest only counted."""
+
+    def __init__(self, limit: int = MAX_KEPT_PROBLEMS) -> None:
+        self.limit = limit
+        self.kept: list[ManifestProblem] = []
+        self.omitted = 0
+
+    def add(self, problem: ManifestProblem) -> None:
+        """Keep ``problem`` while fewer than ``limit`` are kept, else count it."""
+        if len(self.kept) < self.limit:
+            self.kept.append(problem)
+        else:
+            self.omitted += 1
+
+    def __len__(self) -> int:
+        return len(self.kept) + self.omitted
 
 
 def one_line(text: object) -> str:
@@ -62,20 +95,25 @@ def one_line(text: object) -> str:
     return " ".join(str(text).split())
 
 
-def format_problems(problems: Sequence[ManifestProblem], limit: int = MAX_LISTED_PROBLEMS) -> str:
-    """One line listing up to ``limit`` problems, then how many more there are."""
+def format_problems(
+    problems: Sequence[ManifestProblem], limit: int = MAX_LISTED_PROBLEMS, omitted: int = 0
+) -> str:
+    """One line listing up to ``limit`` problems, then how many more there are (``omitted``:
+    problems found but not kept, counted in the total)."""
     shown = "; ".join(str(p) for p in problems[:limit])
-    more = len(problems) - limit
-    count = f"{len(problems)} problem" + ("s" if len(problems) != 1 else "")
+    total = len(problems) + omitted
+    more = total - min(limit, len(problems))
+    count = f"{total} problem" + ("s" if total != 1 else "")
     return f"{count}: {shown}" + (f"; ... and {more} more" if more > 0 else "")
 
 
 def raise_if_problems(
-    problems: Sequence[ManifestProblem], limit: int = MAX_LISTED_PROBLEMS
+    problems: Sequence[ManifestProblem], limit: int = MAX_LISTED_PROBLEMS, omitted: int = 0
 ) -> None:
-    """Raise one ``CorpusError`` listing ``problems`` (up to ``limit``); do nothing if none."""
-    if problems:
-        raise CorpusError(format_problems(problems, limit))
+    """Raise one ``CorpusError`` listing ``problems`` (up to ``limit``; ``omitted`` more were
+    counted, not kept); do nothing if none."""
+    if problems or omitted:
+        raise CorpusError(format_problems(problems, limit, omitted))
 
 
 def normalize_gender(value: object) -> Gender:

@@ -44,6 +44,7 @@ from services.corpus.protocol import TargetSelection
 from services.errors import ConfigError
 from services.metrics.legal import MIN_SPEAKERS, LegalPopulation, legal_problems
 from services.studies.dataset_size import SizeStudyConfig
+from services.text_policy import check_text
 from services.utility.config import UtilityConfig
 from services.vocab import Scenario
 
@@ -238,7 +239,11 @@ class EvaluationConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    name: str = Field("evaluation", description="A label for the result.")
+    name: str = Field(
+        "evaluation",
+        description="A label for the result: one line, no control, format (bidirectional, "
+        "zero-width) or invisible characters, not only spaces; stored in Unicode NFKC.",
+    )
     protocol_file: Path | None = Field(
         None,
         # ``protocol:``, its former name, still reads: configs written before keep working.
@@ -343,6 +348,12 @@ class EvaluationConfig(BaseModel):
                 "(e.g. ignorant or semi-informed) or remove the utility block"
             )
         return self
+
+    @field_validator("name")
+    @classmethod
+    def _name_under_the_text_policy(cls, value: str) -> str:
+        # The label is shown on job pages and leaderboards beside other teams' text.
+        return check_text(value, kind="name")
 
     @field_validator("attackers", mode="before")
     @classmethod

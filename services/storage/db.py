@@ -47,11 +47,25 @@ DEFAULT_CONNECT_TIMEOUT_S = 10
 connections but never answers fails a request in seconds, not minutes."""
 
 
+def _postgres_options(url: str, statement_timeout_s: float) -> str:
+    """libpq ``options`` with ``statement_timeout`` (milliseconds; 0 = none) after any options
+    the URL itself carries (``?options=...``)."""
+    given = make_url(url).query.get("options")
+    existing = given if isinstance(given, str) else " ".join(given or ())
+    timeout = f"-c statement_timeout={round(statement_timeout_s * 1000)}"
+    return f"{existing} {timeout}".strip()
+
+
 def create_db_engine(
-    url: str, *, echo: bool = False, connect_timeout_s: int = DEFAULT_CONNECT_TIMEOUT_S
+    url: str,
+    *,
+    echo: bool = False,
+    connect_timeout_s: int = DEFAULT_CONNECT_TIMEOUT_S,
+    statement_timeout_s: float = 0,
 ) -> Engine:
-    """An engine for ``url`` with per-dialect settings (SQLite pragmas; PostgreSQL pre-ping and
-    a connect timeout of ``connect_timeout_s`` seconds).
+    """An engine for ``url`` with per-dialect settings (SQLite pragmas; PostgreSQL pre-ping, a
+    connect timeout of ``connect_timeout_s`` seconds and, when ``statement_timeout_s`` > 0, a
+    server-side limit of that many seconds on every statement, lock waits included).
 
     For a SQLite file URL the parent folder is created, so the embedded mode needs no setup.
     """
@@ -63,7 +77,14 @@ def create_db_engine(
         engine = create_engine(url, echo=echo, connect_args={"check_same_thread": False})
         _configure_sqlite(engine)
         return engine
-    connect_args = {"connect_timeout": connect_timeout_s} if "psycopg" in url else {}
+    connect_args: dict[str, Any] = {}
+    if "psycopg" in url:
+        connect_args["connect_timeout"] = connect_timeout_s
+        if statement_timeout_s > 0:
+            # Set at connection start (libpq options): it holds for every transaction of the
+            # connection, so no request can forget it, and the server enforces it even while
+            # the statement waits for a lock.
+            connect_args["options"] = _postgres_options(url, statement_timeout_s)
     return create_engine(url, echo=echo, pool_pre_ping=True, connect_args=connect_args)
 
 
@@ -76,19 +97,34 @@ class Database:
         *,
         echo: bool = False,
         connect_timeout_s: int = DEFAULT_CONNECT_TIMEOUT_S,
+        statement_timeout_s: float = 0,
     ) -> None:
         self.url = url
-        self.engine = create_db_engine(url, echo=echo, connect_timeout_s=connect_timeout_s)
+        self.statement_timeout_s = statement_timeout_s
+        self.engine = create_db_engine(
+            url,
+            echo=echo,
+            connect_timeout_s=connect_timeout_s,
+            statement_timeout_s=statement_timeout_s,
+        )
         # expire_on_commit=False: objects returned from a scope stay readable after it commits.
         self.sessionmaker = sessionmaker(bind=self.engine, expire_on_commit=False)
 
     @classmethod
-    def from_settings(cls, settings: Settings | None = None) -> Database:
-        """The database named by ``settings`` (default: the process settings)."""
+    def from_settings(
+        cls, settings: Settings | None = None, *, statement_timeout_s: float = 0
+    ) -> Database:
+        """The database named by ``settings`` (default: the process settings).
+
+        ``statement_timeout_s``: the longest one statement may run, seconds (0 = no limit, what
+        workers, beat, the CLI and migrations use); the API passes
+        ``settings.database_statement_timeout_s``.
+        """
         settings = settings or get_settings()
         return cls(
             settings.resolved_database_url(),
             connect_timeout_s=settings.database_connect_timeout_s,
+            statement_timeout_s=statement_timeout_s,
         )
 
     @contextmanager

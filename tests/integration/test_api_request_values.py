@@ -130,6 +130,49 @@ def test_a_stalled_json_body_gets_408(
     conn.close()
 
 
+def test_a_dripped_json_body_gets_408_at_the_body_deadline(
+    serve: Callable[..., LiveServer],  # noqa: F811
+    api_world: Any,
+) -> None:
+    """One byte every 0.5 s never trips the 5 s wait for the next chunk; the 3 s deadline of the
+    whole body ends it."""
+    import contextlib
+    import json
+    import select
+
+    server = serve(upload_read_timeout_s=5.0, request_body_timeout_s=3.0)
+    conn = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+    head = (
+        f"POST /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {api_world.a}\r\n"
+        "Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n"
+    )
+    conn.sendall(head.encode())
+    started = time.monotonic()
+    answer = b""
+    try:
+        while time.monotonic() - started < 15:
+            with contextlib.suppress(OSError):  # the server may close right after answering
+                conn.sendall(b" ")
+            if select.select([conn], [], [], 0.5)[0]:
+                answer = conn.recv(65536)
+                break
+        elapsed = time.monotonic() - started
+        while answer and b"}" not in answer.rpartition(b"\r\n\r\n")[2]:
+            more = conn.recv(65536)
+            if not more:
+                break
+            answer += more
+    finally:
+        conn.close()
+    assert answer.startswith(b"HTTP/1.1 408"), (answer[:200], time.monotonic() - started)
+    assert 2.5 < elapsed < 8, elapsed
+    head_part, _, body = answer.partition(b"\r\n\r\n")
+    assert b"application/problem+json" in head_part
+    problem = json.loads(body)
+    assert problem["type"].endswith("request-timeout")
+    assert "not complete after 3 s" in problem["detail"], problem
+
+
 def test_a_protocol_whose_corpus_cannot_be_drawn_is_refused_at_registration(
     env: Any, api_protocol_body: dict[str, Any]
 ) -> None:

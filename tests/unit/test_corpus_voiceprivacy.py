@@ -26,7 +26,10 @@ def tree(tmp_path_factory: pytest.TempPathFactory) -> VPCTree:
 
 
 def _copy(tree: VPCTree, dest: Path) -> Path:
-    """A copy of the tree's original data folders (no anonymized copies), paths made absolute."""
+    """A copy of the tree's original data folders (no anonymized copies), paths made absolute,
+    in a toolkit root ``dest`` whose ``corpus`` links to the tree's (as a toolkit's ``corpora``
+    links to another disk: wav.scp paths stay under the toolkit root, the link is followed)."""
+    (dest / "corpus").symlink_to(tree.root.resolve() / "corpus", target_is_directory=True)
     data = dest / "data"
     for name in tree.folders:
         shutil.copytree(tree.data / name, data / name)
@@ -35,7 +38,8 @@ def _copy(tree: VPCTree, dest: Path) -> Path:
         for line in scp.read_text().splitlines():
             utt, path = line.split(" ", 1)
             p = Path(path)
-            lines.append(f"{utt} {p if p.is_absolute() else (tree.root / p).resolve()}")
+            below = (p if p.is_absolute() else tree.root / p).resolve()
+            lines.append(f"{utt} {dest / below.relative_to(tree.root.resolve())}")
         scp.write_text("\n".join(lines) + "\n")
     return data
 

@@ -29,17 +29,23 @@ from services.storage.errors import (
 )
 from services.storage.models import ApiToken, Team, TokenScope, User
 from services.storage.types import utc_now
+from services.text_policy import check_field
 
 _SLUG_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
+DISPLAY_NAME_CHARS = 200
+"""Longest team display name or token name (characters; the columns' width)."""
 
 
 # --- teams and users ---------------------------------------------------------------------------
 
 
 def create_team(session: Session, slug: str, display_name: str | None = None) -> Team:
-    """A new team. ``slug``: lowercase letters, digits, '-', at most 64 characters, unique."""
+    """A new team. ``slug``: lowercase letters, digits, '-', at most 64 characters, unique;
+    ``display_name`` under the text policy (``services.text_policy``), default the slug."""
     if not _SLUG_RE.match(slug):
         raise ConflictError(f"team slug {slug!r} must match {_SLUG_RE.pattern}")
+    if display_name:
+        display_name = check_field("display_name", display_name, max_length=DISPLAY_NAME_CHARS)
     if session.scalar(select(Team.id).where(Team.slug == slug)) is not None:
         raise ConflictError(f"team slug {slug!r} is taken")
     team = Team(slug=slug, display_name=display_name or slug)
@@ -138,7 +144,9 @@ def issue_token(
     expires_in_s: float | None = None,
     now: dt.datetime | None = None,
 ) -> IssuedToken:
-    """Create a token for ``user_id``; only its HMAC is stored. ``expires_in_s`` in seconds."""
+    """Create a token for ``user_id``; only its HMAC is stored. ``expires_in_s`` in seconds;
+    ``name`` is a label under the text policy (``services.text_policy``)."""
+    name = check_field("name", name, max_length=DISPLAY_NAME_CHARS)
     user = get_row(session, User, user_id)
     now = now or utc_now()
     plaintext = generate_token()

@@ -1,7 +1,8 @@
 """A submission's optional public description and its paper / code links.
 
 Shown on the leaderboard and the submission page, so they are checked when stored: the
-description is plain text of at most :data:`MAX_DESCRIPTION_CHARS` characters, the links are
+description is one line of plain text of at most :data:`MAX_DESCRIPTION_CHARS` characters under
+the text policy (``services.text_policy``), the links are
 absolute ``http(s)`` URLs (no ``javascript:``, ``data:``, relative or protocol-relative links
 that a page would turn into a script or an open redirect); NUL is refused everywhere.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 from urllib.parse import urlsplit
 
 from services.errors import InvalidInputError
+from services.text_policy import check_text
 
 MAX_DESCRIPTION_CHARS = 2000
 """Longest accepted description (characters)."""
@@ -20,16 +22,21 @@ MAX_URL_CHARS = 2048
 
 
 def check_description(value: str | None, field: str = "description") -> str | None:
-    """``value`` stripped (None or empty: None); :class:`InvalidInputError` naming ``field``."""
+    """``value`` under the text policy (``services.text_policy``: NFC, stripped, no control,
+    format or invisible character; None or empty: None); :class:`InvalidInputError` naming
+    ``field``."""
     if value is None:
         return None
     if "\x00" in value:
         raise InvalidInputError(f"{field}: contains a NUL character")
-    value = value.strip()
-    if len(value) > MAX_DESCRIPTION_CHARS:
+    if len(value.strip()) > MAX_DESCRIPTION_CHARS:
         raise InvalidInputError(
-            f"{field}: {len(value)} characters, at most {MAX_DESCRIPTION_CHARS} allowed"
+            f"{field}: {len(value.strip())} characters, at most {MAX_DESCRIPTION_CHARS} allowed"
         )
+    try:
+        value = check_text(value, kind="prose", max_length=MAX_DESCRIPTION_CHARS)
+    except InvalidInputError as exc:
+        raise InvalidInputError(f"{field}: {exc}") from None
     return value or None
 
 

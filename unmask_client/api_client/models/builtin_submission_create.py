@@ -33,7 +33,8 @@ class BuiltinSubmissionCreate:
         kind (Literal['builtin']):
         name (str):
         code_url (None | str | Unset): Optional absolute `http://` or `https://` URL.
-        description (None | str | Unset): Optional: what the anonymizer does (plain text, shown on the leaderboard).
+        description (None | str | Unset): Optional: what the anonymizer does (one line of plain text, shown on the
+            leaderboard).
         paper_url (None | str | Unset): Optional absolute `http://` or `https://` URL.
         visibility (BuiltinSubmissionCreateVisibility | Unset):  Default: BuiltinSubmissionCreateVisibility.PRIVATE.
     """

@@ -30,7 +30,7 @@ class ProtocolCreate:
             name (str): Lowercase letters, digits, '.', '_', '-'. Registering a new body under an existing name makes the
                 next version.
             config (ProtocolCreateConfig | Unset): EvaluationConfig fields (see docs/evaluation.md), no `anonymizer`.
-            description (str | Unset):  Default: ''.
+            description (str | Unset): What the protocol evaluates: one line of plain text. Default: ''.
             leaderboard (LeaderboardSpec | Unset): What a protocol's leaderboard ranks by (defaults of the leaderboard
                 route).
             limits (CostLimits | Unset): Per-protocol upper bounds of a job's cost knobs (null = the server's default).

@@ -33,7 +33,8 @@ class ServiceSubmissionCreate:
         name (str):
         service (ServiceSpec): An anonymizer served over HTTPS (docs/service-contract.md).
         code_url (None | str | Unset): Optional absolute `http://` or `https://` URL.
-        description (None | str | Unset): Optional: what the anonymizer does (plain text, shown on the leaderboard).
+        description (None | str | Unset): Optional: what the anonymizer does (one line of plain text, shown on the
+            leaderboard).
         paper_url (None | str | Unset): Optional absolute `http://` or `https://` URL.
         visibility (ServiceSubmissionCreateVisibility | Unset):  Default: ServiceSubmissionCreateVisibility.PRIVATE.
     """
