@@ -5,10 +5,12 @@ schedule) on synthetic speech (``services.corpus.synthetic``) and reports second
 second of training (``EpochRecord.throughput``) of the SECOND epoch, after warm-up (kernel
 selection, allocator); each epoch has ``--steps`` optimizer steps of ``--batch-size`` crops.
 
-Rows: the fbank front end with ``--fbank-preset``; the SSL front end (WavLM) feeding a
-``--ssl-preset`` ECAPA, once fine-tuning the SSL model (CNN encoder frozen, the default) and once
-with the SSL model frozen (``ssl_frozen_epochs``). Each in fp32 and, on CUDA, bf16 autocast
-(``mixed_precision``; the training loop uses autocast on CUDA only, so CPU rows are fp32).
+Rows: the fbank front end with each ``--fbank-preset`` (``ge2e``: Resemblyzer's GE2E encoder on
+its own mel features and 1.6 s crops, fine-tuned from its wheel's weights); the SSL front end
+(WavLM) feeding a ``--ssl-preset`` ECAPA (unless ``--skip-ssl``), once fine-tuning the SSL model
+(CNN encoder frozen, the default) and once with the SSL model frozen (``ssl_frozen_epochs``).
+Each in fp32 and, on CUDA, bf16 autocast (``mixed_precision``; the training loop uses autocast on
+CUDA only, so CPU rows are fp32).
 
 The SSL model is ``--ssl-model`` (a local Hugging Face folder, e.g. WavLM-Large) or a randomly
 initialized WavLM of ``--ssl-size`` (tiny: hidden 32, 2 layers; base: 768 x 12, WavLM-Base's
@@ -31,6 +33,7 @@ import numpy as np
 import torch
 
 from services.attacker.embeddings import resolve_device
+from services.attacker.recipes.spec import GE2E_FINETUNE_TRAINING
 from services.attacker.training import train_attacker
 from services.attacker.training_config import TrainingConfig
 from services.attacker.training_records import TrainingItem
@@ -99,12 +102,18 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=20, help="optimizer steps per epoch")
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--crop-seconds", type=float, default=3.0)
-    parser.add_argument("--fbank-preset", default="standard")
+    parser.add_argument(
+        "--fbank-preset",
+        nargs="+",
+        default=["standard"],
+        help="one row per preset (measured in the same run); ge2e trains on its 1.6 s crops",
+    )
     parser.add_argument("--ssl-preset", default="standard", help="the ECAPA behind the SSL model")
     parser.add_argument("--ssl-model", type=Path, default=None, help="local HF model folder")
     parser.add_argument("--ssl-size", choices=sorted(SSL_SIZES), default="tiny")
     parser.add_argument("--skip-fbank", action="store_true")
     parser.add_argument("--skip-frozen", action="store_true", help="no frozen-SSL row")
+    parser.add_argument("--skip-ssl", action="store_true", help="no SSL rows")
     args = parser.parse_args()
     apply_thread_settings()  # UNMASK_NUM_THREADS: oversubscribed OpenMP threads spin
 
@@ -129,19 +138,28 @@ def main() -> None:
         work = Path(tmp)
         runs: list[tuple[str, str, str, dict[str, Any]]] = []
         if not args.skip_fbank:
-            runs.append(("fbank", args.fbank_preset, "-", {"preset": args.fbank_preset}))
-        ssl_dir = args.ssl_model or save_random_wavlm(args.ssl_size, work / "ssl")
-        ssl_name = str(args.ssl_model) if args.ssl_model else f"random WavLM {args.ssl_size}"
-        ssl_cfg = {"preset": args.ssl_preset, "front_end": "ssl", "ssl_model_path": ssl_dir}
-        runs.append(("ssl fine-tune", args.ssl_preset, ssl_name, ssl_cfg))
-        if not args.skip_frozen:
-            runs.append(
-                ("ssl frozen", args.ssl_preset, ssl_name, {**ssl_cfg, "ssl_frozen_epochs": 2})
-            )
+            for name in args.fbank_preset:
+                front = "ge2e mel" if name == "ge2e" else "fbank"
+                extra = {"preset": name}
+                if name == "ge2e":  # the zoo's fine-tuned GE2E trains on one 1.6 s partial
+                    extra |= {"crop_seconds": GE2E_FINETUNE_TRAINING["crop_seconds"]}
+                runs.append((front, name, "-", extra))
+        if not args.skip_ssl:
+            ssl_dir = args.ssl_model or save_random_wavlm(args.ssl_size, work / "ssl")
+            ssl_name = str(args.ssl_model) if args.ssl_model else f"random WavLM {args.ssl_size}"
+            ssl_cfg = {"preset": args.ssl_preset, "front_end": "ssl", "ssl_model_path": ssl_dir}
+            runs.append(("ssl fine-tune", args.ssl_preset, ssl_name, ssl_cfg))
+            if not args.skip_frozen:
+                runs.append(
+                    ("ssl frozen", args.ssl_preset, ssl_name, {**ssl_cfg, "ssl_frozen_epochs": 2})
+                )
         for front, preset, ssl, extra in runs:
+            run_items = items
+            if extra.get("crop_seconds", args.crop_seconds) != args.crop_seconds:
+                run_items = training_items(len(items), extra["crop_seconds"])
             for dtype in dtypes:
-                cfg = TrainingConfig(**base, **extra, mixed_precision=dtype == "bf16")
-                speed, per_step = measure(cfg, items, work / f"run-{len(rows)}")
+                cfg = TrainingConfig(**(base | extra), mixed_precision=dtype == "bf16")
+                speed, per_step = measure(cfg, run_items, work / f"run-{len(rows)}")
                 rows.append((front, preset, ssl, dtype, speed, per_step))
                 print(f"  {front} {preset} {dtype}: {speed:.1f} s/s", flush=True)
 

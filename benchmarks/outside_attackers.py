@@ -10,6 +10,7 @@ the built-in ``--anonymizer`` (default pitch) runs a zoo of the attacker familie
     scratch-3x   from random weights, 3E (the former `long`)
     finetuned    the `strongest` zoo's fine-tuned attacker (3E, from the original recognizer)
     ge2e         Resemblyzer's pretrained GE2E verifier, never trained here (cosine)
+    ge2e-finetuned  that verifier fine-tuned on each scenario's training speech, cap E
 
 and the challenger (GE2E on the headline's trials, ``services/pipeline/challenger.py``). The
 table per corpus: EER % (mean over seeds; the mean of the seeds' 95 % speaker-bootstrap
@@ -63,6 +64,7 @@ def attackers() -> list[AttackerSpec]:
         AttackerSpec(name="scratch-3x", training={"start": "scratch"}, epochs_scale=3),
         long_attacker_pair("finetuned", {"start": "original"})[0],
         AttackerSpec(name="ge2e", pretrained="ge2e"),
+        AttackerSpec(name="ge2e-finetuned", pretrained="ge2e", finetune=True),
     ]
 
 

@@ -410,6 +410,18 @@ def print_result_table(results: list[dict[str, Any]], title: str) -> None:
     out_console.print(rows_table(results, title))
 
 
+def print_job_verdict(console: Any, answer: dict[str, Any], url: str, job_id: int) -> None:
+    """The verdict block of a job's results answer (``GET /v1/jobs/{id}/results``: its rows and
+    trust check, with the challenger), printed as ``unmask evaluate`` prints a results.json's."""
+    print_verdict(
+        console,
+        answer["results"],
+        answer.get("trust"),
+        where=f"{url}/v1/jobs/{job_id}/results (API), artifacts at "
+        f"{url}/v1/jobs/{job_id}/artifacts",
+    )
+
+
 def find_or_create_demo_submission(client: Any) -> dict[str, Any]:
     """The team's built-in pitch submission of an earlier demo run, else a new one: a second run
     (e.g. ``--serve`` after a plain run) must not put the same submission twice on the board."""
@@ -625,13 +637,7 @@ def _run(
             board = _check(client.get(f"/v1/protocols/{protocol['id']}/leaderboard"), 200)
             out_console.print_json(json.dumps(board))
         out_console.print()
-        print_verdict(
-            out_console,
-            results,
-            answer.get("trust"),
-            where=f"{url}/v1/jobs/{job['id']}/results (API), artifacts at "
-            f"{url}/v1/jobs/{job['id']}/artifacts",
-        )
+        print_job_verdict(out_console, answer, url, job["id"])
         pages = (
             f"leaderboard page: {url}/protocols/{protocol['id']}  submission page: "
             f"{url}/submissions/{submission['id']}"

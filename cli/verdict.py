@@ -178,6 +178,7 @@ def verdict_lines(
     else:
         lines.append(f"  attacker:  {trust_mark(None).verdict} (the report has no trust check)")
     lines += _challenger_lines((trust or {}).get("challenger"))
+    lines += _pretrained_row_lines((trust or {}).get("challenger"))
     others = (trust or {}).get("other_attackers") or {}
     for name, reasons in sorted(others.items()) if isinstance(others, Mapping) else []:
         if reasons:
@@ -231,6 +232,36 @@ def _challenger_lines(block: Any) -> list[str]:
         f"(pretrained, not trained here) on the same trials: {outcome} (difference "
         f"{float(block.get('difference_points') or 0.0):+.1f} points{spread})"
     ]
+
+
+def _pretrained_row_lines(block: Any) -> list[str]:
+    """One line per scenario whose row the pretrained verifier gave (it beat the trained
+    attacker there: ignorant and lazy-informed rows are never weaker than it)."""
+    eer_key = catalogue.EER.key
+    scenarios = block.get("scenarios") if isinstance(block, Mapping) else None
+    if not isinstance(scenarios, Mapping):
+        return []
+    lines = []
+    for scenario in HEADLINE_SCENARIOS[::-1]:
+        entry = scenarios.get(scenario)
+        if not isinstance(entry, Mapping):
+            continue
+        row = entry.get("row")
+        if not isinstance(row, Mapping) or row.get("pretrained") is not True:
+            continue
+        head = entry.get("headline") or {}
+        trained = head.get(eer_key) if isinstance(head, Mapping) else None
+        beside = (
+            f", below the trained attacker's {float(trained):.1f} % ({head.get('attacker')}, "
+            f"{head.get('backend')})"
+            if isinstance(trained, int | float)
+            else ""
+        )
+        lines.append(
+            f"  {scenario}: EER {float(row[eer_key]):.1f} % by {row.get('attacker')} "
+            f"(pretrained){beside}: the {scenario} row reports the stronger attacker"
+        )
+    return lines
 
 
 UNRELIABLE_ASR_WER_PERCENT = 50.0

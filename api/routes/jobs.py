@@ -25,6 +25,7 @@ from api.schemas import (
     ArtifactOut,
     ArtifactsOut,
     CancelledJobsOut,
+    ChallengerOut,
     Cursor,
     DbId,
     JobCreate,
@@ -308,6 +309,7 @@ def get_results(
         rows = result_records.list_results(session, job.id)
         trustworthy, reasons = result_records.job_trust(session, job.id)
         worst = result_records.job_worst_case(session, job.id)
+        challenger = result_records.job_challenger(session, job.id)
         return ResultsOut(
             job_id=job.id,
             state=job.state,
@@ -316,6 +318,7 @@ def get_results(
                 trustworthy=trustworthy,
                 reasons=[TrustReasonOut(**r) for r in reasons],
                 attacker=headline(worst)[1] if worst else None,
+                challenger=ChallengerOut.model_validate(challenger) if challenger else None,
             ),
             worst_case=(
                 {k: WorstCaseOut.model_validate(v) for k, v in worst.items()} if worst else None

@@ -45,6 +45,65 @@ class TrustReasonOut(BaseModel):
     threshold: float | None = None
 
 
+class ChallengerAttackerOut(BaseModel):
+    """An attacker the challenger is compared with, or the one a scenario's row reports."""
+
+    attacker: str | None = None
+    backend: str | None = None
+    eer_percent: float | None = Field(None, description="Its EER (%).")
+    n_seeds: int | None = Field(None, description="Seeds its EER is the mean of.")
+    pretrained: bool | None = Field(
+        None, description="In a row: whether the pretrained verifier gave it."
+    )
+
+
+class ChallengerScenarioOut(BaseModel):
+    """The challenge of one attack scenario, and the row the verdict reports for it."""
+
+    eer_percent: float | None = Field(None, description="The challenger's EER (%).")
+    headline: ChallengerAttackerOut | None = Field(
+        None, description="The trained worst-case attacker of the scenario."
+    )
+    difference_points: float | None = Field(
+        None, description="EER(challenger) - EER(trained attacker), percentage points."
+    )
+    interval_points: list[float] | None = Field(
+        None, description="Paired speaker bootstrap interval of the difference (points)."
+    )
+    stronger: bool | None = Field(None, description="The whole interval is below 0.")
+    row: ChallengerAttackerOut | None = Field(
+        None,
+        description="The row the verdict reports: for ignorant and lazy-informed the lower EER "
+        "of the trained attacker and the pretrained verifier (never weaker than it); for "
+        "semi-informed the trained attacker's.",
+    )
+
+
+class ChallengerOut(BaseModel):
+    """A pretrained verifier scored on the verdict's trials (services/pipeline/challenger.py):
+    when it beats the verdict's attacker beyond the paired interval, the verdict is not
+    trustworthy."""
+
+    attacker: str = Field(description="The challenger (`ge2e`).")
+    family: str | None = None
+    scenario: str = Field(description="The headline scenario it was scored on.")
+    backend: str | None = None
+    eer_percent: float | None = Field(None, description="Its EER (%) on the headline's trials.")
+    headline: ChallengerAttackerOut | None = None
+    difference_points: float | None = None
+    interval_points: list[float] | None = None
+    confidence: float | None = None
+    n_speakers: int | None = Field(None, description="Evaluation speakers the interval draws.")
+    stronger: bool | None = None
+    cpu_seconds: float | None = Field(None, description="CPU seconds it cost this run.")
+    compute_seconds: float | None = Field(
+        None, description="Wall seconds its stages took when they were computed."
+    )
+    scenarios: dict[str, ChallengerScenarioOut] = Field(
+        default_factory=dict, description="The same challenge per attack scenario scored."
+    )
+
+
 class TrustOut(BaseModel):
     """The report's trust check: can its verdict be trusted?"""
 
@@ -54,6 +113,11 @@ class TrustOut(BaseModel):
     reasons: list[TrustReasonOut]
     attacker: str | None = Field(
         None, description="With an attacker zoo: the worst-case attacker the check is of."
+    )
+    challenger: ChallengerOut | None = Field(
+        None,
+        description="The challenger block of the report (null: none was scored, e.g. "
+        "`UNMASK_CHALLENGER=false`, or the verdict's attacker is itself a pretrained verifier).",
     )
 
 

@@ -9,6 +9,8 @@ Presets (``ModelPreset``):
 - ``tiny``: 64,64,64,64,192 channels, 64-dim embedding: for tests and demos on a CPU.
 - ``xvector``: SpeechBrain's x-vector TDNN (512,512,512,512,1500), 512-dim, for the PLDA pipeline
   of Georgiou et al.
+- ``ge2e``: Resemblyzer's GE2E encoder (3-layer LSTM over 40 mel bands, 256-dim;
+  ``services.attacker.ge2e_model``), always started from the weights in Resemblyzer's wheel.
 
 Every model maps (mean-normalized fbank features (batch, frames, 80), relative lengths (batch,))
 to embeddings (batch, dim), trained from scratch unless ``TrainingConfig.pretrained_ecapa_path``
@@ -49,7 +51,11 @@ class EmbeddingModel(torch.nn.Module):
         super().__init__()
         self.preset = preset
         self.net: torch.nn.Module
-        if preset.architecture == "ecapa":
+        if preset.architecture == "ge2e":
+            from services.attacker.ge2e_model import GE2ENet
+
+            self.net = GE2ENet()
+        elif preset.architecture == "ecapa":
             if len(preset.channels) != 5:
                 raise ConfigError("channels: ECAPA-TDNN needs 5 channel counts")
             self.net = ECAPA_TDNN(
@@ -72,7 +78,9 @@ class EmbeddingModel(torch.nn.Module):
 
     def forward(self, feats: torch.Tensor, lengths: torch.Tensor | None = None) -> torch.Tensor:
         """Embeddings (batch, embedding_dim) of the feature batch."""
-        if self.preset.architecture == "ecapa":
+        if self.preset.architecture == "ge2e":
+            out = self.net(feats, lengths)
+        elif self.preset.architecture == "ecapa":
             out = self.net(feats, lengths=lengths)
         else:
             out = self.net(feats, lens=lengths)
@@ -103,7 +111,7 @@ class SpeakerEncoder(torch.nn.Module):
                     f"front end: outputs {dim} features per frame, the preset's ECAPA expects "
                     f"{self.preset.n_mels}"
                 )
-        self.features = features if features is not None else FilterbankFeatures(self.preset.n_mels)
+        self.features = features if features is not None else _default_features(self.preset)
         self.embedding = EmbeddingModel(self.preset)
 
     @property
@@ -123,6 +131,15 @@ class SpeakerEncoder(torch.nn.Module):
         if lengths is not None and callable(frame_lengths):
             lengths = frame_lengths(lengths, wavs.shape[1])
         return self.embedding(feats, lengths)
+
+
+def _default_features(preset: ModelPreset) -> torch.nn.Module:
+    """The preset's own front end: GE2E's mel frames for ``ge2e``, else fbanks."""
+    if preset.architecture == "ge2e":
+        from services.attacker.ge2e_model import GE2EMelFeatures
+
+        return GE2EMelFeatures()
+    return FilterbankFeatures(preset.n_mels)
 
 
 class CosineHead(torch.nn.Module):

@@ -22,8 +22,10 @@ class ModelPreset(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    name: str = Field(description="Preset name (standard, vpc, tiny, xvector or custom).")
-    architecture: Literal["ecapa", "xvector"] = Field(description="Embedding network family.")
+    name: str = Field(description="Preset name (standard, vpc, tiny, xvector, ge2e or custom).")
+    architecture: Literal["ecapa", "xvector", "ge2e"] = Field(
+        description="Embedding network family."
+    )
     channels: tuple[int, ...] = Field(description="Output channels per TDNN / SE-Res2Net layer.")
     embedding_dim: int = Field(description="Embedding size (lin_neurons).")
     n_mels: int = Field(N_MELS, description="Input feature bands.")
@@ -56,6 +58,11 @@ PRESETS: dict[str, ModelPreset] = {
         architecture="xvector",
         channels=(512, 512, 512, 512, 1500),
         embedding_dim=512,
+    ),
+    # Resemblyzer's GE2E encoder (services/attacker/ge2e_model.py): 3 LSTM layers of 256 over 40
+    # mel bands, 256-dim; always started from the weights in Resemblyzer's wheel.
+    "ge2e": ModelPreset(
+        name="ge2e", architecture="ge2e", channels=(256, 256, 256), embedding_dim=256, n_mels=40
     ),
 }
 

@@ -37,6 +37,9 @@ training stops: both schedules decay towards the cap, and VER_S falls most while
 down, so stopping at the plateau itself would skip the epochs that learn most. The decisions read
 only the history, so a resumed run anneals and stops where an uninterrupted one would.
 
+The ``ge2e`` preset (``services.attacker.ge2e_model``) is Resemblyzer's GE2E encoder: it starts
+from the weights in Resemblyzer's wheel and is fine-tuned with the schedule of a transfer (below).
+
 Transfer (``transfer_checkpoint``): the recognizer (and the source head, when the speakers are the
 same) starts from another run's checkpoint, in the pipeline the same seed's recognizer trained on
 original speech, and is fine-tuned with ``fine_tune_learning_rate``: a linear warm-up from
@@ -192,6 +195,13 @@ class _Trainer:
             from services.attacker.pretrained import load_pretrained_ecapa
 
             load_pretrained_ecapa(self.encoder.embedding, config.pretrained_ecapa_path)
+        # A pretrained verifier (the ge2e preset) always starts from its published weights and
+        # is fine-tuned (the warm-up and decay schedule), never trained from random weights.
+        self.pretrained_start = self.preset.architecture == "ge2e"
+        if self.pretrained_start:
+            from services.attacker.ge2e_model import load_ge2e_weights
+
+            load_ge2e_weights(self.encoder.embedding.net)
         self.source_head = CosineHead(self.preset.embedding_dim, len(self.speaker_labels))
         self.transfer_fingerprint: str | None = None
         if transfer_checkpoint is not None:
@@ -238,9 +248,15 @@ class _Trainer:
         # Epochs until the learning rate peaks: patience counts only after them (should_stop).
         self.rising_epochs = (
             config.finetune_warmup_epochs
-            if self.transfer_fingerprint is not None
+            if self.fine_tuning
             else self.step_size / max(self.steps_per_epoch, 1)
         )
+
+    @property
+    def fine_tuning(self) -> bool:
+        """Whether the recognizer starts from trained weights (transfer, or a pretrained
+        verifier): the warm-up and decay schedule instead of the cyclic one."""
+        return self.transfer_fingerprint is not None or self.pretrained_start
 
     def _optimizer(self, params: list[torch.nn.Parameter]) -> torch.optim.Optimizer:
         """Adam (or AdamW, ``config.optimizer``) over ``params`` (the recognizer without its SSL
@@ -280,7 +296,7 @@ class _Trainer:
         """The schedule's rate at optimizer step ``step``: cyclic from scratch, warm-up and
         decay when fine-tuning a transferred recognizer."""
         cfg = self.config
-        if self.transfer_fingerprint is not None:
+        if self.fine_tuning:
             return fine_tune_learning_rate(
                 step, cfg.base_lr, cfg.finetune_lr, self.warmup_steps, self.total_steps
             )

@@ -14,7 +14,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
 
 from services.errors import ConfigError
 
-PresetName = Literal["standard", "vpc", "tiny", "xvector"]
+PresetName = Literal["standard", "vpc", "tiny", "xvector", "ge2e"]
 """Names of the built-in model presets (``services.attacker.models.PRESETS``)."""
 
 TargetClassifierMode = Literal["off", "observe", "adversarial"]
@@ -27,6 +27,10 @@ recognizer trained on original speech (transfer, then fine-tuned)."""
 
 ORIGINAL_SPEECH = "original"
 """The data condition of a recognizer trained on original (unprotected) speech."""
+
+FINETUNE_FIELDS = ("start", "finetune_lr", "finetune_warmup_epochs")
+"""The training fields of a fine-tune, which a recognizer of original speech trained from
+scratch does not read (a pretrained verifier's, preset ``ge2e``, reads all but ``start``)."""
 
 FrontEndName = Literal["fbank", "ssl"]
 """What feeds the ECAPA: 80 log-mel fbanks, or a learned weighted sum of an SSL model's layers."""
@@ -111,7 +115,11 @@ class TrainingConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    preset: PresetName = Field("standard", description="Model preset (models.PRESETS).")
+    preset: PresetName = Field(
+        "standard",
+        description="Model preset (models.PRESETS); `ge2e`: Resemblyzer's GE2E encoder, started "
+        "from the weights in its wheel and fine-tuned (`finetune_lr`, `finetune_warmup_epochs`).",
+    )
     epochs: int = Field(
         10,
         ge=1,
@@ -282,6 +290,11 @@ class TrainingConfig(BaseModel):
             )
         if self.front_end == "fbank" and self.ssl_model_path is not None:
             raise ValueError("ssl_model_path is set but front_end is 'fbank'; set front_end: ssl")
+        if self.preset == "ge2e" and self.pretrained_ecapa_path is not None:
+            raise ValueError(
+                "preset 'ge2e' starts from the GE2E weights in Resemblyzer's wheel; "
+                "pretrained_ecapa_path (a SpeechBrain ECAPA folder) initializes an ECAPA preset"
+            )
         if self.front_end == "ssl":
             from services.attacker.presets import get_preset
 
@@ -294,10 +307,6 @@ class TrainingConfig(BaseModel):
 
 
 # -- where a recognizer starts: decided here, once ------------------------------------------------
-
-TRANSFER_FIELDS = ("start", "finetune_lr", "finetune_warmup_epochs")
-"""The fields that say how a recognizer starts and is fine-tuned: they never apply to a
-recognizer of original speech (it always starts from scratch)."""
 
 
 def recognizer_start(
@@ -322,11 +331,14 @@ def recognizer_training(
 ) -> TrainingConfig:
     """The training of the recognizer on ``condition`` speech that starts at ``start``
     (:func:`recognizer_start`): original speech has no targets (no target head) and its
-    recognizer takes none of the transfer fields; an anonymized one records its start."""
+    recognizer takes none of the fine-tune fields, except a pretrained verifier's (preset
+    ``ge2e``: a fine-tune of its published weights, it keeps all but ``start``); an anonymized
+    one records its start."""
     if condition == ORIGINAL_SPEECH:
         if start != "scratch":
             raise ValueError("a recognizer of original speech starts from scratch")
-        defaults = {k: TrainingConfig.model_fields[k].default for k in TRANSFER_FIELDS}
+        reset = ("start",) if training.preset == "ge2e" else FINETUNE_FIELDS
+        defaults = {k: TrainingConfig.model_fields[k].default for k in reset}
         return training.model_copy(update={"target_classifier": "off", **defaults})
     return training.model_copy(update={"start": start})
 

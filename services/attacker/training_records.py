@@ -79,7 +79,8 @@ class TrainedAttacker(BaseModel):
         # ``init``, its former name, still reads: trained.json of cached stages keeps working.
         validation_alias=AliasChoices("start", "init"),
         description="`original`: started from another recognizer's checkpoint (transfer) and "
-        "fine-tuned; `scratch`: random weights (or `pretrained_ecapa_path`'s pretrained ECAPA).",
+        "fine-tuned; `scratch`: random weights (or `pretrained_ecapa_path`'s pretrained ECAPA, or "
+        "the `ge2e` preset's weights from Resemblyzer's wheel).",
     )
     stopped: Literal["cap", "patience"] = Field(
         "cap",

@@ -25,19 +25,24 @@ The block in ``results.json`` (``challenger``; with a zoo also under ``worst_cas
      "confidence": 0.95, "n_speakers": int, "stronger": bool, "cpu_seconds": float,
      "compute_seconds": float,
      "scenarios": {scenario: {EER, "headline", "difference_points",
-                              "interval_points", "stronger"}}}
+                              "interval_points", "stronger",
+                              "row": {"attacker", "backend", EER, "pretrained"}}}}
 
 (EER: the catalogue's EER key, ``catalogue.EER.key``, in %.)
 
 ``scenarios``: the same challenge for every attack scenario the run scored (ignorant and
 lazy-informed too: is the trained attacker's row weaker than the pretrained verifier's beyond the
 interval?); only the headline scenario's decides the trust check, the others are reported (the
-worst case of each scenario names its challenger).
+worst case of each scenario names its challenger). Each carries ``row`` (:func:`verdict_row`):
+the attacker, back-end and EER the verdict reports for that scenario. The ignorant and
+lazy-informed rows are never weaker than the pretrained verifier (the lower EER of the trained
+attacker and the challenger, naming which); the semi-informed row is the trained attacker's.
 
 ``cpu_seconds``: process CPU seconds this run spent on it, all scenarios (near 0 when its
 stages were reused);
 ``compute_seconds``: the wall seconds its embed and score stages took when they were computed.
-No block when the verdict's attacker is itself a pretrained zoo member (``ge2e``).
+No block when the verdict's attacker is itself a pretrained zoo member scored as it is
+(``ge2e``); a fine-tuned one (``finetune: true``) is a trained attacker and is challenged.
 """
 
 from __future__ import annotations
@@ -117,6 +122,38 @@ def challenger_block(
         **decision,
         "cpu_seconds": round(cpu_seconds, 2),
     }
+
+
+PRETRAINED_FLOOR_SCENARIOS = ("ignorant", "lazy-informed")
+"""The scenarios whose verdict row is never weaker than the pretrained verifier's: their
+recognizer is trained on original speech, which a pretrained verifier has seen far more of, so
+the row is the lower EER of the two (``verdict_row``). The semi-informed row stays the trained
+attacker's: there the challenger acts through the trust check (``stronger``)."""
+
+
+def verdict_row(scenario: str, challenge: Mapping[str, Any]) -> dict[str, Any]:
+    """The row the verdict reports for ``scenario`` from its challenge entry (``headline``: the
+    trained worst case, and the challenger's EER): ``{"attacker", "backend", EER, "pretrained":
+    bool}``. In ``PRETRAINED_FLOOR_SCENARIOS`` the lower EER of the two (the trained attacker's on
+    a tie); elsewhere the trained attacker's."""
+    from services.attacker.ge2e import GE2E
+
+    key = catalogue.EER.key
+    head = challenge.get("headline") or {}
+    trained = {
+        "attacker": head.get("attacker"),
+        "backend": head.get("backend"),
+        key: head.get(key),
+        "pretrained": False,
+    }
+    mine, theirs = challenge.get(key), head.get(key)
+    if (
+        scenario in PRETRAINED_FLOOR_SCENARIOS
+        and isinstance(mine, int | float)
+        and (not isinstance(theirs, int | float) or mine < theirs)
+    ):
+        return {"attacker": GE2E, "backend": "cosine", key: float(mine), "pretrained": True}
+    return trained
 
 
 def challenger_message(block: Mapping[str, Any]) -> str | None:

@@ -28,9 +28,14 @@ TRAIN_AUDIO_SECONDS_PER_SECOND: dict[str, float] = {
     # machine this is pessimistic.
     "tiny": 480.0,
     "vpc": 14.7,
+    # ge2e: tiny's times the ratio benchmarks/attacker_throughput.py measured in one run, one
+    # thread, load 7-9 (ge2e on its 1.6 s crops 43.5 s/s, tiny on 3 s crops 121.3 s/s: 0.36).
+    "ge2e": 172.0,
 }
 """Measured training throughput per preset (CPU); presets without a measurement get no estimate
-(``standard``, ``xvector``; every GPU: not measured)."""
+(``standard``, ``xvector``; every GPU: not measured). An estimate counts crops of the config's
+``crop_seconds``; the fine-tuned GE2E's are 1.6 s, so its time is over-estimated (an upper
+bound)."""
 
 VALIDATION_AUDIO_SECONDS_PER_SECOND = 745.0
 """Embedding throughput of the validation pass, tiny preset, idle (the earlier loaded

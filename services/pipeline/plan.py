@@ -326,9 +326,9 @@ def plan_evaluation(cfg: EvaluationConfig) -> EvaluationPlan:
     pretrained = tuple(
         (s.name, s.pretrained, None if s.pretrained_path is None else str(s.pretrained_path))
         for s in specs
-        if s.pretrained is not None
+        if s.pretrained is not None and s.scored_as_is
     )
-    for i, spec in enumerate(s for s in specs if s.pretrained is None):
+    for i, spec in enumerate(s for s in specs if not s.scored_as_is):
         # The first attacker's original recognizer serves the leak check and the utility phase.
         extra = leak + utility if i == 0 else []
         acfg = attacker_config(cfg, spec)

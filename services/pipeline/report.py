@@ -138,7 +138,8 @@ def write_report(
 
 def _report_challenger(result: dict[str, Any]) -> None:
     """The worst case of the challenger's scenario names the challenger (its EER, whether it was
-    stronger beyond the interval), so the worst case reports an attacker outside the zoo."""
+    stronger beyond the interval, the row the verdict reports), so the worst case reports an
+    attacker outside the zoo."""
     block = result.get("challenger")
     worst = result.get(catalogue.WORST_CASE.key)
     if not isinstance(block, dict) or not isinstance(worst, dict):
@@ -149,7 +150,10 @@ def _report_challenger(result: dict[str, Any]) -> None:
             entry["challenger"] = {
                 "attacker": block.get("attacker"),
                 "backend": block.get("backend"),
-                **{k: challenge.get(k) for k in (catalogue.EER.key, "interval_points", "stronger")},
+                **{
+                    k: challenge.get(k)
+                    for k in (catalogue.EER.key, "interval_points", "stronger", "row")
+                },
             }
 
 

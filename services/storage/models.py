@@ -643,6 +643,9 @@ class JobSummaryRecord(Base):
     worst_case: Mapped[dict[str, Any] | None] = mapped_column(json_type())
     """The report's ``worst_case`` block (an attacker zoo's worst case per scenario: attacker,
     back-end, EER); None = the job ran one attacker."""
+    challenger: Mapped[dict[str, Any] | None] = mapped_column(json_type())
+    """The report's ``challenger`` block (a pretrained verifier scored on the verdict's trials,
+    ``services.pipeline.challenger``); None = the report has none."""
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime(), default=utc_now)
 
 

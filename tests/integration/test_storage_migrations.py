@@ -360,12 +360,12 @@ def test_0013_protocol_asr_state_on_sqlite(tmp_path: Path) -> None:
     _check_0013_up_and_down(f"sqlite:///{tmp_path / 'unmask.db'}")
 
 
-def _check_0014_up_and_down(url: str) -> None:
+def _check_0015_up_and_down(url: str) -> None:
     """Empty Cllr aggregates of rows without per-seed Cllr (cosine scores) go, with the matching
     empty summary values; a Cllr with values, and other empty metrics, stay."""
     upgrade_database(url, "0008")
     ids = _seed_before_0004(url)
-    upgrade_database(url, "0013")
+    upgrade_database(url, "0014")
     now = "2026-01-01 00:00:00+00:00"
     engine = create_db_engine(url)
     try:
@@ -423,7 +423,7 @@ def _check_0014_up_and_down(url: str) -> None:
         as_dict = json.loads(summary) if isinstance(summary, str) else dict(summary)
         return {(str(b), int(s), str(m)) for b, s, m in kept}, as_dict
 
-    upgrade_database(url, "0014")
+    upgrade_database(url, "0015")
     kept, summary = stored()
     assert kept == {
         ("plda", 0, "cllr_bits"),
@@ -436,16 +436,16 @@ def _check_0014_up_and_down(url: str) -> None:
     }
     upgrade_database(url)
     check_database(url)
-    downgrade_database(url, "0013")
+    downgrade_database(url, "0014")
     assert stored() == (kept, summary)  # nothing to restore: the deleted rows held no value
     upgrade_database(url)
 
 
-def test_0014_metrics_where_they_apply_on_postgres(
+def test_0015_metrics_where_they_apply_on_postgres(
     postgres_database_factory: Callable[[], str],
 ) -> None:
-    _check_0014_up_and_down(postgres_database_factory())
+    _check_0015_up_and_down(postgres_database_factory())
 
 
-def test_0014_metrics_where_they_apply_on_sqlite(tmp_path: Path) -> None:
-    _check_0014_up_and_down(f"sqlite:///{tmp_path / 'unmask.db'}")
+def test_0015_metrics_where_they_apply_on_sqlite(tmp_path: Path) -> None:
+    _check_0015_up_and_down(f"sqlite:///{tmp_path / 'unmask.db'}")

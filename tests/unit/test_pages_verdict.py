@@ -444,3 +444,74 @@ def _aggregate_column_keys(page: str) -> list[str]:
     head = re.search(r'id="results-summary">\s*<thead>(.*?)</thead>', page, re.S)
     assert head is not None
     return re.findall(r'data-column="([^"]+)"', head.group(1))
+
+
+def test_the_results_api_carries_the_challenger_and_the_demo_verdict_prints_it(
+    world_client: tuple[World, Any],
+) -> None:
+    from rich.console import Console
+
+    from cli.demo_platform import print_job_verdict
+    from cli.verdict import verdict_lines
+    from services.storage.models import Job, Submission
+
+    world, client = world_client
+    eer = catalogue.EER.key
+    lazy_row = {"attacker": "ge2e", "backend": "cosine", eer: 23.4, "pretrained": True}
+    challenger = {
+        "attacker": "ge2e",
+        "family": "pretrained GE2E verifier (Resemblyzer), not trained on this corpus",
+        "scenario": "semi-informed",
+        "backend": "cosine",
+        eer: 27.2,
+        "headline": {"attacker": "baseline", "backend": "plda", eer: 26.0, "n_seeds": 2},
+        "difference_points": 1.2,
+        "interval_points": [-2.0, 4.5],
+        "confidence": 0.95,
+        "n_speakers": 16,
+        "stronger": False,
+        "cpu_seconds": 12.5,
+        "compute_seconds": 14.0,
+        "scenarios": {
+            "lazy-informed": {
+                eer: 23.4,
+                "headline": {"attacker": "baseline", "backend": "plda", eer: 28.0},
+                "difference_points": -4.6,
+                "interval_points": [-7.0, -2.1],
+                "stronger": True,
+                "row": lazy_row,
+            },
+        },
+    }
+    document = _document(30.0, trust={"trustworthy": True, "reasons": []})
+    document["challenger"] = challenger
+    document["trust"]["challenger"] = challenger
+    with world.database.session_scope() as session:
+        team_id = session.get(Submission, world.plain).team_id  # type: ignore[union-attr]
+    sub = world._evaluated(team_id, "challenged anon", document)
+    with world.database.session_scope() as session:
+        job_id = session.query(Job.id).filter(Job.submission_id == sub).scalar()
+    auth = {"Authorization": f"Bearer {world.submit_token}"}
+    out = client.get(f"/v1/jobs/{job_id}/results", headers=auth).json()
+    block = out["trust"]["challenger"]
+    assert block["attacker"] == "ge2e" and block[eer] == pytest.approx(27.2)
+    assert block["interval_points"] == [-2.0, 4.5] and block["n_speakers"] == 16
+    assert block["headline"]["attacker"] == "baseline" and block["stronger"] is False
+    row = block["scenarios"]["lazy-informed"]["row"]
+    assert {k: row[k] for k in lazy_row} == lazy_row
+    # `unmask demo` prints the API's answer with the verdict block `unmask evaluate` prints.
+    console = Console(record=True, width=300)
+    print_job_verdict(console, out, "http://127.0.0.1:1", job_id)
+    text = console.export_text()
+    assert [line.rstrip() for line in text.splitlines()] == verdict_lines(
+        out["results"],
+        out["trust"],
+        where=f"http://127.0.0.1:1/v1/jobs/{job_id}/results (API), "
+        f"artifacts at http://127.0.0.1:1/v1/jobs/{job_id}/artifacts",
+    )
+    assert "  challenger: EER 27.2 % by ge2e (pretrained, not trained here)" in text
+    assert "(difference +1.2 points, 95 % interval -2.0 to +4.5)" in text
+    assert "  lazy-informed: EER 23.4 % by ge2e (pretrained), below the trained attacker's" in text
+    # A job whose report has no challenger block answers null.
+    plain = client.get(f"/v1/jobs/{job_id - 1}/results", headers=auth).json()
+    assert plain["trust"]["challenger"] is None

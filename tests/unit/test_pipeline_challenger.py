@@ -114,3 +114,43 @@ def test_a_challenger_within_the_interval_keeps_the_verdict_trustworthy() -> Non
         "trustworthy": True,
         "reasons": [],
     }
+
+
+def _challenge(challenger_eer: float, trained_eer: float | None) -> dict[str, Any]:
+    return {
+        "eer_percent": challenger_eer,
+        "headline": {"attacker": "baseline", "backend": "plda", "eer_percent": trained_eer},
+    }
+
+
+@pytest.mark.parametrize("scenario", ["ignorant", "lazy-informed"])
+def test_an_original_speech_row_is_never_weaker_than_the_pretrained_verifier(
+    scenario: str,
+) -> None:
+    from services.pipeline.challenger import verdict_row
+
+    stronger = verdict_row(scenario, _challenge(23.4, 31.0))
+    assert stronger == {
+        "attacker": "ge2e",
+        "backend": "cosine",
+        "eer_percent": 23.4,
+        "pretrained": True,
+    }
+    weaker = verdict_row(scenario, _challenge(40.4, 31.0))
+    assert (weaker["attacker"], weaker["backend"], weaker["eer_percent"]) == (
+        "baseline",
+        "plda",
+        31.0,
+    )
+    assert weaker["pretrained"] is False
+    # A tie keeps the trained attacker; a trained row without an EER gives way.
+    assert verdict_row(scenario, _challenge(31.0, 31.0))["attacker"] == "baseline"
+    assert verdict_row(scenario, _challenge(31.0, None))["attacker"] == "ge2e"
+
+
+def test_the_semi_informed_row_stays_the_trained_attackers() -> None:
+    from services.pipeline.challenger import verdict_row
+
+    # There the challenger acts through the trust check (beyond the paired interval), not here.
+    row = verdict_row("semi-informed", _challenge(5.0, 9.6))
+    assert (row["attacker"], row["eer_percent"], row["pretrained"]) == ("baseline", 9.6, False)

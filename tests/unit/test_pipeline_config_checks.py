@@ -122,15 +122,21 @@ def test_the_zoo_plan_counts_the_recognizers_it_trains() -> None:
     """The strongest zoo on the zoo example: the baseline's 2 recognizers (12 epochs), then
     finetuned's and augmented's own original-speech recognizer and anonymized-speech one (36
     epochs each; finetuned's started from its original-speech one, augmented's from scratch);
-    the AS-norm variants share them."""
+    the AS-norm variants share them; and the fine-tuned GE2E's two (12 epochs, the anonymized
+    one started from the original one)."""
     from services.pipeline.estimates import plan_summary, recognizer_plan
 
     cfg = load_checked_config(REPO / "examples" / "configs" / "zoo-pitch.yaml")
     plan = recognizer_plan(cfg)
-    assert len(plan) == 6
+    assert len(plan) == 8
     summary = plan_summary(plan)
-    assert "6 recognizer(s) (3 on original speech, 3 on anonymized speech, 2 of them" in summary
-    assert "epochs cap 12 x2, 36 x4" in summary
+    assert "8 recognizer(s) (4 on original speech, 4 on anonymized speech, 3 of them" in summary
+    assert "ge2e, tiny preset; epochs cap 12 x4, 36 x4" in summary
+    ge2e = [p for p in plan if p.attackers == ("ge2e-finetuned",)]
+    assert [(p.condition, p.preset, p.epochs) for p in ge2e] == [
+        ("original", "ge2e", 12),
+        ("anonymized", "ge2e", 12),
+    ]
     shared = next(p for p in plan if p.condition == "anonymized" and "finetuned" in p.attackers)
     assert "finetuned-asnorm" in shared.attackers  # a scoring-only variant shares it
     assert "no time estimate" not in plan_lines(cfg, REPO / "nonexistent")[3]

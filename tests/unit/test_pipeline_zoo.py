@@ -64,10 +64,17 @@ def test_named_zoos_resolve() -> None:
     cfg = parse_config({"attackers": "strongest", "backends": ["cosine"]})
     specs = zoo_specs(cfg.attackers)
     names = [BASELINE, "finetuned", "finetuned-asnorm", "augmented", "augmented-asnorm", "ge2e"]
-    assert [s.name for s in specs] == names
+    assert [s.name for s in specs] == [*names, "ge2e-finetuned"]
     # The pretrained verifier is scored as it is: nothing to train, cosine.
-    assert specs[-1].pretrained == "ge2e" and not specs[-1].training
-    specs = specs[:-1]
+    assert specs[-2].pretrained == "ge2e" and not specs[-2].training and specs[-2].scored_as_is
+    # Fine-tuned, it trains like any attacker: the ge2e preset within the config's cap, on 1.6 s
+    # crops at GE2E's own rate, scored with the config's back-ends.
+    tuned = attacker_config(cfg, specs[-1])
+    assert specs[-1].finetune and not specs[-1].scored_as_is
+    assert tuned.training.preset == "ge2e" and tuned.training.epochs == cfg.training.epochs
+    assert (tuned.training.crop_seconds, tuned.training.finetune_lr) == (1.6, 1e-4)
+    assert tuned.training.patience == cfg.training.patience and tuned.backends == ["cosine"]
+    specs = specs[:-2]
     configs = {s.name: attacker_config(cfg, s) for s in specs[1:]}
     assert configs["finetuned"].training.augmentation is None
     assert configs["augmented"].training.augmentation == AugmentationConfig()
@@ -100,6 +107,19 @@ def test_named_zoos_resolve() -> None:
             "attackers[1] (g): ",
         ),
         ([{"name": "b"}, {"name": "g", "pretrained": "ge2e", "backends": ["plda"]}], "cosine"),
+        ([{"name": "b"}, {"name": "e", "finetune": True}], "finetune fine-tunes pretrained: ge2e"),
+        (
+            [
+                {"name": "b"},
+                {
+                    "name": "g",
+                    "pretrained": "ge2e",
+                    "finetune": True,
+                    "training": {"init_from": "/models/ecapa"},
+                },
+            ],
+            "pretrained_ecapa_path (a SpeechBrain ECAPA folder) initializes an ECAPA preset",
+        ),
         ("nonsense", "unknown zoo 'nonsense'"),
         ([], "empty zoo"),
         (
@@ -292,6 +312,7 @@ def test_the_zoo_example_config_names_the_strongest_zoo() -> None:
         "augmented",
         "augmented-asnorm",
         "ge2e",
+        "ge2e-finetuned",
     ]
     quick = load_config(path.with_name("quick-pitch.yaml"))
     # The zoo's baseline is the quick example's attacker: the same training stages.

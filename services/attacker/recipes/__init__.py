@@ -17,8 +17,9 @@ from the same seed's original-speech recognizer (``training.start: original``) a
 within 3x the config's epochs, and ``augmented``, trained from scratch within 3x the epochs with
 augmentation (the ``AugmentationConfig`` defaults); both scored with cosine and PLDA, and again
 with AS-norm as ``finetuned-asnorm`` and ``augmented-asnorm``, which share their recognizers),
-and ``ge2e``, a pretrained verifier scored as it is (``AttackerSpec.pretrained``: no training,
-cosine).
+``ge2e``, a pretrained verifier scored as it is (``AttackerSpec.pretrained``: no training,
+cosine), and ``ge2e-finetuned``, the same verifier fine-tuned on each scenario's training speech
+(``finetune: true``: a trained attacker with the config's cap, patience and back-ends).
 
 Attackers whose resolved training configs are equal share their train and embed stages (stages
 are keyed by their inputs), so adding a back-end-only variant costs scoring only. ``zoos.py``
@@ -36,6 +37,7 @@ from services.attacker.recipes.spec import (
 from services.attacker.recipes.strongest import (
     FINETUNED,
     GE2E_ATTACKER,
+    GE2E_FINETUNED,
     STRONGEST_EPOCHS_SCALE,
     long_attacker_pair,
     strongest_zoo,
@@ -54,6 +56,7 @@ __all__ = [
     "BASELINE",
     "FINETUNED",
     "GE2E_ATTACKER",
+    "GE2E_FINETUNED",
     "NAMED_ZOOS",
     "NOT_OVERRIDABLE",
     "RECIPE_ZOOS",

@@ -1,6 +1,6 @@
 """One attacker of a zoo (``AttackerSpec``: training overrides on the config's ``training``,
-back-ends, score normalization, or a pretrained verifier scored as it is) and the training config
-it resolves to (``resolve_training``)."""
+back-ends, score normalization, or a pretrained verifier scored as it is or fine-tuned) and the
+training config it resolves to (``resolve_training``)."""
 
 from __future__ import annotations
 
@@ -60,7 +60,16 @@ class AttackerSpec(BaseModel):
         "Its embeddings of the scenario's enrollment and trials are the same whatever the "
         "scenario trains on, so it is the ignorant, lazy-informed and semi-informed attacker at "
         "once. Not with `training`, `epochs_scale`, `normalization` or a back-end other than "
-        "cosine.",
+        "cosine, unless `finetune` (ge2e only) makes it a trained attacker.",
+    )
+    finetune: bool = Field(
+        False,
+        description="With `pretrained: ge2e`: fine-tune the verifier, as a trained attacker, "
+        "on each scenario's training speech (anonymized speech for the semi-informed attacker, "
+        "original speech for the ignorant and lazy-informed ones) with the config's training "
+        "(AAM-softmax head, epochs cap, patience, stop labels; the `ge2e` preset, 1.6 s crops, "
+        "fine-tune learning rate `GE2E_FINETUNE_TRAINING`) and scored with the config's "
+        "back-ends. `training`, `epochs_scale`, `backends` and `normalization` then apply.",
     )
     pretrained_path: Path | None = Field(
         None,
@@ -76,6 +85,12 @@ class AttackerSpec(BaseModel):
         "epoch and a set LR half-cycle scale with it), so that a zoo names a longer schedule "
         "relative to any protocol's; null = the config's `epochs`. Not with `training.epochs`.",
     )
+
+    @property
+    def scored_as_is(self) -> bool:
+        """A pretrained verifier that is not trained here (nothing to train: its rows come from
+        its embeddings alone); a fine-tuned one (``finetune``) trains like any attacker."""
+        return self.pretrained is not None and not self.finetune
 
     @field_validator("name")
     @classmethod
@@ -111,7 +126,12 @@ class AttackerSpec(BaseModel):
     def _one_schedule(self) -> AttackerSpec:
         if self.epochs_scale is not None and "epochs" in self.training:
             raise ValueError("set either epochs_scale or training.epochs, not both")
-        if self.pretrained is not None:
+        if self.finetune and self.pretrained != "ge2e":
+            raise ValueError(
+                "finetune fine-tunes pretrained: ge2e; a SpeechBrain ECAPA folder is fine-tuned "
+                "with training.pretrained_ecapa_path"
+            )
+        if self.pretrained is not None and not self.finetune:
             trained = self.training or self.epochs_scale is not None
             if trained or self.normalization not in (None, "none"):
                 raise ValueError(
@@ -132,15 +152,33 @@ class AttackerSpec(BaseModel):
         return value
 
 
+GE2E_FINETUNE_TRAINING: dict[str, Any] = {
+    "preset": "ge2e",
+    "crop_seconds": 1.6,
+    "finetune_lr": 1e-4,
+    "front_end": "fbank",
+    "ssl_model_path": None,
+    "init_from": None,
+}
+"""The training of a fine-tuned GE2E (``pretrained: ge2e``, ``finetune: true``) before the
+spec's own ``training``: the ``ge2e`` preset, crops of one 1.6 s partial (what GE2E embeds),
+a fine-tune peak rate of 1e-4 (GE2E's own training rate; the default 1e-3 is for the ECAPA),
+and none of the config's ECAPA front-end fields."""
+
+
 def resolve_training(base: TrainingConfig, spec: AttackerSpec) -> TrainingConfig:
-    """``base`` with ``spec.training`` applied (top-level fields replaced, then validated).
+    """``base`` with ``spec.training`` applied (top-level fields replaced, then validated); a
+    fine-tuned GE2E gets ``GE2E_FINETUNE_TRAINING`` first.
 
     No overrides returns ``base`` itself, so the baseline attacker's train stage key is the one
     an evaluation without a zoo computes. Raises ``pydantic.ValidationError`` for a bad value.
     """
-    if not spec.training and spec.epochs_scale is None:
+    finetuned = spec.pretrained == "ge2e" and spec.finetune
+    if not spec.training and spec.epochs_scale is None and not finetuned:
         return base
     data = base.model_dump(mode="json")
+    if finetuned:
+        data.update(GE2E_FINETUNE_TRAINING)
     if spec.epochs_scale is not None:
         # The whole schedule stretches, so the adversary and the LR cycle keep their place in it.
         scale = spec.epochs_scale

@@ -1,6 +1,7 @@
 """The ``strongest`` zoo: the baseline, two trained attackers with a longer schedule
 (``finetuned``, transfer from the original-speech recognizer; ``augmented``, from scratch with
-augmentation), each with and without AS-norm, and ``ge2e``, a pretrained verifier beside them."""
+augmentation), each with and without AS-norm, ``ge2e``, a pretrained verifier beside them, and
+``ge2e-finetuned``, that verifier fine-tuned on the scenario's training speech."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ def strongest_zoo() -> list[AttackerSpec]:
         *long_attacker_pair(FINETUNED, {"start": "original"}),
         *long_attacker_pair("augmented", {"start": "scratch"} | augmentation),
         AttackerSpec(name=GE2E_ATTACKER, pretrained="ge2e"),
+        AttackerSpec(name=GE2E_FINETUNED, pretrained="ge2e", finetune=True),
     ]
 
 
@@ -34,6 +36,12 @@ GE2E_ATTACKER = "ge2e"
 """The ``strongest`` zoo's pretrained verifier (Resemblyzer's GE2E, not trained here): the
 attacker anyone can ``pip install``, which beat the trained lazy-informed attacker on an eSpeak NG
 corpus (docs/attacker.md)."""
+
+
+GE2E_FINETUNED = "ge2e-finetuned"
+"""The ``strongest`` zoo's pretrained verifier fine-tuned on the scenario's training speech (on
+anonymized speech: a semi-informed attacker that starts from thousands of speakers), within the
+config's epochs cap and patience, scored with the config's back-ends."""
 
 
 def long_attacker_pair(name: str, training: dict[str, Any]) -> list[AttackerSpec]:

@@ -96,7 +96,7 @@ def validate_zoo(base: TrainingConfig, attackers: Sequence[AttackerSpec] | str |
     """Check a zoo against the config's training; ``ValueError`` names each bad attacker, and
     each ``training`` field a recipe zoo (``RECIPE_ZOOS``) would ignore."""
     specs = zoo_specs(attackers)
-    if all(s.pretrained is not None for s in specs):
+    if all(s.scored_as_is for s in specs):
         raise ValueError(
             "attackers: a zoo needs at least one trained attacker (its recognizers serve the "
             "utility phase and the analyses); add baseline"

@@ -20,7 +20,7 @@ import numpy as np
 
 from services.corpus.manifest import Manifest
 from services.metrics import SpeakerTrials, catalogue
-from services.pipeline.challenger import challenger_block, cpu_clock
+from services.pipeline.challenger import challenger_block, cpu_clock, verdict_row
 from services.pipeline.plan import SCENARIO_PLAN
 from services.pipeline.sets import ConditionSets
 from services.pipeline.stage_runner import read_compute_seconds
@@ -179,6 +179,13 @@ SCENARIO_FIELDS = (
 """What the block keeps of each attack scenario's challenge (``scenarios``)."""
 
 
+def _entry(scenario: str, block: Mapping[str, Any]) -> dict[str, Any]:
+    """What ``scenarios`` keeps of one scenario's challenge, with the verdict's row."""
+    entry = {k: block.get(k) for k in SCENARIO_FIELDS}
+    entry["row"] = verdict_row(scenario, entry)
+    return entry
+
+
 def challenge_stage(
     ctx: StageContext,
     rows: Sequence[Mapping[str, Any]],
@@ -200,7 +207,7 @@ def challenge_stage(
     block = _challenge(ctx, rows, worst[scenario], scenario, conditions)
     if block is None:
         return None
-    scenarios = {scenario: {k: block.get(k) for k in SCENARIO_FIELDS}}
+    scenarios = {scenario: _entry(scenario, block)}
     cpu, compute = block["cpu_seconds"], block["compute_seconds"]
     for other in HEADLINE_SCENARIOS:
         entry = worst.get(other)
@@ -208,7 +215,7 @@ def challenge_stage(
             continue
         found = _challenge(ctx, rows, entry, other, conditions)
         if found is not None:
-            scenarios[other] = {k: found.get(k) for k in SCENARIO_FIELDS}
+            scenarios[other] = _entry(other, found)
             cpu += found["cpu_seconds"]
             compute += found["compute_seconds"]
     block["scenarios"] = scenarios

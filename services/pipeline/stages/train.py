@@ -191,6 +191,10 @@ def _train_inputs(
     }
     if transfer_from is not None:
         inputs["init"] = f"train:{transfer_from[1].key}"  # "init": stage keys stay as they were
+    if training.preset == "ge2e":
+        from services.attacker import ge2e
+
+        inputs["pretrained"] = ge2e.model_key()  # the weights it starts from
     if training.patience is not None:
         inputs["stopping"] = PATIENCE_RULE
     if training.target_classifier == "adversarial":

@@ -328,12 +328,14 @@ def record_report_summary(
     trust_reasons: Sequence[Mapping[str, Any]],
     det_curves: Mapping[str, Any],
     worst_case: Mapping[str, Any] | None = None,
+    challenger: Mapping[str, Any] | None = None,
 ) -> JobSummaryRecord:
-    """Keep the report's trust mark, DET points and zoo worst case in the job's summary (created
-    when missing; its metric values are filled by :func:`refresh_job_summary` when the job
-    succeeds)."""
+    """Keep the report's trust mark, DET points, zoo worst case and challenger block in the job's
+    summary (created when missing; its metric values are filled by :func:`refresh_job_summary`
+    when the job succeeds)."""
     summary = _summary_row(session, job_id)
     summary.worst_case = dict(worst_case) if worst_case else None
+    summary.challenger = dict(challenger) if challenger else None
     summary.trustworthy = trustworthy
     summary.trust_reasons = [dict(r) for r in trust_reasons] if trustworthy is not None else None
     summary.det_curves = dict(det_curves) or None

@@ -104,9 +104,9 @@ def _det_points(row: Mapping[str, Any]) -> tuple[list[float], list[float]] | Non
 
 
 def report_summary_from_document(document: Mapping[str, Any]) -> result_records.ReportSummary:
-    """The trust mark, the DET points and the zoo's worst case a job summary keeps (see
-    :class:`ReportSummary`). With a zoo, the DET curves are those of each scenario's worst-case
-    attacker."""
+    """The trust mark, the DET points, the zoo's worst case and the challenger block a job
+    summary keeps (see :class:`ReportSummary`). With a zoo, the DET curves are those of each
+    scenario's worst-case attacker."""
     trustworthy, reasons = read_trust(document)
     curves: dict[str, Any] = {}
     rows = [r for r in document.get("rows") or [] if isinstance(r, Mapping)]
@@ -130,7 +130,9 @@ def report_summary_from_document(document: Mapping[str, Any]) -> result_records.
             "pmiss": points[1],
             "eer": catalogue.EER.value_in(row),
         }
-    return result_records.ReportSummary(trustworthy, reasons, curves, worst_case)
+    block = document.get("challenger")
+    challenger = dict(block) if isinstance(block, Mapping) and block else None
+    return result_records.ReportSummary(trustworthy, reasons, curves, worst_case, challenger)
 
 
 def upload_report(

@@ -48,6 +48,8 @@ class ReportSummary:
     det_curves: dict[str, Any] = field(default_factory=dict)
     worst_case: dict[str, Any] | None = None
     """The report's ``worst_case`` (an attacker zoo's); None = one attacker."""
+    challenger: dict[str, Any] | None = None
+    """The report's ``challenger`` block; None = the report has none."""
 
 
 @dataclass(frozen=True)
@@ -159,6 +161,7 @@ def replace_job_results(
                 trust_reasons=report.reasons,
                 det_curves=report.det_curves,
                 worst_case=report.worst_case,
+                challenger=report.challenger,
             )
 
 
@@ -178,6 +181,13 @@ def job_worst_case(session: Session, job_id: int) -> dict[str, Any] | None:
     or no summary yet)."""
     summary = session.get(JobSummaryRecord, job_id)
     return None if summary is None or summary.worst_case is None else dict(summary.worst_case)
+
+
+def job_challenger(session: Session, job_id: int) -> dict[str, Any] | None:
+    """The ``challenger`` block of a job's report as its summary keeps it (None: none, or no
+    summary yet)."""
+    summary = session.get(JobSummaryRecord, job_id)
+    return None if summary is None or summary.challenger is None else dict(summary.challenger)
 
 
 def job_trust(session: Session, job_id: int) -> tuple[bool | None, list[dict[str, Any]]]:

@@ -13,6 +13,10 @@ from .builtin_spec_params import BuiltinSpecParams
 from .builtin_submission_create import BuiltinSubmissionCreate
 from .builtin_submission_create_visibility import BuiltinSubmissionCreateVisibility
 from .cancelled_jobs_out import CancelledJobsOut
+from .challenger_attacker_out import ChallengerAttackerOut
+from .challenger_out import ChallengerOut
+from .challenger_out_scenarios import ChallengerOutScenarios
+from .challenger_scenario_out import ChallengerScenarioOut
 from .check_out import CheckOut
 from .check_out_status import CheckOutStatus
 from .comparison_out import ComparisonOut
@@ -128,6 +132,10 @@ __all__ = (
     "BuiltinSubmissionCreate",
     "BuiltinSubmissionCreateVisibility",
     "CancelledJobsOut",
+    "ChallengerAttackerOut",
+    "ChallengerOut",
+    "ChallengerOutScenarios",
+    "ChallengerScenarioOut",
     "CheckOut",
     "CheckOutStatus",
     "ComparisonOut",

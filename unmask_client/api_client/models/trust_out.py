@@ -9,6 +9,7 @@ from attrs import field as _attrs_field
 from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
+    from ..models.challenger_out import ChallengerOut
     from ..models.trust_reason_out import TrustReasonOut
 
 
@@ -23,14 +24,19 @@ class TrustOut:
         reasons (list[TrustReasonOut]):
         trustworthy (bool | None): false: see reasons; null: unknown (no report yet, or one without the check).
         attacker (None | str | Unset): With an attacker zoo: the worst-case attacker the check is of.
+        challenger (ChallengerOut | None | Unset): The challenger block of the report (null: none was scored, e.g.
+            `UNMASK_CHALLENGER=false`, or the verdict's attacker is itself a pretrained verifier).
     """
 
     reasons: list[TrustReasonOut]
     trustworthy: bool | None
     attacker: str | Unset | None = UNSET
+    challenger: ChallengerOut | Unset | None = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        from ..models.challenger_out import ChallengerOut
+
         reasons = []
         for reasons_item_data in self.reasons:
             reasons_item = reasons_item_data.to_dict()
@@ -45,6 +51,14 @@ class TrustOut:
         else:
             attacker = self.attacker
 
+        challenger: dict[str, Any] | Unset | None
+        if isinstance(self.challenger, Unset):
+            challenger = UNSET
+        elif isinstance(self.challenger, ChallengerOut):
+            challenger = self.challenger.to_dict()
+        else:
+            challenger = self.challenger
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -55,11 +69,14 @@ class TrustOut:
         )
         if attacker is not UNSET:
             field_dict["attacker"] = attacker
+        if challenger is not UNSET:
+            field_dict["challenger"] = challenger
 
         return field_dict
 
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        from ..models.challenger_out import ChallengerOut
         from ..models.trust_reason_out import TrustReasonOut
 
         d = dict(src_dict)
@@ -86,10 +103,28 @@ class TrustOut:
 
         attacker = _parse_attacker(d.pop("attacker", UNSET))
 
+        def _parse_challenger(data: object) -> ChallengerOut | Unset | None:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                challenger_type_0 = ChallengerOut.from_dict(data)
+
+                return challenger_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(ChallengerOut | None | Unset, data)
+
+        challenger = _parse_challenger(d.pop("challenger", UNSET))
+
         trust_out = cls(
             reasons=reasons,
             trustworthy=trustworthy,
             attacker=attacker,
+            challenger=challenger,
         )
 
         trust_out.additional_properties = d

@@ -7,8 +7,8 @@ metric had one name at the seeds and another in the aggregate. Upgrade deletes t
 rows and the matching empty values of the job summaries; a row or value holding a number stays.
 Downgrade leaves the data as it is: the deleted rows held no value.
 
-Revision ID: 0014
-Revises: 0013
+Revision ID: 0015
+Revises: 0014
 Create Date: 2026-11-28 10:00:00
 """
 
@@ -21,8 +21,8 @@ from alembic import op
 from sqlalchemy.dialects import postgresql
 
 # revision identifiers, used by Alembic.
-revision: str = "0014"
-down_revision: str | Sequence[str] | None = "0013"
+revision: str = "0015"
+down_revision: str | Sequence[str] | None = "0014"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
