@@ -158,7 +158,7 @@ GE2E_FINETUNE_TRAINING: dict[str, Any] = {
     "finetune_lr": 1e-4,
     "front_end": "fbank",
     "ssl_model_path": None,
-    "init_from": None,
+    "pretrained_ecapa_path": None,
 }
 """The training of a fine-tuned GE2E (``pretrained: ge2e``, ``finetune: true``) before the
 spec's own ``training``: the ``ge2e`` preset, crops of one 1.6 s partial (what GE2E embeds),
