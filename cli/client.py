@@ -171,15 +171,33 @@ class UnmaskClient:
             )
         return None if response.status_code == 204 or not response.content else response.json()
 
-    def _call(self, operation: Any, *, expected: Sequence[int] = (200,), **kwargs: Any) -> Any:
+    def _call(
+        self,
+        operation: Any,
+        *,
+        expected: Sequence[int] = (200,),
+        idempotent: bool = False,
+        **kwargs: Any,
+    ) -> Any:
         """One call of a generated operation (``unmask_client.api_client``, typed request); the
-        answer's JSON body (None for 204). Errors as :meth:`request`."""
+        answer's JSON body (None for 204). Errors as :meth:`request`.
+
+        ``idempotent``: the operation may be sent again after the answer timed out (the server
+        may have applied it: a second call answers what the first one did); once.
+        """
         route = operation._get_kwargs(**kwargs)
         label = f"{route['method'].upper()} {route['url']}"
-        try:
-            response = operation.sync_detailed(client=self._api, **kwargs)
-        except httpx.HTTPError as exc:
-            raise UnmaskApiError(f"{label}: {type(exc).__name__}: {exc}") from None
+        tries = 2 if idempotent else 1
+        for attempt in range(tries):
+            try:
+                response = operation.sync_detailed(client=self._api, **kwargs)
+                break
+            except httpx.ReadTimeout as exc:
+                if attempt + 1 < tries:
+                    continue
+                raise UnmaskApiError(f"{label}: {type(exc).__name__}: {exc}") from None
+            except httpx.HTTPError as exc:
+                raise UnmaskApiError(f"{label}: {type(exc).__name__}: {exc}") from None
         if response.status_code not in expected:
             raise UnmaskApiError(
                 f"{label} answered {response.status_code}: {_detail(response.content)}",
@@ -405,9 +423,14 @@ class UnmaskClient:
 
     def rerun_outdated(self, protocol_id: int, *, include_current: bool = False) -> dict[str, Any]:
         """Administrators: queue uncharged re-runs of the protocol's results of an older
-        scorer (``include_current``: of every result)."""
+        scorer (``include_current``: of every result).
+
+        Idempotent on the server (a submission with a queued re-run gets none more), so an
+        answer that timed out is asked for again: the second answer names the re-runs the
+        first call queued under ``already_running``."""
         result: dict[str, Any] = self._call(
             phases_rerun_outdated_results,
+            idempotent=True,
             protocol_id=protocol_id,
             body=RerunRequest(include_current=include_current),
         )

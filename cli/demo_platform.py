@@ -263,13 +263,7 @@ def embedded_platform(state_dir: Path) -> Iterator[tuple[str, subprocess.Popen[b
     """API thread + worker subprocess on the embedded state folder; yields (API URL, worker)."""
     from services.settings import get_settings
     from services.storage.migrate import upgrade_database
-    from workers.app import (
-        app,
-        configure_app,
-        install_outbox_senders,
-        start_outbox_relay,
-        start_reaper_thread,
-    )
+    from workers.app import app, configure_app, install_outbox_senders
 
     port = free_port()
     env = embedded_environment(state_dir, api_port=port)
@@ -278,13 +272,10 @@ def embedded_platform(state_dir: Path) -> Iterator[tuple[str, subprocess.Popen[b
     settings = get_settings()
     upgrade_database(settings.resolved_database_url())
     # This process writes outbox messages (the API's): it sends them through the embedded
-    # broker, and relays what a failed send left behind (there is no beat in the demo).
+    # broker after each commit. There is no beat: the worker relays what a failed send left
+    # behind and runs the reaper, as threads beside its phases (workers.app.EmbeddedSweeps).
     configure_app(app, settings)
     install_outbox_senders(app, settings)
-    relay = start_outbox_relay(settings)
-    # No beat and no reaper worker here: the reaper runs in a thread of this process, so it is
-    # not queued behind the phases of the one worker.
-    reaper = start_reaper_thread(settings)
     worker = start_worker(env, state_dir / "worker.log")
     api = ApiServer(port).start()
     try:
@@ -292,8 +283,6 @@ def embedded_platform(state_dir: Path) -> Iterator[tuple[str, subprocess.Popen[b
     finally:
         stop_process(worker)
         api.stop()
-        reaper.stop()
-        relay.stop()
 
 
 def _stage_signature(job: dict[str, Any]) -> tuple[Any, ...]:

@@ -85,6 +85,13 @@ class Settings(BaseSettings):
         "CLI and migrations run without it: a migration may rewrite a large table, and a job "
         "phase has its own time limits.",
     )
+    sqlite_busy_timeout_s: float = Field(
+        30.0,
+        gt=0,
+        le=600,
+        description="Embedded mode (SQLite): how long a transaction waits for another one's "
+        "write lock before failing with 'database is locked' (503 with Retry-After), seconds.",
+    )
 
     # Blob store: a local folder (embedded) or an S3-compatible service.
     blob_backend: Literal["local", "s3"] = "local"
@@ -103,6 +110,27 @@ class Settings(BaseSettings):
     )
     s3_multipart_chunksize_bytes: int = Field(
         16 * 1024 * 1024, description="S3 multipart part size, bytes (S3 minimum 5 MiB)."
+    )
+    s3_connect_timeout_s: float = Field(
+        5.0,
+        gt=0,
+        le=300,
+        description="How long opening a connection to the S3 service may take, seconds.",
+    )
+    s3_read_timeout_s: float = Field(
+        30.0,
+        gt=0,
+        le=3600,
+        description="How long one S3 request may wait for the service's next bytes, seconds: a "
+        "stalled service fails the request (503 with Retry-After, or a retried job phase) "
+        "instead of hanging it.",
+    )
+    s3_max_attempts: int = Field(
+        3,
+        ge=1,
+        le=10,
+        description="Tries of one S3 request after connection errors, timeouts, throttling and "
+        "5xx answers (botocore's standard retry mode, with back-off), first try included.",
     )
     public_url: str = Field(
         "",
@@ -217,12 +245,17 @@ class Settings(BaseSettings):
         "between the anonymized trials' similarity to their original utterances and identity "
         "that the anonymized enrollment closes) the enrollment looks un-anonymized.",
     )
-    reaper_interval_s: float = Field(60.0, gt=0, description="Period of the reaper (Celery beat).")
+    reaper_interval_s: float = Field(
+        60.0,
+        gt=0,
+        description="Period of the reaper (Celery beat; in embedded mode a thread of each worker).",
+    )
     outbox_resend_after_s: float = Field(
         5.0,
         gt=0,
         description="An outbox message (next phase, cancel, webhook, archive validation) the "
-        "broker did not accept is sent again after this many seconds, by the relay in Celery beat.",
+        "broker did not accept is sent again after this many seconds, by the relay in Celery beat "
+        "(in embedded mode a thread of each worker).",
     )
 
     # Compute.

@@ -13,7 +13,8 @@ Broker: ``UNMASK_BROKER_URL`` (Redis in the platform); empty = a filesystem brok
 This module is the composition root of the worker processes: it registers the task bodies of
 ``workers/tasks.py`` and ``workers/webhooks.py`` by name and, at each process's start-up (Celery
 signals), installs the outbox senders (``workers/senders.py``); beat also starts the outbox relay
-(``workers/relay.py``). Nothing else in workers/ imports it.
+(``workers/relay.py``), and in embedded mode (SQLite, no beat) every worker starts the relay and
+the reaper as threads (:class:`EmbeddedSweeps`). Nothing else in workers/ imports it.
 """
 
 from __future__ import annotations
@@ -196,6 +197,46 @@ def start_reaper_thread(settings: Settings | None = None) -> PeriodicThread:
     return PeriodicThread("reaper", tasks.reap, interval_s=settings.reaper_interval_s).start()
 
 
+class EmbeddedSweeps:
+    """The embedded deployment's stand-in for beat, started by every embedded worker: the
+    outbox relay, the reaper and the webhook sweep as threads of the worker's main process.
+
+    Embedded mode (SQLite, filesystem broker: ``unmask demo`` or the processes of docs/deploy.md
+    by hand) has no beat and no reaper worker; without these, a message whose after-commit send
+    failed (the database was locked, the process died) would stay unsent. Two embedded workers
+    run two relays: the outbox's claims send each message once, and the reaper's passes are
+    idempotent.
+    """
+
+    def __init__(self, settings: Settings) -> None:
+        self.relay = start_outbox_relay(settings)
+        self.reaper = start_reaper_thread(settings)
+        self.webhook_sweep = PeriodicThread(
+            "webhook-sweep", webhooks.sweep_webhooks, interval_s=settings.webhook_sweep_interval_s
+        ).start()
+
+    def stop(self) -> None:
+        """Stop the threads after their current pass."""
+        self.relay.stop()
+        self.reaper.stop()
+        self.webhook_sweep.stop()
+
+
+_embedded_sweeps: EmbeddedSweeps | None = None
+
+
+def start_embedded_sweeps(settings: Settings | None = None) -> EmbeddedSweeps | None:
+    """Start :class:`EmbeddedSweeps` once per process when ``settings`` are the embedded ones
+    (SQLite); None otherwise (a server deployment runs beat and a reaper worker)."""
+    global _embedded_sweeps
+    settings = settings or get_settings()
+    if not settings.embedded or settings.celery_eager:
+        return None
+    if _embedded_sweeps is None:
+        _embedded_sweeps = EmbeddedSweeps(settings)
+    return _embedded_sweeps
+
+
 def create_app(settings: Settings | None = None) -> Celery:
     """A configured Celery app with the Unmask tasks registered (by name)."""
     # A job's state change summarizes it for the leaderboard and queues its webhook event.
@@ -220,6 +261,8 @@ def _on_worker_setup(sender: str, **_: Any) -> None:
     # on the thread count).
     apply_thread_settings(get_settings())
     install_outbox_senders(app)
+    # Embedded mode has no beat: this worker relays the outbox and reaps (EmbeddedSweeps).
+    start_embedded_sweeps()
 
 
 def _on_worker_process_init(**_: Any) -> None:

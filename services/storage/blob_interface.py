@@ -126,14 +126,38 @@ def _s3_error_code(error: Any) -> tuple[str, int]:
     return code, status
 
 
+def s3_connection_errors() -> tuple[type[BaseException], ...]:
+    """What reaching S3 or reading its answer to the end raises when the service is gone,
+    stalled or cut the connection (after botocore's and s3transfer's own retries)."""
+    from botocore.exceptions import ConnectionError as BotocoreConnectionError
+    from botocore.exceptions import HTTPClientError, IncompleteReadError
+    from s3transfer.exceptions import RetriesExceededError
+    from urllib3.exceptions import ProtocolError
+
+    # EndpointConnectionError and ConnectTimeoutError derive from BotocoreConnectionError;
+    # ConnectionClosedError, ReadTimeoutError and ResponseStreamingError from HTTPClientError.
+    return (
+        BotocoreConnectionError,
+        HTTPClientError,
+        IncompleteReadError,
+        RetriesExceededError,
+        ProtocolError,
+    )
+
+
 @contextlib.contextmanager
 def _s3_errors(what: str) -> Iterator[None]:
-    """Turn S3 server errors and throttling into :class:`BlobStoreUnavailableError`."""
+    """Turn S3 server errors, throttling and lost connections into
+    :class:`BlobStoreUnavailableError` (the caller answers 503 or retries the phase)."""
     try:
         yield
     except Exception as exc:
         error = _client_error_in(exc)
         if error is None:
+            if isinstance(exc, s3_connection_errors()):
+                raise BlobStoreUnavailableError(
+                    f"blob store unavailable ({what}): {type(exc).__name__}"
+                ) from exc
             raise
         code, status = _s3_error_code(error)
         if status >= 500 or code in _TRANSIENT_S3_CODES or (code.isdigit() and int(code) >= 500):

@@ -6,12 +6,13 @@ from __future__ import annotations
 import base64
 import contextlib
 import hashlib
+import io
 import math
 import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 from services.settings import Settings, get_settings
 from services.storage.blob_interface import (
@@ -40,6 +41,34 @@ from services.storage.errors import (
 )
 
 # --- S3 ------------------------------------------------------------------------------------------
+
+
+class _GuardedBody(io.RawIOBase):
+    """An S3 object's body whose reads raise :class:`BlobStoreUnavailableError` when the
+    connection is cut or stalls mid-body (a transient error, not a 500)."""
+
+    def __init__(self, body: Any, key: str) -> None:
+        super().__init__()
+        self._body = body
+        self._what = f"read {key}"
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int | None = -1) -> bytes:
+        with _s3_errors(self._what):
+            data: bytes = self._body.read(None if size is None or size < 0 else size)
+        return data
+
+    def readinto(self, buffer: Any) -> int:
+        data = self.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+    def close(self) -> None:
+        if not self.closed:
+            self._body.close()
+        super().close()
 
 
 class S3BlobStore(BlobStore):
@@ -87,7 +116,17 @@ class S3BlobStore(BlobStore):
         from botocore.config import Config
 
         settings = settings or get_settings()
-        config = Config(signature_version="s3v4", s3={"addressing_style": "path"})
+        config = Config(
+            signature_version="s3v4",
+            s3={"addressing_style": "path"},
+            # botocore's defaults (60 s each, legacy retries) let a stalled service hang a
+            # request for minutes: a stall fails it in seconds (a transient error: 503 with
+            # Retry-After, or a retried phase), and throttling and 5xx answers are retried with
+            # back-off first.
+            connect_timeout=settings.s3_connect_timeout_s,
+            read_timeout=settings.s3_read_timeout_s,
+            retries={"mode": "standard", "max_attempts": settings.s3_max_attempts},
+        )
 
         def make_client(endpoint: str | None) -> Any:
             return boto3.client(
@@ -283,9 +322,9 @@ class S3BlobStore(BlobStore):
             if exc.response.get("Error", {}).get("Code") in {"404", "NoSuchKey"}:
                 raise BlobNotFoundError(f"no blob {key!r} in bucket {self.bucket}") from None
             raise
-        body = response["Body"]
+        body = _GuardedBody(response["Body"], key)
         try:
-            yield body
+            yield cast(IO[bytes], body)
         finally:
             body.close()
 

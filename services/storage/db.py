@@ -8,6 +8,7 @@ that commits on success and rolls back on any exception. The same code runs on P
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -19,18 +20,39 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from services.settings import Settings, get_settings
 
-SQLITE_BUSY_TIMEOUT_MS = 30_000
+DEFAULT_SQLITE_BUSY_TIMEOUT_S = 30.0
+"""How long a SQLite transaction waits for another one's write lock, seconds (the default of
+``Settings.sqlite_busy_timeout_s``)."""
 
 
-def _configure_sqlite(engine: Engine) -> None:
+def _configure_sqlite(engine: Engine, *, busy_timeout_s: float) -> None:
+    """Pragmas and transaction begin of a SQLite engine (the embedded deployment).
+
+    - WAL: readers do not block the writer, nor the writer the readers.
+    - ``busy_timeout``: a transaction waits for the write lock instead of failing.
+    - ``BEGIN IMMEDIATE``: every transaction takes the write lock when it begins. A deferred
+      transaction that reads and then writes (a token check that records ``last_used_at``, a
+      re-run plan) fails at once with "database is locked" when another connection wrote in
+      between: SQLite cannot wait there without risking a deadlock, so the busy timeout does not
+      apply. Taken at BEGIN, the lock is waited for like any other. Transactions are short (no
+      session is held across computation), so one writer at a time costs little.
+    - A second transaction of a thread while its first is still open (a helper opening its own
+      session) begins deferred: it must not wait for the lock its own thread holds. Its reads go
+      through; a write in it waits for the first transaction, as it would on PostgreSQL.
+    """
+    busy_timeout_ms = max(1, round(busy_timeout_s * 1000))
+    # id(Connection) -> the thread that began its open transaction (a transaction may end in
+    # another thread than it began in, e.g. across an await).
+    begun_by: dict[int, int] = {}
+    begun_lock = threading.Lock()
+
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
         cursor = dbapi_connection.cursor()
         # SQLite ignores ON DELETE clauses unless foreign keys are switched on per connection.
         cursor.execute("PRAGMA foreign_keys=ON")
-        # WAL lets the API read while a worker writes; busy_timeout waits instead of failing.
         cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        cursor.execute(f"PRAGMA busy_timeout={busy_timeout_ms}")
         cursor.close()
         # pysqlite's own transaction handling defers BEGIN and breaks SAVEPOINT (a RELEASE of
         # the first savepoint would commit); take over and emit BEGIN ourselves, as the
@@ -39,7 +61,18 @@ def _configure_sqlite(engine: Engine) -> None:
 
     @event.listens_for(engine, "begin")
     def _on_begin(connection: Any) -> None:
-        connection.exec_driver_sql("BEGIN")
+        thread = threading.get_ident()
+        with begun_lock:
+            nested = thread in begun_by.values()
+        connection.exec_driver_sql("BEGIN" if nested else "BEGIN IMMEDIATE")
+        with begun_lock:
+            begun_by[id(connection)] = thread
+
+    @event.listens_for(engine, "commit")
+    @event.listens_for(engine, "rollback")
+    def _on_end(connection: Any) -> None:
+        with begun_lock:
+            begun_by.pop(id(connection), None)
 
 
 DEFAULT_CONNECT_TIMEOUT_S = 10
@@ -62,9 +95,11 @@ def create_db_engine(
     echo: bool = False,
     connect_timeout_s: int = DEFAULT_CONNECT_TIMEOUT_S,
     statement_timeout_s: float = 0,
+    sqlite_busy_timeout_s: float = DEFAULT_SQLITE_BUSY_TIMEOUT_S,
 ) -> Engine:
-    """An engine for ``url`` with per-dialect settings (SQLite pragmas; PostgreSQL pre-ping, a
-    connect timeout of ``connect_timeout_s`` seconds and, when ``statement_timeout_s`` > 0, a
+    """An engine for ``url`` with per-dialect settings (SQLite: WAL, a busy timeout of
+    ``sqlite_busy_timeout_s`` seconds, immediate transactions; PostgreSQL: pre-ping, a connect
+    timeout of ``connect_timeout_s`` seconds and, when ``statement_timeout_s`` > 0, a
     server-side limit of that many seconds on every statement, lock waits included).
 
     For a SQLite file URL the parent folder is created, so the embedded mode needs no setup.
@@ -75,7 +110,7 @@ def create_db_engine(
         if database and database != ":memory:" and not database.startswith("file:"):
             Path(database).parent.mkdir(parents=True, exist_ok=True)
         engine = create_engine(url, echo=echo, connect_args={"check_same_thread": False})
-        _configure_sqlite(engine)
+        _configure_sqlite(engine, busy_timeout_s=sqlite_busy_timeout_s)
         return engine
     connect_args: dict[str, Any] = {}
     if "psycopg" in url:
@@ -98,6 +133,7 @@ class Database:
         echo: bool = False,
         connect_timeout_s: int = DEFAULT_CONNECT_TIMEOUT_S,
         statement_timeout_s: float = 0,
+        sqlite_busy_timeout_s: float = DEFAULT_SQLITE_BUSY_TIMEOUT_S,
     ) -> None:
         self.url = url
         self.statement_timeout_s = statement_timeout_s
@@ -106,6 +142,7 @@ class Database:
             echo=echo,
             connect_timeout_s=connect_timeout_s,
             statement_timeout_s=statement_timeout_s,
+            sqlite_busy_timeout_s=sqlite_busy_timeout_s,
         )
         # expire_on_commit=False: objects returned from a scope stay readable after it commits.
         self.sessionmaker = sessionmaker(bind=self.engine, expire_on_commit=False)
@@ -125,6 +162,7 @@ class Database:
             settings.resolved_database_url(),
             connect_timeout_s=settings.database_connect_timeout_s,
             statement_timeout_s=statement_timeout_s,
+            sqlite_busy_timeout_s=settings.sqlite_busy_timeout_s,
         )
 
     @contextmanager

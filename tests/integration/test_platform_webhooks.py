@@ -304,3 +304,31 @@ def test_a_stored_url_with_an_impossible_port_fails_at_once_with_its_reason(
         assert row is not None and row.state == "failed" and row.attempts == 1
         assert "Port out of range" in (row.last_error or "")
         assert store.due_delivery_ids(session) == []  # the sweep does not queue it again
+
+
+def test_concurrent_registrations_keep_the_per_team_cap_exact(pg_database: Database) -> None:
+    from services.platform.webhooks.endpoints import MAX_ENDPOINTS_PER_TEAM
+
+    with pg_database.session_scope() as session:
+        team_id = identity.create_team(session, "hooks-race").id
+    extra = 5
+    barrier = threading.Barrier(MAX_ENDPOINTS_PER_TEAM + extra)
+    outcomes: list[str] = []
+
+    def register(n: int) -> None:
+        barrier.wait()  # every registration counts the team's endpoints at the same moment
+        try:
+            with pg_database.session_scope() as session:
+                store.create_webhook_endpoint(session, team_id, f"https://h.example.org/{n}")
+            outcomes.append("created")
+        except Exception as exc:
+            outcomes.append(type(exc).__name__)
+
+    threads = [threading.Thread(target=register, args=(n,)) for n in range(barrier.parties)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert sorted(outcomes) == ["ConflictError"] * extra + ["created"] * MAX_ENDPOINTS_PER_TEAM
+    with pg_database.session_scope() as session:
+        assert len(store.list_webhook_endpoints(session, team_id)) == MAX_ENDPOINTS_PER_TEAM

@@ -15,18 +15,17 @@ from pathlib import Path
 from services.anonymizers.container import ContainerEngineError
 from services.errors import InvalidInputError
 from services.settings import Settings
-from services.storage.blob_interface import BlobStore
+from services.storage.blob_interface import BlobStore, s3_connection_errors
 from services.storage.db import Database
 
 
 def storage_transient_errors() -> tuple[type[BaseException], ...]:
-    """Lost connections to the database or the blob store (Python, SQLAlchemy, psycopg, S3)."""
-    from botocore.exceptions import (
-        ConnectionClosedError,
-        ConnectTimeoutError,
-        EndpointConnectionError,
-        ReadTimeoutError,
-    )
+    """Lost connections to the database or the blob store (Python, SQLAlchemy, psycopg, S3).
+
+    The S3 store raises ``BlobStoreUnavailableError`` (a ``ConnectionError``) for its 5xx,
+    throttling and lost connections; botocore's own connection errors are listed too, for
+    anything that reaches S3 around the store.
+    """
     from psycopg import OperationalError as PsycopgOperationalError
     from sqlalchemy.exc import DisconnectionError, InterfaceError, OperationalError
 
@@ -37,10 +36,7 @@ def storage_transient_errors() -> tuple[type[BaseException], ...]:
         InterfaceError,
         DisconnectionError,
         PsycopgOperationalError,
-        EndpointConnectionError,
-        ConnectionClosedError,
-        ReadTimeoutError,
-        ConnectTimeoutError,
+        *s3_connection_errors(),
     )
 
 

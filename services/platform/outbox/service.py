@@ -7,9 +7,13 @@ Sending happens in two ways, both through :func:`send_messages`:
 
 - right after the commit (a SQLAlchemy ``after_commit`` hook of the writing session sends the
   messages that session wrote), and
-- by the relay (:func:`relay_pass`, run every few seconds by Celery beat), which sends whatever is
-  still unsent: the broker was down, the process died between commit and send, or the writing
-  process had no sender for the topic.
+- by the relay (:func:`relay_pass`, run every few seconds by Celery beat, or in embedded mode by
+  a thread of each worker), which sends whatever is still unsent: the broker was down, the
+  process died between commit and send, or the writing process had no sender for the topic.
+
+The after-commit send is tried again (:data:`AFTER_COMMIT_TRIES`, short back-off) when the
+database failed it (a lock held elsewhere, a dropped connection): the relay is the safety net,
+not the common path.
 
 Sending one message: claim it with one conditional UPDATE (a lease, so two senders do not both
 send it), call the sender installed for its topic (:func:`install_senders`; each process installs
@@ -28,6 +32,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -116,16 +121,35 @@ def add_message(session: Session, *, topic: str, payload: Mapping[str, Any]) -> 
     return message
 
 
+AFTER_COMMIT_TRIES = 3
+"""Tries of the after-commit send when the database itself failed it (claim or mark: a lock
+held by another process, a dropped connection); a failed send to the broker is not retried here
+(the relay sends it ``retry_after_s`` later)."""
+AFTER_COMMIT_BACKOFF_S = 0.25
+"""Wait before the after-commit send's second try, seconds; doubled before each further one."""
+
+
 def _after_commit(session: Session) -> None:
     ids = session.info.pop(_SESSION_KEY, [])
     if not ids:
         return
     bind = session.get_bind()
     engine = bind if isinstance(bind, Engine) else bind.engine
-    try:
-        send_messages(engine, ids=ids, retry_after_s=_retry_after_s)
-    except Exception as exc:  # never fail the committed caller; the relay sends them
-        log.warning("could not send outbox messages %s after commit: %s", ids, exc)
+    for attempt in range(AFTER_COMMIT_TRIES):
+        try:
+            # Messages already sent (or claimed by the relay meanwhile) are skipped by the claim.
+            send_messages(engine, ids=ids, retry_after_s=_retry_after_s)
+            return
+        except Exception as exc:  # never fail the committed caller; the relay sends them
+            if attempt == AFTER_COMMIT_TRIES - 1:
+                log.warning(
+                    "could not send outbox messages %s after commit (%d tries; the relay will): %s",
+                    ids,
+                    AFTER_COMMIT_TRIES,
+                    exc,
+                )
+                return
+            time.sleep(AFTER_COMMIT_BACKOFF_S * 2**attempt)
 
 
 def _after_rollback(session: Session) -> None:

@@ -11,6 +11,7 @@ from urllib.parse import urlsplit
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from services.platform.rows import get_row
 from services.platform.webhooks.targets import url_refusal
 from services.storage.errors import ConflictError, NotFoundError
 from services.storage.models import Team, WebhookEndpoint
@@ -81,8 +82,9 @@ def create_webhook_endpoint(
     """Register ``url`` for the team's job events (default: every event type); a literal
     non-global address is refused unless ``allow_private`` (tests, single-host setups)."""
     validate_webhook_url(url, allow_private=allow_private)
-    if session.get(Team, team_id) is None:
-        raise NotFoundError(f"teams: no row with id {team_id}")
+    # The team row, locked until the transaction ends: concurrent registrations (any API
+    # process) count one after the other, so the cap is exact.
+    get_row(session, Team, team_id, lock=True)
     count = len(
         session.scalars(select(WebhookEndpoint.id).where(WebhookEndpoint.team_id == team_id)).all()
     )
