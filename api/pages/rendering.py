@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session
 from api.auth import Principal
 from api.context import ApiContext
 from api.pages.session import logout_csrf_token, viewer_of
+from services.vocab import trust_mark
 
 TEMPLATE_DIR = Path(__file__).resolve().parent.parent / "templates"
 STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
@@ -83,6 +84,8 @@ templates.env.filters["num"] = fmt_number
 templates.env.filters["duration"] = fmt_duration
 templates.env.filters["when"] = fmt_datetime
 templates.env.filters["bytes"] = fmt_bytes
+# The trust marks come from the one vocabulary: a template never spells its own.
+templates.env.globals["trust_mark"] = trust_mark
 
 
 def page_viewer(request: Request, context: ApiContext, session: Session) -> Principal | None:
