@@ -6,7 +6,7 @@ seed, three semi-informed attackers (`tiny`, cosine) are trained on the anonymiz
     scratch E       random weights, the epochs cap E (the demo's 6), patience 3
     scratch 3E      random weights, cap 3E (the `strongest` zoo's `long` schedule)
     original E      started from the same seed's recognizer trained on original speech (cap E,
-                    the original scenario trains it anyway) and fine-tuned (`training.init:
+                    the original scenario trains it anyway) and fine-tuned (`training.start:
                     original` with the documented `finetune_lr` / warm-up defaults), cap E
     original C      the same for each cap C of ``--transfer-caps`` (e.g. 12, the demo's cap)
 
@@ -42,7 +42,7 @@ from typing import Any, Literal, NamedTuple
 import numpy as np
 
 from services.anonymizers.kinds.builtin import BuiltinAnonymizerConfig
-from services.attacker.training_config import InitName, TrainingConfig
+from services.attacker.training_config import StartPoint, TrainingConfig
 from services.corpus.protocol import TargetSelection
 from services.pipeline.config import (
     EvaluationConfig,
@@ -62,7 +62,7 @@ TsaStrategy = Literal["same-gender", "random"]
 class Attacker(NamedTuple):
     """One semi-informed attacker of a run: where it starts and its epochs cap."""
 
-    init: InitName
+    start: StartPoint
     epochs: int
 
 
@@ -109,13 +109,13 @@ def make_config(
     if tsa != "same-gender":
         suffix += f"-{tsa}"
     return EvaluationConfig(
-        name=f"transfer-{anonymizer}-{attacker.init}{attacker.epochs}-seed{seed}{suffix}",
+        name=f"transfer-{anonymizer}-{attacker.start}{attacker.epochs}-seed{seed}{suffix}",
         synthetic=synthetic,
         anonymizer=BuiltinAnonymizerConfig(name=anonymizer),
         tsa=TargetSelection(strategy=tsa, granularity="utterance", seed=0),
         scenarios=["original", "semi-informed"],
         training=TrainingConfig(
-            preset="tiny", epochs=attacker.epochs, batch_size=32, init=attacker.init
+            preset="tiny", epochs=attacker.epochs, batch_size=32, start=attacker.start
         ),
         seeds=[seed],
         backends=["cosine"],

@@ -62,12 +62,12 @@ def estimated_seconds(config: Path) -> dict[str, float]:
 
     cfg = load_checked_config(config)
     recognizers = estimates.recognizer_plan(cfg)
-    if cfg.protocol is None:
+    if cfg.protocol_file is None:
         training = estimates.synthetic_training_audio(cfg)
         sizes = estimates.synthetic_audio_sizes(cfg)
     else:
-        training = estimates.protocol_training_audio(cfg.protocol)
-        sizes = estimates.protocol_audio_sizes(cfg.protocol)
+        training = estimates.protocol_training_audio(cfg.protocol_file)
+        sizes = estimates.protocol_audio_sizes(cfg.protocol_file)
     phases = estimates.phase_seconds(cfg, recognizers, training, sizes)
     if phases is None:
         raise SystemExit(f"{config}: no estimate for its preset (no measured throughput)")
@@ -84,7 +84,7 @@ def espeak_config(folder: Path) -> Path:
         yaml.safe_dump(
             {
                 "name": "estimates-espeak-pitch",
-                "protocol": str(protocol.resolve()),
+                "protocol_file": str(protocol.resolve()),
                 "anonymizer": {"name": "pitch"},
                 "scenarios": ["original", "ignorant", "lazy-informed", "semi-informed"],
                 "training": {"preset": "tiny", "epochs": 10, "batch_size": 32},
@@ -121,14 +121,16 @@ def main() -> None:
         "--epochs", type=int, help="override training.epochs (a shorter run; same comparison)"
     )
     args = parser.parse_args()
+    from services.pipeline.config import with_current_names
+
     if args.espeak:
         sys.path.insert(0, str(ROOT / "benchmarks"))
         args.config = espeak_config(args.espeak_dir)
     with tempfile.TemporaryDirectory(prefix="unmask-estimates-") as tmp:
         config = Path(tmp) / "config.yaml"
-        data = yaml.safe_load(args.config.read_text())
-        if data.get("protocol"):
-            data["protocol"] = str((args.config.parent / data["protocol"]).resolve())
+        data = with_current_names(yaml.safe_load(args.config.read_text()), str(args.config))
+        if data.get("protocol_file"):
+            data["protocol_file"] = str((args.config.parent / data["protocol_file"]).resolve())
         if args.utility:
             data["utility"] = data.get("utility") or {}
         if args.epochs:

@@ -61,8 +61,8 @@ def attackers() -> list[AttackerSpec]:
     """The families of the table (module docstring)."""
     return [
         AttackerSpec(name="baseline"),
-        AttackerSpec(name="scratch-3x", training={"init": "scratch"}, epochs_scale=3),
-        long_attacker_pair("finetuned", {"init": "original"})[0],
+        AttackerSpec(name="scratch-3x", training={"start": "scratch"}, epochs_scale=3),
+        long_attacker_pair("finetuned", {"start": "original"})[0],
         AttackerSpec(name="ge2e", pretrained="ge2e"),
         AttackerSpec(name="ge2e-finetuned", pretrained="ge2e", finetune=True),
     ]
@@ -130,7 +130,7 @@ def make_config(
     )
     return EvaluationConfig(
         name=f"outside-{corpus}-{anonymizer}-{size['speakers']}x{size['utterances']}-seed{seed}",
-        protocol=protocol if corpus == "espeak" else None,
+        protocol_file=protocol if corpus == "espeak" else None,
         synthetic=synthetic,
         anonymizer=BuiltinAnonymizerConfig(name=anonymizer),
         tsa=TargetSelection(strategy="same-gender", granularity="utterance", seed=0),

@@ -4,7 +4,7 @@ For each built-in anonymizer (pitch, VTLN, McAdams) and seed, on the configs of
 ``benchmarks/attacker_transfer.py`` (demo-size synthetic corpus, `tiny`, epochs cap E = 6,
 scenarios original and semi-informed), four zoos:
 
-    before transfer   the `strongest` zoo before `training.init` existed: baseline, `long` and
+    before transfer   the `strongest` zoo before `training.start` existed: baseline, `long` and
                       `augmented` (3E epochs, from scratch), each with and without AS-norm,
                       cosine and PLDA
     + finetuned       the same plus `finetuned` (started from the original-speech recognizer,
@@ -50,7 +50,7 @@ from services.pipeline.config import EvaluationConfig
 def zoos() -> dict[str, tuple[str, list[AttackerSpec]]]:
     """{label: (run-name slug, attackers)}."""
     augmentation = {"augmentation": AugmentationConfig().model_dump(mode="json")}
-    scratch, transfer = {"init": "scratch"}, {"init": "original"}
+    scratch, transfer = {"start": "scratch"}, {"start": "original"}
     before = [
         AttackerSpec(name=BASELINE),
         *long_attacker_pair("long", scratch),

@@ -252,7 +252,9 @@ def demo_protocol_config(config: EvaluationConfig | None = None) -> dict[str, An
     from services.pipeline.config import demo_config
 
     cfg = config if config is not None else demo_config()
-    body: dict[str, Any] = cfg.model_dump(mode="json", exclude={"anonymizer", "protocol", "name"})
+    body: dict[str, Any] = cfg.model_dump(
+        mode="json", exclude={"anonymizer", "protocol_file", "name"}
+    )
     return body
 
 

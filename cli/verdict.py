@@ -15,7 +15,7 @@ from cli.result_table import aggregate_attacker_rows
 from services.metrics import catalogue
 from services.metrics.catalogue import AGGREGATE_SEED
 from services.pipeline.zoo import row_attacker
-from services.vocab import HEADLINE_SCENARIOS
+from services.vocab import HEADLINE_SCENARIOS, trust_mark
 
 ORIGINAL_SCENARIO = "original"
 
@@ -166,15 +166,17 @@ def verdict_lines(
     of = f" ({checked}, the worst-case attacker)" if isinstance(checked, str) else ""
     if trustworthy is True:
         lines.append(
-            f"  attacker:  trustworthy{of} (passed the checks: original-speech EER, VER_S, "
-            "training)"
+            f"  attacker:  {trust_mark(True).verdict}{of} (passed the checks: original-speech "
+            "EER, VER_S, training)"
         )
     elif trustworthy is False:
-        lines.append(f"  attacker:  NOT TRUSTWORTHY{of}, the EER may overestimate privacy:")
+        lines.append(
+            f"  attacker:  {trust_mark(False).verdict}{of}, the EER may overestimate privacy:"
+        )
         for reason in (trust or {}).get("reasons") or []:
             lines.append(f"             - {reason.get('message') or reason.get('code')}")
     else:
-        lines.append("  attacker:  not checked (the report has no trust check)")
+        lines.append(f"  attacker:  {trust_mark(None).verdict} (the report has no trust check)")
     lines += _challenger_lines((trust or {}).get("challenger"))
     lines += _pretrained_row_lines((trust or {}).get("challenger"))
     others = (trust or {}).get("other_attackers") or {}

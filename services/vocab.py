@@ -130,8 +130,47 @@ the metric catalogue names the values, storage keeps the rows."""
 
 # --- trust marks ----------------------------------------------------------------------------
 
-TRUST_MARKS: dict[bool | None, str] = {True: "✓", False: "⚠", None: "?"}
-"""The marks of a report's trust check: every check passed, one failed, not checked."""
+
+@dataclass(frozen=True)
+class TrustMark:
+    """How every surface writes one outcome of a check (the report's trust check; the
+    usable-speech guard on the submission page reads the same marks)."""
+
+    symbol: str
+    """The mark itself (``✓``, ``⚠``, ``?``)."""
+    state: str
+    """A word for styles and data attributes: ``ok``, ``warn``, ``unknown``."""
+    word: str
+    """The CSV export's cell: ``yes``, ``no``, ``unknown``."""
+    meaning: str
+    """What the mark says, for tooltips and legends."""
+    badge_words: str
+    """What a README badge writes after the mark (a reader has no tooltip)."""
+    verdict: str
+    """How a verdict names the attacker's state (the CLI's verdict block, the page's verdict)."""
+
+
+TRUST: dict[bool | None, TrustMark] = {
+    True: TrustMark("✓", "ok", "yes", "every trust check passed", "", "trustworthy"),
+    False: TrustMark(
+        "⚠", "warn", "no", "a trust check failed", " weak attacker", "NOT TRUSTWORTHY"
+    ),
+    None: TrustMark(
+        "?", "unknown", "unknown", "the report has no trust check", " unchecked", "not checked"
+    ),
+}
+"""A report's trust check (``trustworthy``: True passed, False failed, None not checked) as
+every surface writes it: the leaderboard's trust column and legend, its CSV export, the
+submission page and its verdict, the metric definitions page, the README badge and the CLI's
+verdict block."""
+
+TRUST_MARKS: dict[bool | None, str] = {k: m.symbol for k, m in TRUST.items()}
+"""The marks alone: every check passed, one failed, not checked."""
+
+
+def trust_mark(trustworthy: bool | None) -> TrustMark:
+    """How a check whose outcome is ``trustworthy`` (None: not checked) is written."""
+    return TRUST[trustworthy]
 
 
 def job_page_vocabulary() -> dict[str, Any]:

@@ -37,6 +37,7 @@ from services.platform.leaderboard import (
 )
 from services.platform.phases import list_phases
 from services.storage.errors import NotFoundError
+from services.vocab import trust_mark
 
 router = APIRouter(include_in_schema=False)
 
@@ -202,9 +203,8 @@ def leaderboard_csv(view: LeaderboardView) -> str:
             if column.interval:
                 interval = interval_of(row.values, column, key)
                 cells += ["", ""] if interval is None else [repr(interval[0]), repr(interval[1])]
-        trust = {None: "unknown", True: "yes", False: "no"}[row.trustworthy]
         cells += [
-            trust,
+            trust_mark(row.trustworthy).word,
             "; ".join(str(r.get("code")) for r in row.trust_reasons),
             _csv_text(row.description or ""),
             row.paper_url or "",

@@ -27,6 +27,7 @@ from services.platform.leaderboard import (
     std_of,
 )
 from services.storage.models import Visibility
+from services.vocab import trust_mark
 
 DESCRIPTION_PREVIEW_CHARS = 160
 
@@ -76,19 +77,22 @@ def trust_summary(reasons: Sequence[Mapping[str, object]]) -> str:
 
 def _trust_cell(row: LeaderboardTableRow) -> str:
     """A mark and at most one short line; every reason is in the tooltip and, with its value
-    and threshold, in the submission page's trust box (the mark links there)."""
+    and threshold, in the submission page's trust box (the mark links there). The marks and
+    their meanings are the vocabulary's (``services.vocab.TRUST``)."""
+    trust = trust_mark(row.trustworthy)
+    if row.trustworthy is not False:
+        mark = (
+            f'<span class="trust {trust.state}" title="{escape(trust.meaning)}">'
+            f"{escape(trust.symbol)}</span>"
+        )
+        return f'<td class="trust">{mark}</td>'
     link = f"/submissions/{row.submission_id}?job={row.job_id}#trust"
-    if row.trustworthy is None:
-        mark = '<span class="trust unknown" title="the report has no trust check">?</span>'
-        return f'<td class="trust">{mark}</td>'
-    if row.trustworthy:
-        mark = '<span class="trust ok" title="every trust check passed">✓</span>'
-        return f'<td class="trust">{mark}</td>'
     messages = "; ".join(str(r.get("message") or r.get("code")) for r in row.trust_reasons)
-    title = f"not trustworthy: {messages or 'no reason recorded'} (details on the submission page)"
+    title = f"{trust.meaning}: {messages or 'no reason recorded'} (details on the submission page)"
     return (
-        f'<td class="trust"><a class="trust warn" href="{link}" title="{escape(title)}">'
-        f'<span class="mark">⚠</span> {escape(trust_summary(row.trust_reasons))}</a></td>'
+        f'<td class="trust"><a class="trust {trust.state}" href="{link}" '
+        f'title="{escape(title)}"><span class="mark">{escape(trust.symbol)}</span> '
+        f"{escape(trust_summary(row.trust_reasons))}</a></td>"
     )
 
 

@@ -19,7 +19,7 @@ from api.context import ApiContext
 from api.pages.session import logout_csrf_token, viewer_of
 from services.platform.identity import Principal
 from services.results.keys import ResultKey
-from services.vocab import ProtocolAsrState
+from services.vocab import ProtocolAsrState, trust_mark
 
 TEMPLATE_DIR = Path(__file__).resolve().parent.parent / "templates"
 STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
@@ -91,8 +91,10 @@ templates.env.filters["duration"] = fmt_duration
 templates.env.filters["when"] = fmt_datetime
 templates.env.filters["bytes"] = fmt_bytes
 templates.env.filters["result_key"] = fmt_result_key
-# Templates compare states with the vocabulary, never with a spelled value.
+# Templates compare states with the vocabulary and take the trust marks from it: a template never
+# spells its own.
 templates.env.globals["ProtocolAsrState"] = ProtocolAsrState
+templates.env.globals["trust_mark"] = trust_mark
 
 
 def page_viewer(request: Request, context: ApiContext, session: Session) -> Principal | None:

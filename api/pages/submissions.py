@@ -26,7 +26,7 @@ from services.platform.leaderboard import representative_job
 from services.platform.phases import is_hidden, revealed_jobs_clause
 from services.storage.errors import NotFoundError
 from services.storage.models import AGGREGATE_SEED, Artifact, Job, Phase, Result
-from services.vocab import HEADLINE_SCENARIOS, Scenario
+from services.vocab import HEADLINE_SCENARIOS, Scenario, trust_mark
 
 logger = logging.getLogger("unmask.pages")
 
@@ -120,16 +120,18 @@ def _worst_case_of(document: dict[str, Any], order: Sequence[str]) -> list[dict[
 
 @dataclass(frozen=True)
 class TableColumn:
-    """One metric column of a result table: the stored metric key, its header and decimals."""
+    """One metric column of a result table: the stored metric key, its header and decimals, and
+    the catalogue's metric (where it applies)."""
 
     key: str
     label: str
     digits: int
+    metric: catalogue.Metric
 
     @classmethod
     def of(cls, metric: catalogue.Metric, label: str | None = None) -> TableColumn:
         """The column of a catalogued metric (its label with the unit where that helps)."""
-        return cls(metric.key, label or metric.label, metric.digits)
+        return cls(metric.key, label or metric.label, metric.digits, metric)
 
 
 EER_COLUMN = TableColumn.of(catalogue.EER)
@@ -157,12 +159,48 @@ PER_SEED_COLUMNS = (
 
 
 def _present(
-    columns: Sequence[TableColumn], rows: Sequence[Mapping[str, float | None]]
+    columns: Sequence[TableColumn],
+    rows: Sequence[Mapping[str, float | None]],
+    inapplicable: set[tuple[str, str]],
+    backends: Sequence[str],
 ) -> tuple[list[TableColumn], list[str]]:
-    """(the columns some row has a value for, the labels of those none has)."""
+    """(the columns some row has a value for, the labels of those none has although they apply
+    to some back-end shown: not measured). A column that applies to no back-end is neither."""
     shown = [c for c in columns if any(r.get(c.key) is not None for r in rows)]
-    missing = [c.label for c in columns if c not in shown]
+    missing = [
+        c.label
+        for c in columns
+        if c not in shown and any((b, c.key) not in inapplicable for b in backends)
+    ]
     return shown, missing
+
+
+def _score_normalizations(document: Mapping[str, Any]) -> dict[tuple[str, str], str]:
+    """``{(attacker, back-end): normalization}`` as the report's rows record it (``none`` when a
+    row does not say)."""
+    out: dict[tuple[str, str], str] = {}
+    for row in document.get("rows") or []:
+        if isinstance(row, Mapping):
+            record = row.get("score_normalization")
+            method = record.get("method") if isinstance(record, Mapping) else None
+            out[(row_attacker(row), str(row.get("backend")))] = str(method or "none")
+    return out
+
+
+def _inapplicable(
+    result_rows: Sequence[Result], document: Mapping[str, Any], several: bool
+) -> set[tuple[str, str]]:
+    """``{(back-end label, metric key)}``: the table cells whose metric does not apply to that
+    back-end's scores (the catalogue's ``Metric.applies``); they are left blank, not dashed."""
+    normalizations = _score_normalizations(document)
+    out: set[tuple[str, str]] = set()
+    for row in result_rows:
+        label = f"{row.attacker} / {row.backend}" if several else row.backend
+        method = normalizations.get((row.attacker, row.backend), "none")
+        for column in (*AGGREGATE_COLUMNS, *PER_SEED_COLUMNS):
+            if not column.metric.applies(row.backend, method):
+                out.add((label, column.key))
+    return out
 
 
 def _trial_counts(document: Mapping[str, Any], several: bool) -> dict[tuple[str, str, int], str]:
@@ -203,12 +241,24 @@ def _result_tables(
             per_seed.setdefault((row.scenario, backend, row.seed), {})[row.metric] = row.value
     metric_names = sorted({m for values in per_seed.values() for m in values})
     rank = _scenario_key(order)
-    aggregate_columns, aggregate_missing = _present(AGGREGATE_COLUMNS, list(aggregate.values()))
-    seed_columns, _ = _present(PER_SEED_COLUMNS, list(per_seed.values()))
+    scored = [row for row in result_rows if row.scenario != utility]
+    inapplicable = _inapplicable(scored, document, several)
+    backends = sorted({key[1] for key in aggregate} | {key[1] for key in per_seed})
+    aggregate_columns, aggregate_missing = _present(
+        AGGREGATE_COLUMNS, list(aggregate.values()), inapplicable, backends
+    )
+    seed_columns, _ = _present(PER_SEED_COLUMNS, list(per_seed.values()), inapplicable, backends)
+    notes = {
+        c.metric.applies_note: None
+        for c in (*AGGREGATE_COLUMNS, *PER_SEED_COLUMNS)
+        if c.metric.applies_note and any((b, c.key) in inapplicable for b in backends)
+    }
     return {
         "aggregate": sorted(aggregate.items(), key=lambda kv: (rank(kv[0][0]), kv[0][1])),
         "aggregate_columns": aggregate_columns,
         "aggregate_missing": aggregate_missing,
+        "not_applicable": inapplicable,
+        "applies_notes": list(notes),
         "per_seed": sorted(per_seed.items(), key=lambda kv: (rank(kv[0][0]), kv[0][1], kv[0][2])),
         "seed_columns": seed_columns,
         "trials": _trial_counts(document, several),
@@ -245,14 +295,14 @@ def verdict_line(tables: Mapping[str, Any], trust: Mapping[str, Any]) -> dict[st
     reference = aggregate.get(("original", backend), {}).get(eer.key)
     if reference is not None:
         text += f"; {eer.format(reference)} % on original speech"
-    trustworthy = trust.get("trustworthy")
-    if trustworthy is True:
-        attacker, state = "trustworthy (passed the trust checks)", "ok"
-    elif trustworthy is False:
-        attacker, state = "NOT TRUSTWORTHY: the EER may overestimate privacy", "warn"
-    else:
-        attacker, state = "not checked (the report has no trust check)", "unknown"
-    return {"privacy": text, "attacker": attacker, "state": state}
+    outcome = trust.get("trustworthy")
+    mark = trust_mark(outcome if isinstance(outcome, bool) else None)
+    why = {
+        True: " (passed the trust checks)",
+        False: ": the EER may overestimate privacy",
+        None: " (the report has no trust check)",
+    }[outcome if isinstance(outcome, bool) else None]
+    return {"privacy": text, "attacker": mark.verdict + why, "state": mark.state}
 
 
 def _wall_time(job: Job, provenance: Mapping[str, Any]) -> dict[str, float | None]:

@@ -10,7 +10,7 @@ from api.schemas import DbId, LeaderboardOut, LeaderboardRow, ProtocolOut, Text
 from services.pipeline.config import Backend
 from services.pipeline.stage_versions import current_scorer, is_outdated
 from services.platform import protocols
-from services.platform.leaderboard import UTILITY_TIERS, build_view, scenario_values
+from services.platform.leaderboard import UTILITY_TIERS, build_view
 
 router = APIRouter(prefix="/v1/protocols", tags=["protocols"])
 
@@ -92,7 +92,6 @@ def get_leaderboard(
         )
         rows = view.ranked[:limit]
         scorer = current_scorer()
-        metrics = scenario_values(session, [r.job_id for r in rows], view.scenario, view.backend)
         return LeaderboardOut(
             protocol_id=protocol.id,
             protocol_name=protocol.name,
@@ -113,7 +112,8 @@ def get_leaderboard(
                     value=r.values.get(view.ranking_key),
                     tier=view.tiers.get(r.submission_id, 0),
                     submitted_at=r.submitted_at,
-                    metrics=metrics[r.job_id],
+                    # From the job's summary, stored when it succeeded (no results read).
+                    metrics=r.metrics_of(view.scenario, view.backend),
                     evaluator=r.evaluator,
                     evaluator_outdated=is_outdated(r.evaluator, scorer),
                 )

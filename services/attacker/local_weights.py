@@ -3,7 +3,7 @@
 Two kinds of folders can be named in ``TrainingConfig`` (issue 15; nothing is ever downloaded,
 the operator copies the folders onto the machine):
 
-- ``init_from``: a SpeechBrain ECAPA-TDNN checkpoint folder, the layout of
+- ``pretrained_ecapa_path``: a SpeechBrain ECAPA-TDNN checkpoint folder, the layout of
   ``speechbrain/spkrec-ecapa-voxceleb``: ``hyperparams.yaml`` (whose ``embedding_model`` entry
   is a ``speechbrain.lobes.models.ECAPA_TDNN.ECAPA_TDNN``) and ``embedding_model.ckpt`` (its
   state dict). Other files (``classifier.ckpt``, ``label_encoder.txt``, ...) are ignored.
@@ -111,24 +111,24 @@ def read_ecapa_hyperparams(folder: Path) -> dict[str, Any]:
     """
     path = folder / ECAPA_HYPERPARAMS
     if not path.is_file():
-        raise ConfigError(f"init_from: {path} not found; {_ECAPA_LAYOUT}")
+        raise ConfigError(f"pretrained_ecapa_path: {path} not found; {_ECAPA_LAYOUT}")
     try:
         data = yaml.load(path.read_text(encoding="utf-8"), Loader=_HyperparamsLoader)
     except (yaml.YAMLError, UnicodeDecodeError, OSError) as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise ConfigError(f"init_from: {path} is not readable YAML ({first})") from exc
+        raise ConfigError(f"pretrained_ecapa_path: {path} is not readable YAML ({first})") from exc
     if not isinstance(data, dict):
-        raise ConfigError(f"init_from: {path} is not a YAML mapping; {_ECAPA_LAYOUT}")
+        raise ConfigError(f"pretrained_ecapa_path: {path} is not a YAML mapping; {_ECAPA_LAYOUT}")
     model = data.get("embedding_model")
     if not isinstance(model, dict):
         raise ConfigError(
-            f"init_from: {path} has no embedding_model entry; {_ECAPA_LAYOUT} (the Unmask "
-            "recognizer can start only from SpeechBrain's ECAPA_TDNN)"
+            f"pretrained_ecapa_path: {path} has no embedding_model entry; {_ECAPA_LAYOUT} (the "
+            "Unmask recognizer can start only from SpeechBrain's ECAPA_TDNN)"
         )
     tag = getattr(model, "tag", "")
     if "ECAPA_TDNN" not in tag:
         raise ConfigError(
-            f"init_from: {path}: embedding_model is {tag or 'untagged'!r}, expected "
+            f"pretrained_ecapa_path: {path}: embedding_model is {tag or 'untagged'!r}, expected "
             "!new:speechbrain.lobes.models.ECAPA_TDNN.ECAPA_TDNN"
         )
     resolved = _resolve(model, data)
@@ -136,7 +136,7 @@ def read_ecapa_hyperparams(folder: Path) -> dict[str, Any]:
 
 
 _ECAPA_LAYOUT = (
-    "init_from must be a SpeechBrain ECAPA checkpoint folder with hyperparams.yaml and "
+    "pretrained_ecapa_path must be a SpeechBrain ECAPA checkpoint folder with hyperparams.yaml and "
     "embedding_model.ckpt (the layout of speechbrain/spkrec-ecapa-voxceleb)"
 )
 
@@ -144,9 +144,11 @@ _ECAPA_LAYOUT = (
 def check_ecapa_folder(folder: Path) -> Path:
     """``folder`` if it is a folder holding ``embedding_model.ckpt``; else ``ConfigError``."""
     if not folder.is_dir():
-        raise ConfigError(f"init_from: {folder} is not a folder; {_ECAPA_LAYOUT}")
+        raise ConfigError(f"pretrained_ecapa_path: {folder} is not a folder; {_ECAPA_LAYOUT}")
     if not (folder / ECAPA_WEIGHTS).is_file():
-        raise ConfigError(f"init_from: {folder / ECAPA_WEIGHTS} not found; {_ECAPA_LAYOUT}")
+        raise ConfigError(
+            f"pretrained_ecapa_path: {folder / ECAPA_WEIGHTS} not found; {_ECAPA_LAYOUT}"
+        )
     return folder
 
 
@@ -200,8 +202,8 @@ def ecapa_architecture_problems(
     preset = get_preset(cfg.preset)
     if preset.architecture != "ecapa":
         return [
-            f"init_from: preset {preset.name!r} is an x-vector; a SpeechBrain ECAPA checkpoint "
-            "initializes only an ECAPA preset (standard, vpc or tiny)"
+            f"pretrained_ecapa_path: preset {preset.name!r} is an x-vector; a SpeechBrain ECAPA "
+            "checkpoint initializes only an ECAPA preset (standard, vpc or tiny)"
         ]
     expected: dict[str, Any] = {
         "channels": list(preset.channels),
@@ -225,9 +227,9 @@ def ecapa_architecture_problems(
                 "the SSL model's hidden_size" if key == "input_size" else f"preset {preset.name!r}"
             )
             problems.append(
-                f"init_from: hyperparams.yaml's embedding_model has {key} {have}, but {where} "
-                f"needs {want}; choose the preset (and front end) the checkpoint was trained with "
-                "(speechbrain/spkrec-ecapa-voxceleb: preset standard, front_end fbank)"
+                f"pretrained_ecapa_path: hyperparams.yaml's embedding_model has {key} {have}, but "
+                f"{where} needs {want}; choose the preset (and front end) the checkpoint was "
+                "trained with (speechbrain/spkrec-ecapa-voxceleb: preset standard, front_end fbank)"
             )
     return problems
 
@@ -244,8 +246,8 @@ def local_weights_problems(cfg: TrainingConfig) -> list[str]:
                 ssl_config = read_ssl_config(Path(cfg.ssl_model_path))
             except ConfigError as exc:
                 problems.append(str(exc))
-    if cfg.init_from is not None:
-        folder = Path(cfg.init_from)
+    if cfg.pretrained_ecapa_path is not None:
+        folder = Path(cfg.pretrained_ecapa_path)
         try:
             check_ecapa_folder(folder)
         except ConfigError as exc:

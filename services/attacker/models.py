@@ -13,8 +13,8 @@ Presets (``ModelPreset``, defined in ``services.attacker.presets``):
   ``services.attacker.ge2e_model``), always started from the weights in Resemblyzer's wheel.
 
 Every model maps (mean-normalized fbank features (batch, frames, 80), relative lengths (batch,))
-to embeddings (batch, dim), trained from scratch unless ``TrainingConfig.init_from`` names a
-SpeechBrain checkpoint (``services.attacker.pretrained``). With the SSL front end
+to embeddings (batch, dim), trained from scratch unless ``TrainingConfig.pretrained_ecapa_path``
+names a SpeechBrain checkpoint (``services.attacker.pretrained``). With the SSL front end
 (``services.attacker.ssl``) the ECAPA's input size (``n_mels``) is the SSL model's hidden size.
 """
 

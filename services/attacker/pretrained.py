@@ -1,6 +1,6 @@
 """Initializing the attacker's ECAPA-TDNN from a local SpeechBrain checkpoint folder.
 
-``TrainingConfig.init_from`` names a folder with SpeechBrain's layout
+``TrainingConfig.pretrained_ecapa_path`` names a folder with SpeechBrain's layout
 (``speechbrain/spkrec-ecapa-voxceleb``: ``hyperparams.yaml`` + ``embedding_model.ckpt``); the
 recognizer starts from those weights and is fine-tuned on the anonymized training data. The
 state dict is read with ``torch.load(weights_only=True)`` (no pickled code runs) and compared
@@ -43,14 +43,15 @@ def read_ecapa_state(folder: str | Path) -> dict[str, torch.Tensor]:
     except Exception as exc:  # torch raises several types for corrupt or unsafe files
         cause = str(exc).split(". ")[0].splitlines()[0] if str(exc) else type(exc).__name__
         raise ConfigError(
-            f"init_from: {path} is not a readable SpeechBrain checkpoint ({cause[:160]})"
+            f"pretrained_ecapa_path: {path} is not a readable SpeechBrain checkpoint "
+            f"({cause[:160]})"
         ) from exc
     if isinstance(state, dict) and "model" in state and isinstance(state["model"], dict):
         state = state["model"]  # some recipes wrap the state dict
     if not isinstance(state, dict) or not all(
         isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in state.items()
     ):
-        raise ConfigError(f"init_from: {path} does not hold a state dict of tensors")
+        raise ConfigError(f"pretrained_ecapa_path: {path} does not hold a state dict of tensors")
     return state
 
 
@@ -101,7 +102,9 @@ def _describe(
             f"{unexpected[:_SHOWN]}"
         )
     return (
-        f"init_from: {path} does not fit the {model_name}: " + "; ".join(parts) + ". Choose the "
+        f"pretrained_ecapa_path: {path} does not fit the {model_name}: "
+        + "; ".join(parts)
+        + ". Choose the "
         "preset (and front end) the checkpoint was trained with "
         "(speechbrain/spkrec-ecapa-voxceleb: preset standard, front_end fbank)"
     )
@@ -116,8 +119,8 @@ def load_pretrained_ecapa(model: EmbeddingModel, folder: str | Path) -> None:
     """
     if model.preset.architecture != "ecapa":
         raise ConfigError(
-            f"init_from: preset {model.preset.name!r} is an x-vector; a SpeechBrain ECAPA "
-            "checkpoint initializes only an ECAPA preset (standard, vpc or tiny)"
+            f"pretrained_ecapa_path: preset {model.preset.name!r} is an x-vector; a SpeechBrain "
+            "ECAPA checkpoint initializes only an ECAPA preset (standard, vpc or tiny)"
         )
     path = Path(folder) / ECAPA_WEIGHTS
     state = read_ecapa_state(folder)

@@ -1,10 +1,10 @@
 """Training the attacker's speaker recognizer, with the target classifier of Franzreb et al.
 
 The recognizer (``SpeakerEncoder``: fbanks + ECAPA-TDNN or x-vector) is trained from scratch, or
-from a SpeechBrain checkpoint (``init_from``, ``services.attacker.pretrained``), or behind an SSL
-front end (``front_end: ssl``, ``services.attacker.ssl``: a learned weighted sum of all WavLM /
-wav2vec 2.0 layers, the SSL model frozen for ``ssl_frozen_epochs`` and then fine-tuned at
-``ssl_lr_scale`` x the learning rate), with a source classifier (cosine head + AAM-softmax
+from a SpeechBrain checkpoint (``pretrained_ecapa_path``, ``services.attacker.pretrained``), or
+behind an SSL front end (``front_end: ssl``, ``services.attacker.ssl``: a learned weighted sum of
+all WavLM / wav2vec 2.0 layers, the SSL model frozen for ``ssl_frozen_epochs`` and then fine-tuned
+at ``ssl_lr_scale`` x the learning rate), with a source classifier (cosine head + AAM-softmax
 over the training speakers, weight w_S) on random fixed-length crops. Optionally a target
 classifier (a second cosine head over the target ids of the anonymized training utterances) sits
 on the same embedding:
@@ -40,7 +40,7 @@ only the history, so a resumed run anneals and stops where an uninterrupted one 
 The ``ge2e`` preset (``services.attacker.ge2e_model``) is Resemblyzer's GE2E encoder: it starts
 from the weights in Resemblyzer's wheel and is fine-tuned with the schedule of a transfer (below).
 
-Transfer (``init_checkpoint``): the recognizer (and the source head, when the speakers are the
+Transfer (``transfer_checkpoint``): the recognizer (and the source head, when the speakers are the
 same) starts from another run's checkpoint, in the pipeline the same seed's recognizer trained on
 original speech, and is fine-tuned with ``fine_tune_learning_rate``: a linear warm-up from
 ``base_lr`` to ``finetune_lr`` over ``finetune_warmup_epochs``, then a linear decay to ``base_lr``
@@ -78,7 +78,7 @@ from services.attacker.embeddings import (
 from services.attacker.local_weights import check_local_weights
 from services.attacker.models import CosineHead, SpeakerEncoder
 from services.attacker.presets import ModelPreset, get_preset
-from services.attacker.training_config import TrainingConfig
+from services.attacker.training_config import TrainingConfig, transfer_start
 from services.attacker.training_data import (
     CropDataset,
     data_fingerprint,
@@ -127,7 +127,7 @@ class _Trainer:
         train: list[TrainingItem],
         val: list[TrainingItem],
         output_dir: Path,
-        init_checkpoint: Path | None = None,
+        transfer_checkpoint: Path | None = None,
     ) -> None:
         self.config = config
         self.train = train
@@ -136,7 +136,7 @@ class _Trainer:
         self.device = resolve_device(config.device)
         self.preset = get_preset(config.preset)
         self._set_labels()
-        self._build_models(init_checkpoint)
+        self._build_models(transfer_checkpoint)
         self._set_schedule()
 
         self.global_step = 0
@@ -174,8 +174,8 @@ class _Trainer:
         self.spk_index = {s: i for i, s in enumerate(self.speaker_labels)}
         self.tgt_index = {t: i for i, t in enumerate(self.target_labels)}
 
-    def _build_models(self, init_checkpoint: Path | None) -> None:
-        """The front end, recognizer, heads (started from ``init_checkpoint`` when given),
+    def _build_models(self, transfer_checkpoint: Path | None) -> None:
+        """The front end, recognizer, heads (started from ``transfer_checkpoint`` when given),
         optimizer and losses, seeded with ``config.seed``."""
         config = self.config
         # Issue 15: the SSL front end is loaded first (from_pretrained may draw from the global
@@ -192,10 +192,10 @@ class _Trainer:
         # depend on whether a target head exists (mode off vs observe: same recognizer).
         seed_everything(config.seed)
         self.encoder = SpeakerEncoder(self.preset, features=self.ssl_front)
-        if config.init_from is not None:
+        if config.pretrained_ecapa_path is not None:
             from services.attacker.pretrained import load_pretrained_ecapa
 
-            load_pretrained_ecapa(self.encoder.embedding, config.init_from)
+            load_pretrained_ecapa(self.encoder.embedding, config.pretrained_ecapa_path)
         # A pretrained verifier (the ge2e preset) always starts from its published weights and
         # is fine-tuned (the warm-up and decay schedule), never trained from random weights.
         self.pretrained_start = self.preset.architecture == "ge2e"
@@ -204,9 +204,9 @@ class _Trainer:
 
             load_ge2e_weights(self.encoder.embedding.net)
         self.source_head = CosineHead(self.preset.embedding_dim, len(self.speaker_labels))
-        self.init_fingerprint: str | None = None
-        if init_checkpoint is not None:
-            self._transfer(init_checkpoint)
+        self.transfer_fingerprint: str | None = None
+        if transfer_checkpoint is not None:
+            self._transfer(transfer_checkpoint)
         self.encoder = self.encoder.to(self.device)
         self.source_head = self.source_head.to(self.device)
         self.target_head: CosineHead | None = None
@@ -257,7 +257,7 @@ class _Trainer:
     def fine_tuning(self) -> bool:
         """Whether the recognizer starts from trained weights (transfer, or a pretrained
         verifier): the warm-up and decay schedule instead of the cyclic one."""
-        return self.init_fingerprint is not None or self.pretrained_start
+        return self.transfer_fingerprint is not None or self.pretrained_start
 
     def _optimizer(self, params: list[torch.nn.Parameter]) -> torch.optim.Optimizer:
         """Adam (or AdamW, ``config.optimizer``) over ``params`` (the recognizer without its SSL
@@ -291,7 +291,7 @@ class _Trainer:
         self.encoder.load_state_dict(payload["encoder"])
         if list(payload["speaker_labels"]) == self.speaker_labels:
             self.source_head.load_state_dict(payload["source_head"])
-        self.init_fingerprint = hashlib.sha256(path.read_bytes()).hexdigest()
+        self.transfer_fingerprint = hashlib.sha256(path.read_bytes()).hexdigest()
 
     def scheduled_learning_rate(self, step: int) -> float:
         """The schedule's rate at optimizer step ``step``: cyclic from scratch, warm-up and
@@ -352,8 +352,9 @@ class _Trainer:
             "best_ver_source": self.best_ver,
             "data_fingerprint": self.fingerprint,
         }
-        if self.init_fingerprint is not None:  # scratch checkpoints keep their keys
-            payload["init_fingerprint"] = self.init_fingerprint
+        if self.transfer_fingerprint is not None:  # scratch checkpoints keep their keys
+            # The payload key keeps its first name: checkpoints written before still resume.
+            payload["init_fingerprint"] = self.transfer_fingerprint
         front_end = self.encoder.front_end_record()
         if front_end is not None:  # fbank checkpoints keep their keys
             payload["front_end"] = front_end
@@ -380,7 +381,7 @@ class _Trainer:
             raise InvalidInputError(
                 f"{path}: cannot resume, the training/validation data differ from the checkpoint's"
             )
-        if payload.get("init_fingerprint") != self.init_fingerprint:
+        if payload.get("init_fingerprint") != self.transfer_fingerprint:
             raise ConfigError(
                 f"{path}: cannot resume, the run started from another recognizer (init "
                 "checkpoint differs); use resume=False or another output folder"
@@ -612,7 +613,7 @@ class _Trainer:
             preset=self.preset,
             config=self.config,
             resumed_after_epoch=self.resumed_after_epoch,
-            init="original" if self.init_fingerprint is not None else "scratch",
+            start=transfer_start(self.config, transferred=self.transfer_fingerprint is not None),
             stopped=stop_reason(self.history, self.config, self.best_epoch, self.rising_epochs),
         )
 
@@ -626,12 +627,13 @@ def train_attacker(
     resume: bool = True,
     progress: ProgressCallback | None = None,
     on_checkpoint: CheckpointCallback | None = None,
-    init_checkpoint: str | Path | None = None,
+    transfer_checkpoint: str | Path | None = None,
 ) -> TrainedAttacker:
     """Train the attacker's recognizer; checkpoints go to ``output_dir``.
 
-    From scratch, or from the local weights ``config`` names (``init_from``, ``ssl_model_path``;
-    checked first by ``check_local_weights``, so a bad folder fails before any work).
+    From scratch, or from the local weights ``config`` names (``pretrained_ecapa_path``,
+    ``ssl_model_path``; checked first by ``check_local_weights``, so a bad folder fails before
+    any work).
 
     ``train_items`` / ``validation_items``: ``(waveform float32 16 kHz, speaker, target | None)``
     (validation: the held-out 10 % of the same speakers; may be empty, then VER is None and
@@ -640,11 +642,12 @@ def train_attacker(
     same config and data is continued after its last completed epoch, with results identical to
     an uninterrupted run, under the same checkpoint rule; ``resume=False`` starts over.
     ``progress``: see ``ProgressCallback``; ``on_checkpoint``: see ``CheckpointCallback``.
-    ``init_checkpoint``: a ``best.pt`` / ``last.pt`` of this trainer with the same preset to start
-    from (transfer; fine-tuned with ``finetune_lr``), e.g. the same seed's recognizer trained on
-    original speech; a resume checks that it is the same file. ``epochs`` is a cap
-    (``should_stop``). Raises ``InvalidInputError`` / ``ConfigError`` naming a bad item, label or
-    field.
+    ``transfer_checkpoint``: a ``best.pt`` / ``last.pt`` of this trainer with the same preset to
+    start from (transfer; fine-tuned with ``finetune_lr``), e.g. the same seed's recognizer trained
+    on original speech; a resume checks that it is the same file. A ``config.start`` that
+    contradicts it (``original`` without one, ``scratch`` with one) is a ``ConfigError``.
+    ``epochs`` is a cap (``should_stop``). Raises ``InvalidInputError`` / ``ConfigError`` naming
+    a bad item, label or field.
     """
     cfg = config if config is not None else TrainingConfig()
     train = normalize_items(train_items, "train_items")
@@ -658,10 +661,11 @@ def train_attacker(
     check_local_weights(cfg)  # missing / unreadable / mismatched weight folders, before any work
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
-    init = Path(init_checkpoint) if init_checkpoint is not None else None
-    if init is not None and not init.is_file():
-        raise ConfigError(f"init_checkpoint: file not found: {init}")
-    trainer = _Trainer(cfg, train, val, out, init)
+    transfer = Path(transfer_checkpoint) if transfer_checkpoint is not None else None
+    if transfer is not None and not transfer.is_file():
+        raise ConfigError(f"transfer_checkpoint: file not found: {transfer}")
+    transfer_start(cfg, transferred=transfer is not None)  # a contradiction fails before any work
+    trainer = _Trainer(cfg, train, val, out, transfer)
     last = out / "last.pt"
     with deterministic(cfg.deterministic, trainer.device):
         if resume and last.is_file():

@@ -10,7 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
+
+from services.errors import ConfigError
 
 PresetName = Literal["standard", "vpc", "tiny", "xvector", "ge2e"]
 """Names of the built-in model presets (``services.attacker.presets.PRESETS``)."""
@@ -19,13 +21,16 @@ TargetClassifierMode = Literal["off", "observe", "adversarial"]
 """Target classifier mode (see ``services.attacker.training``)."""
 
 
-InitName = Literal["scratch", "original"]
+StartPoint = Literal["scratch", "original"]
 """Where a recognizer trained on anonymized speech starts: random weights, or the same seed's
 recognizer trained on original speech (transfer, then fine-tuned)."""
 
-FINETUNE_FIELDS = ("init", "finetune_lr", "finetune_warmup_epochs")
+ORIGINAL_SPEECH = "original"
+"""The data condition of a recognizer trained on original (unprotected) speech."""
+
+FINETUNE_FIELDS = ("start", "finetune_lr", "finetune_warmup_epochs")
 """The training fields of a fine-tune, which a recognizer of original speech trained from
-scratch does not read (a pretrained verifier's, preset ``ge2e``, reads all but ``init``)."""
+scratch does not read (a pretrained verifier's, preset ``ge2e``, reads all but ``start``)."""
 
 FrontEndName = Literal["fbank", "ssl"]
 """What feeds the ECAPA: 80 log-mel fbanks, or a learned weighted sum of an SSL model's layers."""
@@ -135,10 +140,13 @@ class TrainingConfig(BaseModel):
         exclude_if=lambda value: value == 1.0,
         description="The VER_S improvement (percentage points) that counts as improving.",
     )
-    init: InitName | None = Field(
+    start: StartPoint | None = Field(
         None,
+        # ``init:``, its former name, still reads: configs written before keep working.
+        validation_alias=AliasChoices("start", "init"),
         exclude_if=lambda value: value is None,
-        description="Recognizers trained on anonymized speech: `scratch` (random weights) or "
+        description="Where recognizers trained on anonymized speech start: `scratch` (random "
+        "weights) or "
         "`original` (the same seed's recognizer trained on original speech, same preset, then "
         "fine-tuned with `finetune_lr` and `finetune_warmup_epochs`); null = `original` when "
         "the evaluation trains an original-speech recognizer anyway (scenario original, "
@@ -149,7 +157,7 @@ class TrainingConfig(BaseModel):
         1e-3,
         gt=0,
         exclude_if=lambda value: value == 1e-3,
-        description="init `original`: the peak learning rate of the fine-tune (replaces the "
+        description="start `original`: the peak learning rate of the fine-tune (replaces the "
         "cyclic schedule): linear warm-up from base_lr over `finetune_warmup_epochs`, then "
         "linear decay to base_lr at the epochs cap.",
     )
@@ -157,7 +165,7 @@ class TrainingConfig(BaseModel):
         1.0,
         ge=0,
         exclude_if=lambda value: value == 1.0,
-        description="init `original`: epochs of linear learning-rate warm-up (the new "
+        description="start `original`: epochs of linear learning-rate warm-up (the new "
         "classifier heads settle before the transferred recognizer moves much).",
     )
     batch_size: int = Field(32, ge=2, description="Crops per training step.")
@@ -229,10 +237,12 @@ class TrainingConfig(BaseModel):
     # Issue 15, pretrained and SSL front ends (services.attacker.pretrained / .ssl). Every field
     # is left out of dumps at its default, so train stage keys and checkpoints of runs that do
     # not use them stay as they were.
-    init_from: Path | None = Field(
+    pretrained_ecapa_path: Path | None = Field(
         None,
+        # ``init_from:``, its former name, still reads: configs written before keep working.
+        validation_alias=AliasChoices("pretrained_ecapa_path", "init_from"),
         exclude_if=lambda value: value is None,
-        description="A local SpeechBrain ECAPA-TDNN checkpoint folder (hyperparams.yaml + "
+        description="Path of a local SpeechBrain ECAPA-TDNN checkpoint folder (hyperparams.yaml + "
         "embedding_model.ckpt, the layout of speechbrain/spkrec-ecapa-voxceleb): the recognizer "
         "starts from its weights and is fine-tuned; null = trained from scratch. Nothing is "
         "downloaded.",
@@ -280,10 +290,10 @@ class TrainingConfig(BaseModel):
             )
         if self.front_end == "fbank" and self.ssl_model_path is not None:
             raise ValueError("ssl_model_path is set but front_end is 'fbank'; set front_end: ssl")
-        if self.preset == "ge2e" and self.init_from is not None:
+        if self.preset == "ge2e" and self.pretrained_ecapa_path is not None:
             raise ValueError(
-                "preset 'ge2e' starts from the GE2E weights in Resemblyzer's wheel; init_from "
-                "(a SpeechBrain ECAPA folder) initializes an ECAPA preset"
+                "preset 'ge2e' starts from the GE2E weights in Resemblyzer's wheel; "
+                "pretrained_ecapa_path (a SpeechBrain ECAPA folder) initializes an ECAPA preset"
             )
         if self.front_end == "ssl":
             from services.attacker.presets import get_preset
@@ -294,3 +304,54 @@ class TrainingConfig(BaseModel):
                     "(use standard, vpc or tiny)"
                 )
         return self
+
+
+# -- where a recognizer starts: decided here, once ------------------------------------------------
+
+
+def recognizer_start(
+    training: TrainingConfig, condition: str, *, trains_original: bool
+) -> StartPoint:
+    """THE rule for where the recognizer trained on ``condition`` speech starts.
+
+    A recognizer of original speech starts from scratch. One of anonymized speech starts as
+    ``training.start`` says; unset, from the original-speech recognizer (``original``) when the
+    evaluation trains one anyway (``trains_original``: a scenario original, ignorant or
+    lazy-informed), else from scratch. The plan, the train stage and the trainer's record all
+    read this (``services.pipeline.plan.recognizer_start_of``)."""
+    if condition == ORIGINAL_SPEECH:
+        return "scratch"
+    if training.start is not None:
+        return training.start
+    return "original" if trains_original else "scratch"
+
+
+def recognizer_training(
+    training: TrainingConfig, condition: str, start: StartPoint
+) -> TrainingConfig:
+    """The training of the recognizer on ``condition`` speech that starts at ``start``
+    (:func:`recognizer_start`): original speech has no targets (no target head) and its
+    recognizer takes none of the fine-tune fields, except a pretrained verifier's (preset
+    ``ge2e``: a fine-tune of its published weights, it keeps all but ``start``); an anonymized
+    one records its start."""
+    if condition == ORIGINAL_SPEECH:
+        if start != "scratch":
+            raise ValueError("a recognizer of original speech starts from scratch")
+        reset = ("start",) if training.preset == "ge2e" else FINETUNE_FIELDS
+        defaults = {k: TrainingConfig.model_fields[k].default for k in reset}
+        return training.model_copy(update={"target_classifier": "off", **defaults})
+    return training.model_copy(update={"start": start})
+
+
+def transfer_start(training: TrainingConfig, *, transferred: bool) -> StartPoint:
+    """The start a trainer run records: ``original`` when it was handed a recognizer to start
+    from (the pipeline hands one exactly when :func:`recognizer_start` says ``original``), else
+    ``scratch``; a ``training.start`` that contradicts it is a ``ConfigError``."""
+    start: StartPoint = "original" if transferred else "scratch"
+    if training.start is not None and training.start != start:
+        given = "a" if transferred else "no"
+        raise ConfigError(
+            f"training.start is {training.start!r} but {given} recognizer to start from was "
+            "given (transfer_checkpoint)"
+        )
+    return start

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Literal, NamedTuple
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 from services.attacker.checkpoint import encoder_from_checkpoint, load_checkpoint
 from services.attacker.models import SpeakerEncoder
@@ -75,11 +75,13 @@ class TrainedAttacker(BaseModel):
         description="Epochs this run found done in a checkpoint and continued after (0: trained "
         "from scratch); a record of how the run went, like the history's timings.",
     )
-    init: Literal["scratch", "original"] = Field(
+    start: Literal["scratch", "original"] = Field(
         "scratch",
+        # ``init``, its former name, still reads: trained.json of cached stages keeps working.
+        validation_alias=AliasChoices("start", "init"),
         description="`original`: started from another recognizer's checkpoint (transfer) and "
-        "fine-tuned; `scratch`: random weights (or `init_from`'s pretrained ECAPA, or the "
-        "`ge2e` preset's weights from Resemblyzer's wheel).",
+        "fine-tuned; `scratch`: random weights (or `pretrained_ecapa_path`'s pretrained ECAPA, or "
+        "the `ge2e` preset's weights from Resemblyzer's wheel).",
     )
     stopped: Literal["cap", "patience"] = Field(
         "cap",

@@ -66,6 +66,20 @@ PathPart = str | int
 """A step of a :attr:`Metric.path`: a mapping key, or an index into a list (interval bounds)."""
 
 
+LLR_BACKENDS: frozenset[str] = frozenset({"plda"})
+"""Back-ends whose scores are log-likelihood ratios (calibrated evidence), unless a score
+normalization rescales them."""
+
+NO_NORMALIZATION = "none"
+"""The score normalization that leaves scores as the back-end made them."""
+
+
+def scores_are_llrs(backend: str, normalization: str = NO_NORMALIZATION) -> bool:
+    """Whether ``backend``'s scores under ``normalization`` are log-likelihood ratios: PLDA's,
+    unless AS-norm rescaled them (cosine similarities never are)."""
+    return backend in LLR_BACKENDS and normalization == NO_NORMALIZATION
+
+
 def stored_backend(scenario: str, backend: str) -> str:
     """The back-end a (scenario, back-end) value is stored under: the utility rows have one."""
     return UTILITY_BACKEND if scenario == UTILITY_SCENARIO else backend
@@ -105,6 +119,24 @@ class Metric:
     chance_key: str | None = None
     """Key of the metric holding this metric's chance level where that depends on the
     evaluation (e.g. 1/N for a population of N speakers): stored beside it in every row."""
+    needs_llr_scores: bool = False
+    """Meaningful on log-likelihood-ratio scores only (:func:`scores_are_llrs`): elsewhere it is
+    neither computed, stored nor shown (:meth:`applies`)."""
+
+    def applies(self, backend: str, normalization: str = NO_NORMALIZATION) -> bool:
+        """Whether this metric applies to the scores of ``backend`` under ``normalization``: THE
+        rule the score stage (compute and store it or not) and the pages (show it or not) read."""
+        return not self.needs_llr_scores or scores_are_llrs(backend, normalization)
+
+    @property
+    def applies_note(self) -> str | None:
+        """Where this metric applies, for a page's note; None when it applies to every score."""
+        if not self.needs_llr_scores:
+            return None
+        return (
+            f"{self.label} applies to log-likelihood-ratio scores only (the "
+            f"{', '.join(sorted(LLR_BACKENDS))} back-end without score normalization)"
+        )
 
     def value_in(self, row: Mapping[str, Any]) -> float | None:
         """This metric's value in a ``results.json`` row, or None when the row lacks it."""
@@ -314,13 +346,17 @@ DETECTION_RATE_FAR_0_1 = Metric(
 CLLR = Metric(
     key="cllr_bits",
     label="Cllr",
-    description="Log-likelihood-ratio cost of the attacker's raw scores (calibration included).",
+    description=(
+        "Log-likelihood-ratio cost of the attacker's raw scores (calibration included); only "
+        "where the scores are log-likelihood ratios (PLDA without score normalization)."
+    ),
     unit="bits",
     higher_is_better=True,
     digits=3,
     path=("cllr_bits",),
     seed_summary=True,
     summarized=True,
+    needs_llr_scores=True,
 )
 MIN_CLLR = Metric(
     key="min_cllr_bits",
@@ -730,12 +766,17 @@ def table_metrics() -> tuple[Metric, ...]:
 def summarize_seed_values(rows: list[Mapping[str, Any]]) -> dict[str, dict[str, float] | None]:
     """``{key: {"mean", "std"}}`` over ``rows`` (one per seed) for every seed-summary metric.
 
-    The standard deviation is the sample one (ddof 1; 0 for a single seed); a metric no row
-    carries maps to None.
+    The standard deviation is the sample one (ddof 1; 0 for a single seed). A metric no row
+    carries (it does not apply, :meth:`Metric.applies`, or was not asked for) is left out, as it
+    is from the rows: one name at every seed and in the aggregate. A metric the rows carry without
+    a value maps to None.
     """
     out: dict[str, dict[str, float] | None] = {}
     for m in seed_summary_metrics():
-        present = [v for v in (m.value_in(r) for r in rows) if v is not None]
+        carried = [r for r in rows if _follow(r, m.path) is not _MISSING]
+        if not carried:
+            continue
+        present = [v for v in (m.value_in(r) for r in carried) if v is not None]
         if not present:
             out[m.key] = None
             continue

@@ -173,7 +173,8 @@ def challenger_message(block: Mapping[str, Any]) -> str | None:
         f"{head.get('backend')}) by {-float(block.get('difference_points') or 0):.1f} points "
         f"(paired speaker bootstrap {100 * float(block.get('confidence') or 0):.0f} % interval "
         f"of the difference {interval[0]:.1f} to {interval[1]:.1f}); to fix: a stronger attacker "
-        "(attackers: strongest, training.init_from a pretrained checkpoint, more epochs)"
+        "(attackers: strongest, training.pretrained_ecapa_path a pretrained checkpoint, more "
+        "epochs)"
     )
 
 

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
 from pydantic import (
+    AliasChoices,
     BaseModel,
     ConfigDict,
     Field,
@@ -21,6 +23,7 @@ from pydantic import (
     model_validator,
 )
 
+from services import field_names
 from services.anonymizers.kinds.builtin import BuiltinAnonymizerConfig
 from services.anonymizers.kinds.registry import (
     KIND_NAMES,
@@ -244,11 +247,15 @@ class EvaluationConfig(BaseModel):
         description="A label for the result: one line, no control, format (bidirectional, "
         "zero-width) or invisible characters, not only spaces; stored in Unicode NFKC.",
     )
-    protocol: Path | None = Field(
-        None, description="Protocol JSON (from `unmask corpus protocol`); null = synthetic."
+    protocol_file: Path | None = Field(
+        None,
+        # ``protocol:``, its former name, still reads: configs written before keep working.
+        validation_alias=AliasChoices("protocol_file", "protocol"),
+        description="Path of a protocol JSON file (from `unmask corpus protocol`); null = the "
+        "synthetic corpus.",
     )
     synthetic: SyntheticCorpusSpec = Field(
-        default_factory=SyntheticCorpusSpec, description="Used when `protocol` is null."
+        default_factory=SyntheticCorpusSpec, description="Used when `protocol_file` is null."
     )
     anonymizer: AnonymizerConfig = Field(
         default_factory=default_anonymizer_config,
@@ -330,7 +337,7 @@ class EvaluationConfig(BaseModel):
     def _legal_population(self) -> EvaluationConfig:
         # The synthetic corpus's evaluation set is known from the config; a protocol file's is
         # checked by config_checks (it must be read).
-        if self.protocol is None and self.metrics.legal is not None:
+        if self.protocol_file is None and self.metrics.legal is not None:
             problems = legal_spec_problems(self.metrics.legal, synthetic_population(self.synthetic))
             if problems:
                 raise ValueError("; ".join(problems))
@@ -440,6 +447,21 @@ def join_problems(source: str, problems: list[str]) -> str:
     return f"{source}: {len(problems)} problems: " + "; ".join(problems)
 
 
+def with_current_names(data: Mapping[str, Any], source: str = "config") -> dict[str, Any]:
+    """A config mapping with every former field name (top level and ``training``) replaced by
+    its current one (``services.field_names``), so that configs merge key by key (a protocol's
+    ``init:`` and a job's ``start:`` are the same field). Both names at once: a ``ConfigError``."""
+    try:
+        out = field_names.with_current_names(data, EvaluationConfig, f"{source}.")
+        if isinstance(out.get("training"), Mapping):
+            out["training"] = field_names.with_current_names(
+                out["training"], TrainingConfig, f"{source}.training."
+            )
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    return out
+
+
 def parse_config(data: Any, source: str = "config") -> EvaluationConfig:
     """Validate a config mapping; a ``ConfigError`` names every bad field at once."""
     if data is None:
@@ -483,15 +505,15 @@ def read_config_data(path: str | Path) -> dict[str, Any]:
 
 
 def resolve_paths(cfg: EvaluationConfig, config_file: str | Path) -> EvaluationConfig:
-    """A relative ``protocol``, ``training.init_from``, ``training.ssl_model_path``, an
-    attacker's ``pretrained_path`` or ``utility.asr.pretrained_path`` is relative to the config
-    file's folder."""
+    """A relative ``protocol_file``, ``training.pretrained_ecapa_path``,
+    ``training.ssl_model_path``, an attacker's ``pretrained_path`` or
+    ``utility.asr.pretrained_path`` is relative to the config file's folder."""
     base = Path(config_file).parent
-    if cfg.protocol is not None and not cfg.protocol.is_absolute():
-        cfg = cfg.model_copy(update={"protocol": (base / cfg.protocol).resolve()})
+    if cfg.protocol_file is not None and not cfg.protocol_file.is_absolute():
+        cfg = cfg.model_copy(update={"protocol_file": (base / cfg.protocol_file).resolve()})
     weights = {
         name: (base / value).resolve()
-        for name in ("init_from", "ssl_model_path")
+        for name in ("pretrained_ecapa_path", "ssl_model_path")
         if (value := getattr(cfg.training, name)) is not None and not value.is_absolute()
     }
     if weights:
@@ -524,7 +546,7 @@ def demo_config() -> EvaluationConfig:
     """The embedded demo: pitch anonymizer, synthetic corpus, small recognizer, 3 scenarios.
 
     12 epochs (a cap; patience 3): the semi-informed recognizer starts from the original-speech
-    one (``training.init`` defaults to ``original`` here) and, measured with 1-3 torch threads,
+    one (``training.start`` defaults to ``original`` here) and, measured with 1-3 torch threads,
     reaches VER_S 29-40 % and passes the trust check, where 6 epochs left it at 52 %
     (docs/results-synthetic.md, "The demo")."""
     return EvaluationConfig(

@@ -91,7 +91,7 @@ def protocol_problems(cfg: EvaluationConfig) -> list[str]:
     that can be judged where the protocol is registered (the API host): the synthetic corpus's
     role sizes and per-speaker counts. A protocol file's path names a file on the worker hosts,
     and the anonymizer comes with each submission: neither is checked here."""
-    if cfg.protocol is not None:
+    if cfg.protocol_file is not None:
         return []
     return _corpus_problems(cfg)
 
@@ -100,14 +100,14 @@ def _legal_problems(cfg: EvaluationConfig) -> list[str]:
     """Legal-metrics requests a protocol file's evaluation set cannot serve (the synthetic
     corpus's are checked with the config itself)."""
     spec = cfg.metrics.legal
-    if spec is None or spec.adapts or cfg.protocol is None or not cfg.protocol.is_file():
+    if spec is None or spec.adapts or cfg.protocol_file is None or not cfg.protocol_file.is_file():
         return []
     from services.corpus.protocol import load_protocol_and_manifest
     from services.metrics.legal import population_of
     from services.pipeline.config import legal_spec_problems
 
     try:
-        protocol, manifest = load_protocol_and_manifest(cfg.protocol)
+        protocol, manifest = load_protocol_and_manifest(cfg.protocol_file)
     except (InvalidInputError, OSError, ValueError):
         return []  # reported by the corpus check
     speaker = {u.utt_id: u.speaker_id for u in manifest.utterances}
@@ -120,7 +120,7 @@ def _legal_problems(cfg: EvaluationConfig) -> list[str]:
 
 def _zoo_weight_problems(cfg: EvaluationConfig) -> list[str]:
     """The local weight folders of each zoo attacker's resolved training (vpc2026's WavLM and
-    verifier, an attacker with its own ``init_from``), beyond the config's own."""
+    verifier, an attacker with its own ``pretrained_ecapa_path``), beyond the config's own."""
     if cfg.attackers is None:
         return []
     from services.attacker.recipes import resolve_training, zoo_specs
@@ -148,11 +148,11 @@ def _utility_problems(cfg: EvaluationConfig) -> list[str]:
             check_asr_folder(utility.asr.pretrained_path)
         except (InvalidInputError, OSError) as exc:
             problems.append(f"utility.asr.pretrained_path: {exc}")
-    if cfg.protocol is not None and cfg.protocol.is_file():
+    if cfg.protocol_file is not None and cfg.protocol_file.is_file():
         from services.corpus.protocol import load_protocol_and_manifest
 
         try:
-            protocol, manifest = load_protocol_and_manifest(cfg.protocol)
+            protocol, manifest = load_protocol_and_manifest(cfg.protocol_file)
         except (InvalidInputError, OSError, ValueError):
             return problems  # reported by the corpus check
         by_id = {u.utt_id: u for u in manifest.utterances}
@@ -173,15 +173,15 @@ def _anonymizer_problems(cfg: EvaluationConfig, engine_url: str | None) -> list[
 
 
 def _corpus_problems(cfg: EvaluationConfig) -> list[str]:
-    if cfg.protocol is not None:
+    if cfg.protocol_file is not None:
         from services.corpus.protocol import load_protocol_and_manifest
 
-        if cfg.protocol.is_dir():
-            return [f"protocol: {cfg.protocol} is a directory, not a protocol JSON"]
+        if cfg.protocol_file.is_dir():
+            return [f"protocol_file: {cfg.protocol_file} is a directory, not a protocol JSON"]
         try:
-            load_protocol_and_manifest(cfg.protocol)
+            load_protocol_and_manifest(cfg.protocol_file)
         except (InvalidInputError, OSError, ValueError) as exc:
-            return [f"protocol: {exc}"]
+            return [f"protocol_file: {exc}"]
         return []
     s = cfg.synthetic
     problems: list[str] = []
@@ -256,12 +256,12 @@ def _estimate_line(
     from services.pipeline.stages.utility import asr_in_store
 
     try:
-        if cfg.protocol is None:
+        if cfg.protocol_file is None:
             training = estimates.synthetic_training_audio(cfg)
             sizes = estimates.synthetic_audio_sizes(cfg)
         else:
-            training = estimates.protocol_training_audio(cfg.protocol)
-            sizes = estimates.protocol_audio_sizes(cfg.protocol)
+            training = estimates.protocol_training_audio(cfg.protocol_file)
+            sizes = estimates.protocol_audio_sizes(cfg.protocol_file)
     except Exception as exc:  # an unreadable protocol is reported by the config checks
         return f"plan: no time estimate ({type(exc).__name__} reading the protocol)"
     kind = kind_of(cfg.anonymizer)
@@ -320,8 +320,8 @@ def _calls_line(cfg: EvaluationConfig) -> str | None:
     try:
         audio = (
             estimates.synthetic_training_audio(cfg)
-            if cfg.protocol is None
-            else estimates.protocol_training_audio(cfg.protocol)
+            if cfg.protocol_file is None
+            else estimates.protocol_training_audio(cfg.protocol_file)
         )
     except Exception:  # an unreadable protocol is reported by the config checks
         return None

@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
+from services.field_names import former_names
 from services.pipeline.config import EvaluationConfig
 
 BEGIN = "<!-- config-reference:begin -->"
@@ -67,6 +68,9 @@ def config_reference_markdown() -> str:
         for name, field in model.model_fields.items():
             path = f"{prefix}.{name}" if prefix else name
             desc = (field.description or "").replace("|", "\\|").replace("\n", " ")
+            former = former_names(model).get(name)
+            if former is not None:  # a renamed field: its former name is still read
+                desc += f" Formerly `{former}` (still accepted)."
             lines.append(f"| `{path}` | {_default(field)} | {desc} |")
             kinds = _union_models(field.annotation)
             for variant in kinds:

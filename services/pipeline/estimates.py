@@ -2,7 +2,7 @@
 
 :func:`recognizer_plan` lists the distinct recognizers (train stages) a config trains: per zoo
 attacker and seed, the original- and anonymized-speech recognizers its scenarios need (and the
-transfer sources of ``training.init: original``), recognizers with equal training shared as the
+transfer sources of ``training.start: original``), recognizers with equal training shared as the
 stage store shares them, each with its epochs cap. :func:`training_seconds` turns that into time
 from the training audio (one crop per training utterance and epoch, plus a validation pass over
 the held-out utterances) and the measured throughput of the preset
@@ -52,7 +52,7 @@ class RecognizerPlan:
     seed: int
     preset: str
     epochs: int
-    init: str
+    start: str
 
 
 def recognizer_plan(cfg: EvaluationConfig) -> list[RecognizerPlan]:
@@ -69,7 +69,7 @@ def recognizer_plan(cfg: EvaluationConfig) -> list[RecognizerPlan]:
                 seed=seed,
                 preset=attacker.config.training.preset,
                 epochs=attacker.epochs,
-                init=attacker.stage_init(condition),
+                start=attacker.stage_start(condition),
             )
     return list(plans.values())
 
@@ -78,7 +78,7 @@ def plan_summary(plan: Sequence[RecognizerPlan]) -> str:
     """``6 recognizers (2 on original speech, 4 on anonymized speech, 2 of them fine-tuned);
     epochs cap 6 x2, 18 x4``."""
     n_orig = sum(p.condition == "original" for p in plan)
-    tuned = sum(p.init == "original" for p in plan)
+    tuned = sum(p.start == "original" for p in plan)
     caps: dict[int, int] = {}
     for p in plan:
         caps[p.epochs] = caps.get(p.epochs, 0) + 1
@@ -266,7 +266,7 @@ def phase_seconds(
         ge2e_s = eval_s + (sizes.enrollment_s if "ignorant" in attacks else 0.0)
         embed += ge2e_s / speed.challenger
     out = {
-        "corpus": sizes.corpus_s / speed.corpus if cfg.protocol is None else 0.0,
+        "corpus": sizes.corpus_s / speed.corpus if cfg.protocol_file is None else 0.0,
         "anonymize": anonymized_s / speed.anonymize * (anonymize_scale or 0.0),
         "train": train,
         "embed": embed,

@@ -470,8 +470,8 @@ def run_evaluation(
     ``stages_dir``: a stage store shared between evaluations (stages with equal inputs are
     computed once); default ``out_dir/stages``. ``sandbox``: see `EvaluationRun`.
     """
-    if config.protocol is not None and not Path(config.protocol).is_file():
-        raise ConfigError(f"protocol: file not found: {config.protocol}")
+    if config.protocol_file is not None and not Path(config.protocol_file).is_file():
+        raise ConfigError(f"protocol_file: file not found: {config.protocol_file}")
     run = EvaluationRun(
         config,
         Path(out_dir),

@@ -19,7 +19,11 @@ from dataclasses import dataclass
 
 from services.anonymizers.kinds.registry import kind_of
 from services.attacker.recipes import zoo_specs
-from services.attacker.training_config import FINETUNE_FIELDS, InitName
+from services.attacker.training_config import (
+    StartPoint,
+    recognizer_start,
+    recognizer_training,
+)
 from services.pipeline.config import EvaluationConfig, attacker_config
 
 ORIGINAL = "original"
@@ -94,24 +98,17 @@ class AttackerPlan:
         """Equal for attackers whose recognizers are the same stages (equal training config)."""
         return self.config.training.model_dump_json()
 
-    def stage_init(self, condition: str) -> InitName:
-        """Where its recognizer on ``condition`` speech starts: original-speech ones always from
-        scratch, anonymized-speech ones as :func:`resolved_init` says."""
-        return "scratch" if condition == ORIGINAL else resolved_init(self.config)
+    def stage_start(self, condition: str) -> StartPoint:
+        """Where its recognizer on ``condition`` speech starts (:func:`recognizer_start_of`)."""
+        return recognizer_start_of(self.config, condition)
 
     def stage_identity(self, condition: str) -> str:
         """What distinguishes its train stage on ``condition`` speech from another attacker's (as
-        ``stages.train`` keys them): the training without the fields that do not apply to the
-        condition (an original-speech recognizer has no target classifier and no transfer)."""
-        training = self.config.training
-        if condition == ORIGINAL:
-            # A pretrained verifier's original-speech recognizer is a fine-tune (stages/train.py).
-            unread = {"init"} if training.preset == "ge2e" else set(FINETUNE_FIELDS)
-            dump = training.model_dump(mode="json", exclude=unread)
-            dump["target_classifier"] = "off"
-        else:
-            dump = training.model_dump(mode="json") | {"init": self.stage_init(condition)}
-        return repr(sorted(dump.items()))
+        ``stages.train`` keys them): the recognizer's training as
+        ``training_config.recognizer_training`` makes it for the condition (an original-speech
+        recognizer has no target classifier and no transfer)."""
+        training = recognizer_training(self.config.training, condition, self.stage_start(condition))
+        return repr(sorted(training.model_dump(mode="json").items()))
 
 
 @dataclass(frozen=True)
@@ -218,22 +215,25 @@ class EvaluationPlan:
 # -- transfer: which recognizers start from the original-speech ones (stages/train.py) ----------
 
 
-def resolved_init(cfg: EvaluationConfig) -> InitName:
-    """Where ``cfg``'s anonymized-speech recognizers start: ``training.init``, or by default
-    ``original`` when a scenario trains a recognizer on original speech anyway."""
-    if cfg.training.init is not None:
-        return cfg.training.init
-    trains_original = any(SCENARIO_PLAN[s][0] == "original" for s in cfg.scenarios)
-    return "original" if trains_original else "scratch"
+def trains_original_speech(cfg: EvaluationConfig) -> bool:
+    """Whether a scenario of ``cfg`` trains a recognizer on original speech (original, ignorant,
+    lazy-informed)."""
+    return any(SCENARIO_PLAN[s][0] == ORIGINAL for s in cfg.scenarios)
+
+
+def recognizer_start_of(cfg: EvaluationConfig, condition: str) -> StartPoint:
+    """Where ``cfg``'s recognizer on ``condition`` speech starts: the one rule,
+    ``training_config.recognizer_start``, with what the scenarios train."""
+    return recognizer_start(cfg.training, condition, trains_original=trains_original_speech(cfg))
 
 
 def with_transfer_sources(
     cfg: EvaluationConfig, needed: Sequence[tuple[str, int]]
 ) -> list[tuple[str, int]]:
-    """``needed`` (data condition, seed) plus, for init ``original``, the same seed's
+    """``needed`` (data condition, seed) plus, for start ``original``, the same seed's
     original-speech recognizer of every anonymized one; originals first (``transfer_order``)."""
     out = set(needed)
-    if resolved_init(cfg) == "original":
+    if recognizer_start_of(cfg, ANONYMIZED) == "original":
         out |= {("original", seed) for condition, seed in needed if condition == "anonymized"}
     return transfer_order(out)
 

@@ -178,7 +178,7 @@ def _training_entries(
             "best_epoch": trained.best_epoch,
             "best_w_target": trained.best_w_target,
             # Transfer and the epochs cap: what the trust check reads to say what to change.
-            "init": trained.init,
+            "start": trained.start,
             "epochs_cap": trained.config.epochs,
             "patience": trained.config.patience,
             "stopped": trained.stopped,

@@ -57,8 +57,8 @@ def corpus_stage(ctx: StageContext) -> tuple[Protocol, Manifest, str]:
     protocol, generated in a stage keyed by the synthetic spec.
     """
     cfg = ctx.config
-    if cfg.protocol is not None:
-        protocol, manifest = load_protocol_and_manifest(cfg.protocol)
+    if cfg.protocol_file is not None:
+        protocol, manifest = load_protocol_and_manifest(cfg.protocol_file)
         return protocol, manifest, protocol.content_hash or protocol.compute_hash()
     spec = cfg.synthetic
 
@@ -107,8 +107,8 @@ def stored_corpus_key(cfg: EvaluationConfig, stages_dir: Path) -> str | None:
     """The corpus key (protocol content hash) ``corpus_stage`` would return, read without
     computing anything: from the protocol file, or from the synthetic corpus's finished folder in
     the stage store ``stages_dir``; None when that folder is not there."""
-    if cfg.protocol is not None:
-        protocol = load_protocol(cfg.protocol, check_manifest=False)
+    if cfg.protocol_file is not None:
+        protocol = load_protocol(cfg.protocol_file, check_manifest=False)
     else:
         folder = stages_dir / "corpus" / stage_key("corpus", synthetic_corpus_inputs(cfg))
         if not (folder / DONE_FILE).is_file():
@@ -134,9 +134,9 @@ def fixed_trials_of(ctx: StageContext) -> FixedTrials | None:
 
     The synthetic corpus has none; a protocol file is read once per (path, modification time).
     """
-    if ctx.config.protocol is None:
+    if ctx.config.protocol_file is None:
         return None
-    path = Path(ctx.config.protocol).resolve()
+    path = Path(ctx.config.protocol_file).resolve()
     return _fixed_trials(str(path), path.stat().st_mtime_ns)
 
 

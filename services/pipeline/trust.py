@@ -141,9 +141,11 @@ def _under_trained_advice(run: Mapping[str, Any]) -> str:
     """One line: what to change so that the recognizer learns more."""
     cap = run.get("epochs_cap")
     raise_cap = f"raise training.epochs (now {cap})" if isinstance(cap, int) else "train longer"
-    if run.get("condition") == "anonymized" and run.get("init") == "scratch":
+    # ``init``: the key of reports written before it was named ``start``.
+    start = run.get("start", run.get("init"))
+    if run.get("condition") == "anonymized" and start == "scratch":
         return (
-            f"{raise_cap}, or start from the original-speech recognizer (training.init: original)"
+            f"{raise_cap}, or start from the original-speech recognizer (training.start: original)"
         )
     if run.get("stopped") == "patience":
         # VER_S found a plateau and the rate annealed after it; a noisy VER_S can call a plateau

@@ -620,9 +620,8 @@ class JobSummaryRecord(Base):
 
     ``metric_values`` maps ``"<scenario>|<backend>|<metric>"`` to the value aggregated like the
     leaderboard (the ``AGGREGATE_SEED`` row when present, else the mean over seeds; None =
-    missing), for the metrics in ``services.platform.leaderboard.summary_metric_keys()``. The
-    leaderboard page reads one of these per submission instead of aggregating thousands of result
-    rows.
+    missing), for every metric the job recorded. The leaderboard page and its JSON read one of
+    these per submission instead of aggregating thousands of result rows.
     """
 
     __tablename__ = "job_summaries"

@@ -621,10 +621,10 @@ def test_submission_page_explains_sections_and_marks_trust(site: Site, browser: 
         assert cells[headers.index(header)] not in ("—", ""), (header, cells)
     targets, nontargets = (int(x) for x in seed_row.locator("td.trials").inner_text().split(" / "))
     assert targets > 0 and nontargets > 0
-    # Cllr (never computed from these scores) is no column of dashes: a note says why.
+    # Cllr (it does not apply to these scores) is no column of dashes: a note says where it does.
     summary_headers = page.locator("#results-summary thead th").all_inner_texts()
     assert "Cllr" not in summary_headers and "min Cllr" in summary_headers
-    assert "Cllr" in page.inner_text("#not-measured")
+    assert "Cllr applies to log-likelihood-ratio scores only" in page.inner_text("#not-applicable")
     # The job's wall time, not the report process's.
     assert page.inner_text("#wall-time").startswith("4 min"), page.inner_text("#wall-time")
     # Legal-metric plots one per row, shown at a legible size.

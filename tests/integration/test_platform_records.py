@@ -101,7 +101,9 @@ def test_leaderboard(any_database: Database) -> None:
 
         public, with_private, ascending = ranked(None), ranked(viewer_b), ranked(None, False)
         no_value_job = job_records.list_jobs(session, submission_id=s["no_value"]).items[0].id
-        no_value_metrics = leaderboard.scenario_values(session, [no_value_job], "lazy", "cosine")
+        board = leaderboard.build_view(session, protocol, None, metric="eer", scenario="lazy")
+        no_value_row = next(r for r in board.ranked if r.job_id == no_value_job)
+        no_value_metrics = {no_value_job: no_value_row.metrics_of("lazy", "cosine")}
     names = {v: k for k, v in s.items()}
     got = [(names[i], None if v is None else round(v, 6)) for i, v in public]
     # top (seed mean), tie_early and tie_late tie at 0.375: the earliest submission wins.

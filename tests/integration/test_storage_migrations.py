@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -357,3 +358,94 @@ def test_0013_protocol_asr_state_on_postgres(
 
 def test_0013_protocol_asr_state_on_sqlite(tmp_path: Path) -> None:
     _check_0013_up_and_down(f"sqlite:///{tmp_path / 'unmask.db'}")
+
+
+def _check_0015_up_and_down(url: str) -> None:
+    """Empty Cllr aggregates of rows without per-seed Cllr (cosine scores) go, with the matching
+    empty summary values; a Cllr with values, and other empty metrics, stay."""
+    upgrade_database(url, "0008")
+    ids = _seed_before_0004(url)
+    upgrade_database(url, "0014")
+    now = "2026-01-01 00:00:00+00:00"
+    engine = create_db_engine(url)
+    try:
+        with engine.begin() as conn:
+            team = conn.execute(sa.text("SELECT team_id FROM submissions LIMIT 1")).scalar_one()
+            job = conn.execute(
+                sa.text(
+                    "INSERT INTO jobs (team_id, submission_id, protocol_id, state, config,"
+                    " config_hash, request_hash, created_at) VALUES (:team, :submission,"
+                    " :protocol, 'succeeded', '{}', :hash, :hash, :now) RETURNING id"
+                ),
+                {"team": team, "submission": ids["builtin"], "protocol": ids["protocol"],
+                 "hash": _SHA, "now": now},
+            ).scalar_one()  # fmt: skip
+            rows = [
+                ("cosine", -1, "cllr_bits", None),  # goes: no per-seed row
+                ("plda", 0, "cllr_bits", 0.7),
+                ("plda", -1, "cllr_bits", 0.7),
+                ("cosine", -1, "linkability", None),  # another metric: stays
+            ]
+            for backend, seed, metric, value in rows:
+                conn.execute(
+                    sa.text(
+                        "INSERT INTO results (job_id, protocol_id, submission_id, scenario,"
+                        " backend, seed, metric, value, created_at) VALUES (:job, :protocol,"
+                        " :submission, 'semi-informed', :backend, :seed, :metric, :value, :now)"
+                    ),
+                    {"job": job, "protocol": ids["protocol"], "submission": ids["builtin"],
+                     "backend": backend, "seed": seed, "metric": metric, "value": value,
+                     "now": now},
+                )  # fmt: skip
+            values = {
+                "semi-informed|cosine|cllr_bits": None,
+                "semi-informed|plda|cllr_bits": 0.7,
+                "semi-informed|cosine|linkability": None,
+            }
+            insert = sa.text(
+                "INSERT INTO job_summaries (job_id, protocol_id, metric_values, created_at)"
+                " VALUES (:job, :protocol, :values, :now)"
+            ).bindparams(sa.bindparam("values", type_=sa.JSON()))
+            conn.execute(
+                insert, {"job": job, "protocol": ids["protocol"], "values": values, "now": now}
+            )
+    finally:
+        engine.dispose()
+
+    def stored() -> tuple[set[tuple[str, int, str]], dict[str, object]]:
+        engine = create_db_engine(url)
+        try:
+            with engine.connect() as conn:
+                kept = conn.execute(sa.text("SELECT backend, seed, metric FROM results")).all()
+                summary = conn.execute(sa.text("SELECT metric_values FROM job_summaries")).scalar()
+        finally:
+            engine.dispose()
+        as_dict = json.loads(summary) if isinstance(summary, str) else dict(summary)
+        return {(str(b), int(s), str(m)) for b, s, m in kept}, as_dict
+
+    upgrade_database(url, "0015")
+    kept, summary = stored()
+    assert kept == {
+        ("plda", 0, "cllr_bits"),
+        ("plda", -1, "cllr_bits"),
+        ("cosine", -1, "linkability"),
+    }
+    assert summary == {
+        "semi-informed|plda|cllr_bits": 0.7,
+        "semi-informed|cosine|linkability": None,
+    }
+    upgrade_database(url)
+    check_database(url)
+    downgrade_database(url, "0014")
+    assert stored() == (kept, summary)  # nothing to restore: the deleted rows held no value
+    upgrade_database(url)
+
+
+def test_0015_metrics_where_they_apply_on_postgres(
+    postgres_database_factory: Callable[[], str],
+) -> None:
+    _check_0015_up_and_down(postgres_database_factory())
+
+
+def test_0015_metrics_where_they_apply_on_sqlite(tmp_path: Path) -> None:
+    _check_0015_up_and_down(f"sqlite:///{tmp_path / 'unmask.db'}")

@@ -239,9 +239,7 @@ def test_leaderboard_ranks_the_finished_job(
         assert protocol is not None
         view = leaderboard_records.build_view(session, protocol, None)
         entry = next(r for r in view.ranked if r.job_id == job_id)
-        metrics = leaderboard_records.scenario_values(
-            session, [job_id], view.scenario, view.backend
-        )[job_id]
+        metrics = entry.metrics_of(view.scenario, view.backend)
     value = entry.values[view.ranking_key]
     assert view.metric == "eer_percent" and value is not None and 0.0 <= value <= 100.0
     assert "srd_mean_disclosure_bits" in metrics

@@ -142,7 +142,7 @@ def utterances(n_speakers: int = 3, per_speaker: int = 4, seed: int = 0) -> list
 def test_new_fields_are_left_out_of_dumps_at_their_defaults() -> None:
     dumped = TrainingConfig().model_dump(mode="json")
     for key in (
-        "init_from",
+        "pretrained_ecapa_path",
         "front_end",
         "ssl_model_path",
         "ssl_freeze_feature_encoder",
@@ -279,7 +279,9 @@ def test_ssl_training_freezes_then_fine_tunes_and_reloads_without_the_folder(
     assert model_hash(rebuilt) == hash_before
 
 
-def test_init_from_loads_the_speechbrain_checkpoint_into_the_preset(tmp_path: Path) -> None:
+def test_pretrained_ecapa_path_loads_the_speechbrain_checkpoint_into_the_preset(
+    tmp_path: Path,
+) -> None:
     state = save_tiny_ecapa(tmp_path / "ecapa")
     hp = read_ecapa_hyperparams(tmp_path / "ecapa")
     assert hp["input_size"] == 80 and hp["channels"] == [64, 64, 64, 64, 192]
@@ -299,7 +301,7 @@ def test_init_from_loads_the_speechbrain_checkpoint_into_the_preset(tmp_path: Pa
         device="cpu",
         lr=1e-12,
         base_lr=1e-12,
-        init_from=tmp_path / "ecapa",
+        pretrained_ecapa_path=tmp_path / "ecapa",
     )
     result = train_attacker(utterances(), [], cfg, tmp_path / "out", resume=False)
     trained = load_checkpoint(result.best_checkpoint)["encoder"]
@@ -307,14 +309,14 @@ def test_init_from_loads_the_speechbrain_checkpoint_into_the_preset(tmp_path: Pa
     torch.testing.assert_close(trained[f"embedding.net.{conv}"], state[conv], atol=1e-6, rtol=0)
 
 
-def test_init_from_with_the_ssl_front_end(tmp_path: Path) -> None:
+def test_pretrained_ecapa_path_with_the_ssl_front_end(tmp_path: Path) -> None:
     ssl_dir = save_tiny_ssl(tmp_path / "wavlm")
     save_tiny_ecapa(tmp_path / "ecapa", input_size=HIDDEN)
     base = {"preset": "tiny", "front_end": "ssl", "ssl_model_path": ssl_dir}
-    check_local_weights(TrainingConfig(**base, init_from=tmp_path / "ecapa"))
+    check_local_weights(TrainingConfig(**base, pretrained_ecapa_path=tmp_path / "ecapa"))
     save_tiny_ecapa(tmp_path / "fbank-ecapa", input_size=80)
     with pytest.raises(ConfigError, match=r"input_size 80.*SSL model's hidden_size needs 32"):
-        check_local_weights(TrainingConfig(**base, init_from=tmp_path / "fbank-ecapa"))
+        check_local_weights(TrainingConfig(**base, pretrained_ecapa_path=tmp_path / "fbank-ecapa"))
 
 
 # ----------------------------------------------------------------------------- errors
@@ -352,9 +354,9 @@ def test_bad_ssl_folders_are_named_before_any_work(tmp_path: Path) -> None:
 
 def test_bad_ecapa_folders_and_mismatched_weights(tmp_path: Path) -> None:
     def cfg(path: Path, preset: str = "tiny") -> TrainingConfig:
-        return TrainingConfig(preset=preset, device="cpu", init_from=path)  # type: ignore[arg-type]
+        return TrainingConfig(preset=preset, device="cpu", pretrained_ecapa_path=path)  # type: ignore[arg-type]
 
-    with pytest.raises(ConfigError, match=r"init_from: .*nowhere is not a folder"):
+    with pytest.raises(ConfigError, match=r"pretrained_ecapa_path: .*nowhere is not a folder"):
         check_local_weights(cfg(tmp_path / "nowhere"))
     folder = tmp_path / "ecapa"
     save_tiny_ecapa(folder)
@@ -413,7 +415,9 @@ def test_evaluation_config_check_names_the_weight_folder(tmp_path: Path) -> None
     msg = str(info.value)
     # Relative folders are relative to the config file, like the protocol.
     assert f"training.ssl_model_path: {tmp_path / 'weights' / 'wavlm'} is not a folder" in msg
-    assert f"training.init_from: {tmp_path / 'weights' / 'ecapa'} is not a folder" in msg
+    # ``init_from``, the field's former name, still reads; the message names the current one.
+    name = "training.pretrained_ecapa_path"
+    assert f"{name}: {tmp_path / 'weights' / 'ecapa'} is not a folder" in msg
 
 
 @pytest.mark.slow

@@ -54,7 +54,9 @@ def test_vpc2024_is_the_2024_plan(no_weights: None) -> None:
     assert (cfg.preset, cfg.epochs, cfg.batch_size, cfg.crop_seconds) == ("vpc", 10, 256, 3.0)
     assert (cfg.lr, cfg.base_lr, cfg.lr_step_size, cfg.optimizer) == (0.01, 1e-8, 65000, "adam")
     assert (cfg.aam_margin, cfg.aam_scale) == (0.2, 30.0)
-    assert cfg.augmentation is None and cfg.init_from is None and cfg.front_end == "fbank"
+    assert (
+        cfg.augmentation is None and cfg.pretrained_ecapa_path is None and cfg.front_end == "fbank"
+    )
     assert spec.backends == ["cosine"]
 
 
@@ -63,7 +65,7 @@ def test_vpc2026_is_the_2026_plan_from_local_folders(weights: tuple[Path, Path])
     cfg = resolve_training(TrainingConfig(), spec)
     assert (cfg.preset, cfg.front_end, cfg.epochs, cfg.batch_size) == ("standard", "ssl", 2, 32)
     assert (cfg.optimizer, cfg.lr, cfg.weight_decay) == ("adamw", 0.01, 0.01)
-    assert cfg.ssl_model_path == weights[0] and cfg.init_from == weights[1]
+    assert cfg.ssl_model_path == weights[0] and cfg.pretrained_ecapa_path == weights[1]
     aug = cfg.augmentation
     assert aug is not None and aug.drop_freq_prob > 0 and aug.drop_chunk_prob > 0
     assert aug.noise_prob == 0 and aug.reverb_prob == 0 and aug.speeds == (1.0,)

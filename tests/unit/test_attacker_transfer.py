@@ -215,7 +215,7 @@ def source(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out / "best.pt"
 
 
-FINE_TUNE = {"epochs": 3, "init": "original", "finetune_lr": 2e-4, "patience": None}
+FINE_TUNE = {"epochs": 3, "start": "original", "finetune_lr": 2e-4, "patience": None}
 
 
 @pytest.mark.slow
@@ -229,16 +229,19 @@ def test_a_fine_tune_starts_from_the_source_weights_and_follows_its_schedule(
         if not start:
             start["lr"] = torch.tensor(m["lr"])
 
-    result = train_attacker(TRAIN, VAL, cfg, tmp_path, init_checkpoint=source, progress=first_step)
-    assert result.init == "original"
+    result = train_attacker(
+        TRAIN, VAL, cfg, tmp_path, transfer_checkpoint=source, progress=first_step
+    )
+    assert result.start == "original"
     assert float(start["lr"]) == pytest.approx(cfg.base_lr)  # warm-up starts at base_lr
     steps = result.history[0].steps
     peak = fine_tune_learning_rate(steps, cfg.base_lr, cfg.finetune_lr, steps, 3 * steps)
     assert peak == pytest.approx(cfg.finetune_lr)
     assert result.history[-1].learning_rate < cfg.finetune_lr / 2  # decaying toward the cap
     # The same seed from scratch is another recognizer: transfer changed the start.
-    scratch = train_attacker(TRAIN, VAL, cfg.model_copy(update={"epochs": 1}), tmp_path / "s")
-    assert scratch.init == "scratch"
+    from_scratch = cfg.model_copy(update={"epochs": 1, "start": None})
+    scratch = train_attacker(TRAIN, VAL, from_scratch, tmp_path / "s")
+    assert scratch.start == "scratch"
     ckpt = load_checkpoint(tmp_path / "last.pt")
     assert isinstance(ckpt["init_fingerprint"], str)
     assert "init_fingerprint" not in load_checkpoint(tmp_path / "s" / "last.pt")
@@ -247,7 +250,7 @@ def test_a_fine_tune_starts_from_the_source_weights_and_follows_its_schedule(
 @pytest.mark.slow
 def test_resuming_an_interrupted_fine_tune_is_bit_identical(tmp_path: Path, source: Path) -> None:
     cfg = tiny_config(**FINE_TUNE)
-    straight = train_attacker(TRAIN, VAL, cfg, tmp_path / "straight", init_checkpoint=source)
+    straight = train_attacker(TRAIN, VAL, cfg, tmp_path / "straight", transfer_checkpoint=source)
 
     class Crash(RuntimeError):
         pass
@@ -258,10 +261,10 @@ def test_resuming_an_interrupted_fine_tune_is_bit_identical(tmp_path: Path, sour
 
     out = tmp_path / "crashed"
     with pytest.raises(Crash):
-        train_attacker(TRAIN, VAL, cfg, out, init_checkpoint=source, progress=crash)
+        train_attacker(TRAIN, VAL, cfg, out, transfer_checkpoint=source, progress=crash)
     assert load_checkpoint(out / "last.pt")["epoch"] == 1
-    resumed = train_attacker(TRAIN, VAL, cfg, out, init_checkpoint=source)
-    assert resumed.resumed_after_epoch == 1 and resumed.init == "original"
+    resumed = train_attacker(TRAIN, VAL, cfg, out, transfer_checkpoint=source)
+    assert resumed.resumed_after_epoch == 1 and resumed.start == "original"
     keys = ("loss_source", "ver_source", "learning_rate")
     assert [[getattr(r, k) for k in keys] for r in resumed.history] == [
         [getattr(r, k) for k in keys] for r in straight.history
@@ -270,12 +273,31 @@ def test_resuming_an_interrupted_fine_tune_is_bit_identical(tmp_path: Path, sour
     b = extract_embeddings(out / "last.pt", PROBES, device="cpu")
     assert np.array_equal(a, b)
     # A resume that would start from another recognizer (or from scratch) is refused.
+    other = tmp_path / "straight" / "best.pt"  # same preset, another file
     with pytest.raises(ConfigError, match="init checkpoint differs"):
-        train_attacker(TRAIN, VAL, cfg.model_copy(update={"epochs": 3}), out)
+        train_attacker(TRAIN, VAL, cfg, out, transfer_checkpoint=other)
+    with pytest.raises(ConfigError, match="no recognizer to start from"):
+        train_attacker(TRAIN, VAL, cfg, out)
 
 
 def test_transfer_needs_the_same_preset_and_an_existing_file(tmp_path: Path, source: Path) -> None:
     with pytest.raises(ConfigError, match="preset"):
-        train_attacker(TRAIN, VAL, tiny_config(preset="xvector"), tmp_path, init_checkpoint=source)
+        train_attacker(
+            TRAIN, VAL, tiny_config(preset="xvector"), tmp_path, transfer_checkpoint=source
+        )
     with pytest.raises(ConfigError, match="file not found"):
-        train_attacker(TRAIN, VAL, tiny_config(), tmp_path, init_checkpoint=tmp_path / "none.pt")
+        train_attacker(
+            TRAIN, VAL, tiny_config(), tmp_path, transfer_checkpoint=tmp_path / "none.pt"
+        )
+
+
+def test_a_start_that_contradicts_the_transfer_is_refused(tmp_path: Path, source: Path) -> None:
+    """The trainer records the start it was given a recognizer for; a config saying otherwise
+    fails before any work, naming the field."""
+    with pytest.raises(ConfigError, match=r"training\.start is 'original' but no recognizer"):
+        train_attacker(TRAIN, VAL, tiny_config(start="original"), tmp_path / "a")
+    with pytest.raises(ConfigError, match=r"training\.start is 'scratch' but a recognizer"):
+        train_attacker(
+            TRAIN, VAL, tiny_config(start="scratch"), tmp_path / "b", transfer_checkpoint=source
+        )
+    assert not (tmp_path / "a" / "last.pt").exists()

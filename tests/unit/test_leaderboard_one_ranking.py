@@ -141,3 +141,39 @@ def test_json_and_page_refuse_a_back_end_the_protocol_does_not_score(
     )
     assert unknown.status_code == 422 and "backend" in unknown.text
     assert client.get(f"/protocols/{board.protocol_id}?backend=plda").status_code == 422
+
+
+def test_views_read_stored_summaries_and_parse_the_protocol_once(
+    board_client: tuple[Board, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The JSON leaderboard's ``value`` and ``metrics``, the page and the CSV read the summaries
+    stored when each job succeeded: no view aggregates the results table, and the protocol's
+    config is parsed once for all of them."""
+    from services.platform.leaderboard import service, view
+
+    board, client = board_client
+    calls = {"aggregate": 0, "parse": 0}
+    aggregate, parse = service._aggregated_values, view.parse_config
+
+    def counted_aggregate(*args: Any, **kwargs: Any) -> Any:
+        calls["aggregate"] += 1
+        return aggregate(*args, **kwargs)
+
+    def counted_parse(*args: Any, **kwargs: Any) -> Any:
+        calls["parse"] += 1
+        return parse(*args, **kwargs)
+
+    monkeypatch.setattr(service, "_aggregated_values", counted_aggregate)
+    monkeypatch.setattr(view, "parse_config", counted_parse)
+    monkeypatch.setattr(view, "_DEFAULTS_CACHE", {})  # another test may have filled it
+    headers = {"Authorization": f"Bearer {board.token}"}
+    url = f"/v1/protocols/{board.protocol_id}/leaderboard"
+    first, second = client.get(url, headers=headers), client.get(url, headers=headers)
+    assert first.status_code == second.status_code == 200, first.text
+    assert client.get(f"/protocols/{board.protocol_id}").status_code == 200
+    assert client.get(f"/protocols/{board.protocol_id}/leaderboard.csv").status_code == 200
+    assert calls == {"aggregate": 0, "parse": 1}
+    entries = {e["submission_id"]: e for e in second.json()["entries"]}
+    useful = entries[board.ids["useful"]]
+    assert useful["value"] == useful["metrics"][catalogue.EER.key] == 30.0
+    assert set(useful["metrics"]) == {catalogue.EER.key}  # its (scenario, back-end) only

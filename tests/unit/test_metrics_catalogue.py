@@ -39,7 +39,9 @@ def test_seed_summary_is_mean_and_sample_std() -> None:
     rows = [{"eer_percent": 10.0}, {"eer_percent": 14.0}, {"eer_percent": 18.0}]
     summary = catalogue.summarize_seed_values(rows)
     assert summary["eer_percent"] == pytest.approx({"mean": 14.0, "std": 4.0})
-    assert summary["min_cllr_bits"] is None
+    assert "min_cllr_bits" not in summary  # no row carries it: left out, as from the rows
+    carried = catalogue.summarize_seed_values([{"min_cllr_bits": None}, {"min_cllr_bits": None}])
+    assert carried["min_cllr_bits"] is None  # carried without a value: null
     single = catalogue.summarize_seed_values(rows[:1])
     assert single["eer_percent"] == {"mean": 10.0, "std": 0.0}
 
@@ -151,3 +153,41 @@ def test_legal_metrics_reach_every_surface_with_their_chance_levels() -> None:
         assert chance in catalogue.seed_summary_metrics() and chance in catalogue.event_metrics()
         row = {"legal": {"headline": {m.key: 61.0, m.chance_key: 6.25}}}
         assert m.value_in(row) == 61.0 and chance.value_in(row) == 6.25
+
+
+def test_cllr_applies_to_log_likelihood_ratio_scores_only() -> None:
+    """The catalogue decides once where a metric applies: Cllr on PLDA scores left as they are,
+    not on cosine similarities nor on AS-normalized PLDA scores; every other metric everywhere."""
+    cllr = catalogue.CLLR
+    assert cllr.applies("plda") and cllr.applies("plda", "none")
+    assert not cllr.applies("cosine") and not cllr.applies("plda", "as-norm")
+    assert cllr.applies_note is not None and "plda" in cllr.applies_note
+    others = [m for m in catalogue.all_metrics() if m is not cllr]
+    assert all(m.applies("cosine", "as-norm") and m.applies_note is None for m in others)
+
+
+@pytest.mark.parametrize("backend", ["cosine", "plda"])
+def test_a_metric_has_one_name_at_every_seed_where_it_applies_and_none_elsewhere(
+    backend: str,
+) -> None:
+    """A row where Cllr does not apply leaves it out; the aggregate then leaves it out too
+    (no NULL row at the aggregate seed beside no row at the seeds), and where it applies it is
+    stored at every seed and in the aggregate."""
+    from services.platform.results import result_rows_from_document
+
+    rows = []
+    for seed in (0, 1):
+        row = _row_with_every_metric(seed) | {"backend": backend}
+        if not catalogue.CLLR.applies(backend):
+            del row[catalogue.CLLR.key]  # what the score stage writes (metrics_row)
+        rows.append(row)
+    summary = {"scenario": "semi-informed", "backend": backend, "n_seeds": 2}
+    summary.update(catalogue.summarize_seed_values(rows))
+    stored = result_rows_from_document({"rows": rows, "summary": [summary]})
+    seeds_with_cllr = {r.seed for r in stored if r.metric == catalogue.CLLR.key}
+    if catalogue.CLLR.applies(backend):
+        assert seeds_with_cllr == {0, 1, catalogue.AGGREGATE_SEED}
+    else:
+        assert seeds_with_cllr == set()
+        assert catalogue.CLLR.std_key not in {r.metric for r in stored}
+    assert all(r.value is not None for r in stored if r.metric == catalogue.CLLR.key)

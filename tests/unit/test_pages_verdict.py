@@ -390,6 +390,62 @@ def test_a_zoo_job_stands_with_its_worst_case_on_the_leaderboard_pages_and_api(
     assert {r["attacker"] for r in plain_job["results"]} == {"baseline"}
 
 
+def test_cllr_is_stored_and_shown_only_where_it_applies(
+    world_client: tuple[World, Any], tmp_path: Path
+) -> None:
+    """A report whose PLDA rows carry Cllr and whose cosine rows leave it out (it does not apply
+    to cosine scores): the results hold Cllr at every seed and in the aggregate of the PLDA rows
+    and nowhere for cosine; the submission page shows the PLDA values and blank (not dashed)
+    cosine cells, with the catalogue's note on where Cllr applies."""
+    from sqlalchemy import select
+
+    from services.storage.models import Result
+
+    world, client = world_client
+    document = _document(35.0, trust=None)
+    for row in document["rows"]:
+        if catalogue.CLLR.applies(row["backend"]):
+            row[catalogue.CLLR.key] = 0.75
+    document["summary"] = summarize_rows(document["rows"])
+    with world.database.session_scope() as session:
+        team_id = identity.create_team(session, "calibrated").id
+    sub_id = world._evaluated(team_id, "calibrated anon", document)
+    _attach_document(world, LocalBlobStore(tmp_path / "blobs", signing_key=HMAC_KEY), sub_id,
+                     document)  # fmt: skip
+    with world.database.session_scope() as session:
+        stored = session.scalars(
+            select(Result).where(
+                Result.metric == catalogue.CLLR.key, Result.submission_id == sub_id
+            )
+        ).all()
+        seeds = {(r.backend, r.seed) for r in stored}
+        assert all(r.value == 0.75 for r in stored)
+    assert seeds == {("plda", s) for s in (0, 1, catalogue.AGGREGATE_SEED)}
+    page = client.get(f"/submissions/{sub_id}").text
+    summary = re.search(r'<table class="results" id="results-summary">.*?</table>', page, re.S)
+    assert summary is not None
+    assert f'data-column="{catalogue.CLLR.key}"' in summary.group(0)
+    for row in re.findall(r'<tr data-scenario="semi-informed">.*?</tr>', summary.group(0), re.S):
+        cells = re.findall(r"<td[^>]*>.*?</td>", row, re.S)
+        backend = re.sub(r"<[^>]+>", "", cells[1])
+        # scenario, back-end, EER, then the metric columns in the header's order
+        cllr = cells[3 + _aggregate_column_keys(page).index(catalogue.CLLR.key)]
+        if backend == "plda":
+            assert "0.750" in cllr
+        else:
+            assert 'class="num not-applicable"' in cllr and "—" not in cllr
+    note = re.search(r'<p class="muted" id="not-applicable">(.*?)</p>', page, re.S)
+    assert note is not None and catalogue.CLLR.applies_note in note.group(1)
+    assert "Cllr" not in (re.search(r'id="not-measured">(.*?)</p>', page, re.S) or [""])[0]
+
+
+def _aggregate_column_keys(page: str) -> list[str]:
+    """The aggregate table's metric columns after the EER, as the page names them."""
+    head = re.search(r'id="results-summary">\s*<thead>(.*?)</thead>', page, re.S)
+    assert head is not None
+    return re.findall(r'data-column="([^"]+)"', head.group(1))
+
+
 def test_the_results_api_carries_the_challenger_and_the_demo_verdict_prints_it(
     world_client: tuple[World, Any],
 ) -> None:

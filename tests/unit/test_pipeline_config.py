@@ -40,8 +40,12 @@ def test_yaml_loading_and_relative_protocol(tmp_path: Path) -> None:
     p = tmp_path / "c.yaml"
     p.write_text("name: x\nprotocol: proto.json\nseeds: [0, 1]\n")
     cfg = load_config(p)
-    assert cfg.protocol == (tmp_path / "proto.json").resolve()
+    assert cfg.protocol_file == (tmp_path / "proto.json").resolve()
     assert cfg.seeds == [0, 1]
+    # ``protocol:`` is the field's former name: both spellings name the same file.
+    p.write_text("name: x\nprotocol_file: proto.json\n")
+    assert load_config(p).protocol_file == cfg.protocol_file
+    assert "protocol_file" in cfg.model_dump(mode="json") and "protocol" not in cfg.model_dump()
     p.write_text("name: [unclosed\n")
     with pytest.raises(ConfigError, match="not valid YAML"):
         load_config(p)
@@ -78,3 +82,14 @@ def test_docs_config_reference_is_current() -> None:
 def test_example_configs_are_valid(path: Path) -> None:
     cfg = load_config(path)
     assert cfg.name == path.stem  # the docs refer to each example by its file and run name
+
+
+def test_former_names_merge_as_the_current_ones() -> None:
+    """A protocol's ``init:`` and a job's ``start:`` are one field: merged key by key after
+    bringing former names to the current ones; both spellings at once are refused."""
+    from services.pipeline.config import with_current_names
+
+    data = with_current_names({"protocol": "p.json", "training": {"init": "scratch", "epochs": 2}})
+    assert data == {"protocol_file": "p.json", "training": {"start": "scratch", "epochs": 2}}
+    with pytest.raises(ConfigError, match=r"body\.training\.init: give start or its former name"):
+        with_current_names({"training": {"init": "scratch", "start": "original"}}, "body")

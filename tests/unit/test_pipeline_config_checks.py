@@ -77,9 +77,10 @@ def test_missing_archive_protocol_and_unreachable_engine(tmp_path: Path) -> None
         f"anonymizer.archive: {tmp_path / 'none'} not found (an archive file, or a folder: "
         "extracted, or in the VoicePrivacy layout)"
     ]
+    # ``protocol``, the field's former name, still reads; the problem names the current one.
     proto = EvaluationConfig.model_validate({"protocol": str(tmp_path / "p.json")})
     (problem,) = config_problems(proto)
-    assert problem.startswith("protocol: ") and "not found" in problem
+    assert problem.startswith("protocol_file: ") and "not found" in problem
     container = EvaluationConfig.model_validate(
         {"anonymizer": {"kind": "container", "image": "bad ref"}}
     )

@@ -83,7 +83,7 @@ def test_a_patience_stop_is_told_to_train_to_the_cap() -> None:
     history = [_epoch(1, 80.0, 5.0), _epoch(2, 52.0, 3.0), _epoch(3, 60.0, 2.9)]
     document = _document(history=history, best_epoch=2)
     run = document["training"]["anonymized-seed0"]
-    run |= {"stopped": "patience", "epochs_cap": 20, "condition": "anonymized", "init": "original"}
+    run |= {"stopped": "patience", "epochs_cap": 20, "condition": "anonymized", "start": "original"}
     run["patience"] = 3
     [reason] = assess_trust(document, SETTINGS).reasons
     assert reason.code == "ver_s_high"
@@ -183,42 +183,42 @@ def _capped(stopped: str, cap: int, **entry: Any) -> dict[str, Any]:
 
 
 def test_still_falling_means_the_cap_was_hit_and_names_the_key_to_raise() -> None:
-    trust = assess_trust(_capped("cap", 3, init="original"), SETTINGS)
+    trust = assess_trust(_capped("cap", 3, start="original"), SETTINGS)
     [reason] = trust.reasons
     assert reason.code == "ver_s_still_falling"
     assert "hit its epochs cap" in reason.message
     assert "raise training.epochs (now 3)" in reason.message
     assert "\n" not in reason.message
     # Patience stopped it (or the cap was not reached): not "stopped while improving".
-    assert assess_trust(_capped("patience", 10, init="original"), SETTINGS).trustworthy
-    assert assess_trust(_capped("cap", 10, init="original"), SETTINGS).trustworthy
+    assert assess_trust(_capped("patience", 10, start="original"), SETTINGS).trustworthy
+    assert assess_trust(_capped("cap", 10, start="original"), SETTINGS).trustworthy
 
 
 def test_still_falling_applies_to_a_run_that_reached_its_cap_whatever_its_label() -> None:
     """A run still improving at its cap is a cap stop (``stop_reason``); documents written
     before that rule may label it ``patience``: reaching the cap is what counts."""
     for label in ("cap", "patience"):
-        [reason] = assess_trust(_capped(label, 3, init="original"), SETTINGS).reasons
+        [reason] = assess_trust(_capped(label, 3, start="original"), SETTINGS).reasons
         assert reason.code == "ver_s_still_falling"
         assert reason.value == pytest.approx(8.0)
     # A patience stop before the cap (3 of 10 epochs) is not "stopped while improving".
-    assert assess_trust(_capped("patience", 10, init="original"), SETTINGS).trustworthy
+    assert assess_trust(_capped("patience", 10, start="original"), SETTINGS).trustworthy
 
 
 def test_an_under_trained_scratch_recognizer_is_told_about_transfer() -> None:
-    document = _capped("cap", 3, init="scratch")
+    document = _capped("cap", 3, start="scratch")
     document["training"]["anonymized-seed0"]["history"][-1]["ver_source"] = 55.0
     document["training"]["anonymized-seed0"]["best_epoch"] = 2
     document["training"]["anonymized-seed0"]["history"][1]["ver_source"] = 50.0
     [reason] = assess_trust(document, SETTINGS).reasons
     assert reason.code == "ver_s_high"
     assert "raise training.epochs (now 3)" in reason.message
-    assert "training.init: original" in reason.message
+    assert "training.start: original" in reason.message
 
 
 def test_unusable_speech_is_not_called_under_trained() -> None:
     """At chance on silence, more training cannot help: the message says why instead."""
-    document = _capped("patience", 10, init="original")
+    document = _capped("patience", 10, start="original")
     for record in document["training"]["anonymized-seed0"]["history"]:
         record["ver_source"] = 95.0
     document["utility"] = {"usable_speech": {"usable": False, "reasons": ["silence"]}}

@@ -83,7 +83,7 @@ def test_named_zoos_resolve() -> None:
         assert attacker.backends == ["cosine", "plda"]
         assert attacker.scoring.normalization == ("as-norm" if "asnorm" in name else "none")
         # The zoo mixes the fine-tuned attacker (transfer) and the augmented one from scratch.
-        assert attacker.training.init == ("original" if "finetuned" in name else "scratch")
+        assert attacker.training.start == ("original" if "finetuned" in name else "scratch")
     # The AS-norm variants share their recognizers (the same training).
     assert configs["finetuned"].training == configs["finetuned-asnorm"].training
     assert configs["augmented"].training == configs["augmented-asnorm"].training
@@ -118,7 +118,7 @@ def test_named_zoos_resolve() -> None:
                     "training": {"init_from": "/models/ecapa"},
                 },
             ],
-            "init_from (a SpeechBrain ECAPA folder) initializes an ECAPA preset",
+            "pretrained_ecapa_path (a SpeechBrain ECAPA folder) initializes an ECAPA preset",
         ),
         ("nonsense", "unknown zoo 'nonsense'"),
         ([], "empty zoo"),

@@ -45,12 +45,16 @@ def test_the_anonymizer_comes_from_the_submission_once() -> None:
     )
     with pytest.raises(ConfigError, match=r"config_overrides\.anonymizer"):
         build_job_config(_protocol(), builtin, {"anonymizer": {"name": "vtln"}})
+    for name in ("protocol", "protocol_file"):  # the former and the current name of one field
+        with pytest.raises(ConfigError, match=r"config_overrides\.protocol_file: cannot"):
+            build_job_config(_protocol(), builtin, {name: "/data/p.json"})
 
 
 @pytest.mark.parametrize(
     "overrides",
     [
-        {"training": {"init_from": "/etc"}},
+        {"training": {"init_from": "/etc"}},  # the field's former name
+        {"training": {"pretrained_ecapa_path": "/etc"}},
         {"training": {"ssl_model_path": "/root/.ssh"}},
         {"utility": {"asr": {"source": "pretrained", "pretrained_path": "/tmp/x"}}},
     ],

@@ -62,7 +62,7 @@ def test_order_direction_ties_and_missing(database: Database, higher_is_better: 
             higher_is_better=higher_is_better,
         )
         board = view.ranked
-        metrics = leaderboard.scenario_values(session, [r.job_id for r in board], "lazy", "cosine")
+        metrics = {r.job_id: r.metrics_of("lazy", "cosine") for r in board}
     order = [row.submission_id for row in board]
     extremes = (
         [best, early_tie, late_tie, low] if higher_is_better else [low, early_tie, late_tie, best]

@@ -262,9 +262,7 @@ def test_both_leaderboard_views_pick_the_same_job_and_value(database: Database) 
             backend="cosine",
             metrics=[("semi-informed", "eer_percent")],
         )
-        metrics = leaderboard.scenario_values(
-            session, [r.job_id for r in ranked], "semi-informed", "cosine"
-        )
+        metrics = {r.job_id: r.metrics_of("semi-informed", "cosine") for r in ranked}
     by_ranked = {e.submission_id: (e.job_id, e.values[view.ranking_key]) for e in ranked}
     by_table = {
         r.submission_id: (r.job_id, r.values[("semi-informed", "eer_percent")]) for r in table

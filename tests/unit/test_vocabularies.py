@@ -128,10 +128,95 @@ def test_the_submission_page_tables_follow_the_scenario_order() -> None:
     assert [key[0] for key, _ in tables["aggregate"]] == list(SCENARIO_ORDER)
 
 
-def test_trust_marks_are_shared() -> None:
-    from services.platform.badges import service as badges
+TRUST_SYMBOLS = {m.symbol for m in vocab.TRUST.values()} - {"?"}  # "?" is everywhere in code
+# Where a trust mark could be spelled: every page template and the hand-written Python of the
+# API, the CLI, the client wrapper and the domain (the generated client is not hand-written).
+TRUST_SURFACES = (
+    ("api/templates", "*.html"),
+    ("api", "**/*.py"),
+    ("cli", "**/*.py"),
+    ("unmask_client", "*.py"),
+    ("services", "**/*.py"),
+)
 
-    assert badges.TRUST_MARKS is vocab.TRUST_MARKS
+
+def test_trust_marks_are_one_vocabulary() -> None:
+    assert vocab.TRUST_MARKS == {True: "✓", False: "⚠", None: "?"}
+    assert {m.state for m in vocab.TRUST.values()} == {"ok", "warn", "unknown"}
+    assert len({m.word for m in vocab.TRUST.values()}) == len(vocab.TRUST)
+    assert all(vocab.trust_mark(k) is m for k, m in vocab.TRUST.items())
+
+
+def test_no_page_spells_its_own_trust_mark() -> None:
+    vocabulary = ROOT / "services" / "vocab.py"
+    offenders = [
+        f"{path.relative_to(ROOT)}: {symbol}"
+        for folder, pattern in TRUST_SURFACES
+        for path in sorted((ROOT / folder).glob(pattern))
+        if path != vocabulary and "api_client" not in path.parts
+        for symbol in sorted(TRUST_SYMBOLS)
+        if symbol in path.read_text(encoding="utf-8")
+    ]
+    assert offenders == []
+    # The templates that show a mark read it from the vocabulary (a global of the templates).
+    for name in ("leaderboard.html", "metrics.html", "submission.html"):
+        assert "trust_mark(" in (ROOT / "api" / "templates" / name).read_text(), name
+
+
+def test_the_surfaces_write_the_vocabularys_trust_marks() -> None:
+    import datetime as dt
+
+    from api.pages.leaderboard_html import _trust_cell
+    from api.pages.rendering import templates
+    from services.platform.badges.service import BadgeData, badge_svg
+    from services.platform.leaderboard import LeaderboardTableRow
+    from services.platform.leaderboard.view import TRUST_COLUMN
+
+    assert templates.env.globals["trust_mark"] is vocab.trust_mark
+    for outcome, mark in vocab.TRUST.items():
+        row = LeaderboardTableRow(
+            submission_id=1,
+            submission_name="s",
+            kind="builtin",
+            visibility="public",
+            team_slug="t",
+            job_id=2,
+            submitted_at=dt.datetime(2026, 1, 1, tzinfo=dt.UTC),
+            evaluated_at=None,
+            trustworthy=outcome,
+            trust_reasons=[{"code": "weak", "message": "too weak"}] if outcome is False else [],
+        )
+        cell = _trust_cell(row)
+        assert f'class="trust {mark.state}"' in cell and mark.symbol in cell, cell
+        assert mark.meaning in cell
+        assert mark.symbol in TRUST_COLUMN.title
+        badge = badge_svg(BadgeData(1, 2, eer_percent=40.0, trustworthy=outcome, colour="green"))
+        assert f"{mark.symbol}{mark.badge_words}" in badge
+
+
+def test_the_cli_and_the_page_name_the_attackers_state_from_the_vocabulary() -> None:
+    from api.pages.submissions import verdict_line
+    from cli.verdict import verdict_lines
+    from services.metrics.catalogue import AGGREGATE_SEED, EER
+
+    rows = [
+        {
+            "scenario": "semi-informed",
+            "backend": "cosine",
+            "seed": s,
+            "metric": EER.key,
+            "value": 30.0,
+        }
+        for s in (0, AGGREGATE_SEED)
+    ]
+    tables = {"aggregate": [(("semi-informed", "cosine"), {EER.key: 30.0})], "per_seed": []}
+    for outcome, mark in vocab.TRUST.items():
+        trust = {"trustworthy": outcome, "reasons": []}
+        cli = "\n".join(verdict_lines(rows, trust))
+        assert f"attacker:  {mark.verdict}" in cli, cli
+        page = verdict_line(tables, trust)
+        assert page is not None and page["attacker"].startswith(mark.verdict)
+        assert page["state"] == mark.state
 
 
 def test_the_protocol_asr_states_are_one_list() -> None:

@@ -13,7 +13,7 @@ same stages, stage keys and ``results.json`` as an evaluation without a zoo. Nam
 (:data:`NAMED_ZOOS`): ``vpc2024``, ``vpc2026`` and ``voiceprivacy`` (the VoicePrivacy
 Challenge attackers, ``voiceprivacy.py``), ``baseline`` (that attacker alone) and ``strongest``
 (``strongest.py``: the baseline plus ``finetuned``, the anonymized-speech recognizer started
-from the same seed's original-speech recognizer (``training.init: original``) and fine-tuned
+from the same seed's original-speech recognizer (``training.start: original``) and fine-tuned
 within 3x the config's epochs, and ``augmented``, trained from scratch within 3x the epochs with
 augmentation (the ``AugmentationConfig`` defaults); both scored with cosine and PLDA, and again
 with AS-norm as ``finetuned-asnorm`` and ``augmented-asnorm``, which share their recognizers),

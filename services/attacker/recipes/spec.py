@@ -11,6 +11,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from services.attacker.training_config import TrainingConfig
+from services.field_names import with_current_names
 
 BASELINE = "baseline"
 """Name of the attacker that is the config's own training and back-ends (today's attacker)."""
@@ -104,6 +105,9 @@ class AttackerSpec(BaseModel):
     @field_validator("training")
     @classmethod
     def _training_keys(cls, value: dict[str, Any]) -> dict[str, Any]:
+        # Former field names (``init``) read as the current ones, so the overrides replace the
+        # config's field rather than sitting beside it.
+        value = with_current_names(value, TrainingConfig, "training.")
         fixed = sorted(NOT_OVERRIDABLE & set(value))
         if fixed:
             raise ValueError(
@@ -125,7 +129,7 @@ class AttackerSpec(BaseModel):
         if self.finetune and self.pretrained != "ge2e":
             raise ValueError(
                 "finetune fine-tunes pretrained: ge2e; a SpeechBrain ECAPA folder is fine-tuned "
-                "with training.init_from"
+                "with training.pretrained_ecapa_path"
             )
         if self.pretrained is not None and not self.finetune:
             trained = self.training or self.epochs_scale is not None
@@ -154,7 +158,7 @@ GE2E_FINETUNE_TRAINING: dict[str, Any] = {
     "finetune_lr": 1e-4,
     "front_end": "fbank",
     "ssl_model_path": None,
-    "init_from": None,
+    "pretrained_ecapa_path": None,
 }
 """The training of a fine-tuned GE2E (``pretrained: ge2e``, ``finetune: true``) before the
 spec's own ``training``: the ``ge2e`` preset, crops of one 1.6 s partial (what GE2E embeds),

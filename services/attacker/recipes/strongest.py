@@ -25,8 +25,8 @@ def strongest_zoo() -> list[AttackerSpec]:
     # the original-speech recognizer it was weaker for VTLN (benchmarks/strongest_zoo.py).
     return [
         AttackerSpec(name=BASELINE),
-        *long_attacker_pair(FINETUNED, {"init": "original"}),
-        *long_attacker_pair("augmented", {"init": "scratch"} | augmentation),
+        *long_attacker_pair(FINETUNED, {"start": "original"}),
+        *long_attacker_pair("augmented", {"start": "scratch"} | augmentation),
         AttackerSpec(name=GE2E_ATTACKER, pretrained="ge2e"),
         AttackerSpec(name=GE2E_FINETUNED, pretrained="ge2e", finetune=True),
     ]

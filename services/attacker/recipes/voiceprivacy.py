@@ -95,7 +95,11 @@ def vpc2026_attacker() -> dict[str, Any]:
             "downloaded"
         )
     ssl, verifier = folders
-    training = {**VPC2026_TRAINING, "ssl_model_path": str(ssl), "init_from": str(verifier)}
+    training = {
+        **VPC2026_TRAINING,
+        "ssl_model_path": str(ssl),
+        "pretrained_ecapa_path": str(verifier),
+    }
     return {"name": VPC2026, "training": training, "backends": ["cosine"]}
 
 

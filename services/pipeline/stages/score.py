@@ -125,8 +125,9 @@ def score_row(
                 normalization=normalization,
             )
             scored = listed.scored
-        # AS-normalized PLDA scores are no longer log-likelihood ratios: no raw Cllr then.
-        llr = backend_name == "plda" and normalization is None
+        # Whether the scores are log-likelihood ratios (AS-norm rescales PLDA's): the catalogue
+        # decides which metrics apply to them.
+        llr = catalogue.scores_are_llrs(backend_name, cfg.scoring.normalization)
         row = metrics_row(scored, cfg.metrics, seed, llr_scores=llr)
         if fixed is not None and listed is not None:
             row.update(trial_list_metrics(fixed, listed))
@@ -221,9 +222,10 @@ def metrics_row(
     """EER (+ per gender, + bootstrap interval), per-speaker EER, detection rates at FAR 1 % and
     0.1 %, Cllr, min Cllr, linkability, ZEBRA, DET points.
 
-    Cllr (bits) is reported only when the scores are log-likelihood ratios (``llr_scores``, the
-    PLDA back-end): on cosine scores it measures the score scale, not the evidence. min Cllr,
-    ZEBRA and the rest calibrate by PAV first, so they apply to any score.
+    Cllr (bits) is reported only where the catalogue says it applies (``Metric.applies``: the
+    scores are log-likelihood ratios, ``llr_scores``): on cosine scores it measures the score
+    scale, not the evidence, so the row leaves it out (not null). min Cllr, ZEBRA and the rest
+    calibrate by PAV first, so they apply to any score.
     """
     report = eer_report(scored)
     tar, non = _target_nontarget(scored)
@@ -259,7 +261,7 @@ def metrics_row(
         if reasons:  # a rate left out for too few non-targets says why
             row["detection_rate"]["reasons"] = reasons
     if spec.cllr:
-        if llr_scores:
+        if not catalogue.CLLR.needs_llr_scores or llr_scores:  # the catalogue's rule
             row[catalogue.CLLR.key] = compute_cllr(tar, non)
         row[catalogue.MIN_CLLR.key] = compute_min_cllr(tar, non)
     if spec.linkability:

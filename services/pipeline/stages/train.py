@@ -1,10 +1,11 @@
 """The train stage: the attacker's recognizer per (training data condition, seed).
 
-A recognizer trained on anonymized speech starts from scratch or (``training.init: original``,
+A recognizer trained on anonymized speech starts from scratch or (``training.start: original``,
 the default whenever the evaluation trains an original-speech recognizer anyway) from the same
-seed's recognizer trained on original speech: ``resolved_init``, ``with_transfer_sources`` and
-``transfer_order`` say which recognizers a run trains and in which order; the anonymized stage's
-inputs then name the original stage's key, so caching stays exact.
+seed's recognizer trained on original speech. Where each starts is decided once
+(``training_config.recognizer_start``, read through ``plan.recognizer_start_of``);
+``plan.with_transfer_sources`` and ``plan.transfer_order`` say which recognizers a run trains and
+in which order; the anonymized stage's inputs then name the original stage's key, so caching stays exact.
 """
 
 from __future__ import annotations
@@ -15,16 +16,15 @@ from pathlib import Path
 from typing import Any
 
 from services.attacker.training import train_attacker
-from services.attacker.training_config import FINETUNE_FIELDS, TrainingConfig
+from services.attacker.training_config import TrainingConfig, recognizer_training
 from services.attacker.training_records import TrainedAttacker, TrainingItem
 from services.attacker.training_schedule import ADVERSARIAL_CHECKPOINT_RULE, PATIENCE_RULE
 from services.corpus.manifest import Manifest
+from services.field_names import with_former_names
 from services.pipeline.checkpoint_sync import CheckpointSync
 from services.pipeline.plan import (
     AttackerPlan,
-    resolved_init,
-    transfer_order,
-    with_transfer_sources,
+    recognizer_start_of,
 )
 from services.pipeline.sets import ConditionSets
 from services.pipeline.stage_runner import StageOutcome, stage_key
@@ -34,14 +34,7 @@ from services.storage.errors import BlobStoreError
 
 log = logging.getLogger(__name__)
 
-__all__ = [
-    "TrainedModels",
-    "resolved_init",
-    "train_recognizer",
-    "transfer_order",
-    "transfer_source",
-    "with_transfer_sources",
-]
+__all__ = ["TrainedModels", "train_recognizer", "transfer_source"]
 
 TrainedModels = Mapping[tuple[str, int], tuple[TrainedAttacker, StageOutcome]]
 """The trained recognizers by (data condition trained on, seed), with their train stages."""
@@ -62,8 +55,8 @@ def transfer_source(
     models: Mapping[tuple[str, int], tuple[TrainedAttacker, StageOutcome]],
 ) -> tuple[TrainedAttacker, StageOutcome] | None:
     """The trained recognizer the (``condition``, ``seed``) one starts from; None: scratch.
-    Where it starts is decided once, by the plan (``AttackerPlan.stage_init``)."""
-    if attacker.stage_init(condition) != "original":
+    Where it starts is decided once (``AttackerPlan.stage_start``)."""
+    if attacker.stage_start(condition) != "original":
         return None
     return models[("original", seed)]
 
@@ -111,7 +104,9 @@ def train_recognizer(
             ctx.progress("train", overall, msg)
 
         model_dir = folder / "model"
-        init_checkpoint = transfer_from[0].best_checkpoint if transfer_from is not None else None
+        transfer_checkpoint = (
+            transfer_from[0].best_checkpoint if transfer_from is not None else None
+        )
         if sync is None:
             result = train_attacker(
                 train_items,
@@ -119,7 +114,7 @@ def train_recognizer(
                 training,
                 model_dir,
                 progress=report,
-                init_checkpoint=init_checkpoint,
+                transfer_checkpoint=transfer_checkpoint,
             )
         else:
             restored = sync.restore(model_dir)
@@ -137,7 +132,7 @@ def train_recognizer(
                     model_dir,
                     progress=report,
                     on_checkpoint=sync.epoch_saved,
-                    init_checkpoint=init_checkpoint,
+                    transfer_checkpoint=transfer_checkpoint,
                 )
             finally:
                 sync.close(model_dir)  # uploads done, snapshots gone before the manifest
@@ -156,23 +151,15 @@ def _recognizer_training(
     seed: int,
     transfer_from: tuple[TrainedAttacker, StageOutcome] | None,
 ) -> TrainingConfig:
-    """The run's training config for the recognizer of ``condition`` with ``seed``: its init
-    says whether it starts from ``transfer_from`` (transfer) or from scratch."""
-    training = ctx.config.training.model_copy(update={"seed": seed})
-    if condition == "original":
-        # Original speech has no targets (nothing for a target head to learn), and its
-        # recognizer always starts from scratch: the fine-tune fields do not change it; except
-        # a pretrained verifier's (ge2e), which is a fine-tune of its published weights.
-        reset = ("init",) if training.preset == "ge2e" else FINETUNE_FIELDS
-        defaults = {k: TrainingConfig.model_fields[k].default for k in reset}
-        training = training.model_copy(update={"target_classifier": "off", **defaults})
-        if transfer_from is not None:
-            raise ValueError("a recognizer of original speech starts from scratch")
-    else:
-        training = training.model_copy(
-            update={"init": "original" if transfer_from is not None else "scratch"}
-        )
-    return training
+    """The run's training config for the recognizer of ``condition`` with ``seed``, where the
+    one rule (``plan.recognizer_start_of``) says it starts; ``transfer_from`` must be the
+    recognizer it starts from exactly when that is ``original``."""
+    start = recognizer_start_of(ctx.config, condition)
+    if (start == "original") != (transfer_from is not None):
+        given = "with" if transfer_from is not None else "without"
+        raise ValueError(f"the {condition} recognizer starts at {start!r}: not {given} a source")
+    training = recognizer_training(ctx.config.training, condition, start)
+    return training.model_copy(update={"seed": seed})
 
 
 def _train_inputs(
@@ -187,10 +174,14 @@ def _train_inputs(
         "condition": condition,
         "train": data.keys["train"],
         "validation": data.keys["validation"],
-        "training": training.model_dump(mode="json", exclude={"device", "dataloader_workers"}),
+        # Renamed fields keep their former names here, so stage keys of existing runs stay.
+        "training": with_former_names(
+            training.model_dump(mode="json", exclude={"device", "dataloader_workers"}),
+            TrainingConfig,
+        ),
     }
     if transfer_from is not None:
-        inputs["init"] = f"train:{transfer_from[1].key}"
+        inputs["init"] = f"train:{transfer_from[1].key}"  # "init": stage keys stay as they were
     if training.preset == "ge2e":
         from services.attacker import ge2e
 

@@ -25,7 +25,7 @@ from services.platform.leaderboard import representative_job
 from services.results.keys import ResultKey
 from services.storage.errors import ConflictError
 from services.storage.models import JobSummaryRecord, ProtocolRecord, Submission
-from services.vocab import HEADLINE_SCENARIOS, TRUST_MARKS
+from services.vocab import HEADLINE_SCENARIOS, trust_mark
 
 BADGE_SCENARIO = HEADLINE_SCENARIOS[0]
 """The attacker the badge reports: the semi-informed one (knows the anonymizer, retrains on
@@ -42,10 +42,6 @@ EER_COLOURS: tuple[tuple[float, str], ...] = (
 
 BADGE_LABEL = "unmask EER"
 """The badge's left half: short, so the badge stays small in a README."""
-
-TRUST_WORDS = {True: "", False: " weak attacker", None: " unchecked"}
-"""What the badge writes after a trust mark, so a README reader needs no tooltip: a failed
-check means the attacker was too weak for the EER to be trusted (an upper bound on privacy)."""
 
 BADGE_FILLS: dict[str, tuple[str, str]] = {
     "red": ("#b42318", "#ffffff"),
@@ -153,11 +149,14 @@ def badge_title(data: BadgeData | None) -> str:
 
 
 def badge_svg(data: BadgeData) -> str:
-    """The badge as SVG text: ``unmask EER | 37.9 % ✓`` (a failed trust check reads
-    ``⚠ weak attacker``), its tooltip saying what the number and the mark mean."""
+    """The badge as SVG text: ``unmask EER | 37.9 % <mark>`` (the vocabulary's trust mark; a
+    failed trust check adds ``weak attacker``), its tooltip saying what the number and the mark
+    mean."""
     digits = catalogue.EER.digits
     value = "n/a" if data.eer_percent is None else f"{data.eer_percent:.{digits}f} %"
-    mark = TRUST_MARKS[data.trustworthy] + TRUST_WORDS[data.trustworthy]
+    # The mark and the words after it (a README reader has no tooltip) are the vocabulary's.
+    trust = trust_mark(data.trustworthy)
+    mark = trust.symbol + trust.badge_words
     return _svg(f"{value} {mark}", data.colour, badge_title(data))
 
 

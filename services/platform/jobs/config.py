@@ -29,6 +29,7 @@ from services.pipeline.config import (
     UNIQUE_LIST_FIELDS,
     EvaluationConfig,
     parse_config,
+    with_current_names,
 )
 from services.platform.jobs.cost import check_job_cost
 from services.settings import Settings, get_settings
@@ -36,12 +37,12 @@ from services.storage.models import Job, ProtocolRecord, Submission
 
 # Fields a job may not override: the anonymizer comes from the submission, the corpus and its
 # protocol define the leaderboard.
-PROTOCOL_FIXED_FIELDS = ("anonymizer", "protocol", "synthetic")
+PROTOCOL_FIXED_FIELDS = ("anonymizer", "protocol_file", "synthetic")
 
 # Nested fields that name folders on the workers' disks (operator-installed model weights): only
 # a protocol (written by an administrator) may set them, never a job's caller.
 OPERATOR_PATH_FIELDS: tuple[tuple[str, ...], ...] = (
-    ("training", "init_from"),
+    ("training", "pretrained_ecapa_path"),
     ("training", "ssl_model_path"),
     ("utility", "asr", "pretrained_path"),
 )
@@ -207,6 +208,9 @@ def build_job_config(
     """The validated config of a job: the protocol's config, ``overrides``, the submission;
     within the protocol's cost limits (:func:`check_job_cost`, default bounds from ``settings``,
     else the process settings)."""
+    # Former field names (``protocol``, ``training.init``) as the current ones: the checks and
+    # the merge below then see one key per field.
+    overrides = with_current_names(overrides, "body.config_overrides")
     fixed = [name for name in PROTOCOL_FIXED_FIELDS if name in overrides]
     if fixed:
         raise ConfigError(
@@ -222,7 +226,7 @@ def build_job_config(
                 f"body.config_overrides.{'.'.join(path)}: cannot be overridden (a folder on the "
                 "workers' disks: the protocol names the weights its operator installed)"
             )
-    base = dict((protocol.body or {}).get("config", {}))
+    base = with_current_names((protocol.body or {}).get("config", {}), "protocol config")
     merged = deep_merge(base, overrides)
     merged.setdefault("name", f"{submission.name} on {protocol.name} v{protocol.version}")
     built = job_config(merged, submission, source="body.config_overrides")

@@ -33,9 +33,7 @@ from services.platform.leaderboard.service import (
     refresh_job_summaries,
     refresh_job_summary,
     representative_job,
-    scenario_values,
     summary_key,
-    summary_metric_keys,
     worst_over_attackers,
 )
 from services.platform.leaderboard.view import (
@@ -82,11 +80,9 @@ __all__ = [
     "refresh_job_summaries",
     "refresh_job_summary",
     "representative_job",
-    "scenario_values",
     "sort_rows",
     "std_of",
     "summary_key",
-    "summary_metric_keys",
     "utility_tier",
     "worst_over_attackers",
 ]

@@ -10,9 +10,9 @@ private ones (administrators: all; ``services.platform.access.visible_submission
 results at every view reads tens of thousands of rows for 1,000 submissions, so the leaderboard
 metrics of a job are summarized once, when it succeeds (:func:`react_to_job_transition`, a listener
 of the job's state change, calls :func:`refresh_job_summary`), into ``job_summaries`` (one JSON
-per job). Jobs without a summary (succeeded before the table existed) and metrics outside
-:func:`summary_metric_keys` are aggregated from the results on the fly, the same way. What is
-shown and in which order is decided once, by the leaderboard view
+per job holding every metric the job recorded, so no view reads the results table). Jobs without
+a summary (succeeded before the table existed) are aggregated from the results on the fly, the
+same way. What is shown and in which order is decided once, by the leaderboard view
 (:mod:`services.platform.leaderboard.view`) with the ranking of
 :mod:`services.platform.leaderboard.ranking`.
 
@@ -25,6 +25,7 @@ a zoo has one attacker, so its values are as before.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -47,15 +48,6 @@ MetricKey = tuple[str, str]  # (scenario, metric)
 
 N_SEEDS_KEY = catalogue.N_SEEDS_KEY
 """The result row (seed ``AGGREGATE_SEED``) holding the number of training seeds averaged."""
-
-
-def summary_metric_keys() -> tuple[str, ...]:
-    """The metrics kept in a job's summary (every scenario and back-end of the job): the
-    catalogue's summarized metrics, the standard deviation over seeds of those that have one, and
-    the number of seeds, read at call time."""
-    summarized = catalogue.summarized_metrics()
-    stds = tuple(m.std_key for m in summarized if m.seed_summary)
-    return (*(m.key for m in summarized), *stds, N_SEEDS_KEY)
 
 
 # Job ids per IN list when aggregating results (bounded statement size).
@@ -208,18 +200,6 @@ def _aggregated_values(
     return out
 
 
-def scenario_values(
-    session: Session, job_ids: Sequence[int], scenario: str, backend: str
-) -> dict[int, dict[str, float | None]]:
-    """``{job_id: {metric: value}}``: every metric the jobs recorded for (``scenario``,
-    ``backend``), aggregated over seeds and worst over a zoo's attackers."""
-    by_job = _aggregated_values(session, job_ids, None, scenario=scenario, backend=backend)
-    return {
-        job_id: {str(ResultKey.parse(key).metric): value for key, value in values.items()}
-        for job_id, values in by_job.items()
-    }
-
-
 def job_values(
     session: Session, job_id: int, metrics: Sequence[str]
 ) -> dict[tuple[str, str], dict[str, float | None]]:
@@ -272,6 +252,12 @@ def job_metric_values(
 # --- many metrics per row (the leaderboard view) ------------------------------------------------
 
 
+@functools.lru_cache(maxsize=8192)
+def _parsed_key(text: str) -> ResultKey:
+    """:meth:`ResultKey.parse`, cached: every row's summary repeats the same few hundred keys."""
+    return ResultKey.parse(text)
+
+
 @dataclass
 class LeaderboardTableRow:
     """One submission on the page. ``values[(scenario, metric)]`` None = missing."""
@@ -298,6 +284,19 @@ class LeaderboardTableRow:
     recorded before evaluators were."""
     phase_id: int | None = None
     """The challenge phase the job ran in (None: the protocol has no phases)."""
+    summary: Mapping[str, float | None] = field(default_factory=dict)
+    """Every value of the job's summary, by :class:`ResultKey` (what :meth:`metrics_of`
+    reads): stored when the job succeeded, never recomputed by a view."""
+
+    def metrics_of(self, scenario: str, backend: str) -> dict[str, float | None]:
+        """``{metric: value}``: every metric the job recorded for (``scenario``, ``backend``),
+        aggregated over seeds and worst over a zoo's attackers, read from its summary."""
+        out: dict[str, float | None] = {}
+        for text, value in self.summary.items():
+            key = _parsed_key(text)
+            if key.scenario == scenario and key.backend == backend and key.metric is not None:
+                out[str(key.metric)] = value
+        return out
 
     @property
     def is_baseline(self) -> bool:
@@ -369,7 +368,7 @@ def refresh_job_summaries(session: Session, job_ids: Sequence[int]) -> list[JobS
     missing = [job_id for job_id in job_ids if job_id not in jobs]
     if missing:
         raise NotFoundError(f"jobs: no row with id {missing[0]}")
-    values = _aggregated_values(session, list(job_ids), summary_metric_keys())
+    values = _aggregated_values(session, list(job_ids), None)  # every metric: views read these
     existing = {
         s.job_id: s
         for s in session.scalars(
@@ -439,14 +438,8 @@ def leaderboard_table(
         r.job_id: r.metric_values for r in records if r.metric_values is not None
     }
     unsummarized = [r.job_id for r in records if r.metric_values is None]
-    summarized = summary_metric_keys()
-    summaries.update(_aggregated_values(session, unsummarized, summarized))
-    extra = sorted({metric for _, metric in metrics if metric not in summarized})
-    if extra:  # not in the summaries: aggregate from the results
-        for job_id, values in _aggregated_values(
-            session, [r.job_id for r in records], extra
-        ).items():
-            summaries[job_id] = {**summaries.get(job_id, {}), **values}
+    if unsummarized:  # succeeded before summaries existed: aggregated from the results
+        summaries.update(_aggregated_values(session, unsummarized, None))
     keys = [
         (key, summary_key(key[0], catalogue.stored_backend(key[0], backend), key[1]))
         for key in dict.fromkeys(metrics)
@@ -473,6 +466,7 @@ def leaderboard_table(
                 worst_case=dict(r.worst_case) if r.worst_case else None,
                 evaluator=dict(r.evaluator) if r.evaluator else None,
                 phase_id=r.phase_id,
+                summary=values,
             )
         )
     return rows

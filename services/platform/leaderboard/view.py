@@ -11,6 +11,7 @@ render a :class:`LeaderboardView`, so they cannot disagree on order or defaults.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 
 from sqlalchemy.orm import Session
@@ -35,6 +36,7 @@ from services.platform.leaderboard.service import (
 )
 from services.storage.errors import NotFoundError
 from services.storage.models import ProtocolRecord
+from services.vocab import TRUST_MARKS
 
 REFERENCE_SCENARIO = "original"
 """The unprotected reference: the attacker scored on original (not anonymized) speech."""
@@ -91,8 +93,8 @@ SEEDS_COLUMN = Column(
 TRUST_COLUMN = Column(
     "trust",
     "Trust",
-    "Whether the report's trust checks passed (✓), failed (⚠, with the reason) or were not"
-    " run (?).",
+    f"Whether the report's trust checks passed ({TRUST_MARKS[True]}), failed "
+    f"({TRUST_MARKS[False]}, with the reason) or were not run ({TRUST_MARKS[None]}).",
     True,
     attribute="trustworthy",
     definition="trust",
@@ -141,7 +143,30 @@ class LeaderboardDefaults:
     """The protocol's bound on the WER increase (points); None = no bound."""
 
 
+_DEFAULTS_CACHE: dict[tuple[int, str], LeaderboardDefaults] = {}
+"""Parsed defaults by (protocol id, content hash): a protocol version's body never changes, so
+its config is parsed once per process, not at every view."""
+
+_DEFAULTS_CACHE_SIZE = 256
+_DEFAULTS_LOCK = threading.Lock()
+"""Protocol versions kept; the oldest entry is dropped beyond it (bounded memory)."""
+
+
 def protocol_defaults(protocol: ProtocolRecord) -> LeaderboardDefaults:
+    """:func:`parse_protocol_defaults` of ``protocol``, cached by its id and content hash (a
+    view never re-parses a protocol's config)."""
+    key = (protocol.id, protocol.content_hash)
+    cached = _DEFAULTS_CACHE.get(key)
+    if cached is None:
+        cached = parse_protocol_defaults(protocol)
+        with _DEFAULTS_LOCK:  # pages render in a thread pool
+            if len(_DEFAULTS_CACHE) >= _DEFAULTS_CACHE_SIZE:
+                del _DEFAULTS_CACHE[next(iter(_DEFAULTS_CACHE))]
+            _DEFAULTS_CACHE[key] = cached
+    return cached
+
+
+def parse_protocol_defaults(protocol: ProtocolRecord) -> LeaderboardDefaults:
     """The protocol's ranking metric (its body's ``leaderboard.metric``, else the headline
     metric), scenario (``leaderboard.scenario``, else semi-informed when evaluated, else the last
     attack scenario), back-end (``leaderboard.backend``, else the config's first; listed first in
