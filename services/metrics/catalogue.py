@@ -41,9 +41,6 @@ import numpy as np
 
 from services import vocab
 
-DOCS_BEGIN = "<!-- metric-catalogue:begin -->"
-DOCS_END = "<!-- metric-catalogue:end -->"
-
 PROTOCOL_SCENARIO: str | None = None
 """In :attr:`Metric.leaderboard_scenarios`: the protocol's own leaderboard scenario."""
 
@@ -784,28 +781,3 @@ def summarize_seed_values(rows: list[Mapping[str, Any]]) -> dict[str, dict[str, 
         std = float(values.std(ddof=1)) if values.size > 1 else 0.0
         out[m.key] = {"mean": float(values.mean()), "std": std}
     return out
-
-
-def markdown_table() -> str:
-    """The catalogue as the Markdown table embedded in ``docs/metrics.md``."""
-    lines = [
-        "| key | label | unit | better | digits | job summary | seed summary | leaderboard "
-        "| webhook | CLI | meaning |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    for m in METRICS:
-        scenarios = ", ".join(s or "protocol's" for s in m.leaderboard_scenarios) or "-"
-        flags = [m.summarized, m.seed_summary]
-        lines.append(
-            f"| `{m.key}` | {m.label} | {m.unit or '-'} | {m.direction} | {m.digits} | "
-            + " | ".join("yes" if f else "-" for f in flags)
-            + f" | {scenarios} | {'yes' if m.in_event else '-'} | {'yes' if m.in_table else '-'}"
-            f" | {m.description} |"
-        )
-    lines += ["", "| result field | meaning |", "|---|---|"]
-    lines += [f"| `{f.key}` | {f.description} |" for f in RESULT_FIELDS]
-    return "\n".join(lines) + "\n"
-
-
-if __name__ == "__main__":
-    print(markdown_table())
