@@ -24,7 +24,9 @@ def _app() -> Any:
 
 def test_the_body_and_the_path_document_the_same_name_rule() -> None:
     document = _app().openapi()
-    body = document["components"]["schemas"]["PhaseIn"]["properties"]["name"]
+    schemas = document["components"]["schemas"]
+    body = schemas["PublicPhaseIn"]["properties"]["name"]
+    assert schemas["HiddenPhaseIn"]["properties"]["name"] == body
     operations = document["paths"]["/v1/protocols/{protocol_id}/phases/{name}"]
     assert set(operations) == {"patch", "delete"}
     for operation in operations.values():

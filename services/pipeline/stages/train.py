@@ -5,7 +5,8 @@ the default whenever the evaluation trains an original-speech recognizer anyway)
 seed's recognizer trained on original speech. Where each starts is decided once
 (``training_config.recognizer_start``, read through ``plan.recognizer_start_of``);
 ``plan.with_transfer_sources`` and ``plan.transfer_order`` say which recognizers a run trains and
-in which order; the anonymized stage's inputs then name the original stage's key, so caching stays exact.
+in which order; the anonymized stage's inputs then name the original stage's key, so caching
+stays exact.
 """
 
 from __future__ import annotations
