@@ -133,7 +133,6 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
             spec=phases.PhaseSpec(
                 "qualifying", now - 20 * day, now - 10 * day, None, "hidden", now - 5 * day
             ),
-            now=now - 30 * day,
         )
         final = phases.create_phase(
             session,
