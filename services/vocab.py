@@ -108,6 +108,9 @@ SCENARIO_ORDER: tuple[str, ...] = tuple(s.key for s in SCENARIOS)
 
 SCENARIO_LABELS: dict[str, str] = {s.key: s.label for s in SCENARIOS}
 
+REFERENCE_SCENARIO: str = SCENARIOS[0].key
+"""The unprotected reference (``original``): the attacker scored on original speech."""
+
 HEADLINE_SCENARIOS: tuple[str, ...] = ("semi-informed", "lazy-informed", "ignorant")
 """The verdict's headline scenario: the strongest attack scenario the evaluation ran, in this
 order of strength (``original`` only when no attack scenario ran)."""

@@ -19,12 +19,11 @@ from api.schemas import DbId
 from services.errors import InvalidInputError
 from services.platform.comparison import Comparison
 from services.platform.identity import Principal
-from services.platform.leaderboard import REFERENCE_SCENARIO
 from services.platform.protocols import get_protocol_by_id
 from services.plotting import render_det_overlay, render_speaker_scatter
 from services.results.keys import ResultKey
 from services.storage.models import ProtocolRecord
-from services.vocab import HEADLINE_SCENARIOS
+from services.vocab import HEADLINE_SCENARIOS, REFERENCE_SCENARIO
 
 router = APIRouter(include_in_schema=False)
 

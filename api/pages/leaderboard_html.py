@@ -18,7 +18,6 @@ from api.pages.challenge_html import evaluator_html
 from api.pages.rendering import fmt_datetime, fmt_number
 from services.pipeline.zoo import headline
 from services.platform.leaderboard import (
-    REFERENCE_SCENARIO,
     UTILITY_TIERS,
     Column,
     LeaderboardTableRow,
@@ -27,7 +26,7 @@ from services.platform.leaderboard import (
     std_of,
 )
 from services.storage.models import Visibility
-from services.vocab import trust_mark
+from services.vocab import REFERENCE_SCENARIO, trust_mark
 
 DESCRIPTION_PREVIEW_CHARS = 160
 

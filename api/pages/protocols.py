@@ -9,8 +9,9 @@ from api.deps import ContextDep
 from api.pages.rendering import page_viewer, render
 from services.metrics import catalogue
 from services.platform import protocols
-from services.platform.leaderboard import DET_TOP, REFERENCE_SCENARIO, ranked_submission_counts
+from services.platform.leaderboard import DET_TOP, ranked_submission_counts
 from services.storage.models import ProtocolRecord
+from services.vocab import REFERENCE_SCENARIO
 
 router = APIRouter(include_in_schema=False)
 

@@ -30,7 +30,6 @@ from sqlalchemy.orm import Session
 
 from services.metrics import catalogue, paired_bootstrap_eer_difference
 from services.platform.leaderboard import (
-    REFERENCE_SCENARIO,
     det_curves_of,
     job_metric_values,
     representative_job,
@@ -42,7 +41,7 @@ from services.scoring.trial_scores import TRIALS_DIR, load_scored_trials, speake
 from services.storage.blob_interface import BlobStore
 from services.storage.errors import ConflictError
 from services.storage.models import Artifact, Job, ProtocolRecord, Submission
-from services.vocab import HEADLINE_SCENARIOS
+from services.vocab import HEADLINE_SCENARIOS, REFERENCE_SCENARIO
 
 PAIRED_RESAMPLES = 1000
 """Speaker resamples of the paired bootstrap (seeded: the same request gives the same interval)."""

@@ -38,7 +38,6 @@ from services.platform.leaderboard.service import (
 )
 from services.platform.leaderboard.view import (
     DET_TOP,
-    REFERENCE_SCENARIO,
     Column,
     LeaderboardDefaults,
     LeaderboardView,
@@ -52,7 +51,6 @@ from services.platform.leaderboard.view import (
 __all__ = [
     "DET_TOP",
     "N_SEEDS_KEY",
-    "REFERENCE_SCENARIO",
     "UNUSABLE_TIER",
     "USABLE_KEY",
     "UTILITY_TIERS",

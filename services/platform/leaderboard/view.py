@@ -36,15 +36,12 @@ from services.platform.leaderboard.service import (
 )
 from services.storage.errors import NotFoundError
 from services.storage.models import ProtocolRecord
-from services.vocab import TRUST_MARKS
-
-REFERENCE_SCENARIO = "original"
-"""The unprotected reference: the attacker scored on original (not anonymized) speech."""
+from services.vocab import HEADLINE_SCENARIOS, REFERENCE_SCENARIO, TRUST_MARKS
 
 DET_TOP = 5
 """Submissions (by rank) the leaderboard's overlaid DET plot compares."""
 
-FALLBACK_SCENARIO = "semi-informed"
+FALLBACK_SCENARIO = HEADLINE_SCENARIOS[0]
 FALLBACK_BACKEND = "cosine"
 """The defaults of a protocol whose stored config no longer validates (an old protocol)."""
 
