@@ -304,7 +304,9 @@ def test_openapi_documents_rules_and_body_answers(env: Any) -> None:
     assert "pattern" in schemas["ArchiveUploadCreate"]["properties"]["sha256"]
     assert "pattern" in schemas["ContainerSpec"]["properties"]["image"]
     overrides = schemas["JobCreate"]["properties"]["config_overrides"]
-    assert "anonymizer" not in overrides["propertyNames"]["enum"]
-    assert "training" in overrides["propertyNames"]["enum"]
+    # Every overridable field is stated, none else (the submission brings the anonymizer).
+    assert "anonymizer" not in overrides["properties"]
+    assert "training" in overrides["properties"]
+    assert overrides["additionalProperties"] is False
     higher = schemas["LeaderboardSpec"]["properties"]["higher_is_better"]
     assert higher["type"] == "boolean"
