@@ -61,8 +61,25 @@ def statement_timed_out(exc: BaseException) -> bool:
     return False
 
 
+def pool_exhausted(exc: BaseException) -> bool:
+    """Whether ``exc`` is SQLAlchemy's pool timeout: every connection of this process's pool was
+    in use for the pool's whole wait (a burst of requests, not a fault of the request)."""
+    from sqlalchemy.exc import TimeoutError as PoolTimeoutError
+
+    return isinstance(exc, PoolTimeoutError)
+
+
 def fault_response(request: Request, exc: BaseException) -> JSONResponse | None:
     """The 507 or 503 answer for a platform fault, or None when ``exc`` is not one."""
+    if pool_exhausted(exc):
+        logger.warning("database pool exhausted during %s %s", request.method, request.url.path)
+        return problem_response(
+            request,
+            503,
+            "the server is busy: every database connection is in use; nothing was changed. "
+            f"Retry in {TRANSIENT_RETRY_AFTER_S} s",
+            headers={"Retry-After": str(TRANSIENT_RETRY_AFTER_S)},
+        )
     if disk_full_cause(exc) is not None:
         logger.error("disk full during %s %s: %r", request.method, request.url.path, exc)
         return problem_response(
