@@ -33,7 +33,9 @@ def _row(attacker: str, scenario: str, backend: str, eer: float) -> dict[str, An
 def test_every_family_runs_and_the_table_names_the_verdict_and_the_challenger() -> None:
     bench = _module()
     names = [a.name for a in bench.attackers()]
-    assert names == ["baseline", "scratch-3x", "finetuned", "ge2e"]
+    assert names == ["baseline", "scratch-3x", "finetuned", "ge2e", "ge2e-finetuned"]
+    finetuned_verifier = bench.attackers()[-1]
+    assert finetuned_verifier.pretrained == "ge2e" and finetuned_verifier.finetune
     cfg = bench.make_config("synthetic", 1, bench.sizes(smoke=True), "pitch", None)
     assert cfg.scenarios == bench.SCENARIOS and cfg.seeds == [1]
     assert cfg.backends == ["cosine", "plda"] and cfg.training.epochs == 2
