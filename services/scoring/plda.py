@@ -35,6 +35,9 @@ from services.scoring.pairs import PairScoreTerms
 
 DEFAULT_LDA_DIM = 200
 _EIG_FLOOR = 1e-10
+_WITHIN_RIDGE = 1e-6
+"""The two-covariance fit's floor on the within-speaker covariance, a share of the mean total
+variance per dimension."""
 
 
 def _labels_to_index(labels: np.ndarray) -> tuple[np.ndarray, int]:
@@ -166,7 +169,12 @@ def fit_two_covariance(
     scatter = xc.T @ xc
     class_means = sums / counts[:, None]
     between = np.cov(class_means.T, bias=True).reshape(d, d)
-    within = (scatter - (class_means * counts[:, None]).T @ class_means) / n
+    # A ridge of 1e-6 of the mean total variance keeps W positive definite when LDA found
+    # directions with no within-speaker variance at all (more embedding dimensions than
+    # training utterances, e.g. a barely trained recognizer with dead ReLU units): the joint
+    # diagonalization needs W > 0.
+    ridge = np.eye(d) * (_WITHIN_RIDGE * np.trace(scatter) / (n * d))
+    within = (scatter - (class_means * counts[:, None]).T @ class_means) / n + ridge
     history = [two_covariance_log_likelihood(x, speaker_ids, mean, between, within)]
     for _ in range(n_iter):
         v, psi = _joint_diagonalization(between, within)
@@ -185,7 +193,7 @@ def fit_two_covariance(
         between = second / n_classes
         within = (scatter - cross - cross.T + second_n) / n
         between = (between + between.T) / 2
-        within = (within + within.T) / 2
+        within = (within + within.T) / 2 + ridge
         history.append(two_covariance_log_likelihood(x, speaker_ids, mean, between, within))
     return mean, between, within, history
 

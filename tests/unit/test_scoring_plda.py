@@ -115,3 +115,23 @@ def test_plda_rejects_wrong_dimension(plda_setup) -> None:  # type: ignore[no-un
     model, _ = plda_setup
     with pytest.raises(ValueError, match="dimension mismatch"):
         PLDABackend(model).prepare(np.ones((3, 5)))
+
+
+def test_plda_trains_when_lda_finds_no_within_speaker_variance() -> None:
+    """More dimensions than utterances, with dead (always zero) units, as a barely trained
+    recognizer's ReLU embeddings: LDA finds directions in which each speaker's utterances
+    coincide, and without a floor on W the two-covariance fit raised LinAlgError (seen on a
+    fine-tuned GE2E after one epoch of a 6-speaker corpus)."""
+    rng = np.random.default_rng(0)
+    speakers = np.repeat(np.arange(6), 7)
+    centres = rng.standard_normal((6, 256))[speakers]
+    x = np.maximum(centres + 0.5 * rng.standard_normal((42, 256)), 0)
+    x[:, :52] = 0.0
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    model = train_plda(x.astype(np.float32), speakers)
+    assert np.all(np.linalg.eigvalsh(model.within) > 0)
+    projected = model.project(x)
+    same = model.llr(projected[0:6], projected[1:7])  # speaker 0's utterances, paired
+    different = model.llr(projected[0:6], projected[7:13])  # speaker 0 against speaker 1
+    assert np.isfinite(same).all() and np.isfinite(different).all()
+    assert same.min() > different.max()
