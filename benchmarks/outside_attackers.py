@@ -26,6 +26,18 @@ stage store per corpus (``--out``), so a rerun with more seeds trains only the n
     .venv/bin/python benchmarks/outside_attackers.py --out out/outside-small --size small
                                                           # 24 speakers x 12, cap 4 epochs
 
+With ``--trust-caps``, the trust check is judged per corpus: beside each seed's zoo run, runs of
+the config's attacker ALONE (no zoo: what a maker gets by default) at the default cap and at the
+short caps given, starting from the original-speech recognizer (the default) and from scratch.
+Each judged run's verdict (semi-informed, its better back-end) is "improvable" when some family of
+the same seed's zoo run (every family for the short caps; every family but ``baseline``, which is
+the run itself, for the default cap) reached an EER below the lower end of the judged verdict's
+95 % interval. The check's positive is "NOT TRUSTWORTHY"; printed: each judged run, then
+precision (flagged runs that were improvable) and recall (improvable runs that were flagged).
+
+    OMP_NUM_THREADS=1 UNMASK_NUM_THREADS=1 .venv/bin/python benchmarks/outside_attackers.py \
+        --out out/outside --seeds 0 1 2 --trust-caps 2 4
+
 The calibration size is 72 speakers (36 attacker-training, 24 evaluation, 12 target) x 16
 utterances per corpus, the `tiny` preset and a cap of 10 epochs; ``--smoke`` is 12 x 8 and a cap
 of 2 epochs, which says whether everything runs, not which attacker is stronger.
@@ -152,6 +164,95 @@ def run_one(out: Path, cfg: EvaluationConfig) -> dict[str, Any]:
     return run_evaluation(cfg, out / cfg.name, stages_dir=out / "stages")
 
 
+JUDGED_STARTS = ("original", "scratch")
+"""Where the judged runs' anonymized-speech recognizers start (the default first)."""
+
+
+def judged_config(base: EvaluationConfig, cap: int, start: str) -> EvaluationConfig:
+    """``base`` with its attacker alone (no zoo) at an epochs cap of ``cap``, starting from
+    ``start``: a run whose trust decision is judged."""
+    data = base.model_dump(mode="json", exclude={"attackers"})
+    data["name"] = f"{base.name}-alone-{start}-cap{cap}"
+    data["training"] = data["training"] | {"epochs": cap}
+    if start != "original":
+        # Unset is the default (original, since the run trains original-speech recognizers):
+        # left unset, the default-cap run shares the zoo run's baseline stages.
+        data["training"]["start"] = start
+    return EvaluationConfig.model_validate(data)
+
+
+def judged_run(
+    result: Mapping[str, Any], zoo: Mapping[str, Any], *, start: str, cap: int, default_cap: int
+) -> dict[str, Any]:
+    """One judged run: its verdict, interval, trust decision and ground truth (module docstring)
+    against the same seed's zoo run ``zoo``."""
+    eer = catalogue.EER.key
+    # The verdict of a run without a zoo: its better back-end.
+    row = min(
+        (r for r in result["rows"] if r["scenario"] == "semi-informed" and r.get(eer) is not None),
+        key=lambda r: (r[eer], r["backend"]),
+    )
+    itself = start == "original" and cap == default_cap
+    alternatives = [
+        r
+        for r in zoo["rows"]
+        if r["scenario"] == "semi-informed"
+        and r.get(eer) is not None
+        and not (itself and r["attacker"] == "baseline")
+    ]
+    best = min(alternatives, key=lambda r: (r[eer], r["attacker"], r["backend"]))
+    entry = next(iter(v for k, v in result["training"].items() if k.startswith("anonymized")))
+    trust = result["trust"]
+    return {
+        "seed": row["seed"],
+        "start": start,
+        "cap": cap,
+        "eer": float(row[eer]),
+        "interval": [float(x) for x in row["eer_ci95_percent"]],
+        "backend": row["backend"],
+        "stopped": entry.get("stopped"),
+        "best_epoch": entry.get("best_epoch"),
+        "epochs_run": len(entry.get("history", [])),
+        "best_alternative": f"{best['attacker']}, {best['backend']} {best[eer]:.1f} %",
+        "improvable": float(best[eer]) < float(row["eer_ci95_percent"][0]),
+        "flagged": not trust["trustworthy"],
+        "reasons": [r["code"] for r in trust["reasons"]],
+    }
+
+
+def trust_table(corpus: str, judged: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The judged runs of one corpus and the trust check's precision and recall."""
+    lines = [
+        f"### {corpus}: the trust check on the config's attacker alone",
+        "",
+        "| seed | start | cap | stop (best epoch / run) | verdict EER % (95 % interval) | "
+        "best zoo family | improvable | flagged (reasons) |",
+        "|---:|---|---:|---|---:|---|---|---|",
+    ]
+    for j in judged:
+        low, high = j["interval"]
+        reasons = f" ({', '.join(j['reasons'])})" if j["reasons"] else ""
+        lines.append(
+            f"| {j['seed']} | {j['start']} | {j['cap']} | {j['stopped']} "
+            f"({j['best_epoch']}/{j['epochs_run']}) | {j['eer']:.1f} ({low:.1f}-{high:.1f}) "
+            f"{j['backend']} | {j['best_alternative']} | {'yes' if j['improvable'] else 'no'} | "
+            f"{'NOT TRUSTWORTHY' if j['flagged'] else 'trustworthy'}{reasons} |"
+        )
+    tp = sum(1 for j in judged if j["flagged"] and j["improvable"])
+    flagged = sum(1 for j in judged if j["flagged"])
+    improvable = sum(1 for j in judged if j["improvable"])
+
+    def ratio(num: int, den: int) -> str:
+        return f"{num}/{den} = {num / den:.2f}" if den else f"{num}/0 (undefined)"
+
+    lines += [
+        "",
+        f"- {len(judged)} runs: {improvable} improvable, {flagged} flagged; precision "
+        f"{ratio(tp, flagged)}, recall {ratio(tp, improvable)}",
+    ]
+    return lines
+
+
 def _cell(rows: Sequence[Mapping[str, Any]]) -> str:
     eer = catalogue.EER.key
     values = [float(r[eer]) for r in rows if isinstance(r.get(eer), int | float)]
@@ -267,6 +368,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--anonymizer", default="pitch")
     parser.add_argument("--smoke", action="store_true", help="12 speakers x 8, cap 2 epochs")
     parser.add_argument("--size", choices=sorted(SIZES), help="overrides --smoke")
+    parser.add_argument(
+        "--trust-caps",
+        type=int,
+        nargs="*",
+        default=None,
+        help="judge the trust check on the config's attacker alone at these short epochs caps "
+        "(and the default cap), starting from the original-speech recognizer and from scratch",
+    )
     args = parser.parse_args(argv)
     size = sizes(args.smoke, args.size)
     out_lines = []
@@ -278,6 +387,19 @@ def main(argv: list[str] | None = None) -> int:
         ]
         results = [run_one(out, cfg) for cfg in configs]
         lines = table(corpus, results, [out / cfg.name for cfg in configs])
+        if args.trust_caps is not None:
+            judged = []
+            for cfg, zoo in zip(configs, results, strict=True):
+                caps = sorted({*args.trust_caps, size["epochs"]})
+                for start in JUDGED_STARTS:
+                    for cap in caps:
+                        if start != "original" and cap == size["epochs"]:
+                            continue  # the default cap is judged for the default start only
+                        alone = run_one(out, judged_config(cfg, cap, start))
+                        judged.append(
+                            judged_run(alone, zoo, start=start, cap=cap, default_cap=size["epochs"])
+                        )
+            lines += ["", *trust_table(corpus, judged)]
         out_lines += [*lines, ""]
         print("\n".join(lines), flush=True)
     (args.out / "table.md").write_text("\n".join(out_lines))
