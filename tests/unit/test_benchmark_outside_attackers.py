@@ -64,3 +64,47 @@ def test_every_family_runs_and_the_table_names_the_verdict_and_the_challenger() 
     assert (
         "challenger ge2e 5.0 % vs baseline 9.6 %, difference -4.6 (-7.0 to -1.5), stronger" in text
     )
+
+
+def test_judged_runs_give_precision_and_recall_against_the_zoo() -> None:
+    bench = _module()
+    base = bench.make_config("synthetic", 0, bench.sizes(smoke=True), "pitch", None)
+    alone = bench.judged_config(base, 1, "scratch")
+    assert alone.attackers is None and alone.training.epochs == 1
+    assert alone.training.start == "scratch" and alone.name.endswith("-alone-scratch-cap1")
+    # The default start stays unset, so the default-cap run shares the zoo's baseline stages.
+    assert bench.judged_config(base, 2, "original").training.start is None
+    zoo = {
+        "rows": [
+            _row("baseline", "semi-informed", "plda", 9.0),
+            _row("ge2e", "semi-informed", "cosine", 20.0),
+        ]
+    }
+
+    def run(eer: float, trustworthy: bool) -> dict[str, Any]:
+        return {
+            "rows": [
+                _row("baseline", "semi-informed", "cosine", eer),
+                _row("baseline", "semi-informed", "plda", eer + 1.0),
+            ],
+            "training": {
+                "anonymized-seed0": {"stopped": "cap", "best_epoch": 2, "history": [{}, {}]}
+            },
+            "trust": {
+                "trustworthy": trustworthy,
+                "reasons": [] if trustworthy else [{"code": "ver_s_still_falling"}],
+            },
+        }
+
+    short = bench.judged_run(run(15.0, False), zoo, start="original", cap=2, default_cap=10)
+    # 9.0 (baseline, plda) lies below 13.0, the lower end of the judged cosine verdict.
+    assert short["improvable"] and short["flagged"] and short["backend"] == "cosine"
+    assert short["best_alternative"] == "baseline, plda 9.0 %"
+    missed = bench.judged_run(run(12.0, True), zoo, start="scratch", cap=2, default_cap=10)
+    assert missed["improvable"] and not missed["flagged"]
+    # The default cap is the zoo's own baseline: only the other families can make it improvable.
+    itself = bench.judged_run(run(9.0, False), zoo, start="original", cap=10, default_cap=10)
+    assert itself["best_alternative"].startswith("ge2e") and not itself["improvable"]
+    text = "\n".join(bench.trust_table("espeak", [short, missed, itself]))
+    assert "3 runs: 2 improvable, 2 flagged; precision 1/2 = 0.50, recall 1/2 = 0.50" in text
+    assert "NOT TRUSTWORTHY (ver_s_still_falling)" in text
