@@ -128,10 +128,33 @@ def _zoo_weight_problems(cfg: EvaluationConfig) -> list[str]:
     own = set(local_weights_problems(cfg.training))
     problems: list[str] = []
     for spec in zoo_specs(cfg.attackers):
+        if spec.pretrained_path is not None:
+            problem = pretrained_folder_problem(spec.pretrained, spec.pretrained_path)
+            if problem:
+                problems.append(f"attackers ({spec.name}): {problem}")
+            continue
         for p in local_weights_problems(resolve_training(cfg.training, spec)):
             if p not in own:
                 problems.append(f"attackers ({spec.name}): training.{p}")
     return problems
+
+
+def pretrained_folder_problem(verifier: str | None, folder: Path) -> str | None:
+    """What is wrong with the local folder of a pretrained verifier (``ecapa``: a SpeechBrain
+    checkpoint folder; ``hf-xvector``: a Hugging Face speaker-verification folder), read without
+    loading it; None when it looks usable."""
+    from services.attacker.hf_xvector import HF_XVECTOR, check_hf_xvector_folder
+    from services.attacker.local_weights import check_ecapa_folder
+
+    try:
+        if verifier == HF_XVECTOR:
+            check_hf_xvector_folder(folder)
+        else:
+            check_ecapa_folder(folder)
+    except ConfigError as exc:
+        # The ECAPA check names the training field of the same layout; here it is the attacker's.
+        return str(exc).replace("pretrained_ecapa_path:", "pretrained_path:", 1)
+    return None
 
 
 def _utility_problems(cfg: EvaluationConfig) -> list[str]:

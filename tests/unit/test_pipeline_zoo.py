@@ -214,11 +214,13 @@ def test_worst_case_is_never_weaker_than_the_baseline_attackers(seed: int) -> No
 @pytest.mark.slow
 def test_two_cheap_attackers_give_rows_per_attacker_and_a_worst_case(tmp_path: Path) -> None:
     from test_attacker_front_ends import save_tiny_ecapa
+    from test_attacker_hf_xvector import save_tiny_wavlm_sv
 
     from services.pipeline.evaluation import run_evaluation
     from support.configs import tiny_config
 
     save_tiny_ecapa(tmp_path / "vox")  # an operator's ECAPA folder, scored as it is
+    save_tiny_wavlm_sv(tmp_path / "sv")  # and a Hugging Face speaker-verification folder
     data = tiny_config(
         synthetic={"n_speakers": 8, "n_attacker_train_speakers": 4, "n_eval_speakers": 2},
         scenarios=["original", "semi-informed"],
@@ -231,6 +233,7 @@ def test_two_cheap_attackers_give_rows_per_attacker_and_a_worst_case(tmp_path: P
             {"name": "wider-crops", "training": {"crop_seconds": 1.0}},
             {"name": "ge2e", "pretrained": "ge2e"},  # not trained: cosine rows of its own
             {"name": "vox", "pretrained": "ecapa", "pretrained_path": str(tmp_path / "vox")},
+            {"name": "sv", "pretrained": "hf-xvector", "pretrained_path": str(tmp_path / "sv")},
         ],
     )
     result = run_evaluation(parse_config(data), tmp_path / "out")
@@ -244,6 +247,7 @@ def test_two_cheap_attackers_give_rows_per_attacker_and_a_worst_case(tmp_path: P
             ("wider-crops", "cosine"),
             ("ge2e", "cosine"),
             ("vox", "cosine"),
+            ("sv", "cosine"),
         ]
         for s in ("original", "semi-informed")
     }
@@ -261,6 +265,7 @@ def test_two_cheap_attackers_give_rows_per_attacker_and_a_worst_case(tmp_path: P
         "wider-crops",
         "ge2e",
         "vox",
+        "sv",
     }
     worst = result["worst_case"]
     for scenario in ("original", "semi-informed"):
@@ -275,11 +280,12 @@ def test_two_cheap_attackers_give_rows_per_attacker_and_a_worst_case(tmp_path: P
         assert entry["attacker"] == min(tied)  # ties: by attacker name
     assert result["trust"]["attacker"] == worst["semi-informed"]["attacker"]
     assert set(result["trust"]["other_attackers"]) == (
-        {"baseline", "plda-only", "wider-crops", "ge2e", "vox"} - {result["trust"]["attacker"]}
+        {"baseline", "plda-only", "wider-crops", "ge2e", "vox", "sv"}
+        - {result["trust"]["attacker"]}
     )
     # The challenger (GE2E) was scored on the headline's trials and the worst case reports it,
     # unless the verdict's attacker is the zoo's GE2E member itself (then nothing to challenge).
-    if worst["semi-informed"]["attacker"] in ("ge2e", "vox"):
+    if worst["semi-informed"]["attacker"] in ("ge2e", "vox", "sv"):
         assert "challenger" not in result
         return
     challenger = result["challenger"]

@@ -24,6 +24,10 @@ NOT_OVERRIDABLE = frozenset({"seed", "device", "dataloader_workers"})
 and loader workers are the host's, not the attacker's."""
 
 
+FOLDER_VERIFIERS = ("ecapa", "hf-xvector")
+"""Pretrained verifiers an operator puts on local disk (``pretrained_path``)."""
+
+
 class AttackerSpec(BaseModel):
     """One attacker of the zoo: how it trains (overrides on the config's ``training``) and scores.
 
@@ -52,11 +56,14 @@ class AttackerSpec(BaseModel):
     cohort_top_k: int | None = Field(
         None, ge=2, description="AS-norm cohort top K; null = the config's `scoring.cohort_top_k`."
     )
-    pretrained: Literal["ge2e", "ecapa"] | None = Field(
+    pretrained: Literal["ge2e", "ecapa", "hf-xvector"] | None = Field(
         None,
         description="A pretrained verifier scored as it is, never trained on the evaluation's "
-        "data: `ge2e` (Resemblyzer's GE2E encoder, weights in its wheel) or `ecapa` (a "
-        "SpeechBrain ECAPA checkpoint folder on local disk, `pretrained_path`); cosine scoring. "
+        "data: `ge2e` (Resemblyzer's GE2E encoder, weights in its wheel), `ecapa` (a "
+        "SpeechBrain ECAPA checkpoint folder on local disk, `pretrained_path`) or `hf-xvector` "
+        "(a Hugging Face speaker-verification folder on local disk that transformers loads "
+        "with AutoModelForAudioXVector, e.g. microsoft/wavlm-base-plus-sv; `pretrained_path`); "
+        "cosine scoring. "
         "Its embeddings of the scenario's enrollment and trials are the same whatever the "
         "scenario trains on, so it is the ignorant, lazy-informed and semi-informed attacker at "
         "once. Not with `training`, `epochs_scale`, `normalization` or a back-end other than "
@@ -75,7 +82,9 @@ class AttackerSpec(BaseModel):
         None,
         description="`pretrained: ecapa`: the SpeechBrain checkpoint folder (hyperparams.yaml + "
         "embedding_model.ckpt, the speechbrain/spkrec-ecapa-voxceleb layout; its preset is the "
-        "one its shapes fit). Relative to the config file.",
+        "one its shapes fit); `pretrained: hf-xvector`: the Hugging Face folder (config.json "
+        "naming a *ForXVector architecture, model.safetensors or pytorch_model.bin). Relative "
+        "to the config file.",
     )
     epochs_scale: float | None = Field(
         None,
@@ -140,8 +149,11 @@ class AttackerSpec(BaseModel):
                 )
             if self.backends not in (None, ["cosine"]):
                 raise ValueError(f"pretrained {self.pretrained!r} scores with cosine only")
-        if (self.pretrained == "ecapa") != (self.pretrained_path is not None):
-            raise ValueError("pretrained_path names the folder of pretrained: ecapa (and only it)")
+        if (self.pretrained in FOLDER_VERIFIERS) != (self.pretrained_path is not None):
+            raise ValueError(
+                "pretrained_path names the folder of pretrained: ecapa or hf-xvector (and only "
+                "those)"
+            )
         return self
 
     @field_validator("backends")

@@ -11,13 +11,15 @@ computed.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from services.attacker.hf_xvector import HF_XVECTOR
 from services.corpus.manifest import Manifest
 from services.metrics import SpeakerTrials, catalogue
 from services.pipeline.challenger import challenger_block, cpu_clock, verdict_row
@@ -31,7 +33,28 @@ from services.scoring.trial_scores import TRIALS_NAME, load_scored_trials, speak
 from services.vocab import HEADLINE_SCENARIOS
 
 
-def ge2e_embedded(
+def verifier_embedder(
+    verifier: str, folder: str | None
+) -> tuple[str, Callable[[Sequence[np.ndarray]], np.ndarray]]:
+    """(model key, embedding function) of a pretrained verifier: GE2E, or the operator's folder
+    ``folder`` of a SpeechBrain ECAPA (``ecapa``) or a Hugging Face speaker-verification model
+    (``hf-xvector``). The key names the weights (a stage key)."""
+    if verifier == "ecapa":
+        from services.attacker.pretrained import ecapa_embeddings, ecapa_model_key
+
+        assert folder is not None, "pretrained ecapa needs its folder"
+        return ecapa_model_key(folder), partial(ecapa_embeddings, folder)
+    if verifier == HF_XVECTOR:
+        from services.attacker.hf_xvector import hf_xvector_embeddings, hf_xvector_model_key
+
+        assert folder is not None, "pretrained hf-xvector needs its folder"
+        return hf_xvector_model_key(folder), partial(hf_xvector_embeddings, folder)
+    from services.attacker import ge2e
+
+    return ge2e.model_key(), ge2e.ge2e_embeddings
+
+
+def pretrained_embedded(
     ctx: StageContext,
     data: ConditionSets,
     set_name: str,
@@ -39,26 +62,14 @@ def ge2e_embedded(
     checkpoint: str | None = None,
 ) -> EmbeddedSet:
     """The embeddings of one set by a pretrained verifier, as it is (an ``embed`` stage keyed by
-    the verifier's weights): GE2E, or the SpeechBrain ECAPA folder ``checkpoint``."""
-    from services.attacker import ge2e
-    from services.attacker.pretrained import ecapa_embeddings, ecapa_model_key
-
+    the verifier's weights): GE2E, or the operator's folder ``checkpoint``."""
     manifest: Manifest = data.get(set_name)
-    if verifier == "ecapa":
-        assert checkpoint is not None, "pretrained ecapa needs its folder"
-        model = ecapa_model_key(checkpoint)
-    else:
-        model = ge2e.model_key()
+    model, embed = verifier_embedder(verifier, checkpoint)
     inputs = {"model": model, "data": data.keys[set_name], "manifest": manifest.content_hash()}
 
     def make(folder: Path) -> dict[str, Any]:
         ctx.progress("score", 0.0, f"pretrained {verifier}: {len(manifest)} {set_name}")
-        waves = ctx.audio.load(manifest)
-        if verifier == "ecapa":
-            assert checkpoint is not None
-            emb = ecapa_embeddings(checkpoint, waves)
-        else:
-            emb = ge2e.ge2e_embeddings(waves)
+        emb = embed(ctx.audio.load(manifest))
         np.save(folder / "embeddings.npy", emb)
         (folder / "utt_ids.json").write_text(json.dumps([u.utt_id for u in manifest.utterances]))
         return {"embeddings": "embeddings.npy", "utt_ids": "utt_ids.json"}
@@ -92,7 +103,7 @@ def pretrained_rows(
     checkpoint: str | None = None,
 ) -> list[dict[str, Any]]:
     """The score rows of a pretrained attacker of the zoo (``AttackerSpec.pretrained``: GE2E, or
-    the ECAPA folder ``checkpoint``):
+    the operator's folder ``checkpoint``):
     every scenario of the config with cosine, on the first seed (nothing is trained, so seeds do
     not change it), each row naming ``name``. Embeddings are shared across scenarios."""
     cache: dict[tuple[str, str], EmbeddedSet] = {}
@@ -101,7 +112,9 @@ def pretrained_rows(
         if (condition, set_name) not in cache:
             data = conditions.get(condition)
             assert data is not None, f"no {condition} sets"
-            cache[(condition, set_name)] = ge2e_embedded(ctx, data, set_name, verifier, checkpoint)
+            cache[(condition, set_name)] = pretrained_embedded(
+                ctx, data, set_name, verifier, checkpoint
+            )
         return cache[(condition, set_name)]
 
     rows = []
@@ -149,8 +162,8 @@ def _challenge(
     if enrollment_sets is None or trial_sets is None or not head_rows:
         return None
     start = cpu_clock()
-    enrollment = ge2e_embedded(ctx, enrollment_sets, "enrollment")
-    trial = ge2e_embedded(ctx, trial_sets, "trial")
+    enrollment = pretrained_embedded(ctx, enrollment_sets, "enrollment")
+    trial = pretrained_embedded(ctx, trial_sets, "trial")
     seed = ctx.config.seeds[0]  # as the pretrained zoo member's rows: the same score stage
     row = score_row(_plain(ctx), scenario, "cosine", seed, enrollment, trial, None)
     cpu_seconds = cpu_clock() - start
