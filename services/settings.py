@@ -230,9 +230,11 @@ class Settings(BaseSettings):
     challenger: bool = Field(
         True,
         description="Score the challenger in every evaluation: the pretrained GE2E verifier "
-        "(Resemblyzer, not trained on the evaluation's data) on the headline scenario's trials; "
-        "when it beats the verdict's attacker beyond the paired speaker-bootstrap interval the "
-        "verdict is not trustworthy. False skips it (its cost: two embedding passes).",
+        "(Resemblyzer, not trained on the evaluation's data) on the trials of every attack "
+        "scenario (ignorant, lazy-informed, semi-informed). When it beats the headline "
+        "attacker beyond the paired speaker-bootstrap interval the verdict is not trustworthy; "
+        "the ignorant and lazy-informed rows of the verdict are the lower of the trained "
+        "attacker's EER and its own. False skips it (its cost: one embedding pass per set).",
     )
     trust_still_falling_ver_s_points: float = Field(
         10.0,
