@@ -297,6 +297,18 @@ class Settings(BaseSettings):
         "embedding_model.ckpt, 1024 channels, input 1024 = WavLM-Large's hidden size) the "
         "vpc2026 attacker is fine-tuned from.",
     )
+    strongest_ecapa: Path | None = Field(
+        None,
+        description="Local SpeechBrain ECAPA-TDNN folder (hyperparams.yaml + "
+        "embedding_model.ckpt, the speechbrain/spkrec-ecapa-voxceleb layout): when set, the "
+        "`strongest` zoo adds it, scored as it is, as the attacker `ecapa`.",
+    )
+    strongest_hf_xvector: Path | None = Field(
+        None,
+        description="Local Hugging Face speaker-verification folder (config.json naming a "
+        "*ForXVector architecture + weights, e.g. microsoft/wavlm-base-plus-sv): when set, the "
+        "`strongest` zoo adds it, scored as it is, as the attacker `hf-xvector`.",
+    )
 
     # Anonymizer containers (docs/container-contract.md): engine, sandbox limits per shard run.
     container_engine_url: str = Field(

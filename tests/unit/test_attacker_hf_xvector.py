@@ -135,3 +135,31 @@ def test_a_zoo_names_the_folder_and_the_preflight_checks_it(tmp_path: Path) -> N
     )
     save_tiny_wavlm_sv(tmp_path)
     assert not [p for p in config_problems(cfg) if p.startswith("attackers (wavlm-sv)")]
+
+
+def test_the_strongest_zoo_adds_the_operators_verifiers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from services.attacker.recipes import zoo_specs
+    from services.settings import get_settings
+
+    monkeypatch.delenv("UNMASK_STRONGEST_ECAPA", raising=False)
+    monkeypatch.delenv("UNMASK_STRONGEST_HF_XVECTOR", raising=False)
+    get_settings.cache_clear()
+    plain = [s.name for s in zoo_specs("strongest")]
+    assert "ecapa" not in plain and "hf-xvector" not in plain
+    monkeypatch.setenv("UNMASK_STRONGEST_HF_XVECTOR", str(tmp_path / "sv"))
+    get_settings.cache_clear()
+    try:
+        specs = zoo_specs("strongest")
+        assert [s.name for s in specs] == [*plain, "hf-xvector"]
+        added = specs[-1]
+        assert added.pretrained == "hf-xvector" and added.scored_as_is
+        assert added.pretrained_path == tmp_path / "sv"
+        # A folder that is not there is named before any work.
+        problems = config_problems(parse_config({"attackers": "strongest"}))
+        assert any(
+            p.startswith("attackers (hf-xvector): pretrained hf-xvector: ") for p in problems
+        )
+    finally:
+        get_settings.cache_clear()

@@ -1,7 +1,9 @@
 """The ``strongest`` zoo: the baseline, two trained attackers with a longer schedule
 (``finetuned``, transfer from the original-speech recognizer; ``augmented``, from scratch with
-augmentation), each with and without AS-norm, ``ge2e``, a pretrained verifier beside them, and
-``ge2e-finetuned``, that verifier fine-tuned on the scenario's training speech."""
+augmentation), each with and without AS-norm, ``ge2e``, a pretrained verifier beside them,
+``ge2e-finetuned``, that verifier fine-tuned on the scenario's training speech, and the
+pretrained verifiers the operator put on local disk (``UNMASK_STRONGEST_ECAPA``,
+``UNMASK_STRONGEST_HF_XVECTOR``), scored as they are."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from typing import Any
 
 from services.attacker.recipes.spec import BASELINE, AttackerSpec
 from services.attacker.training_config import AugmentationConfig
+from services.settings import get_settings
 
 STRONGEST_EPOCHS_SCALE = 3.0
 """How much longer than the config's schedule the ``strongest`` zoo's extra attackers train.
@@ -29,6 +32,20 @@ def strongest_zoo() -> list[AttackerSpec]:
         *long_attacker_pair("augmented", {"start": "scratch"} | augmentation),
         AttackerSpec(name=GE2E_ATTACKER, pretrained="ge2e"),
         AttackerSpec(name=GE2E_FINETUNED, pretrained="ge2e", finetune=True),
+        *operator_verifiers(),
+    ]
+
+
+def operator_verifiers() -> list[AttackerSpec]:
+    """The pretrained verifiers whose folders the settings name, scored as they are, each named
+    by its kind (``ecapa``, ``hf-xvector``): what an attacker would download, where the operator
+    has downloaded it."""
+    settings = get_settings()
+    folders = (("ecapa", settings.strongest_ecapa), ("hf-xvector", settings.strongest_hf_xvector))
+    return [
+        AttackerSpec(name=kind, pretrained=kind, pretrained_path=folder)
+        for kind, folder in folders
+        if folder is not None
     ]
 
 
