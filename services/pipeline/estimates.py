@@ -16,8 +16,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from services.attacker.recipes import zoo_specs
 from services.pipeline.config import EvaluationConfig
-from services.pipeline.plan import plan_evaluation
+from services.pipeline.plan import SCENARIO_PLAN, plan_evaluation
 
 TRAIN_AUDIO_SECONDS_PER_SECOND: dict[str, float] = {
     # Audio seconds of training crops (and validation passes) per wall second on an idle 2-core
@@ -214,6 +215,14 @@ class PhaseThroughputs:
     challenger: float = 179.0
     """The challenger's pretrained GE2E verifier, one utterance at a time, idle 2 threads (118
     eSpeak NG utterances, 640 s, in 3.6 s)."""
+    pretrained_ecapa: float = 90.0
+    """An operator's SpeechBrain ECAPA folder scored as it is (``pretrained: ecapa``, the
+    ``standard`` preset's size), one utterance at a time: 2.0x GE2E's time in
+    benchmarks/pretrained_verifiers.py (2 threads, 72 s of audio), applied to ``challenger``."""
+    pretrained_hf_xvector: float = 23.0
+    """An operator's Hugging Face speaker-verification folder (``pretrained: hf-xvector``) at
+    WavLM Base+ size, one utterance at a time: 7.9x GE2E's time in the same run, applied to
+    ``challenger``."""
     asr_train: float = 105.0
     """Utility ASR training, audio seconds per second per epoch (quick example, idle: 3 epochs of
     2,078 s in 59 s with its validation passes)."""
@@ -225,6 +234,41 @@ class PhaseThroughputs:
 
 
 PHASE_SPEEDS = PhaseThroughputs()
+
+
+def _scenario_sets(scenario: str) -> list[tuple[str, str]]:
+    """(condition, set) pairs a scenario embeds: its enrollment and its trials."""
+    _, enrollment, trial = SCENARIO_PLAN[scenario]
+    return [(enrollment, "enrollment"), (trial, "trial")]
+
+
+def _sets_seconds(sets: set[tuple[str, str]], sizes: AudioSizes) -> float:
+    """Seconds of audio in the (condition, set) pairs ``sets``."""
+    return sum(sizes.enrollment_s if name == "enrollment" else sizes.trial_s for _, name in sets)
+
+
+def _pretrained_seconds(
+    cfg: EvaluationConfig,
+    sizes: AudioSizes,
+    speed: PhaseThroughputs,
+    challenged: set[tuple[str, str]],
+) -> float:
+    """Wall seconds the zoo's pretrained verifiers scored as they are take to embed every
+    scenario's sets (GE2E's sets the challenger embeds are shared with it)."""
+    speeds = {
+        "ge2e": speed.challenger,
+        "ecapa": speed.pretrained_ecapa,
+        "hf-xvector": speed.pretrained_hf_xvector,
+    }
+    sets = {(c, n) for s in cfg.scenarios for c, n in _scenario_sets(s)}
+    seconds = 0.0
+    for spec in zoo_specs(cfg.attackers):
+        if not spec.scored_as_is or spec.pretrained is None:
+            continue
+        own = sets - challenged if spec.pretrained == "ge2e" else sets
+        rate = speeds[spec.pretrained]
+        seconds += _sets_seconds(own, sizes) / rate if rate > 0 else 0.0
+    return seconds
 
 
 def phase_seconds(
@@ -261,10 +305,12 @@ def phase_seconds(
 
         challenger = get_settings().challenger
     attacks = [s for s in cfg.scenarios if s != "original"]
+    challenged: set[tuple[str, str]] = set()
     if challenger and attacks:
         # Anonymized enrollment and trials, and the original enrollment for the ignorant attack.
-        ge2e_s = eval_s + (sizes.enrollment_s if "ignorant" in attacks else 0.0)
-        embed += ge2e_s / speed.challenger
+        challenged = {(c, n) for s in attacks for c, n in _scenario_sets(s)}
+        embed += _sets_seconds(challenged, sizes) / speed.challenger
+    embed += _pretrained_seconds(cfg, sizes, speed, challenged)
     out = {
         "corpus": sizes.corpus_s / speed.corpus if cfg.protocol_file is None else 0.0,
         "anonymize": anonymized_s / speed.anonymize * (anonymize_scale or 0.0),

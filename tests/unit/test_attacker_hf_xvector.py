@@ -163,3 +163,46 @@ def test_the_strongest_zoo_adds_the_operators_verifiers(
         )
     finally:
         get_settings.cache_clear()
+
+
+SCENARIOS = ["original", "ignorant", "lazy-informed", "semi-informed"]
+
+
+def test_the_estimate_counts_the_verifiers_embeddings(tmp_path: Path) -> None:
+    from services.pipeline.estimates import (
+        PHASE_SPEEDS,
+        phase_seconds,
+        recognizer_plan,
+        synthetic_audio_sizes,
+        synthetic_training_audio,
+    )
+
+    def embed_seconds(attackers: list[dict[str, object]]) -> float:
+        cfg = parse_config(
+            {"training": {"preset": "tiny"}, "scenarios": SCENARIOS, "attackers": attackers}
+        )
+        phases = phase_seconds(
+            cfg,
+            recognizer_plan(cfg),
+            synthetic_training_audio(cfg),
+            synthetic_audio_sizes(cfg),
+            challenger=True,
+        )
+        assert phases is not None
+        return phases["embed"]
+
+    base = embed_seconds([{"name": "baseline"}])
+    folder = str(tmp_path)
+    with_sv = embed_seconds(
+        [
+            {"name": "baseline"},
+            {"name": "sv", "pretrained": "hf-xvector", "pretrained_path": folder},
+        ]
+    )
+    sizes = synthetic_audio_sizes(parse_config({"scenarios": SCENARIOS}))
+    # Every scenario's enrollment and trials, original and anonymized, at its measured speed.
+    expected = 2 * (sizes.enrollment_s + sizes.trial_s) / PHASE_SPEEDS.pretrained_hf_xvector
+    assert with_sv - base == pytest.approx(expected)
+    # GE2E's anonymized sets are the challenger's: only the original ones are added.
+    with_ge2e = embed_seconds([{"name": "baseline"}, {"name": "g", "pretrained": "ge2e"}])
+    assert with_ge2e - base == pytest.approx(sizes.trial_s / PHASE_SPEEDS.challenger)
