@@ -104,12 +104,20 @@ def train_protocol_asr(services: JobServices, protocol_id: int) -> str:
     connection puts the state back to ``queued`` and raises :class:`TransientProtocolAsrError`
     for the caller to retry; anything else records ``failed`` and propagates.
     """
-    claimed = _claim(services, protocol_id)
+    try:
+        claimed = _claim(services, protocol_id)
+    except Exception as exc:
+        if services.is_transient(exc):  # nothing changed in the database: still queued
+            from services.platform.jobs.host import transient_summary
+
+            raise TransientProtocolAsrError(f"transient error: {transient_summary(exc)}") from exc
+        raise
     if isinstance(claimed, str):
         log.info("protocol %s ASR: %s", protocol_id, claimed)
         return claimed
     try:
         key = _train(services, claimed)
+        _finish(services, protocol_id, ProtocolAsrState.READY, key=key)
     except InvalidInputError as exc:
         _finish(services, protocol_id, ProtocolAsrState.FAILED, error=str(exc))
         return ProtocolAsrState.FAILED.value
@@ -126,6 +134,5 @@ def train_protocol_asr(services: JobServices, protocol_id: int) -> str:
         reason = f"internal error: {type(exc).__name__}: {exc}"
         _finish(services, protocol_id, ProtocolAsrState.FAILED, error=reason)
         raise
-    _finish(services, protocol_id, ProtocolAsrState.READY, key=key)
     log.info("protocol %s ASR ready: %s", protocol_id, key)
     return ProtocolAsrState.READY.value

@@ -1,0 +1,92 @@
+"""A lost database connection while the protocol ASR task claims its training or records it
+ready is retried (TransientProtocolAsrError), never a plain failure that leaves the protocol
+``queued`` or ``running`` for good (a queued or running training is never queued again)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy.exc import OperationalError
+from sqlalchemy.orm import Session
+
+from services.platform import protocols as protocol_records
+from services.platform.jobs import JobServices, protocol_asr
+from services.settings import Settings
+from services.storage.blob_local import LocalBlobStore
+from services.storage.db import Database
+from support.configs import micro_protocol_config
+
+CONFIG = micro_protocol_config(utility={"asr": {"epochs": 1, "hidden_size": 16}})
+
+
+def _services(database: Database, tmp_path: Path) -> JobServices:
+    store = LocalBlobStore(tmp_path / "blobs", signing_key="k")
+    return JobServices(database, store, Settings(data_dir=tmp_path / "data"), worker_host="w")
+
+
+def _register(database: Database) -> int:
+    with database.session_scope() as session:
+        protocol = protocol_records.create_protocol(session, "asr", body={"config": CONFIG})
+        assert protocol.asr_state == "queued"
+        return protocol.id
+
+
+def _state(database: Database, protocol_id: int) -> str | None:
+    with database.session_scope() as session:
+        return protocol_records.get_protocol_by_id(session, protocol_id).asr_state
+
+
+def _lose_connection_on_scope(
+    database: Database, monkeypatch: pytest.MonkeyPatch, lost: int
+) -> None:
+    """The ``lost``-th session scope (1-based) fails as a dropped connection does."""
+    real = database.session_scope
+    calls = [0]
+
+    @contextmanager
+    def flaky() -> Iterator[Session]:
+        calls[0] += 1
+        if calls[0] == lost:
+            raise OperationalError("SELECT 1", {}, ConnectionError("server closed the connection"))
+        with real() as session:
+            yield session
+
+    monkeypatch.setattr(database, "session_scope", flaky)
+
+
+def test_a_lost_connection_while_recording_ready_is_retried(
+    database: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    protocol_id = _register(database)
+    monkeypatch.setattr(protocol_asr, "_train", lambda *_: "utility-asr:abc")
+    services = _services(database, tmp_path)
+    _lose_connection_on_scope(database, monkeypatch, lost=2)  # 1: claim, 2: ready
+    with pytest.raises(protocol_asr.TransientProtocolAsrError):
+        protocol_asr.train_protocol_asr(services, protocol_id)
+    monkeypatch.undo()
+    monkeypatch.setattr(protocol_asr, "_train", lambda *_: "utility-asr:abc")
+    assert protocol_asr.train_protocol_asr(services, protocol_id) == "ready"  # the retry
+    assert _state(database, protocol_id) == "ready"
+
+
+def test_a_lost_connection_while_claiming_is_retried(
+    database: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    protocol_id = _register(database)
+    trained: list[Any] = []
+
+    def train(*args: Any) -> str:
+        trained.append(args)
+        return "utility-asr:x"
+
+    monkeypatch.setattr(protocol_asr, "_train", train)
+    _lose_connection_on_scope(database, monkeypatch, lost=1)
+    with pytest.raises(protocol_asr.TransientProtocolAsrError):
+        protocol_asr.train_protocol_asr(_services(database, tmp_path), protocol_id)
+    assert trained == []
+    monkeypatch.undo()
+    assert _state(database, protocol_id) == "queued"
