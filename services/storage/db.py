@@ -85,7 +85,7 @@ def _postgres_options(url: str, statement_timeout_s: float) -> str:
     the URL itself carries (``?options=...``)."""
     given = make_url(url).query.get("options")
     existing = given if isinstance(given, str) else " ".join(given or ())
-    timeout = f"-c statement_timeout={round(statement_timeout_s * 1000)}"
+    timeout = f"-c statement_timeout={max(1, round(statement_timeout_s * 1000))}"
     return f"{existing} {timeout}".strip()
 
 

@@ -105,3 +105,13 @@ def test_the_statement_timeout_keeps_options_of_the_url(pg_database: Database) -
             assert session.scalar(text("SHOW application_name")) == "unmask-test"
     finally:
         database.dispose()
+
+
+def test_a_statement_timeout_under_a_millisecond_is_still_a_limit(pg_database: Database) -> None:
+    """0 means no limit to PostgreSQL: a positive limit never rounds down to it."""
+    database = Database(pg_database.url, statement_timeout_s=0.0004)
+    try:
+        with database.session_scope() as session:
+            assert session.scalar(text("SHOW statement_timeout")) == "1ms"
+    finally:
+        database.dispose()
