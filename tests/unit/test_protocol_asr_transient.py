@@ -13,6 +13,7 @@ import pytest
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
+from services.errors import CorpusError
 from services.platform import protocols as protocol_records
 from services.platform.jobs import JobServices, protocol_asr
 from services.settings import Settings
@@ -90,3 +91,34 @@ def test_a_lost_connection_while_claiming_is_retried(
     assert trained == []
     monkeypatch.undo()
     assert _state(database, protocol_id) == "queued"
+
+
+@pytest.mark.parametrize(
+    ("error", "outcome"),
+    [(CorpusError("utterance x: unreadable"), "failed"), (RuntimeError("bug"), RuntimeError)],
+)
+def test_a_lost_connection_while_recording_failed_is_retried(
+    database: Database,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    error: Exception,
+    outcome: str | type[Exception],
+) -> None:
+    protocol_id = _register(database)
+
+    def train(*_: Any) -> str:
+        raise error
+
+    monkeypatch.setattr(protocol_asr, "_train", train)
+    services = _services(database, tmp_path)
+    _lose_connection_on_scope(database, monkeypatch, lost=2)  # 1: claim, 2: failed
+    with pytest.raises(protocol_asr.TransientProtocolAsrError):
+        protocol_asr.train_protocol_asr(services, protocol_id)
+    monkeypatch.undo()
+    monkeypatch.setattr(protocol_asr, "_train", train)
+    if isinstance(outcome, str):
+        assert protocol_asr.train_protocol_asr(services, protocol_id) == outcome  # the retry
+    else:
+        with pytest.raises(outcome):
+            protocol_asr.train_protocol_asr(services, protocol_id)
+    assert _state(database, protocol_id) == "failed"

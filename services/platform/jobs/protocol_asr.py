@@ -54,6 +54,23 @@ def _finish(
         set_protocol_asr_state(protocol, state, error=error, key=key)
 
 
+def _transient_error(exc: BaseException) -> TransientProtocolAsrError:
+    from services.platform.jobs.host import transient_summary
+
+    return TransientProtocolAsrError(f"transient error: {transient_summary(exc)}")
+
+
+def _record_failure(services: JobServices, protocol_id: int, error: str) -> None:
+    """Record ``failed``; a lost connection meanwhile is :class:`TransientProtocolAsrError`
+    (the retry trains again and records it), never a training left ``running``."""
+    try:
+        _finish(services, protocol_id, ProtocolAsrState.FAILED, error=error)
+    except Exception as exc:
+        if services.is_transient(exc):
+            raise _transient_error(exc) from exc
+        raise
+
+
 def give_up_protocol_asr(services: JobServices, protocol_id: int, reason: str) -> None:
     """Record a training whose transient errors outlasted its retries as ``failed``."""
     _finish(services, protocol_id, ProtocolAsrState.FAILED, error=reason)
@@ -108,9 +125,7 @@ def train_protocol_asr(services: JobServices, protocol_id: int) -> str:
         claimed = _claim(services, protocol_id)
     except Exception as exc:
         if services.is_transient(exc):  # nothing changed in the database: still queued
-            from services.platform.jobs.host import transient_summary
-
-            raise TransientProtocolAsrError(f"transient error: {transient_summary(exc)}") from exc
+            raise _transient_error(exc) from exc
         raise
     if isinstance(claimed, str):
         log.info("protocol %s ASR: %s", protocol_id, claimed)
@@ -119,7 +134,7 @@ def train_protocol_asr(services: JobServices, protocol_id: int) -> str:
         key = _train(services, claimed)
         _finish(services, protocol_id, ProtocolAsrState.READY, key=key)
     except InvalidInputError as exc:
-        _finish(services, protocol_id, ProtocolAsrState.FAILED, error=str(exc))
+        _record_failure(services, protocol_id, str(exc))
         return ProtocolAsrState.FAILED.value
     except Exception as exc:
         if services.is_transient(exc):
@@ -132,7 +147,7 @@ def train_protocol_asr(services: JobServices, protocol_id: int) -> str:
                 log.warning("protocol %s ASR: could not record %r", protocol_id, record_exc)
             raise TransientProtocolAsrError(reason) from exc
         reason = f"internal error: {type(exc).__name__}: {exc}"
-        _finish(services, protocol_id, ProtocolAsrState.FAILED, error=reason)
+        _record_failure(services, protocol_id, reason)
         raise
     log.info("protocol %s ASR ready: %s", protocol_id, key)
     return ProtocolAsrState.READY.value
