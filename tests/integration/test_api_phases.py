@@ -342,3 +342,14 @@ def test_a_phase_may_accept_some_submission_kinds_only(env: Env) -> None:
     patched = env.patch("official", allowed_kinds=None)
     assert patched.status_code == 200 and patched.json()["allowed_kinds"] is None
     assert env.job(builtin, env.a).status_code == 201
+
+
+def test_a_change_without_a_time_zone_is_malformed_not_a_conflict(env: Env) -> None:
+    now = dt.datetime.now(dt.UTC)
+    created = env.phase(name="development", starts_at=_iso(now - HOUR))
+    assert created.status_code == 201, created.text
+    naive = (now + HOUR).replace(tzinfo=None).isoformat()
+    for field in ("starts_at", "ends_at"):
+        detail = _problem(env.patch("development", **{field: naive}), 422)
+        assert "time zone" in detail
+    assert _problem(env.phase(name="later", starts_at=naive), 422)

@@ -187,6 +187,8 @@ def update_phase(session: Session, *, phase: Phase, changes: dict[str, Any]) -> 
     for required in ("starts_at", "visibility"):
         if required in changes and changes[required] is None:
             raise PhaseDefinitionError(f"phase {phase.name!r}: {required} cannot be removed")
+    for field in ("starts_at", "ends_at", "reveal_at"):
+        _aware(changes.get(field), field)
     current = {name: getattr(phase, name) for name in PhaseSpec.__dataclass_fields__}
     if changes.get("visibility") == PhaseVisibility.PUBLIC.value and "reveal_at" not in changes:
         changes = {**changes, "reveal_at": None}
