@@ -23,6 +23,7 @@ The tables are read line by line and the problems capped (``ProblemLog``): a ``w
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections.abc import Iterator, Sequence
@@ -223,10 +224,13 @@ def _read_durations(folder: Path) -> dict[str, float]:
         return durations
     for utt, value in _read_map(path, what="utt2dur").items():
         try:
-            durations[utt] = float(value)
+            seconds = float(value)
         except ValueError:
+            seconds = math.nan
+        if not math.isfinite(seconds):
             n = _first_line(path, utt, what="utt2dur")
-            raise CorpusError(f"{path}:{n}: duration {value!r} is not a number") from None
+            raise CorpusError(f"{path}:{n}: duration {value!r} is not a finite number")
+        durations[utt] = seconds
     return durations
 
 

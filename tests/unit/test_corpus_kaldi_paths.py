@@ -138,3 +138,13 @@ def test_a_100k_line_wav_scp_of_missing_files_keeps_100_problems_in_bounded_memo
     assert peak < 30 * 1024**2, f"peak {peak / 1024**2:.0f} MiB"
     with pytest.raises(CorpusError, match=f"^{lines} problems: .*; ... and {lines - 20} more$"):
         import_corpus("kaldi", folder)
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-Infinity"])
+def test_a_duration_that_is_not_finite_names_its_utt2dur_line(tmp_path: Path, value: str) -> None:
+    _wav(tmp_path / "toolkit" / "corpus" / "a.wav")
+    _wav(tmp_path / "toolkit" / "corpus" / "b.wav")
+    folder = _folder(tmp_path / "toolkit", {"a": "corpus/a.wav", "b": "corpus/b.wav"})
+    (folder / "utt2dur").write_text(f"a 0.5\nb {value}\n")
+    with pytest.raises(CorpusError, match=r"utt2dur:2: duration .* is not a finite number"):
+        import_corpus("kaldi", folder, skip_invalid=True)
