@@ -176,9 +176,18 @@ def _timestamp_text(value: Any) -> Any:
     return value
 
 
+def _in_utc_range(value: dt.datetime) -> dt.datetime:
+    if value.tzinfo is not None:
+        try:
+            value.astimezone(dt.UTC)
+        except OverflowError:
+            raise ValueError("a date-time between years 1 and 9999 in UTC") from None
+    return value
+
+
 # A point in time in a request: an RFC 3339 string (as the document's `date-time` says), never a
 # number that lax parsing would read as Unix seconds.
-Timestamp = Annotated[dt.datetime, BeforeValidator(_timestamp_text)]
+Timestamp = Annotated[dt.datetime, BeforeValidator(_timestamp_text), AfterValidator(_in_utc_range)]
 
 
 class StrictModel(BaseModel):

@@ -353,3 +353,23 @@ def test_a_change_without_a_time_zone_is_malformed_not_a_conflict(env: Env) -> N
         detail = _problem(env.patch("development", **{field: naive}), 422)
         assert "time zone" in detail
     assert _problem(env.phase(name="later", starts_at=naive), 422)
+
+
+def test_a_time_outside_the_utc_calendar_is_malformed_not_a_server_error(env: Env) -> None:
+    now = dt.datetime.now(dt.UTC)
+    created = env.phase(
+        name="development",
+        starts_at=_iso(now - HOUR),
+        ends_at=_iso(now),
+        visibility="hidden",
+        reveal_at=_iso(now + HOUR),
+    )
+    assert created.status_code == 201, created.text
+    # Valid RFC 3339 times whose UTC instant falls before year 1 or after year 9999.
+    for when in ("0001-01-01T00:00:00+14:00", "9999-12-31T23:59:59-14:00"):
+        assert "UTC" in _problem(env.phase(name="later", starts_at=when), 422)
+        hidden = env.phase(
+            name="later", starts_at=_iso(now + HOUR), visibility="hidden", reveal_at=when
+        )
+        assert "UTC" in _problem(hidden, 422)
+        assert "UTC" in _problem(env.patch("development", reveal_at=when), 422)
