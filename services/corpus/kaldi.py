@@ -128,8 +128,13 @@ class AudioRoots:
 
     @classmethod
     def of(cls, folders: Sequence[str | Path]) -> AudioRoots:
-        """The roots ``folders`` (made absolute and normalized, duplicates dropped)."""
-        seen = dict.fromkeys(os.path.normpath(os.path.abspath(f)) for f in folders)
+        """The roots ``folders`` (made absolute and normalized, duplicates dropped), each also
+        as its real folder (a path a table names through the real folder is inside too)."""
+        seen = dict.fromkeys(
+            root
+            for f in folders
+            for root in (os.path.normpath(os.path.abspath(f)), os.path.realpath(f))
+        )
         return cls(tuple(seen))
 
     def holds(self, path: str) -> bool:

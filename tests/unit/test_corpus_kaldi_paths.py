@@ -148,3 +148,17 @@ def test_a_duration_that_is_not_finite_names_its_utt2dur_line(tmp_path: Path, va
     (folder / "utt2dur").write_text(f"a 0.5\nb {value}\n")
     with pytest.raises(CorpusError, match=r"utt2dur:2: duration .* is not a finite number"):
         import_corpus("kaldi", folder, skip_invalid=True)
+
+
+def test_absolute_paths_under_a_linked_toolkit_roots_real_folder_are_inside(
+    tmp_path: Path,
+) -> None:
+    real = tmp_path / "disk" / "toolkit"
+    audio = _wav(real / "corpus" / "a.wav")
+    (tmp_path / "home").mkdir()
+    (tmp_path / "home" / "toolkit").symlink_to(real, target_is_directory=True)
+    _folder(real, {"a": str(audio)})
+    # The operator names the toolkit through its link; the table names the real folder.
+    folder = tmp_path / "home" / "toolkit" / "data" / "set"
+    manifest = import_corpus("kaldi", folder).manifest
+    assert [Path(u.path) for u in manifest] == [audio.resolve()]
