@@ -19,6 +19,7 @@ from services.pipeline.stage_versions import current_evaluator
 from services.platform import phases as phase_rules
 from services.platform.evaluator import rerun_outdated
 from services.platform.protocols import get_protocol_by_id
+from services.platform.webhooks.payloads import release_phase_events
 from services.storage.models import PhaseVisibility
 
 router = APIRouter(prefix="/v1/protocols", tags=["phases"])
@@ -102,7 +103,12 @@ def update_phase(
         changes["visibility"] = PhaseVisibility(changes["visibility"]).value
     with context.database.session_scope() as session:
         phase = phase_rules.get_phase(session, protocol_id, name)
+        # Locked: the outbox relay (SKIP LOCKED) releases a due phase's events, or this does.
+        session.refresh(phase, with_for_update=True)
+        held = phase.visibility == PhaseVisibility.HIDDEN.value and phase.events_released_at is None
         phase_rules.update_phase(session, phase=phase, changes=changes)
+        if held and phase.visibility == PhaseVisibility.PUBLIC.value:
+            release_phase_events(session, phase)
         return PhaseOut.of(phase, _now())
 
 

@@ -373,3 +373,36 @@ def test_a_time_outside_the_utc_calendar_is_malformed_not_a_server_error(env: En
         )
         assert "UTC" in _problem(hidden, 422)
         assert "UTC" in _problem(env.patch("development", reveal_at=when), 422)
+
+
+def test_a_hidden_phase_made_public_sends_its_held_events(env: Env, pg_database: Database) -> None:
+    now = dt.datetime.now(dt.UTC)
+    created = env.phase(
+        name="evaluation",
+        starts_at=_iso(now - HOUR),
+        visibility="hidden",
+        reveal_at=_iso(now + HOUR),
+    )
+    assert created.status_code == 201, created.text
+    job = env.job(env.submission(env.a, "hidden-anonymizer"), env.a).json()
+    with pg_database.session_scope() as session:
+        team_a = session.get(Job, job["id"]).team_id  # type: ignore[union-attr]
+        session.add(
+            WebhookEndpoint(
+                team_id=team_a,
+                url="https://hooks.example/unmask",
+                secret="whsec_test",
+                event_types=["job.succeeded"],
+            )
+        )
+    _succeed(pg_database, job["id"], 31.0)
+    with pg_database.session_scope() as session:
+        assert session.scalar(select(func.count(WebhookDelivery.id))) == 0  # held back
+    # Made public: its results show at once, and so do its held-back events.
+    made_public = env.patch("evaluation", visibility="public")
+    assert made_public.status_code == 200, made_public.text
+    assert "hidden-anonymizer" in env.board_names(env.b)
+    with pg_database.session_scope() as session:
+        release_held_events(session)
+        delivery = session.scalars(select(WebhookDelivery)).one()
+        assert delivery.job_id == job["id"] and delivery.event_type == "job.succeeded"

@@ -22,6 +22,7 @@ from services.platform.outbox import DELIVER_WEBHOOK, add_message
 from services.platform.phases import phases_due_for_release, withholds_events
 from services.storage.models import (
     Job,
+    Phase,
     Submission,
     Team,
     WebhookDelivery,
@@ -132,15 +133,23 @@ def release_held_events(session: Session, *, now: dt.datetime | None = None) -> 
     now = now or utc_now()
     released: dict[int, int] = {}
     for phase in phases_due_for_release(session, now):
-        jobs = session.scalars(
-            select(Job)
-            .where(Job.phase_id == phase.id, Job.state.in_([s.value for s in TERMINAL_STATES]))
-            .order_by(Job.finished_at, Job.id)
-        ).all()
-        released[phase.id] = sum(len(record_job_event(session, job, now=now)) for job in jobs)
-        phase.events_released_at = now
+        released[phase.id] = release_phase_events(session, phase, now=now)
     session.flush()
     return released
+
+
+def release_phase_events(session: Session, phase: Phase, *, now: dt.datetime | None = None) -> int:
+    """Record the held-back event of every terminal job of ``phase`` (no longer hidden; the
+    caller holds its row lock) and mark it released. Returns the deliveries recorded."""
+    now = now or utc_now()
+    jobs = session.scalars(
+        select(Job)
+        .where(Job.phase_id == phase.id, Job.state.in_([s.value for s in TERMINAL_STATES]))
+        .order_by(Job.finished_at, Job.id)
+    ).all()
+    recorded = sum(len(record_job_event(session, job, now=now)) for job in jobs)
+    phase.events_released_at = now
+    return recorded
 
 
 def release_due_events(bind: Engine, *, now: dt.datetime | None = None) -> dict[int, int]:
