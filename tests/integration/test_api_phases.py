@@ -406,3 +406,28 @@ def test_a_hidden_phase_made_public_sends_its_held_events(env: Env, pg_database:
         release_held_events(session)
         delivery = session.scalars(select(WebhookDelivery)).one()
         assert delivery.job_id == job["id"] and delivery.event_type == "job.succeeded"
+
+
+def test_a_public_phase_made_hidden_sends_no_event_twice(env: Env, pg_database: Database) -> None:
+    now = dt.datetime.now(dt.UTC)
+    assert env.phase(name="evaluation", starts_at=_iso(now - HOUR)).status_code == 201
+    job = env.job(env.submission(env.a, "public-anonymizer"), env.a).json()
+    with pg_database.session_scope() as session:
+        team_a = session.get(Job, job["id"]).team_id  # type: ignore[union-attr]
+        session.add(
+            WebhookEndpoint(
+                team_id=team_a,
+                url="https://hooks.example/unmask",
+                secret="whsec_test",
+                event_types=["job.succeeded"],
+            )
+        )
+    _succeed(pg_database, job["id"], 31.0)  # public: its event is recorded at once
+    with pg_database.session_scope() as session:
+        assert session.scalar(select(func.count(WebhookDelivery.id))) == 1
+    hidden = env.patch("evaluation", visibility="hidden", reveal_at=_iso(now + HOUR))
+    assert hidden.status_code == 200, hidden.text
+    assert env.patch("evaluation", reveal_at=_iso(dt.datetime.now(dt.UTC))).status_code == 200
+    with pg_database.session_scope() as session:
+        release_held_events(session)
+        assert session.scalar(select(func.count(WebhookDelivery.id))) == 1

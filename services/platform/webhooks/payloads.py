@@ -140,11 +140,17 @@ def release_held_events(session: Session, *, now: dt.datetime | None = None) -> 
 
 def release_phase_events(session: Session, phase: Phase, *, now: dt.datetime | None = None) -> int:
     """Record the held-back event of every terminal job of ``phase`` (no longer hidden; the
-    caller holds its row lock) and mark it released. Returns the deliveries recorded."""
+    caller holds its row lock) and mark it released. Returns the deliveries recorded. A job whose
+    event went out before (it finished while the phase was public) is not sent again."""
     now = now or utc_now()
+    sent = select(WebhookDelivery.id).where(WebhookDelivery.job_id == Job.id).exists()
     jobs = session.scalars(
         select(Job)
-        .where(Job.phase_id == phase.id, Job.state.in_([s.value for s in TERMINAL_STATES]))
+        .where(
+            Job.phase_id == phase.id,
+            Job.state.in_([s.value for s in TERMINAL_STATES]),
+            ~sent,
+        )
         .order_by(Job.finished_at, Job.id)
     ).all()
     recorded = sum(len(record_job_event(session, job, now=now)) for job in jobs)
