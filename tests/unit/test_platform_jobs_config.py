@@ -65,6 +65,25 @@ def test_a_job_cannot_point_workers_at_folders_of_their_disks(overrides: dict[st
         build_job_config(_protocol(), builtin, overrides)
 
 
+@pytest.mark.parametrize(
+    "attacker",
+    [
+        {"name": "x", "pretrained": "hf-xvector", "pretrained_path": "/etc"},
+        {"name": "x", "pretrained": "ecapa", "pretrained_path": "/root"},
+        {"name": "x", "training": {"init_from": "/etc"}},  # the field's former name
+        {"name": "x", "training": {"pretrained_ecapa_path": "/etc"}},
+        {"name": "x", "training": {"front_end": "ssl", "ssl_model_path": "/root/.ssh"}},
+    ],
+)
+def test_a_job_cannot_point_a_zoo_attacker_at_folders_of_the_workers_disks(
+    attacker: dict[str, Any],
+) -> None:
+    builtin = _submission("builtin", builtin_name="pitch", builtin_params={})
+    overrides = {"attackers": [{"name": "baseline"}, attacker]}
+    with pytest.raises(ConfigError, match=r"attackers\[1\]\..* cannot be overridden"):
+        build_job_config(_protocol(), builtin, overrides)
+
+
 def test_run_time_binds_device_and_the_archive_folder_only(tmp_path: Path) -> None:
     archive = _submission("archive", archive_blob_key="archives/t/abc", archive_sha256="f" * 64)
     stored = build_job_config(_protocol(), archive, {})

@@ -20,8 +20,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from services import field_names
 from services.anonymizers.kinds.archive import ArchiveAnonymizerConfig
 from services.anonymizers.kinds.registry import kind_of
+from services.attacker.training_config import TrainingConfig
 from services.errors import ConfigError, InvalidInputError
 from services.json_values import JSON_INT_MAX, JSON_TEXT_PATTERN
 from services.pipeline.config import (
@@ -45,6 +47,12 @@ OPERATOR_PATH_FIELDS: tuple[tuple[str, ...], ...] = (
     ("training", "pretrained_ecapa_path"),
     ("training", "ssl_model_path"),
     ("utility", "asr", "pretrained_path"),
+)
+# The same folders as named by one zoo attacker (an item of ``attackers``).
+ATTACKER_OPERATOR_PATH_FIELDS: tuple[tuple[str, ...], ...] = (
+    ("pretrained_path",),
+    ("training", "pretrained_ecapa_path"),
+    ("training", "ssl_model_path"),
 )
 
 
@@ -226,6 +234,27 @@ def build_job_config(
                 f"body.config_overrides.{'.'.join(path)}: cannot be overridden (a folder on the "
                 "workers' disks: the protocol names the weights its operator installed)"
             )
+    attackers = overrides.get("attackers")
+    for index, attacker in enumerate(attackers if isinstance(attackers, list) else []):
+        if not isinstance(attacker, Mapping):
+            continue
+        where = f"body.config_overrides.attackers[{index}]"
+        training = attacker.get("training")
+        if isinstance(training, Mapping):
+            try:
+                training = field_names.with_current_names(training, TrainingConfig, f"{where}.")
+            except ValueError as exc:
+                raise ConfigError(str(exc)) from None
+            attacker = {**attacker, "training": training}
+        for path in ATTACKER_OPERATOR_PATH_FIELDS:
+            node = attacker
+            for part in path:
+                node = node.get(part) if isinstance(node, Mapping) else None
+            if node is not None:
+                raise ConfigError(
+                    f"{where}.{'.'.join(path)}: cannot be overridden (a folder on the workers' "
+                    "disks: the protocol names the weights its operator installed)"
+                )
     base = with_current_names((protocol.body or {}).get("config", {}), "protocol config")
     merged = deep_merge(base, overrides)
     merged.setdefault("name", f"{submission.name} on {protocol.name} v{protocol.version}")
