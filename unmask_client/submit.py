@@ -251,6 +251,22 @@ class _Parser(argparse.ArgumentParser):
         raise _Exit(EXIT_BAD_INPUT)
 
 
+def _seconds(minimum: float, *, inclusive: bool) -> Any:
+    """An argparse type: a finite number of seconds at least (or above) ``minimum``."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+        if not math.isfinite(value) or value < minimum or (value == minimum and not inclusive):
+            relation = "at least" if inclusive else "above"
+            raise argparse.ArgumentTypeError(f"{text!r}: expected seconds {relation} {minimum:g}")
+        return value
+
+    return parse
+
+
 def build_parser() -> _Parser:
     parser = _Parser(
         prog="unmask-submit",
@@ -270,11 +286,13 @@ def build_parser() -> _Parser:
     parser.add_argument("--wait", action=argparse.BooleanOptionalAction, default=True)
     parser.add_argument(
         "--timeout",
-        type=float,
+        type=_seconds(0, inclusive=False),
         default=30 * 60.0,
         help="seconds without heartbeat, progress or state change before giving up",
     )
-    parser.add_argument("--poll", type=float, default=10.0, help="seconds between polls")
+    parser.add_argument(
+        "--poll", type=_seconds(0, inclusive=True), default=10.0, help="seconds between polls"
+    )
     for spec in THRESHOLD_SPECS:
         parser.add_argument(
             f"--{spec.flag}", type=float, help=f"require {spec.label} {spec.op} this"
@@ -385,7 +403,8 @@ def main(
             )
             if job.state != JobOutState.SUCCEEDED:
                 print(f"job {job.id} {job.state}: {job.error_message or ''}", file=err)
-                _write_json(args.json_out, job.to_dict(), [], None)
+                if not _wrote_json(args.json_out, job.to_dict(), [], None, err):
+                    return EXIT_BAD_INPUT
                 return EXIT_JOB_OR_API_FAILED
             answer = client.results(job.id)
             results = [r.to_dict() for r in answer.results]
@@ -416,13 +435,30 @@ def main(
         print(f"  pass  {line}", file=out)
     for line in verdict.failures:
         print(f"  FAIL  {line}", file=out)
-    _write_json(args.json_out, job.to_dict(), results, verdict)
+    if not _wrote_json(args.json_out, job.to_dict(), results, verdict, err):
+        return EXIT_BAD_INPUT
     gated = any(b is not None for b in bounds.values()) or args.max_wer_increase is not None
     if not gated and not args.require_trustworthy:
         print("no thresholds given: nothing to gate on", file=out)
     else:
         print("verdict: PASS" if verdict.passed else "verdict: FAIL (thresholds not met)", file=out)
     return EXIT_PASSED if verdict.passed else EXIT_THRESHOLDS_FAILED
+
+
+def _wrote_json(
+    path: str | None,
+    job: dict[str, Any],
+    results: list[Any],
+    verdict: Verdict | None,
+    err: TextIO,
+) -> bool:
+    """:func:`_write_json`; False, with one line on ``err``, when the file cannot be written."""
+    try:
+        _write_json(path, job, results, verdict)
+    except OSError as exc:
+        print(f"unmask submit: --json {path}: {exc.strerror or exc}", file=err)
+        return False
+    return True
 
 
 def _write_json(

@@ -5,6 +5,7 @@ and its seed aggregation and verdicts agree with ``unmask submit``'s."""
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
 import pytest
 
@@ -100,3 +101,74 @@ def test_overrides_nest_by_dots() -> None:
     submit._merge_override(merged, "training.lr=0.1")
     submit._merge_override(merged, "seeds=[0,1]")
     assert merged == {"training": {"epochs": 3, "lr": 0.1}, "seeds": [0, 1]}
+
+
+def _running_job(job_id: int, state: str) -> dict[str, object]:
+    stage = {
+        "id": 1, "name": "train", "position": 0, "state": state, "progress": 0.5,
+        "attempts": 1, "worker_host": "w", "heartbeat_at": None, "started_at": None,
+        "finished_at": None, "error": None, "log_tail": "",
+    }  # fmt: skip
+    return {
+        "id": job_id, "submission_id": 1, "protocol_id": 1, "state": state, "progress": 0.5,
+        "config": {}, "config_hash": "0" * 64, "team_slug": "lab", "error_message": "boom",
+        "created_at": "2026-01-01T00:00:00Z",
+        "started_at": None, "finished_at": None, "stages": [stage], "charged": True,
+        "evaluator": None, "phase": None, "cost": None,
+    }  # fmt: skip
+
+
+def _fake_api(monkeypatch: pytest.MonkeyPatch, state: str) -> None:
+    """``client_from_env`` answers a protocol, a submission and a job in ``state``."""
+    from types import SimpleNamespace
+
+    import httpx
+
+    from unmask_client.api_client.models import JobOut
+    from unmask_client.wrapper import Client
+
+    polls = iter(range(50))
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        # ``state`` for 50 polls, then failed (a wait that never ends is not waited for here).
+        now = state if next(polls, None) is not None else "failed"
+        return httpx.Response(200, json=_running_job(5, now))
+
+    def client_from_env(environ: object) -> Client:
+        client = Client("http://api.test", "unm_x", transport=httpx.MockTransport(handler))
+        protocol = SimpleNamespace(id=1, name="p", version=1)
+        submission = SimpleNamespace(id=2, name="sub")
+        monkeypatch.setattr(client, "find_protocol", lambda name: protocol)
+        monkeypatch.setattr(client, "submit_builtin", lambda *a, **k: submission)
+        job = JobOut.from_dict(_running_job(5, "queued"))
+        monkeypatch.setattr(client, "create_job", lambda *a, **k: job)
+        return client
+
+    monkeypatch.setattr(submit, "client_from_env", client_from_env)
+
+
+ENV = {"UNMASK_URL": "http://api.test", "UNMASK_TOKEN": "t"}
+
+
+@pytest.mark.parametrize("flag", ["--poll", "--timeout"])
+@pytest.mark.parametrize("value", ["-1", "nan"])
+def test_a_bad_wait_time_exits_2_with_one_line(
+    monkeypatch: pytest.MonkeyPatch, flag: str, value: str
+) -> None:
+    _fake_api(monkeypatch, "running")
+    err = io.StringIO()
+    argv = ["-p", "p", "--builtin", "pitch", "--poll", "0", flag, value]
+    assert submit.main(argv, ENV, io.StringIO(), err) == 2
+    assert err.getvalue().count("\n") == 1 and flag in err.getvalue()
+
+
+def test_a_json_file_that_cannot_be_written_exits_2_with_one_line(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    _fake_api(monkeypatch, "failed")
+    err = io.StringIO()
+    target = f"{tmp_path}/no/such/folder/out.json"
+    argv = ["-p", "p", "--builtin", "pitch", "--poll", "0", "--json", target]
+    assert submit.main(argv, ENV, io.StringIO(), err) == 2
+    assert err.getvalue().splitlines()[-1].startswith("unmask submit: --json")
+    assert "Traceback" not in err.getvalue()
