@@ -203,8 +203,15 @@ def _parse_param(text: str) -> tuple[str, Any]:
     key, sep, raw = text.partition("=")
     if not sep or not key:
         raise ValueError(f"{text!r}: expected KEY=VALUE (VALUE as JSON or text)")
+
+    def finite(number: str) -> float:
+        value = float(number)
+        if not math.isfinite(value):
+            raise ValueError(f"{text!r}: {number} is not a finite number (JSON has no other)")
+        return value
+
     try:
-        return key, json.loads(raw)
+        return key, json.loads(raw, parse_float=finite, parse_constant=finite)
     except json.JSONDecodeError:
         return key, raw
 

@@ -118,7 +118,9 @@ def _running_job(job_id: int, state: str) -> dict[str, object]:
     }  # fmt: skip
 
 
-def _fake_api(monkeypatch: pytest.MonkeyPatch, state: str) -> None:
+def _fake_api(
+    monkeypatch: pytest.MonkeyPatch, state: str, *, real_create_job: bool = False
+) -> None:
     """``client_from_env`` answers a protocol, a submission and a job in ``state``."""
     from types import SimpleNamespace
 
@@ -141,7 +143,8 @@ def _fake_api(monkeypatch: pytest.MonkeyPatch, state: str) -> None:
         monkeypatch.setattr(client, "find_protocol", lambda name: protocol)
         monkeypatch.setattr(client, "submit_builtin", lambda *a, **k: submission)
         job = JobOut.from_dict(_running_job(5, "queued"))
-        monkeypatch.setattr(client, "create_job", lambda *a, **k: job)
+        if not real_create_job:
+            monkeypatch.setattr(client, "create_job", lambda *a, **k: job)
         return client
 
     monkeypatch.setattr(submit, "client_from_env", client_from_env)
@@ -172,3 +175,14 @@ def test_a_json_file_that_cannot_be_written_exits_2_with_one_line(
     assert submit.main(argv, ENV, io.StringIO(), err) == 2
     assert err.getvalue().splitlines()[-1].startswith("unmask submit: --json")
     assert "Traceback" not in err.getvalue()
+
+
+@pytest.mark.parametrize("value", ["NaN", "Infinity", "-Infinity", "1e999"])
+def test_a_non_finite_override_exits_2_with_one_line(
+    monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    _fake_api(monkeypatch, "succeeded", real_create_job=True)
+    err = io.StringIO()
+    argv = ["-p", "p", "--builtin", "pitch", "--no-wait", "--override", f"training.lr={value}"]
+    assert submit.main(argv, ENV, io.StringIO(), err) == 2
+    assert err.getvalue().count("\n") == 1 and "training.lr" in err.getvalue()
