@@ -22,6 +22,7 @@ Exit codes (docs/ci.md):
 from __future__ import annotations
 
 import json
+import math
 import sys
 import tempfile
 from pathlib import Path
@@ -56,8 +57,17 @@ def _parse_param(text: str) -> tuple[str, Any]:
     key, sep, raw = text.partition("=")
     if not sep or not key:
         raise UnmaskConfigError(f"--param {text!r}: expected KEY=VALUE (VALUE as JSON or text)")
+
+    def finite(number: str) -> float:
+        value = float(number)
+        if not math.isfinite(value):
+            raise UnmaskConfigError(
+                f"{text!r}: {number} is not a finite number (JSON has no other)"
+            )
+        return value
+
     try:
-        return key, json.loads(raw)
+        return key, json.loads(raw, parse_float=finite, parse_constant=finite)
     except json.JSONDecodeError:
         return key, raw
 
