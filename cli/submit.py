@@ -72,6 +72,13 @@ def _parse_param(text: str) -> tuple[str, Any]:
         return key, raw
 
 
+def _finite_seconds(value: float) -> float:
+    """A ``--poll`` / ``--timeout``: a finite number of seconds, not below 0."""
+    if not math.isfinite(value) or value < 0:
+        raise typer.BadParameter(f"{value} is not a number of seconds (0 or more)")
+    return value
+
+
 def _parse_override(text: str) -> dict[str, Any]:
     """``training.epochs=3`` -> ``{"training": {"epochs": 3}}``."""
     path, value = _parse_param(text)
@@ -288,7 +295,8 @@ def _job_failed(job: dict[str, Any], json_out: Path | None) -> int:
         markup=False,
         soft_wrap=True,
     )
-    _write_json(json_out, job, [], None)
+    if not _wrote_json(json_out, job, [], None):
+        return EXIT_BAD_INPUT
     return EXIT_JOB_OR_API_FAILED
 
 
@@ -333,8 +341,12 @@ def submit_command(
         None, "--idempotency-key", help="Retrying with the same key returns the same job."
     ),
     wait: bool = typer.Option(True, "--wait/--no-wait", help="--no-wait: print the job id."),
-    timeout_s: float = typer.Option(6 * 3600.0, "--timeout", help="Longest wait, seconds."),
-    poll_s: float = typer.Option(10.0, "--poll", help="Seconds between status polls."),
+    timeout_s: float = typer.Option(
+        6 * 3600.0, "--timeout", help="Longest wait, seconds.", callback=_finite_seconds
+    ),
+    poll_s: float = typer.Option(
+        10.0, "--poll", help="Seconds between status polls.", callback=_finite_seconds
+    ),
     min_eer: float | None = MIN_EER_OPTION,
     max_srd_meand: float | None = MAX_SRD_MEAND_OPTION,
     max_srd_idr: float | None = MAX_SRD_IDR_OPTION,
@@ -398,9 +410,25 @@ def submit_command(
     out.print()
     print_verdict(out, results, trust, where=f"{client.url}/jobs/{job['id']}")
     verdict = _gate(results, trust, thresholds, (scenario, backend), require_trustworthy)
-    _write_json(json_out, job, results, verdict)
+    if not _wrote_json(json_out, job, results, verdict):
+        return EXIT_BAD_INPUT
     gated = thresholds.checks() or max_wer_increase is not None or require_trustworthy
     return _print_verdict_line(verdict, gated=bool(gated))
+
+
+def _wrote_json(path: Path | None, job: dict[str, Any], results: list[Any], verdict: Any) -> bool:
+    """:func:`_write_json`; False, with one line on stderr, when the file cannot be written."""
+    try:
+        _write_json(path, job, results, verdict)
+    except OSError as exc:
+        err.print(
+            f"unmask submit: --json {path}: {exc.strerror or exc}",
+            highlight=False,
+            markup=False,
+            soft_wrap=True,
+        )
+        return False
+    return True
 
 
 def _write_json(path: Path | None, job: dict[str, Any], results: list[Any], verdict: Any) -> None:
