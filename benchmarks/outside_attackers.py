@@ -217,7 +217,47 @@ def judged_run(
         "improvable": float(best[eer]) < float(row["eer_ci95_percent"][0]),
         "flagged": not trust["trustworthy"],
         "reasons": [r["code"] for r in trust["reasons"]],
+        "document": result,
     }
+
+
+GRID_VER_S = (30.0, 40.0, 50.0)
+GRID_FALLING = (2.0, 5.0, 10.0)
+"""The trust thresholds (``UNMASK_TRUST_MAX_VER_S_PERCENT`` x
+``UNMASK_TRUST_STILL_FALLING_VER_S_POINTS``) the judged runs are re-assessed under."""
+
+
+def grid_lines(judged: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Precision and recall of the trust check re-applied to the judged runs' documents under
+    each threshold pair of the grid (today's pair marked)."""
+    from services.pipeline.trust import assess_trust
+    from services.settings import Settings, get_settings
+
+    today = get_settings()
+    lines = [
+        "",
+        "| max VER_S % | still falling, points | flagged | precision | recall |",
+        "|---:|---:|---:|---:|---:|",
+    ]
+    improvable = [bool(j["improvable"]) for j in judged]
+    for ver_s in GRID_VER_S:
+        for falling in GRID_FALLING:
+            settings = Settings(
+                trust_max_ver_s_percent=ver_s, trust_still_falling_ver_s_points=falling
+            )
+            flags = [not assess_trust(j["document"], settings).trustworthy for j in judged]
+            tp = sum(f and i for f, i in zip(flags, improvable, strict=True))
+            n_flag, n_improvable = sum(flags), sum(improvable)
+            mark = (
+                " (today)"
+                if (ver_s, falling)
+                == (today.trust_max_ver_s_percent, today.trust_still_falling_ver_s_points)
+                else ""
+            )
+            precision = f"{tp / n_flag:.2f}" if n_flag else "-"
+            recall = f"{tp / n_improvable:.2f}" if n_improvable else "-"
+            lines.append(f"| {ver_s:.0f}{mark} | {falling:g} | {n_flag} | {precision} | {recall} |")
+    return lines
 
 
 def trust_table(corpus: str, judged: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -250,6 +290,8 @@ def trust_table(corpus: str, judged: Sequence[Mapping[str, Any]]) -> list[str]:
         f"- {len(judged)} runs: {improvable} improvable, {flagged} flagged; precision "
         f"{ratio(tp, flagged)}, recall {ratio(tp, improvable)}",
     ]
+    if all("document" in j for j in judged):
+        lines += grid_lines(judged)
     return lines
 
 
