@@ -87,12 +87,15 @@ def check_hf_xvector_folder(folder: str | Path) -> dict[str, Any]:
 
 
 def hf_xvector_model_key(folder: str | Path) -> str:
-    """What the embeddings depend on: the SHA-256 of the config and the weights (a stage key)."""
+    """What the embeddings depend on: the SHA-256 of the config and the weights, and whether the
+    waveforms are normalized (``preprocessor_config.json``) (a stage key)."""
     path = Path(folder)
     check_hf_xvector_folder(path)
     weights = _weights_file(path)
     assert weights is not None  # checked above
     digest = hashlib.sha256((path / SSL_CONFIG).read_bytes())
+    if not _normalizes(path):
+        digest.update(b"do_normalize: false")
     with weights.open("rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
