@@ -133,6 +133,19 @@ def _model(folder: str) -> Any:
     return model.eval()
 
 
+def _min_samples(config: Any) -> int:
+    """The fewest samples the x-vector head pools at least two frames of (its TDNN's context on
+    the convolutional front end's frames); a shorter utterance is padded with silence."""
+    frames = 2 + sum(
+        (int(k) - 1) * int(d)
+        for k, d in zip(config.tdnn_kernel, config.tdnn_dilation, strict=False)
+    )
+    samples = frames
+    for kernel, stride in reversed(list(zip(config.conv_kernel, config.conv_stride, strict=False))):
+        samples = (samples - 1) * int(stride) + int(kernel)
+    return samples
+
+
 def hf_xvector_embeddings(folder: str | Path, waveforms: Sequence[np.ndarray]) -> np.ndarray:
     """Embeddings (n, dim) float32, L2-normalized, of 16 kHz mono waveforms (input order) by the
     model in ``folder``, as it is.
@@ -149,12 +162,15 @@ def hf_xvector_embeddings(folder: str | Path, waveforms: Sequence[np.ndarray]) -
             raise ValueError(f"waveform {i}: expected a non-empty finite 1-D array")
     model = _model(str(path))
     normalize = _normalizes(path)
+    shortest = _min_samples(model.config)
     rows = []
     with torch.inference_mode():
         for wave in waves:
             x = torch.from_numpy(wave)
             if normalize:
                 x = (x - x.mean()) / torch.sqrt(x.var(unbiased=False) + 1e-7)
+            if x.numel() < shortest:
+                x = torch.nn.functional.pad(x, (0, shortest - x.numel()))
             rows.append(model(x[None, :]).embeddings[0].float())
     if not rows:
         return np.zeros((0, int(model.config.xvector_output_dim)), dtype=np.float32)

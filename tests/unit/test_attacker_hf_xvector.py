@@ -207,3 +207,14 @@ def test_the_estimate_counts_the_verifiers_embeddings(tmp_path: Path) -> None:
     # GE2E's anonymized sets are the challenger's: only the original ones are added.
     with_ge2e = embed_seconds([{"name": "baseline"}, {"name": "g", "pretrained": "ge2e"}])
     assert with_ge2e - base == pytest.approx(sizes.trial_s / PHASE_SPEEDS.challenger)
+
+
+def test_an_utterance_shorter_than_the_models_context_is_embedded(tmp_path: Path) -> None:
+    # Under the x-vector head's context (a few frames of 20 ms) the TDNN crashed or its
+    # standard-deviation pooling over one frame gave nan; the utterance is padded with silence.
+    folder = save_tiny_wavlm_sv(tmp_path / "sv")
+    rng = np.random.default_rng(0)
+    waves = [rng.standard_normal(n).astype(np.float32) for n in (400, 1600, 3200)]
+    emb = hf_xvector_embeddings(folder, waves)
+    assert np.isfinite(emb).all()
+    np.testing.assert_allclose(np.linalg.norm(emb, axis=1), 1.0, atol=1e-5)
