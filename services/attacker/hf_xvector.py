@@ -72,6 +72,8 @@ def check_hf_xvector_folder(folder: str | Path) -> dict[str, Any]:
     if not isinstance(config, dict):
         raise ConfigError(f"pretrained hf-xvector: {config_path} is not a JSON object")
     architectures = config.get("architectures") or []
+    if not isinstance(architectures, list):
+        architectures = [architectures]
     if not any(isinstance(a, str) and a.endswith(XVECTOR_SUFFIX) for a in architectures):
         raise ConfigError(
             f"pretrained hf-xvector: {config_path} names architectures {architectures}, none a "
@@ -114,8 +116,16 @@ def _normalizes(folder: Path) -> bool:
     return bool(data.get("do_normalize", True)) if isinstance(data, dict) else True
 
 
+def _stamp(folder: Path) -> tuple[int, ...]:
+    """When and how large the config and the weights are: a cached model is reloaded when they
+    change."""
+    files = [folder / SSL_CONFIG, _weights_file(folder)]
+    stats = [f.stat() for f in files if f is not None and f.is_file()]
+    return tuple(v for st in stats for v in (st.st_mtime_ns, st.st_size, st.st_ino))
+
+
 @lru_cache(maxsize=2)
-def _model(folder: str) -> Any:
+def _model(folder: str, stamp: tuple[int, ...] = ()) -> Any:
     check_hf_xvector_folder(folder)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     import transformers
@@ -160,7 +170,7 @@ def hf_xvector_embeddings(folder: str | Path, waveforms: Sequence[np.ndarray]) -
     for i, wave in enumerate(waves):
         if wave.ndim != 1 or wave.size == 0 or not np.isfinite(wave).all():
             raise ValueError(f"waveform {i}: expected a non-empty finite 1-D array")
-    model = _model(str(path))
+    model = _model(str(path), _stamp(path))
     normalize = _normalizes(path)
     shortest = _min_samples(model.config)
     rows = []

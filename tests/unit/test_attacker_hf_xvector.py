@@ -218,3 +218,25 @@ def test_an_utterance_shorter_than_the_models_context_is_embedded(tmp_path: Path
     emb = hf_xvector_embeddings(folder, waves)
     assert np.isfinite(emb).all()
     np.testing.assert_allclose(np.linalg.norm(emb, axis=1), 1.0, atol=1e-5)
+
+
+def test_a_config_whose_architectures_is_not_a_list_is_named(tmp_path: Path) -> None:
+    sv = save_tiny_wavlm_sv(tmp_path / "sv")
+    config = json.loads((sv / "config.json").read_text())
+    (sv / "config.json").write_text(json.dumps(config | {"architectures": 3}))
+    with pytest.raises(ConfigError, match="none a speaker-verification head"):
+        check_hf_xvector_folder(sv)
+
+
+def test_a_folder_whose_weights_change_is_loaded_again(tmp_path: Path) -> None:
+    # A worker embeds many jobs: new weights in the same folder get a new key, and must give
+    # that key's embeddings, not those of the model loaded before.
+    folder = save_tiny_wavlm_sv(tmp_path / "sv", seed=1)
+    waves = _waves(2)
+    before = hf_xvector_embeddings(folder, waves)
+    save_tiny_wavlm_sv(tmp_path / "fresh", seed=2)
+    expected = hf_xvector_embeddings(tmp_path / "fresh", waves)
+    save_tiny_wavlm_sv(folder, seed=2)
+    after = hf_xvector_embeddings(folder, waves)
+    assert not np.allclose(after, before, atol=1e-4)
+    np.testing.assert_allclose(after, expected, atol=1e-5)
