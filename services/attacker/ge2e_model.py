@@ -101,6 +101,13 @@ class GE2EMelFeatures(torch.nn.Module):
         frames = torch.matmul(self.mel, spec.abs() ** 2)  # (batch, 40, frames)
         return frames.transpose(1, 2)
 
+    def frame_lengths(self, lengths: torch.Tensor, n_samples: int) -> torch.Tensor:
+        """Relative lengths of each row's own frames (1 + samples // hop, centred frames) in a
+        batch of ``n_samples`` samples, from its relative lengths in samples."""
+        samples = torch.clamp(torch.round(lengths.float() * n_samples), min=1.0)
+        own = 1.0 + torch.div(samples, HOP_SAMPLES, rounding_mode="floor")
+        return own / float(1 + n_samples // HOP_SAMPLES)
+
 
 def partial_starts(n_frames: int) -> list[int]:
     """First frames of the partials of an utterance of ``n_frames`` frames (Resemblyzer's

@@ -72,6 +72,8 @@ def check_hf_xvector_folder(folder: str | Path) -> dict[str, Any]:
     if not isinstance(config, dict):
         raise ConfigError(f"pretrained hf-xvector: {config_path} is not a JSON object")
     architectures = config.get("architectures") or []
+    if not isinstance(architectures, list):
+        architectures = [architectures]
     if not any(isinstance(a, str) and a.endswith(XVECTOR_SUFFIX) for a in architectures):
         raise ConfigError(
             f"pretrained hf-xvector: {config_path} names architectures {architectures}, none a "
@@ -87,12 +89,15 @@ def check_hf_xvector_folder(folder: str | Path) -> dict[str, Any]:
 
 
 def hf_xvector_model_key(folder: str | Path) -> str:
-    """What the embeddings depend on: the SHA-256 of the config and the weights (a stage key)."""
+    """What the embeddings depend on: the SHA-256 of the config and the weights, and whether the
+    waveforms are normalized (``preprocessor_config.json``) (a stage key)."""
     path = Path(folder)
     check_hf_xvector_folder(path)
     weights = _weights_file(path)
     assert weights is not None  # checked above
     digest = hashlib.sha256((path / SSL_CONFIG).read_bytes())
+    if not _normalizes(path):
+        digest.update(b"do_normalize: false")
     with weights.open("rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
@@ -111,8 +116,16 @@ def _normalizes(folder: Path) -> bool:
     return bool(data.get("do_normalize", True)) if isinstance(data, dict) else True
 
 
+def _stamp(folder: Path) -> tuple[int, ...]:
+    """When and how large the config and the weights are: a cached model is reloaded when they
+    change."""
+    files = [folder / SSL_CONFIG, _weights_file(folder)]
+    stats = [f.stat() for f in files if f is not None and f.is_file()]
+    return tuple(v for st in stats for v in (st.st_mtime_ns, st.st_size, st.st_ino))
+
+
 @lru_cache(maxsize=2)
-def _model(folder: str) -> Any:
+def _model(folder: str, stamp: tuple[int, ...] = ()) -> Any:
     check_hf_xvector_folder(folder)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     import transformers
@@ -130,6 +143,19 @@ def _model(folder: str) -> Any:
     return model.eval()
 
 
+def _min_samples(config: Any) -> int:
+    """The fewest samples the x-vector head pools at least two frames of (its TDNN's context on
+    the convolutional front end's frames); a shorter utterance is padded with silence."""
+    frames = 2 + sum(
+        (int(k) - 1) * int(d)
+        for k, d in zip(config.tdnn_kernel, config.tdnn_dilation, strict=False)
+    )
+    samples = frames
+    for kernel, stride in reversed(list(zip(config.conv_kernel, config.conv_stride, strict=False))):
+        samples = (samples - 1) * int(stride) + int(kernel)
+    return samples
+
+
 def hf_xvector_embeddings(folder: str | Path, waveforms: Sequence[np.ndarray]) -> np.ndarray:
     """Embeddings (n, dim) float32, L2-normalized, of 16 kHz mono waveforms (input order) by the
     model in ``folder``, as it is.
@@ -144,14 +170,17 @@ def hf_xvector_embeddings(folder: str | Path, waveforms: Sequence[np.ndarray]) -
     for i, wave in enumerate(waves):
         if wave.ndim != 1 or wave.size == 0 or not np.isfinite(wave).all():
             raise ValueError(f"waveform {i}: expected a non-empty finite 1-D array")
-    model = _model(str(path))
+    model = _model(str(path), _stamp(path))
     normalize = _normalizes(path)
+    shortest = _min_samples(model.config)
     rows = []
     with torch.inference_mode():
         for wave in waves:
             x = torch.from_numpy(wave)
             if normalize:
                 x = (x - x.mean()) / torch.sqrt(x.var(unbiased=False) + 1e-7)
+            if x.numel() < shortest:
+                x = torch.nn.functional.pad(x, (0, shortest - x.numel()))
             rows.append(model(x[None, :]).embeddings[0].float())
     if not rows:
         return np.zeros((0, int(model.config.xvector_output_dim)), dtype=np.float32)

@@ -118,3 +118,19 @@ def test_a_finetuned_ge2e_zoo_member_is_scored_under_its_name(tmp_path: Path) ->
     }
     assert worst["eer_percent"] == pytest.approx(min(semi.values()))
     assert worst["attacker"] == min(semi, key=lambda a: (semi[a], a))
+
+
+def test_a_padded_batch_counts_each_utterances_own_frames() -> None:
+    from resemblyzer.audio import normalize_volume
+
+    from services.attacker import ge2e
+
+    speakers = sample_speakers(2, seed=5)
+    # 197 frames: the second partial is 75 % covered, so Resemblyzer keeps it; beside an
+    # utterance more than twice as long, the relative length alone rounds to 196 frames.
+    short = synthesize_utterance(speakers[0], np.random.default_rng(1), duration_s=3.0)[:31520]
+    long = synthesize_utterance(speakers[1], np.random.default_rng(2), duration_s=5.0)[:80000]
+    cpu = torch.device("cpu")
+    padded = embed_waveforms(_wheel_encoder(), [short, long], strategy="bucketed", device=cpu)
+    theirs = ge2e._encoder().embed_utterance(normalize_volume(short, -30, increase_only=True))
+    assert float(padded[0] @ theirs) > 0.9999

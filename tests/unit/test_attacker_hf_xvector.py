@@ -73,7 +73,8 @@ def test_a_speaker_verification_folder_is_scored_as_it_is(
     )
     # ... and does when the folder says do_normalize: false (wavlm-base-plus-sv's setting).
     raw = save_tiny_wavlm_sv(tmp_path / "raw", do_normalize=False)
-    assert hf_xvector_model_key(raw) == hf_xvector_model_key(folder)  # same config and weights
+    # Same config and weights, other embeddings: the key (an embed stage's) tells them apart.
+    assert hf_xvector_model_key(raw) != hf_xvector_model_key(folder)
     loud, quiet = hf_xvector_embeddings(raw, [waves[0], 0.1 * waves[0]])
     assert float(loud @ quiet) < 0.9999
     other = save_tiny_wavlm_sv(tmp_path / "other", seed=2)
@@ -206,3 +207,36 @@ def test_the_estimate_counts_the_verifiers_embeddings(tmp_path: Path) -> None:
     # GE2E's anonymized sets are the challenger's: only the original ones are added.
     with_ge2e = embed_seconds([{"name": "baseline"}, {"name": "g", "pretrained": "ge2e"}])
     assert with_ge2e - base == pytest.approx(sizes.trial_s / PHASE_SPEEDS.challenger)
+
+
+def test_an_utterance_shorter_than_the_models_context_is_embedded(tmp_path: Path) -> None:
+    # Under the x-vector head's context (a few frames of 20 ms) the TDNN crashed or its
+    # standard-deviation pooling over one frame gave nan; the utterance is padded with silence.
+    folder = save_tiny_wavlm_sv(tmp_path / "sv")
+    rng = np.random.default_rng(0)
+    waves = [rng.standard_normal(n).astype(np.float32) for n in (400, 1600, 3200)]
+    emb = hf_xvector_embeddings(folder, waves)
+    assert np.isfinite(emb).all()
+    np.testing.assert_allclose(np.linalg.norm(emb, axis=1), 1.0, atol=1e-5)
+
+
+def test_a_config_whose_architectures_is_not_a_list_is_named(tmp_path: Path) -> None:
+    sv = save_tiny_wavlm_sv(tmp_path / "sv")
+    config = json.loads((sv / "config.json").read_text())
+    (sv / "config.json").write_text(json.dumps(config | {"architectures": 3}))
+    with pytest.raises(ConfigError, match="none a speaker-verification head"):
+        check_hf_xvector_folder(sv)
+
+
+def test_a_folder_whose_weights_change_is_loaded_again(tmp_path: Path) -> None:
+    # A worker embeds many jobs: new weights in the same folder get a new key, and must give
+    # that key's embeddings, not those of the model loaded before.
+    folder = save_tiny_wavlm_sv(tmp_path / "sv", seed=1)
+    waves = _waves(2)
+    before = hf_xvector_embeddings(folder, waves)
+    save_tiny_wavlm_sv(tmp_path / "fresh", seed=2)
+    expected = hf_xvector_embeddings(tmp_path / "fresh", waves)
+    save_tiny_wavlm_sv(folder, seed=2)
+    after = hf_xvector_embeddings(folder, waves)
+    assert not np.allclose(after, before, atol=1e-4)
+    np.testing.assert_allclose(after, expected, atol=1e-5)
