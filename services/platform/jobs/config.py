@@ -206,6 +206,22 @@ def job_config(
     return config.model_dump(mode="json")
 
 
+def _refuse_operator_paths(
+    tree: Mapping[str, Any], paths: tuple[tuple[str, ...], ...], where: str
+) -> None:
+    """``ConfigError`` naming the first of ``paths`` that ``tree`` sets: folders on the workers'
+    disks, which only a protocol (its operator) may name."""
+    for path in paths:
+        node: Any = tree
+        for part in path:
+            node = node.get(part) if isinstance(node, Mapping) else None
+        if node is not None:
+            raise ConfigError(
+                f"{where}.{'.'.join(path)}: cannot be overridden (a folder on the workers' "
+                "disks: the protocol names the weights its operator installed)"
+            )
+
+
 def build_job_config(
     protocol: ProtocolRecord,
     submission: Submission,
@@ -225,15 +241,7 @@ def build_job_config(
             f"body.config_overrides.{fixed[0]}: cannot be overridden (the anonymizer comes from "
             "the submission, the corpus from the protocol)"
         )
-    for path in OPERATOR_PATH_FIELDS:
-        node: Any = overrides
-        for part in path:
-            node = node.get(part) if isinstance(node, Mapping) else None
-        if node is not None:
-            raise ConfigError(
-                f"body.config_overrides.{'.'.join(path)}: cannot be overridden (a folder on the "
-                "workers' disks: the protocol names the weights its operator installed)"
-            )
+    _refuse_operator_paths(overrides, OPERATOR_PATH_FIELDS, "body.config_overrides")
     attackers = overrides.get("attackers")
     for index, attacker in enumerate(attackers if isinstance(attackers, list) else []):
         if not isinstance(attacker, Mapping):
@@ -246,15 +254,7 @@ def build_job_config(
             except ValueError as exc:
                 raise ConfigError(str(exc)) from None
             attacker = {**attacker, "training": training}
-        for path in ATTACKER_OPERATOR_PATH_FIELDS:
-            node = attacker
-            for part in path:
-                node = node.get(part) if isinstance(node, Mapping) else None
-            if node is not None:
-                raise ConfigError(
-                    f"{where}.{'.'.join(path)}: cannot be overridden (a folder on the workers' "
-                    "disks: the protocol names the weights its operator installed)"
-                )
+        _refuse_operator_paths(attacker, ATTACKER_OPERATOR_PATH_FIELDS, where)
     base = with_current_names((protocol.body or {}).get("config", {}), "protocol config")
     merged = deep_merge(base, overrides)
     merged.setdefault("name", f"{submission.name} on {protocol.name} v{protocol.version}")
