@@ -79,6 +79,14 @@ def _finite_seconds(value: float) -> float:
     return value
 
 
+TIMEOUT_OPTION = typer.Option(
+    6 * 3600.0, "--timeout", help="Longest wait, seconds.", callback=_finite_seconds
+)
+POLL_OPTION = typer.Option(
+    10.0, "--poll", help="Seconds between status polls.", callback=_finite_seconds
+)
+
+
 def _parse_override(text: str) -> dict[str, Any]:
     """``training.epochs=3`` -> ``{"training": {"epochs": 3}}``."""
     path, value = _parse_param(text)
@@ -341,12 +349,8 @@ def submit_command(
         None, "--idempotency-key", help="Retrying with the same key returns the same job."
     ),
     wait: bool = typer.Option(True, "--wait/--no-wait", help="--no-wait: print the job id."),
-    timeout_s: float = typer.Option(
-        6 * 3600.0, "--timeout", help="Longest wait, seconds.", callback=_finite_seconds
-    ),
-    poll_s: float = typer.Option(
-        10.0, "--poll", help="Seconds between status polls.", callback=_finite_seconds
-    ),
+    timeout_s: float = TIMEOUT_OPTION,
+    poll_s: float = POLL_OPTION,
     min_eer: float | None = MIN_EER_OPTION,
     max_srd_meand: float | None = MAX_SRD_MEAND_OPTION,
     max_srd_idr: float | None = MAX_SRD_IDR_OPTION,
