@@ -261,12 +261,17 @@ def _pretrained_seconds(
         "hf-xvector": speed.pretrained_hf_xvector,
     }
     sets = {(c, n) for s in cfg.scenarios for c, n in _scenario_sets(s)}
+    # Members with the same verifier and folder share their embed stages: counted once.
+    verifiers = {
+        (spec.pretrained, spec.pretrained_path)
+        for spec in zoo_specs(cfg.attackers)
+        if spec.scored_as_is and spec.pretrained is not None
+    }
     seconds = 0.0
-    for spec in zoo_specs(cfg.attackers):
-        if not spec.scored_as_is or spec.pretrained is None:
-            continue
-        own = sets - challenged if spec.pretrained == "ge2e" else sets
-        rate = speeds[spec.pretrained]
+    for verifier, _ in verifiers:
+        assert verifier is not None  # filtered above
+        own = sets - challenged if verifier == "ge2e" else sets
+        rate = speeds[verifier]
         seconds += _sets_seconds(own, sizes) / rate if rate > 0 else 0.0
     return seconds
 

@@ -204,6 +204,15 @@ def test_the_estimate_counts_the_verifiers_embeddings(tmp_path: Path) -> None:
     # Every scenario's enrollment and trials, original and anonymized, at its measured speed.
     expected = 2 * (sizes.enrollment_s + sizes.trial_s) / PHASE_SPEEDS.pretrained_hf_xvector
     assert with_sv - base == pytest.approx(expected)
+    # Two members naming the same folder share their embeddings: counted once.
+    twice = embed_seconds(
+        [
+            {"name": "baseline"},
+            {"name": "sv", "pretrained": "hf-xvector", "pretrained_path": folder},
+            {"name": "sv2", "pretrained": "hf-xvector", "pretrained_path": folder},
+        ]
+    )
+    assert twice == pytest.approx(with_sv)
     # GE2E's anonymized sets are the challenger's: only the original ones are added.
     with_ge2e = embed_seconds([{"name": "baseline"}, {"name": "g", "pretrained": "ge2e"}])
     assert with_ge2e - base == pytest.approx(sizes.trial_s / PHASE_SPEEDS.challenger)
