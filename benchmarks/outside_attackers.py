@@ -69,15 +69,27 @@ SCENARIOS = ["original", "ignorant", "lazy-informed", "semi-informed"]
 CORPORA = ("synthetic", "espeak")
 
 
-def attackers() -> list[AttackerSpec]:
-    """The families of the table (module docstring)."""
-    return [
+def attackers(families: Sequence[str] | None = None) -> list[AttackerSpec]:
+    """The families of the table (module docstring); ``families``: only these (names), all when
+    None."""
+    every = [
         AttackerSpec(name="baseline"),
         AttackerSpec(name="scratch-3x", training={"start": "scratch"}, epochs_scale=3),
         long_attacker_pair("finetuned", {"start": "original"})[0],
         AttackerSpec(name="ge2e", pretrained="ge2e"),
         AttackerSpec(name="ge2e-finetuned", pretrained="ge2e", finetune=True),
     ]
+    if families is None:
+        return every
+    unknown = sorted(set(families) - {a.name for a in every})
+    if unknown or "baseline" not in families:
+        raise SystemExit(
+            f"--families: unknown {unknown}" if unknown else "--families must include baseline"
+        )
+    return [a for a in every if a.name in families]
+
+
+FAMILIES = ("baseline", "scratch-3x", "finetuned", "ge2e", "ge2e-finetuned")
 
 
 SIZES: dict[str, dict[str, int]] = {
@@ -128,7 +140,12 @@ def espeak_protocol(out: Path, size: Mapping[str, int]) -> Path:
 
 
 def make_config(
-    corpus: str, seed: int, size: Mapping[str, int], anonymizer: str, protocol: Path | None
+    corpus: str,
+    seed: int,
+    size: Mapping[str, int],
+    anonymizer: str,
+    protocol: Path | None,
+    families: Sequence[str] | None = None,
 ) -> EvaluationConfig:
     trials = max(1, size["utterances"] // 2)
     synthetic = SyntheticCorpusSpec(
@@ -140,8 +157,11 @@ def make_config(
         enrollments_per_speaker=size["utterances"] - trials,
         trials_per_speaker=trials,
     )
+    # A reduced zoo gets its own name (and results.json); the stages are shared all the same.
+    zoo = "" if families is None else "-zoo-" + "-".join(sorted(families))
     return EvaluationConfig(
-        name=f"outside-{corpus}-{anonymizer}-{size['speakers']}x{size['utterances']}-seed{seed}",
+        name=f"outside-{corpus}-{anonymizer}-{size['speakers']}x{size['utterances']}-seed{seed}"
+        f"{zoo}",
         protocol_file=protocol if corpus == "espeak" else None,
         synthetic=synthetic,
         anonymizer=BuiltinAnonymizerConfig(name=anonymizer),
@@ -151,7 +171,7 @@ def make_config(
         seeds=[seed],
         backends=["cosine", "plda"],
         metrics=MetricsSpec(srd=False, linkability=False, zebra=False, bootstrap_resamples=200),
-        attackers=attackers(),
+        attackers=attackers(families),
     )
 
 
@@ -201,8 +221,12 @@ def judged_run(
         and not (itself and r["attacker"] == "baseline")
     ]
     best = min(alternatives, key=lambda r: (r[eer], r["attacker"], r["backend"]))
+    from services.pipeline.trust import assess_trust
+
     entry = next(iter(v for k, v in result["training"].items() if k.startswith("anonymized")))
-    trust = result["trust"]
+    # Re-assessed with today's code and settings: a rerun over stored results judges the check
+    # as it is now, not as it was when the run was computed.
+    trust = assess_trust(result).to_json()
     return {
         "seed": row["seed"],
         "start": start,
@@ -213,7 +237,9 @@ def judged_run(
         "stopped": entry.get("stopped"),
         "best_epoch": entry.get("best_epoch"),
         "epochs_run": len(entry.get("history", [])),
+        "ver_s": [r.get("ver_source") for r in entry.get("history", [])],
         "best_alternative": f"{best['attacker']}, {best['backend']} {best[eer]:.1f} %",
+        "default_cap": cap == default_cap,
         "improvable": float(best[eer]) < float(row["eer_ci95_percent"][0]),
         "flagged": not trust["trustworthy"],
         "reasons": [r["code"] for r in trust["reasons"]],
@@ -222,41 +248,57 @@ def judged_run(
 
 
 GRID_VER_S = (30.0, 40.0, 50.0)
-GRID_FALLING = (2.0, 5.0, 10.0)
-"""The trust thresholds (``UNMASK_TRUST_MAX_VER_S_PERCENT`` x
-``UNMASK_TRUST_STILL_FALLING_VER_S_POINTS``) the judged runs are re-assessed under."""
+GRID_WINDOW = (2, 3, 4)
+GRID_FALLING = (2.0, 3.0, 5.0, 10.0)
+"""The trust thresholds the judged runs are re-assessed under: the still-falling test's window
+(``UNMASK_TRUST_STILL_FALLING_WINDOW_EPOCHS``) x its bound (points per epoch,
+``UNMASK_TRUST_STILL_FALLING_VER_S_POINTS``) at today's VER_S bound, then the VER_S bound
+(``UNMASK_TRUST_MAX_VER_S_PERCENT``) at today's still-falling test."""
 
 
 def grid_lines(judged: Sequence[Mapping[str, Any]]) -> list[str]:
     """Precision and recall of the trust check re-applied to the judged runs' documents under
-    each threshold pair of the grid (today's pair marked)."""
+    each threshold combination of the grid (today's marked), and which judged runs flip."""
     from services.pipeline.trust import assess_trust
     from services.settings import Settings, get_settings
 
     today = get_settings()
+    now = (
+        today.trust_max_ver_s_percent,
+        today.trust_still_falling_window_epochs,
+        today.trust_still_falling_ver_s_points,
+    )
+    combos = [(now[0], w, f) for w in GRID_WINDOW for f in GRID_FALLING]
+    combos += [(v, now[1], now[2]) for v in GRID_VER_S if v != now[0]]
+    if now not in combos:
+        combos.append(now)
     lines = [
         "",
-        "| max VER_S % | still falling, points | flagged | precision | recall |",
-        "|---:|---:|---:|---:|---:|",
+        "| max VER_S % | still-falling window, epochs | still falling, points per epoch | "
+        "flagged | precision | recall | flagged at the default cap, not improvable |",
+        "|---:|---:|---:|---:|---:|---:|---:|",
     ]
     improvable = [bool(j["improvable"]) for j in judged]
-    for ver_s in GRID_VER_S:
-        for falling in GRID_FALLING:
-            settings = Settings(
-                trust_max_ver_s_percent=ver_s, trust_still_falling_ver_s_points=falling
-            )
-            flags = [not assess_trust(j["document"], settings).trustworthy for j in judged]
-            tp = sum(f and i for f, i in zip(flags, improvable, strict=True))
-            n_flag, n_improvable = sum(flags), sum(improvable)
-            mark = (
-                " (today)"
-                if (ver_s, falling)
-                == (today.trust_max_ver_s_percent, today.trust_still_falling_ver_s_points)
-                else ""
-            )
-            precision = f"{tp / n_flag:.2f}" if n_flag else "-"
-            recall = f"{tp / n_improvable:.2f}" if n_improvable else "-"
-            lines.append(f"| {ver_s:.0f}{mark} | {falling:g} | {n_flag} | {precision} | {recall} |")
+    default_cap = [bool(j.get("default_cap")) for j in judged]
+    for ver_s, window, falling in combos:
+        settings = Settings(
+            trust_max_ver_s_percent=ver_s,
+            trust_still_falling_window_epochs=window,
+            trust_still_falling_ver_s_points=falling,
+        )
+        flags = [not assess_trust(j["document"], settings).trustworthy for j in judged]
+        tp = sum(f and i for f, i in zip(flags, improvable, strict=True))
+        false_default = sum(
+            f and d and not i for f, d, i in zip(flags, default_cap, improvable, strict=True)
+        )
+        n_flag, n_improvable = sum(flags), sum(improvable)
+        mark = " (today)" if (ver_s, window, falling) == now else ""
+        precision = f"{tp / n_flag:.2f}" if n_flag else "-"
+        recall = f"{tp / n_improvable:.2f}" if n_improvable else "-"
+        lines.append(
+            f"| {ver_s:.0f}{mark} | {window} | {falling:g} | {n_flag} | {precision} | {recall} | "
+            f"{false_default} |"
+        )
     return lines
 
 
@@ -265,16 +307,18 @@ def trust_table(corpus: str, judged: Sequence[Mapping[str, Any]]) -> list[str]:
     lines = [
         f"### {corpus}: the trust check on the config's attacker alone",
         "",
-        "| seed | start | cap | stop (best epoch / run) | verdict EER % (95 % interval) | "
-        "best zoo family | improvable | flagged (reasons) |",
-        "|---:|---|---:|---|---:|---|---|---|",
+        "| seed | start | cap | stop (best epoch / run) | VER_S % by epoch | verdict EER % (95 % "
+        "interval) | best zoo family | improvable | flagged (reasons) |",
+        "|---:|---|---:|---|---|---:|---|---|---|",
     ]
     for j in judged:
         low, high = j["interval"]
         reasons = f" ({', '.join(j['reasons'])})" if j["reasons"] else ""
         lines.append(
             f"| {j['seed']} | {j['start']} | {j['cap']} | {j['stopped']} "
-            f"({j['best_epoch']}/{j['epochs_run']}) | {j['eer']:.1f} ({low:.1f}-{high:.1f}) "
+            f"({j['best_epoch']}/{j['epochs_run']}) | "
+            f"{' '.join(f'{v:.0f}' for v in j.get('ver_s') or [] if v is not None)} | "
+            f"{j['eer']:.1f} ({low:.1f}-{high:.1f}) "
             f"{j['backend']} | {j['best_alternative']} | {'yes' if j['improvable'] else 'no'} | "
             f"{'NOT TRUSTWORTHY' if j['flagged'] else 'trustworthy'}{reasons} |"
         )
@@ -408,6 +452,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--corpora", nargs="+", choices=CORPORA, default=list(CORPORA))
     parser.add_argument("--anonymizer", default="pitch")
+    parser.add_argument(
+        "--families",
+        nargs="+",
+        choices=FAMILIES,
+        default=None,
+        help="only these attacker families in the zoo (baseline always; default: all): a "
+        "cheaper trust calibration when the best family is known",
+    )
     parser.add_argument("--smoke", action="store_true", help="12 speakers x 8, cap 2 epochs")
     parser.add_argument("--size", choices=sorted(SIZES), help="overrides --smoke")
     parser.add_argument(
@@ -425,7 +477,8 @@ def main(argv: list[str] | None = None) -> int:
         out = args.out / corpus
         protocol = espeak_protocol(args.out, size) if corpus == "espeak" else None
         configs = [
-            make_config(corpus, seed, size, args.anonymizer, protocol) for seed in args.seeds
+            make_config(corpus, seed, size, args.anonymizer, protocol, args.families)
+            for seed in args.seeds
         ]
         results = [run_one(out, cfg) for cfg in configs]
         lines = table(corpus, results, [out / cfg.name for cfg in configs])

@@ -239,10 +239,16 @@ class Settings(BaseSettings):
     trust_still_falling_ver_s_points: float = Field(
         10.0,
         gt=0,
-        description="A recognizer that hit its epochs cap and whose VER_S fell by more than this "
-        "many points (%) in its last epoch, which is also the epoch it uses, stopped while still "
-        "improving. 10 from benchmarks/trust_calibration.py (54 runs): precision 0.76, recall "
-        "0.91 (at 5: 0.71, 0.94; without it: recall 0.62).",
+        description="A recognizer that hit its epochs cap, uses an epoch among its last "
+        "UNMASK_TRUST_STILL_FALLING_WINDOW_EPOCHS and whose VER_S fell over them by more than "
+        "this many points (%) per epoch (minus the least-squares slope) stopped while still "
+        "improving.",
+    )
+    trust_still_falling_window_epochs: int = Field(
+        2,
+        ge=2,
+        description="How many of a recognizer's last epochs the still-falling test fits VER_S's "
+        "slope over (2: the last epoch's drop alone).",
     )
     trust_max_enrollment_leak: float = Field(
         0.2,

@@ -14,10 +14,11 @@ speakers reports a high EER whatever the anonymizer does, and that EER overestim
   speech unusable (``utility.usable_speech.usable`` false), the message says instead that the
   speech carries no speaker information to learn: more training cannot help there;
 - ``ver_s_still_falling``: training reached its epochs cap (``training.epochs``; a cap stop, or
-  a run whose patience cool-down ran into the cap), the epoch a recognizer uses is its last
-  one and VER_S fell by more than ``UNMASK_TRUST_STILL_FALLING_VER_S_POINTS`` in it: training
-  stopped while improving, and the message names the key to raise. (Documents written before
-  the cap was recorded: any last epoch.)
+  a run whose patience cool-down ran into the cap), the epoch a recognizer uses lies in its last
+  ``UNMASK_TRUST_STILL_FALLING_WINDOW_EPOCHS`` epochs and VER_S fell over them by more than
+  ``UNMASK_TRUST_STILL_FALLING_VER_S_POINTS`` per epoch (minus the least-squares slope, which
+  averages out VER_S's epoch-to-epoch noise): training stopped while improving, and the message
+  names the key to raise. (Documents written before the cap was recorded: any last epoch.)
 - ``loss_not_falling``: a recognizer's training loss in its last epoch is not below its first;
 - ``enrollment_unanonymized`` (archive submissions, where the maker anonymized the enrollment):
   the anonymized enrollment is much closer to the original speakers than the anonymized trials
@@ -137,6 +138,28 @@ def _cap_hit(run: Mapping[str, Any], history: Sequence[Mapping[str, Any]]) -> bo
     return run.get("stopped") != "patience"
 
 
+def _ver_s_fall_per_epoch(
+    history: Sequence[Mapping[str, Any]], used: Mapping[str, Any], window: int
+) -> float | None:
+    """How fast VER_S still fell at the end of training (points per epoch, positive = falling):
+    minus the least-squares slope of VER_S over the last ``window`` epochs (all of them when
+    fewer). None when fewer than two epochs have a VER_S, or the epoch the recognizer uses lies
+    before the window (it had already turned). Over two epochs it is the last epoch's drop; a
+    longer window averages out the epoch-to-epoch noise of VER_S on a small validation set."""
+    recent = list(history[-window:])
+    if len(recent) < 2 or not any(r is used for r in recent):
+        return None
+    epochs, values = [], []
+    for r in recent:
+        ver_s, epoch = r.get("ver_source"), r.get("epoch")
+        if not isinstance(ver_s, int | float) or not isinstance(epoch, int | float):
+            return None
+        epochs.append(float(epoch))
+        values.append(float(ver_s))
+    slope = float(np.polyfit(np.asarray(epochs), np.asarray(values), 1)[0])
+    return -slope
+
+
 def _under_trained_advice(run: Mapping[str, Any]) -> str:
     """One line: what to change so that the recognizer learns more."""
     cap = run.get("epochs_cap")
@@ -188,21 +211,24 @@ def _training_reasons(
         reasons.append(
             TrustReason("ver_s_high", message, float(ver_s), settings.trust_max_ver_s_percent)
         )
-    if len(history) >= 2 and used is history[-1] and _cap_hit(run, history):
-        before, last = history[-2].get("ver_source"), history[-1].get("ver_source")
-        if isinstance(before, int | float) and isinstance(last, int | float):
-            drop = float(before) - float(last)
-            if drop > settings.trust_still_falling_ver_s_points:
-                reasons.append(
-                    TrustReason(
-                        "ver_s_still_falling",
-                        f"attacker training stopped while improving: recognizer {name} hit its "
-                        f"epochs cap with VER_S {drop:.1f} points lower in its last epoch; to "
-                        f"fix: {_under_trained_advice(run)}",
-                        drop,
-                        settings.trust_still_falling_ver_s_points,
-                    )
-                )
+    falling = _ver_s_fall_per_epoch(history, used, settings.trust_still_falling_window_epochs)
+    if (
+        falling is not None
+        and falling > settings.trust_still_falling_ver_s_points
+        and _cap_hit(run, history)
+    ):
+        span = min(len(history), settings.trust_still_falling_window_epochs)
+        reasons.append(
+            TrustReason(
+                "ver_s_still_falling",
+                f"attacker training stopped while improving: recognizer {name} hit its epochs "
+                f"cap with VER_S falling {falling:.1f} points per epoch over its last {span} "
+                f"epochs ({history[-span].get('ver_source'):.0f} -> "
+                f"{history[-1].get('ver_source'):.0f} %); to fix: {_under_trained_advice(run)}",
+                falling,
+                settings.trust_still_falling_ver_s_points,
+            )
+        )
     if len(history) >= 2:
         first, final = history[0].get("loss_source"), history[-1].get("loss_source")
         if isinstance(first, int | float) and isinstance(final, int | float) and final >= first:

@@ -7,6 +7,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -82,18 +84,26 @@ def test_judged_runs_give_precision_and_recall_against_the_zoo() -> None:
     }
 
     def run(eer: float, trustworthy: bool) -> dict[str, Any]:
+        # The judged run's trust is re-assessed from its history: still falling at its cap of
+        # 2 epochs (flagged), or already rising (trustworthy).
+        ver_s = [30.0, 31.0] if trustworthy else [30.0, 15.0]
+        history = [
+            {"epoch": e, "ver_source": v, "loss_source": 5.0 - e} for e, v in enumerate(ver_s, 1)
+        ]
         return {
             "rows": [
                 _row("baseline", "semi-informed", "cosine", eer),
                 _row("baseline", "semi-informed", "plda", eer + 1.0),
             ],
             "training": {
-                "anonymized-seed0": {"stopped": "cap", "best_epoch": 2, "history": [{}, {}]}
+                "anonymized-seed0": {
+                    "stopped": "cap",
+                    "epochs_cap": 2,
+                    "best_epoch": 1 if trustworthy else 2,
+                    "history": history,
+                }
             },
-            "trust": {
-                "trustworthy": trustworthy,
-                "reasons": [] if trustworthy else [{"code": "ver_s_still_falling"}],
-            },
+            "trust": {"trustworthy": True, "reasons": []},
         }
 
     short = bench.judged_run(run(15.0, False), zoo, start="original", cap=2, default_cap=10)
@@ -108,3 +118,15 @@ def test_judged_runs_give_precision_and_recall_against_the_zoo() -> None:
     text = "\n".join(bench.trust_table("espeak", [short, missed, itself]))
     assert "3 runs: 2 improvable, 2 flagged; precision 1/2 = 0.50, recall 1/2 = 0.50" in text
     assert "NOT TRUSTWORTHY (ver_s_still_falling)" in text
+
+
+def test_a_reduced_zoo_keeps_the_baseline_and_gets_its_own_name() -> None:
+    bench = _module()
+    size = bench.sizes(smoke=True)
+    full = bench.make_config("synthetic", 0, size, "pitch", None)
+    reduced = bench.make_config("synthetic", 0, size, "pitch", None, ["baseline", "finetuned"])
+    assert [a.name for a in reduced.attackers] == ["baseline", "finetuned"]
+    assert len(full.attackers) == len(bench.FAMILIES)
+    assert reduced.name == full.name + "-zoo-baseline-finetuned"
+    with pytest.raises(SystemExit, match="must include baseline"):
+        bench.attackers(["finetuned"])
