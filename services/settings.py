@@ -80,6 +80,16 @@ class Settings(BaseSettings):
         description="How long opening a connection to a server database may take, seconds (a "
         "database that accepts connections but never answers fails requests in seconds).",
     )
+    database_tcp_keepalive_s: int = Field(
+        30,
+        ge=0,
+        le=3600,
+        description="How long a connection to a server database may be silent before TCP "
+        "keepalive probes start, seconds (then every 10 s, 3 unanswered probes; a write "
+        "unacknowledged that long fails too): a connection whose network is cut mid-statement "
+        "fails after about this plus 30 s instead of hanging for hours. 0 = libpq's and the "
+        "operating system's defaults (on Linux: probes after two hours).",
+    )
     database_statement_timeout_s: float = Field(
         15.0,
         ge=0,

@@ -126,6 +126,9 @@ class S3BlobStore(BlobStore):
             connect_timeout=settings.s3_connect_timeout_s,
             read_timeout=settings.s3_read_timeout_s,
             retries={"mode": "standard", "max_attempts": settings.s3_max_attempts},
+            # Pooled connections cut while idle are found dead by TCP rather than on first use
+            # (the read timeout bounds a request either way).
+            tcp_keepalive=True,
         )
 
         def make_client(endpoint: str | None) -> Any:
