@@ -14,13 +14,16 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import AliasChoices, Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DEPLOYMENT_RULE = "x-deployment-rule"
 """The ``json_schema_extra`` key of a request field whose rule is a setting of the deployment
 (its value: the setting's name, e.g. ``max_presigned_archive_bytes``); the API's document states
 the deployment's rule in its place (``api.app.DEPLOYMENT_RULES``)."""
+
+DEPRECATED_ALLOW_PRIVATE_HOSTS_VARIABLE = "UNMASK_WEBHOOK_ALLOW_PRIVATE_HOSTS"
+"""The old name of ``UNMASK_OUTBOUND_ALLOW_PRIVATE_HOSTS``, read when the new one is not set."""
 
 DEV_TOKEN_HMAC_KEY = "dev-only-change-me"
 """The default token key: fine for the embedded demo, refused by a platform deployment."""
@@ -33,7 +36,10 @@ def _default_oidc_issuers() -> dict[str, Literal["github", "gitlab"]]:
 class Settings(BaseSettings):
     """Deployment settings, read from ``UNMASK_*`` environment variables (and a ``.env`` file)."""
 
-    model_config = SettingsConfigDict(env_prefix="UNMASK_", env_file=".env", extra="ignore")
+    # populate_by_name: a field with environment aliases is still given by its name in code.
+    model_config = SettingsConfigDict(
+        env_prefix="UNMASK_", env_file=".env", extra="ignore", populate_by_name=True
+    )
 
     @model_validator(mode="after")
     def _refuse_the_dev_token_key(self) -> Settings:
@@ -527,10 +533,18 @@ class Settings(BaseSettings):
     webhook_sweep_interval_s: float = Field(
         30.0, gt=0, description="Period of the beat task that sends overdue webhook deliveries."
     )
-    webhook_allow_private_hosts: bool = Field(
+
+    # Every outbound call to a URL a user gave (services/net/policy.py).
+    outbound_allow_private_hosts: bool = Field(
         False,
-        description="Allow outbound calls (webhook URLs, OpenID Connect issuers' key sets) to "
-        "loopback/private addresses (tests, single-host setups); services/net/policy.py.",
+        # The first name found wins; the second is this setting's old name (when it governed
+        # webhooks only), still read so that existing deployments keep working.
+        validation_alias=AliasChoices(
+            "UNMASK_OUTBOUND_ALLOW_PRIVATE_HOSTS", DEPRECATED_ALLOW_PRIVATE_HOSTS_VARIABLE
+        ),
+        description="Allow every outbound call to a URL a user gave (webhook URLs, HTTP-service "
+        "anonymizers, which may then also use plain http, OpenID Connect issuers' key sets) to "
+        "reach loopback/private addresses (tests, single-host setups); services/net/policy.py.",
     )
 
     # OpenID Connect trusted submitters (services/platform/identity/oidc.py, trusted.py).
