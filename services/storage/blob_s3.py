@@ -126,8 +126,8 @@ class S3BlobStore(BlobStore):
             connect_timeout=settings.s3_connect_timeout_s,
             read_timeout=settings.s3_read_timeout_s,
             retries={"mode": "standard", "max_attempts": settings.s3_max_attempts},
-            # Pooled connections cut while idle are found dead by TCP rather than on first use
-            # (the read timeout bounds a request either way).
+            # SO_KEEPALIVE (on the system's timers): a pooled connection cut while idle is found
+            # dead by TCP; a request in flight is bounded by the read timeout either way.
             tcp_keepalive=True,
         )
 
