@@ -86,7 +86,7 @@ class ApiContext:
             with self._lock:
                 if self._key_sets is None:
                     self._key_sets = KeySetCache(
-                        allow_private=self.settings.webhook_allow_private_hosts,
+                        allow_private=self.settings.outbound_allow_private_hosts,
                         ttl_s=self.settings.oidc_key_set_ttl_s,
                     )
         return self._key_sets

@@ -1,11 +1,11 @@
 """Load test of the HTTP gateway on loopback: job status requests at a fixed rate.
 
-Starts ``uvicorn api.app:app`` (one process) on a fresh PostgreSQL database, seeds a team, a token,
-a submission and a job with six stages, then sends ``GET /v1/jobs/{id}`` (bearer auth + token
-lookup + job, stages and submission reads) at a fixed rate, open loop: request *i* is sent at
-``i / rate`` seconds whatever happened to the others, so a slow server shows up as latency and not
-as a lower request rate. The reference row is ``GET /v1/health/live`` at the same rate (no auth, no
-database): the ratio says what authentication and the database add.
+Starts the API server (``python -m api.server``, one process) on a fresh PostgreSQL database, seeds
+a team, a token, a submission and a job with six stages, then sends ``GET /v1/jobs/{id}`` (bearer
+auth + token lookup + job, stages and submission reads) at a fixed rate, open loop: request *i* is
+sent at ``i / rate`` seconds whatever happened to the others, so a slow server shows up as latency
+and not as a lower request rate. The reference row is ``GET /v1/health/live`` at the same rate (no
+auth, no database): the ratio says what authentication and the database add.
 
     .venv/bin/python benchmarks/api_load.py            # 200 requests/s for 20 s per endpoint
     .venv/bin/python benchmarks/api_load.py --quick    # 100 requests/s for 5 s
@@ -220,7 +220,7 @@ def main() -> None:
                 "UNMASK_DATA_DIR": data_dir,
             }
             server = subprocess.Popen(
-                [sys.executable, "-m", "uvicorn", "api.app:app", "--host", "127.0.0.1",
+                [sys.executable, "-m", "api.server", "--host", "127.0.0.1",
                  "--port", str(port), "--log-level", "warning", "--no-access-log",
                  "--workers", str(args.workers)],
                 cwd=REPO_ROOT,

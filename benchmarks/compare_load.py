@@ -1,14 +1,14 @@
 """Load test of comparisons: many clients asking for pairs not computed yet, a leaderboard poll
 beside them.
 
-Starts ``uvicorn api.app:app`` (one process) on a fresh PostgreSQL database and a local blob
-folder, seeds one protocol with ``--submissions`` succeeded jobs that kept their trials (each
-pair's paired speaker bootstrap costs real CPU), then for ``--seconds``: ``--clients`` clients
+Starts the API server (``python -m api.server``, one process) on a fresh PostgreSQL database and a
+local blob folder, seeds one protocol with ``--submissions`` succeeded jobs that kept their trials
+(each pair's paired speaker bootstrap costs real CPU), then for ``--seconds``: ``--clients`` clients
 each ask ``GET /v1/protocols/{id}/compare?a=&b=`` for pairs nobody asked for before (every 4th
 request the overlaid DET plot of the pair instead), back to back, while one client polls the
 leaderboard JSON at ``--poll-rate`` requests/s (open loop). Prints one table row per kind of
-request: requests, server errors (5xx), other non-200 answers, latency percentiles; and how
-many compare answers carried the paired interval (the others say it is being computed).
+request: requests, server errors (5xx), other non-200 answers, latency percentiles; and how many
+compare answers carried the paired interval (the others say it is being computed).
 
     .venv/bin/python benchmarks/compare_load.py               # 40 clients, 60 s
     .venv/bin/python benchmarks/compare_load.py --quick       # 10 clients, 10 s
@@ -262,7 +262,7 @@ def main() -> None:
                 "UNMASK_AUTH_MAX_FAILURES": "0",
             }
             server = subprocess.Popen(
-                [sys.executable, "-m", "uvicorn", "api.app:app", "--host", "127.0.0.1",
+                [sys.executable, "-m", "api.server", "--host", "127.0.0.1",
                  "--port", str(port), "--log-level", "warning", "--no-access-log"],
                 cwd=REPO_ROOT,
                 env=env,

@@ -116,8 +116,12 @@ class ApiServer:
         import uvicorn
 
         from api.app import create_app
+        from api.server import server_options
 
-        config = uvicorn.Config(create_app(), host="127.0.0.1", port=port, log_level="warning")
+        # The image's server options: this server answers as a deployment's does.
+        config = uvicorn.Config(
+            create_app(), host="127.0.0.1", port=port, log_level="warning", **server_options()
+        )
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, name="unmask-api", daemon=True)
         self.url = f"http://127.0.0.1:{port}"

@@ -14,13 +14,16 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import AliasChoices, Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DEPLOYMENT_RULE = "x-deployment-rule"
 """The ``json_schema_extra`` key of a request field whose rule is a setting of the deployment
 (its value: the setting's name, e.g. ``max_presigned_archive_bytes``); the API's document states
 the deployment's rule in its place (``api.app.DEPLOYMENT_RULES``)."""
+
+DEPRECATED_ALLOW_PRIVATE_HOSTS_VARIABLE = "UNMASK_WEBHOOK_ALLOW_PRIVATE_HOSTS"
+"""The old name of ``UNMASK_OUTBOUND_ALLOW_PRIVATE_HOSTS``, read when the new one is not set."""
 
 DEV_TOKEN_HMAC_KEY = "dev-only-change-me"
 """The default token key: fine for the embedded demo, refused by a platform deployment."""
@@ -33,7 +36,10 @@ def _default_oidc_issuers() -> dict[str, Literal["github", "gitlab"]]:
 class Settings(BaseSettings):
     """Deployment settings, read from ``UNMASK_*`` environment variables (and a ``.env`` file)."""
 
-    model_config = SettingsConfigDict(env_prefix="UNMASK_", env_file=".env", extra="ignore")
+    # populate_by_name: a field with environment aliases is still given by its name in code.
+    model_config = SettingsConfigDict(
+        env_prefix="UNMASK_", env_file=".env", extra="ignore", populate_by_name=True
+    )
 
     @model_validator(mode="after")
     def _refuse_the_dev_token_key(self) -> Settings:
@@ -79,6 +85,16 @@ class Settings(BaseSettings):
         le=300,
         description="How long opening a connection to a server database may take, seconds (a "
         "database that accepts connections but never answers fails requests in seconds).",
+    )
+    database_tcp_keepalive_s: int = Field(
+        30,
+        ge=0,
+        le=3600,
+        description="How long a connection to a server database may be silent before TCP "
+        "keepalive probes start, seconds (then every 10 s, 3 unanswered probes; a write "
+        "unacknowledged that long fails too): a connection whose network is cut mid-statement "
+        "fails after about this plus 30 s instead of hanging for hours. 0 = libpq's and the "
+        "operating system's defaults (on Linux: probes after two hours).",
     )
     database_statement_timeout_s: float = Field(
         15.0,
@@ -523,10 +539,18 @@ class Settings(BaseSettings):
     webhook_sweep_interval_s: float = Field(
         30.0, gt=0, description="Period of the beat task that sends overdue webhook deliveries."
     )
-    webhook_allow_private_hosts: bool = Field(
+
+    # Every outbound call to a URL a user gave (services/net/policy.py).
+    outbound_allow_private_hosts: bool = Field(
         False,
-        description="Allow outbound calls (webhook URLs, OpenID Connect issuers' key sets) to "
-        "loopback/private addresses (tests, single-host setups); services/net/policy.py.",
+        # The first name found wins; the second is this setting's old name (when it governed
+        # webhooks only), still read so that existing deployments keep working.
+        validation_alias=AliasChoices(
+            "UNMASK_OUTBOUND_ALLOW_PRIVATE_HOSTS", DEPRECATED_ALLOW_PRIVATE_HOSTS_VARIABLE
+        ),
+        description="Allow every outbound call to a URL a user gave (webhook URLs, HTTP-service "
+        "anonymizers, which may then also use plain http, OpenID Connect issuers' key sets) to "
+        "reach loopback/private addresses (tests, single-host setups); services/net/policy.py.",
     )
 
     # OpenID Connect trusted submitters (services/platform/identity/oidc.py, trusted.py).

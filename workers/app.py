@@ -120,7 +120,13 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         conf["broker_url"] = settings.broker_url
         # Redis re-delivers an unacknowledged message after the visibility timeout: it must
         # outlast the longest phase, or a running phase would be handed to a second worker.
-        conf["broker_transport_options"] = {"visibility_timeout": int(longest_s + 3600)}
+        # socket_keepalive: a broker connection whose network is cut is found dead by TCP (on
+        # the system's keepalive timers) rather than never; an idle consumer's is also pinged
+        # by kombu's health check.
+        conf["broker_transport_options"] = {
+            "visibility_timeout": int(longest_s + 3600),
+            "socket_keepalive": True,
+        }
         if settings.broker_key_prefix:
             conf["broker_transport_options"]["global_keyprefix"] = settings.broker_key_prefix
     else:
@@ -128,6 +134,7 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         conf["broker_transport_options"] = filesystem_broker_options(settings.data_dir)
     if settings.result_backend:
         conf["result_backend"] = settings.result_backend
+        conf["redis_socket_keepalive"] = True  # as the broker's (read by Redis backends only)
         conf["task_ignore_result"] = False
         conf["result_expires"] = 7 * 24 * 3600
     else:

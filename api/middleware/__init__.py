@@ -12,7 +12,7 @@ From the outside in (:func:`install_middleware` adds them in this order's revers
   cannot hold.
 
 ``header_timeout`` is not middleware but uvicorn's HTTP/1.1 protocol with a deadline on request
-headers: ``uvicorn api.app:app --http api.middleware.header_timeout:HeaderTimeoutH11Protocol``.
+headers, one of the server options every API server runs with (``api.server``).
 """
 
 from __future__ import annotations

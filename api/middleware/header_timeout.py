@@ -11,7 +11,7 @@ A request the HTTP parser refuses (a malformed request line or header, a ``Conte
 is not a number) never reaches the app; uvicorn answers it with a plain-text 400. This protocol
 answers it as the app answers every error: a 400 ``application/problem+json`` document.
 
-    uvicorn api.app:app --http api.middleware.header_timeout:HeaderTimeoutH11Protocol
+Every API server runs with it (``api.server.server_options``; ``python -m api.server``).
 """
 
 from __future__ import annotations

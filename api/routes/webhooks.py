@@ -46,7 +46,7 @@ def create_webhook(
             body.url,
             event_types=list(body.events),
             description=body.description,
-            allow_private=context.settings.webhook_allow_private_hosts,
+            allow_private=context.settings.outbound_allow_private_hosts,
         )
         out = WebhookOut.of(created.endpoint)
         return WebhookCreated(**out.model_dump(), secret=created.secret)

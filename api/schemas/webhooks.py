@@ -20,7 +20,7 @@ class WebhookCreate(BaseModel):
 
     url: Text(2048, min_length=1) = Field(  # type: ignore[valid-type]
         description="http(s) URL that receives a POST per event; must resolve to a public "
-        "address unless the server allows private hosts (`UNMASK_WEBHOOK_ALLOW_PRIVATE_HOSTS`).",
+        "address unless the server allows private hosts (`UNMASK_OUTBOUND_ALLOW_PRIVATE_HOSTS`).",
         examples=["https://ci.example.org/hooks/unmask"],
     )
     events: list[EventType] = Field(

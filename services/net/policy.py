@@ -24,7 +24,7 @@ platform's network (server-side request forgery). The rules, in one place:
   total ``deadline_s`` (a server that drips one byte at a time does not hold a worker forever).
 
 ``allow_private`` lifts only the address rule: for tests on loopback and single-host setups
-(``Settings.webhook_allow_private_hosts``). No FastAPI or Celery here.
+(``Settings.outbound_allow_private_hosts``). No FastAPI or Celery here.
 """
 
 from __future__ import annotations

@@ -126,6 +126,9 @@ class S3BlobStore(BlobStore):
             connect_timeout=settings.s3_connect_timeout_s,
             read_timeout=settings.s3_read_timeout_s,
             retries={"mode": "standard", "max_attempts": settings.s3_max_attempts},
+            # SO_KEEPALIVE (on the system's timers): a pooled connection cut while idle is found
+            # dead by TCP; a request in flight is bounded by the read timeout either way.
+            tcp_keepalive=True,
         )
 
         def make_client(endpoint: str | None) -> Any:

@@ -80,6 +80,42 @@ DEFAULT_CONNECT_TIMEOUT_S = 10
 connections but never answers fails a request in seconds, not minutes."""
 
 
+DEFAULT_TCP_KEEPALIVE_S = 30
+"""How long a server database connection may be silent before TCP keepalive probes start, seconds
+(the default of ``Settings.database_tcp_keepalive_s``)."""
+KEEPALIVE_INTERVAL_S = 10
+"""Seconds between two unanswered keepalive probes."""
+KEEPALIVE_COUNT = 3
+"""Unanswered keepalive probes after which the connection is dead."""
+
+
+def _postgres_keepalive_args(url: str, tcp_keepalive_s: int) -> dict[str, int]:
+    """libpq keepalive parameters that probe a connection silent ``tcp_keepalive_s`` seconds
+    (0: none, libpq's and the operating system's defaults); the URL's own
+    (``?keepalives_idle=...``) are kept.
+
+    Without them a connection whose network is cut mid-statement waits for an answer as long as
+    TCP lets it: libpq turns keepalive on with the system's timers, on Linux two hours of
+    silence and then nine probes 75 s apart. With them it fails after
+    ``tcp_keepalive_s + KEEPALIVE_INTERVAL_S * KEEPALIVE_COUNT`` seconds of silence, and
+    ``tcp_user_timeout`` (milliseconds) gives unacknowledged writes the same time (keepalive
+    only probes a socket with nothing in flight; a request that cannot be sent is retransmitted
+    instead, for many minutes by default).
+    """
+    if tcp_keepalive_s <= 0:
+        return {}
+    dead_after_s = tcp_keepalive_s + KEEPALIVE_INTERVAL_S * KEEPALIVE_COUNT
+    wanted = {
+        "keepalives": 1,
+        "keepalives_idle": tcp_keepalive_s,
+        "keepalives_interval": KEEPALIVE_INTERVAL_S,
+        "keepalives_count": KEEPALIVE_COUNT,
+        "tcp_user_timeout": dead_after_s * 1000,
+    }
+    given = make_url(url).query
+    return {name: value for name, value in wanted.items() if name not in given}
+
+
 def _postgres_options(url: str, statement_timeout_s: float) -> str:
     """libpq ``options`` with ``statement_timeout`` (milliseconds; 0 = none) after any options
     the URL itself carries (``?options=...``)."""
@@ -96,10 +132,12 @@ def create_db_engine(
     connect_timeout_s: int = DEFAULT_CONNECT_TIMEOUT_S,
     statement_timeout_s: float = 0,
     sqlite_busy_timeout_s: float = DEFAULT_SQLITE_BUSY_TIMEOUT_S,
+    tcp_keepalive_s: int = DEFAULT_TCP_KEEPALIVE_S,
 ) -> Engine:
     """An engine for ``url`` with per-dialect settings (SQLite: WAL, a busy timeout of
     ``sqlite_busy_timeout_s`` seconds, immediate transactions; PostgreSQL: pre-ping, a connect
-    timeout of ``connect_timeout_s`` seconds and, when ``statement_timeout_s`` > 0, a
+    timeout of ``connect_timeout_s`` seconds, TCP keepalive after ``tcp_keepalive_s`` seconds of
+    silence (0: the operating system's defaults) and, when ``statement_timeout_s`` > 0, a
     server-side limit of that many seconds on every statement, lock waits included).
 
     For a SQLite file URL the parent folder is created, so the embedded mode needs no setup.
@@ -115,6 +153,7 @@ def create_db_engine(
     connect_args: dict[str, Any] = {}
     if "psycopg" in url:
         connect_args["connect_timeout"] = connect_timeout_s
+        connect_args.update(_postgres_keepalive_args(url, tcp_keepalive_s))
         if statement_timeout_s > 0:
             # Set at connection start (libpq options): it holds for every transaction of the
             # connection, so no request can forget it, and the server enforces it even while
@@ -134,6 +173,7 @@ class Database:
         connect_timeout_s: int = DEFAULT_CONNECT_TIMEOUT_S,
         statement_timeout_s: float = 0,
         sqlite_busy_timeout_s: float = DEFAULT_SQLITE_BUSY_TIMEOUT_S,
+        tcp_keepalive_s: int = DEFAULT_TCP_KEEPALIVE_S,
     ) -> None:
         self.url = url
         self.statement_timeout_s = statement_timeout_s
@@ -143,6 +183,7 @@ class Database:
             connect_timeout_s=connect_timeout_s,
             statement_timeout_s=statement_timeout_s,
             sqlite_busy_timeout_s=sqlite_busy_timeout_s,
+            tcp_keepalive_s=tcp_keepalive_s,
         )
         # expire_on_commit=False: objects returned from a scope stay readable after it commits.
         self.sessionmaker = sessionmaker(bind=self.engine, expire_on_commit=False)
@@ -163,6 +204,7 @@ class Database:
             connect_timeout_s=settings.database_connect_timeout_s,
             statement_timeout_s=statement_timeout_s,
             sqlite_busy_timeout_s=settings.sqlite_busy_timeout_s,
+            tcp_keepalive_s=settings.database_tcp_keepalive_s,
         )
 
     @contextmanager

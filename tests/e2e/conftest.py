@@ -145,7 +145,7 @@ def e2e_platform(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PlatformP
         "UNMASK_CONTAINER_SHARD_SIZE": "16",
         "UNMASK_CONTAINER_REGISTRIES": '["localhost"]',  # podman-built local images
         # Service submissions (tests/e2e/test_platform_service.py): the endpoint is on loopback.
-        "UNMASK_WEBHOOK_ALLOW_PRIVATE_HOSTS": "1",
+        "UNMASK_OUTBOUND_ALLOW_PRIVATE_HOSTS": "1",
     }
     database = Database(url)
     with database.session_scope() as session:

@@ -117,7 +117,7 @@ def oidc_client(make_api_client: Any, issuer: Issuer, api_world: Any) -> Any:
     client = make_api_client(
         oidc_issuers={issuer.url: "github"},
         public_url=AUDIENCE + "/",
-        webhook_allow_private_hosts=True,  # the issuer is on loopback
+        outbound_allow_private_hosts=True,  # the issuer is on loopback
         auth_max_failures=1000,
     )
     created = client.post(
@@ -327,7 +327,7 @@ def test_the_documented_setup_and_the_client_exchange_end_to_end(
     api = make_api_client(
         oidc_issuers={issuer.url: "github"},
         public_url=AUDIENCE,
-        webhook_allow_private_hosts=True,
+        outbound_allow_private_hosts=True,
     )
     body = {**documented_registration(), "team": "team-a", "issuer": issuer.url}
     created = api.post(

@@ -136,8 +136,7 @@ def two_apis(pg_database: Database, tmp_path: Path) -> Iterator[TwoApis]:
                 [
                     sys.executable,
                     "-m",
-                    "uvicorn",
-                    "api.app:app",
+                    "api.server",  # the image's server: the same options
                     "--host",
                     "127.0.0.1",
                     "--port",

@@ -32,12 +32,17 @@ class LiveServer:
     def __init__(self, app: Any) -> None:
         import uvicorn
 
+        from api.server import server_options
+
         self.app = app
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind(("127.0.0.1", 0))
         self.port = self.sock.getsockname()[1]
-        config = uvicorn.Config(app, log_level="warning", lifespan="on", backlog=1024)
+        # The deployment's server options: uploads meet the protocol production runs.
+        config = uvicorn.Config(
+            app, log_level="warning", lifespan="on", backlog=1024, **server_options()
+        )
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, args=([self.sock],), daemon=True)
 

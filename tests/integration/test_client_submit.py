@@ -101,6 +101,7 @@ def server(pg_database: Database, tmp_path: Path) -> Iterator[tuple[str, str, st
     import uvicorn
 
     from api.app import create_app
+    from api.server import server_options
 
     with pg_database.session_scope() as session:
         identity.create_team(session, "ci-lab")
@@ -122,7 +123,10 @@ def server(pg_database: Database, tmp_path: Path) -> Iterator[tuple[str, str, st
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    uv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    config = uvicorn.Config(
+        app, host="127.0.0.1", port=port, log_level="warning", **server_options()
+    )
+    uv = uvicorn.Server(config)
     thread = threading.Thread(target=uv.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 30

@@ -222,7 +222,7 @@ def celery_worker_services(pg_database: Database, tmp_path: Path) -> Iterator[Se
         data_dir=tmp_path / "data",
         broker_url=REDIS_URL,
         webhook_retry_backoff_s=0.5,
-        webhook_allow_private_hosts=True,
+        outbound_allow_private_hosts=True,
         webhook_timeout_s=5.0,
     )
     services = JobServices(
@@ -244,7 +244,7 @@ def test_celery_worker_delivers_signed_event_and_retries_after_a_failure(
     from workers.app import app, install_outbox_senders
 
     # The receiver is on loopback: this deployment allows private hosts (at creation too).
-    client = make_api_client(webhook_allow_private_hosts=True)
+    client = make_api_client(outbound_allow_private_hosts=True)
     # This process writes the job's event: it sends through Celery (the API client's start-up
     # installed recording senders).
     install_outbox_senders(app, celery_worker_services)

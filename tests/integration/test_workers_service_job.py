@@ -81,7 +81,7 @@ def worker(
     pg_database: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[tuple[JobServices, list[Any]]]:
     # The anonymize stage reads the process's settings, as a worker process does.
-    monkeypatch.setenv("UNMASK_WEBHOOK_ALLOW_PRIVATE_HOSTS", "true")  # the service is on loopback
+    monkeypatch.setenv("UNMASK_OUTBOUND_ALLOW_PRIVATE_HOSTS", "true")  # the service is on loopback
     monkeypatch.setenv("UNMASK_TOKEN_HMAC_KEY", "e2e-key")
     monkeypatch.setenv("UNMASK_CACHE_DIR", str(tmp_path / "cache"))
     get_settings.cache_clear()
@@ -90,7 +90,7 @@ def worker(
         data_dir=tmp_path / "host",
         heartbeat_interval_s=0.5,
     )
-    assert settings.webhook_allow_private_hosts and settings.token_hmac_key == "e2e-key"
+    assert settings.outbound_allow_private_hosts and settings.token_hmac_key == "e2e-key"
     services = JobServices(
         pg_database, LocalBlobStore(tmp_path / "blobs", signing_key="k"), settings
     )

@@ -467,7 +467,7 @@ class ServiceKind(AnonymizerKind):
     def submission_columns(self, spec: BaseModel, settings: Settings) -> dict[str, Any]:
         """The URL under the outbound policy; a new signing secret; secrets encrypted."""
         assert isinstance(spec, ServiceSpec)
-        allow_private = settings.webhook_allow_private_hosts
+        allow_private = settings.outbound_allow_private_hosts
         refusal = url_refusal(
             spec.url, allow_private=allow_private, require_https=not allow_private, noun="url"
         )
@@ -541,7 +541,7 @@ class ServiceKind(AnonymizerKind):
                 deadline_s=4.0 * settings.service_timeout_s,
                 max_attempts=settings.service_max_attempts,
                 concurrency=settings.service_concurrency,
-                allow_private=settings.webhook_allow_private_hosts,
+                allow_private=settings.outbound_allow_private_hosts,
             ),
             limits=ArchiveLimits.from_settings(settings),
         )

@@ -156,7 +156,7 @@ def attempt_delivery(
         message_id = delivery.event_id
         body = canonical_body(delivery.payload)
     # Resolved and checked once; the POST goes to the checked address (no second lookup).
-    target = resolve_target(url, allow_private=settings.webhook_allow_private_hosts)
+    target = resolve_target(url, allow_private=settings.outbound_allow_private_hosts)
     reason = target if isinstance(target, str) else None
     if isinstance(target, str):
         attempt = AttemptRecord(None, f"URL not allowed: {target}"[:1000], 0.0)

@@ -17,7 +17,7 @@ class WebhookCreate:
 
     Attributes:
         url (str): http(s) URL that receives a POST per event; must resolve to a public address unless the server allows
-            private hosts (`UNMASK_WEBHOOK_ALLOW_PRIVATE_HOSTS`).
+            private hosts (`UNMASK_OUTBOUND_ALLOW_PRIVATE_HOSTS`).
         description (str | Unset):  Default: ''.
         events (list[WebhookCreateEventsItem] | Unset): Event types to deliver (default: all).
     """
