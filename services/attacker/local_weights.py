@@ -1,6 +1,6 @@
 """Checks of the attacker's local pretrained weights before any work starts (torch-free).
 
-Two kinds of folders can be named in ``TrainingConfig`` (issue 15; nothing is ever downloaded,
+Two kinds of folders can be named in ``TrainingConfig`` (nothing is ever downloaded,
 the operator copies the folders onto the machine):
 
 - ``pretrained_ecapa_path``: a SpeechBrain ECAPA-TDNN checkpoint folder, the layout of
