@@ -15,6 +15,7 @@ from cli.client import check_thresholds as cli_check_thresholds
 from cli.result_table import aggregate_attacker_rows
 from services.metrics import catalogue
 from services.vocab import SCENARIO_ORDER
+from support.fake_api import JOB_ID, PROTOCOL, SUBMISSION, job_json, polled_job
 from unmask_client import submit
 
 
@@ -143,25 +144,11 @@ def test_overrides_nest_by_dots() -> None:
     assert merged == {"training": {"epochs": 3, "lr": 0.1}, "seeds": [0, 1]}
 
 
-def _running_job(job_id: int, state: str) -> dict[str, object]:
-    stage = {
-        "id": 1, "name": "train", "position": 0, "state": state, "progress": 0.5,
-        "attempts": 1, "worker_host": "w", "heartbeat_at": None, "started_at": None,
-        "finished_at": None, "error": None, "log_tail": "",
-    }  # fmt: skip
-    return {
-        "id": job_id, "submission_id": 1, "protocol_id": 1, "state": state, "progress": 0.5,
-        "config": {}, "config_hash": "0" * 64, "team_slug": "lab", "error_message": "boom",
-        "created_at": "2026-01-01T00:00:00Z",
-        "started_at": None, "finished_at": None, "stages": [stage], "charged": True,
-        "evaluator": None, "phase": None, "cost": None,
-    }  # fmt: skip
-
-
 def _fake_api(
     monkeypatch: pytest.MonkeyPatch, state: str, *, real_create_job: bool = False
 ) -> None:
-    """``client_from_env`` answers a protocol, a submission and a job in ``state``."""
+    """``client_from_env`` answers a protocol, a submission and a job in ``state``
+    (:func:`support.fake_api.polled_job`)."""
     from types import SimpleNamespace
 
     import httpx
@@ -169,20 +156,15 @@ def _fake_api(
     from unmask_client.api_client.models import JobOut
     from unmask_client.wrapper import Client
 
-    polls = iter(range(50))
-
-    def handler(request: httpx.Request) -> httpx.Response:
-        # ``state`` for 50 polls, then failed (a wait that never ends is not waited for here).
-        now = state if next(polls, None) is not None else "failed"
-        return httpx.Response(200, json=_running_job(5, now))
+    handler = polled_job(state)
 
     def client_from_env(environ: object) -> Client:
         client = Client("http://api.test", "unm_x", transport=httpx.MockTransport(handler))
-        protocol = SimpleNamespace(id=1, name="p", version=1)
-        submission = SimpleNamespace(id=2, name="sub")
+        protocol = SimpleNamespace(**PROTOCOL)
+        submission = SimpleNamespace(**SUBMISSION)
         monkeypatch.setattr(client, "find_protocol", lambda name: protocol)
         monkeypatch.setattr(client, "submit_builtin", lambda *a, **k: submission)
-        job = JobOut.from_dict(_running_job(5, "queued"))
+        job = JobOut.from_dict(job_json(JOB_ID, "queued"))
         if not real_create_job:
             monkeypatch.setattr(client, "create_job", lambda *a, **k: job)
         return client
