@@ -1,9 +1,9 @@
 """pYIN's Numba compile cost: which way keeps a process pool off a cold Numba cache.
 
 librosa compiles pYIN's Numba functions with ``cache=True``; workers compiling them at once on a
-cold cache race on the cache files (numba #10128). Three ways out, priced by two measurements in
-fresh interpreters on an empty ``NUMBA_CACHE_DIR``: the cold compile (empty cache) and the cache
-load (the cache the first run wrote).
+cold cache race on the cache files (https://github.com/numba/numba/issues/10128). Three ways
+out, priced by two measurements in fresh interpreters on an empty ``NUMBA_CACHE_DIR``: the cold
+compile (empty cache) and the cache load (the cache the first run wrote).
 
 - warm in the parent (what ``services.attacks.f0`` does): one cold compile per installation, then
   one cache load per process that runs pYIN; forked workers inherit the compiled code (0 s).

@@ -30,7 +30,6 @@ from typing import Any
 
 import httpx
 
-from cli.result_table import aggregate_rows
 from services.metrics import catalogue
 from services.vocab import HEADLINE_SCENARIOS, TERMINAL_STATE_VALUES
 from unmask_client.api_client import AuthenticatedClient
@@ -53,7 +52,8 @@ from unmask_client.api_client.models import (
 from unmask_client.api_client.types import UNSET
 from unmask_client.oidc import GitHubOidcTokenSource, OidcExchangeError, github_oidc_available
 from unmask_client.retry import RetryAfterTransport
-from unmask_client.submit import Verdict
+from unmask_client.submit import THRESHOLD_SPECS, Verdict
+from unmask_client.submit import check_thresholds as check_bounds
 
 TERMINAL_JOB_STATES = frozenset(TERMINAL_STATE_VALUES)
 DEFAULT_TIMEOUT_S = 60.0
@@ -464,7 +464,7 @@ class UnmaskClient:
             time.sleep(poll_s)
 
 
-# --- verdict -------------------------------------------------------------------------------------
+# --- verdict ---------------------------------------------------------------------------------
 
 
 def _threshold_label(metric: catalogue.Metric) -> str:
@@ -477,7 +477,8 @@ class Thresholds:
     """Privacy requirements on the seed-aggregated results. None = not checked.
 
     Units: EER and IdR in %, SRD MeanD in bits, min Cllr in bits, linkability D_sys in [0, 1],
-    top-1 linkability and singling out in %.
+    top-1 linkability and singling out in %. Each privacy field is named after its threshold
+    flag (``min_eer``: ``--min-eer``, :data:`unmask_client.submit.THRESHOLD_SPECS`).
     """
 
     min_eer: float | None = None
@@ -492,22 +493,10 @@ class Thresholds:
     max_singling_out: float | None = None
     """Legal singling out (%) at the headline point at most this."""
 
-    def checks(self) -> list[tuple[str, str, str, float]]:
-        """(label, metric, ">=" or "<=", bound) of every threshold that is set."""
-        spec = [
-            (catalogue.EER, self.min_eer),
-            (catalogue.SRD_MEAN_DISCLOSURE, self.max_srd_meand),
-            (catalogue.SRD_IDENTIFICATION_RATE, self.max_srd_idr),
-            (catalogue.MIN_CLLR, self.min_cllr),
-            (catalogue.LINKABILITY, self.max_linkability),
-            (catalogue.LINKABILITY_TOP1, self.max_linkability_top1),
-            (catalogue.SINGLING_OUT, self.max_singling_out),
-        ]
-        return [
-            (_threshold_label(m), m.key, ">=" if m.higher_is_better else "<=", bound)
-            for m, bound in spec
-            if bound is not None
-        ]
+    def bounds(self) -> dict[str, float | None]:
+        """Threshold flag -> bound (None: not checked) of every privacy threshold, as the
+        shared check (:func:`unmask_client.submit.check_thresholds`) reads them."""
+        return {spec.flag: getattr(self, spec.flag.replace("-", "_")) for spec in THRESHOLD_SPECS}
 
 
 def check_thresholds(
@@ -521,51 +510,15 @@ def check_thresholds(
 
     Every back-end must pass (default: all back-ends in the results; the attacker picks the one
     that works best). A threshold whose metric is missing fails: privacy that was not measured
-    is not shown.
+    is not shown. The check is the installable client's (one definition for ``unmask submit``
+    and ``unmask-submit``); its lines name the metrics as the catalogue does.
     """
-    table = aggregate_rows(results)
-    backends = sorted(b for s, b in table if s == scenario and (backend is None or b == backend))
-    verdict = Verdict(scenario=scenario, backends=backends, passed=True)
-    if not backends:
-        verdict.passed = bool(not thresholds.checks())
-        if not verdict.passed:
-            which = f" and back-end {backend!r}" if backend else ""
-            verdict.failures.append(f"no results for scenario {scenario!r}{which}")
-        return verdict
-    for label, metric, op, bound in thresholds.checks():
-        for name in backends:
-            value = table[(scenario, name)].get(metric)
-            where = f"{label} [{scenario}, {name}]"
-            if value is None:
-                verdict.failures.append(f"{where}: missing (required {op} {bound:g})")
-                continue
-            ok = value >= bound if op == ">=" else value <= bound
-            line = f"{where} = {value:.4g} ({'ok' if ok else 'FAIL'}: required {op} {bound:g})"
-            (verdict.checked if ok else verdict.failures).append(line)
-    if thresholds.max_wer_increase is not None:
-        _check_utility(table, thresholds.max_wer_increase, verdict)
-    verdict.passed = not verdict.failures
-    return verdict
-
-
-def _check_utility(
-    table: Mapping[tuple[str, str], Mapping[str, float | None]], bound: float, verdict: Verdict
-) -> None:
-    """``--max-wer-increase``: the WER increase within ``bound`` (points) and usable speech; not
-    measured (a protocol without a utility block) fails."""
-    values = table.get((catalogue.UTILITY_SCENARIO, catalogue.UTILITY_BACKEND), {})
-    increase = values.get(catalogue.WER_INCREASE.key)
-    usable = values.get(catalogue.USABLE_SPEECH.key)
-    where = "WER increase [utility]"
-    if increase is None:
-        verdict.failures.append(
-            f"{where}: missing (required <= {bound:g} points; the protocol measures no WER)"
-        )
-    else:
-        ok = increase <= bound
-        line = f"{where} = {increase:.4g} points ({'ok' if ok else 'FAIL'}: required <= {bound:g})"
-        (verdict.checked if ok else verdict.failures).append(line)
-    if usable is not None and usable < 0.5:
-        verdict.failures.append("usable speech [utility]: NO (the degenerate-output guard)")
-    elif usable is not None:
-        verdict.checked.append("usable speech [utility]: yes")
+    labels = {s.metric: _threshold_label(catalogue.metric(s.metric)) for s in THRESHOLD_SPECS}
+    return check_bounds(
+        results,
+        thresholds.bounds(),
+        scenario=scenario,
+        backend=backend,
+        max_wer_increase=thresholds.max_wer_increase,
+        labels=labels,
+    )

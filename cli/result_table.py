@@ -49,25 +49,6 @@ def aggregate_attacker_rows(
     return out
 
 
-def aggregate_rows(
-    results: Sequence[Mapping[str, Any]],
-) -> dict[tuple[str, str], dict[str, float | None]]:
-    """``{(scenario, backend): {metric: value}}`` from long-format result rows: the aggregate
-    rows (seed -1) where present, else the mean over the per-seed rows.
-
-    With several attackers (a zoo), the back-end is spelled ``<attacker>/<backend>``, so that
-    every (attacker, back-end) stays apart (a threshold gate then checks each of them).
-    """
-    by_attacker = aggregate_attacker_rows(results)
-    # The utility rows (one per job, whatever the attackers) keep their own back-end.
-    utility = catalogue.UTILITY_SCENARIO
-    several = len({k[0] for k in by_attacker if k[1] != utility}) > 1
-    return {
-        (scenario, f"{attacker}/{backend}" if several and scenario != utility else backend): values
-        for (attacker, scenario, backend), values in by_attacker.items()
-    }
-
-
 def rows_table(results: Sequence[Mapping[str, Any]], title: str) -> Table:
     """Table of long-format result rows (the API's ``/results``), scenarios in reference order."""
     metrics = catalogue.table_metrics()

@@ -416,8 +416,9 @@ def submit_command(
     verdict = _gate(results, trust, thresholds, (scenario, backend), require_trustworthy)
     if not _wrote_json(json_out, job, results, verdict):
         return EXIT_BAD_INPUT
-    gated = thresholds.checks() or max_wer_increase is not None or require_trustworthy
-    return _print_verdict_line(verdict, gated=bool(gated))
+    privacy_gated = any(bound is not None for bound in thresholds.bounds().values())
+    gated = privacy_gated or max_wer_increase is not None or require_trustworthy
+    return _print_verdict_line(verdict, gated=gated)
 
 
 def _wrote_json(path: Path | None, job: dict[str, Any], results: list[Any], verdict: Any) -> bool:

@@ -2,10 +2,11 @@
 
 librosa decorates its Numba functions with ``cache=True``. Processes that compile the same function
 at once on a cold cache (the workers of a process pool, two Celery worker processes) race on the
-cache's index files (numba issue #10128, GUFunc caching) and can leave files that make every later
-call of that function segfault, in any process, until the cache is deleted. So every first call of
-such a function goes through :func:`warm_once`: it runs a tiny call under a host-wide file lock,
-once per process; a pool forked afterwards inherits the compiled code and never compiles.
+cache's index files (GUFunc caching, https://github.com/numba/numba/issues/10128) and can leave
+files that make every later call of that function segfault, in any process, until the cache is
+deleted. So every first call of such a function goes through :func:`warm_once`: it runs a tiny
+call under a host-wide file lock, once per process; a pool forked afterwards inherits the
+compiled code and never compiles.
 
 The lock file lives in ``NUMBA_CACHE_DIR`` when set (the cache it guards), else in the system's
 temporary folder.

@@ -118,27 +118,32 @@ def aggregate_rows(
 
 def check_thresholds(
     results: Sequence[Mapping[str, Any]],
-    bounds: Mapping[str, float],
+    bounds: Mapping[str, float | None],
     *,
     scenario: str = "semi-informed",
     backend: str | None = None,
     max_wer_increase: float | None = None,
+    labels: Mapping[str, str] | None = None,
 ) -> Verdict:
-    """Check ``bounds`` (threshold flag -> bound, :data:`THRESHOLD_SPECS`) on the ``scenario``
-    rows: every back-end must pass (the attacker uses whichever works best); a thresholded
-    metric that is missing fails."""
+    """Check ``bounds`` (threshold flag -> bound, :data:`THRESHOLD_SPECS`; None or absent: not
+    checked) on the ``scenario`` rows: every back-end must pass (the attacker uses whichever
+    works best); a thresholded metric that is missing fails.
+
+    The one threshold check: ``unmask submit`` (cli/client.py) calls it too, with ``labels``
+    (metric key -> the name its lines give the metric) from the platform's catalogue; by
+    default each spec's own label."""
+    names = {spec.metric: spec.label for spec in THRESHOLD_SPECS} | dict(labels or {})
     table = aggregate_rows(results)
     backends = sorted(b for s, b in table if s == scenario and (backend is None or b == backend))
-    specs = [s for s in THRESHOLD_SPECS if bounds.get(s.flag) is not None]
+    specs = [(s, bound) for s in THRESHOLD_SPECS if (bound := bounds.get(s.flag)) is not None]
     verdict = Verdict(scenario=scenario, backends=backends, passed=True)
     if not backends and specs:
         which = f" and back-end {backend!r}" if backend else ""
         verdict.failures.append(f"no results for scenario {scenario!r}{which}")
-    for spec in specs if backends else []:
-        bound = bounds[spec.flag]
+    for spec, bound in specs if backends else []:
         for name in backends:
             value = table[(scenario, name)].get(spec.metric)
-            where = f"{spec.label} [{scenario}, {name}]"
+            where = f"{names[spec.metric]} [{scenario}, {name}]"
             if value is None:
                 verdict.failures.append(f"{where}: missing (required {spec.op} {bound:g})")
                 continue

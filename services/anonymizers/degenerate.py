@@ -1,4 +1,4 @@
-"""TEST-ONLY built-ins that destroy speech: ``silence`` and ``noise`` (issue 16).
+"""TEST-ONLY built-ins that destroy speech: ``silence`` and ``noise`` (for the utility checks).
 
 They exist to show that utility metrics and the usable-speech guard catch what privacy metrics
 reward (an attacker cannot recognize anyone in silence or noise, so their EER is about 50 %). They

@@ -1,4 +1,4 @@
-"""Data augmentation for the attacker's training batches (issue 15; PROTOCOLS.md section 10).
+"""Data augmentation for the attacker's training batches (PROTOCOLS.md section 10).
 
 :class:`BatchAugmenter` turns a batch of crops (batch, samples) at 16 kHz into an augmented
 batch, in this order:

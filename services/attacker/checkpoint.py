@@ -11,7 +11,7 @@ pickled code runs when a user-supplied checkpoint is opened). Keys:
 ``optimizer``, ``scheduler`` ({"step": global step}) and ``rng`` (torch, CUDA, NumPy and Python
 random states).
 
-``front_end`` (issue 15, only for a recognizer whose front end is not fbanks): the front end's
+``front_end`` (only for a recognizer whose front end is not fbanks: an SSL model): the front end's
 record (``services.attacker.ssl.SSLFrontEnd.record``: model type, the SSL model's config as
 JSON, waveform normalization). The SSL model's weights, fine-tuned, are part of ``encoder``, so
 the recognizer is rebuilt from the checkpoint alone, without the folder it was loaded from.

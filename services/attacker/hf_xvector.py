@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from services.attacker.local_weights import SSL_CONFIG, SSL_WEIGHT_FILES
+from services.attacker.local_weights import SSL_CONFIG, SSL_WEIGHT_FILES, normalizes_waveform
 from services.errors import ConfigError
 
 HF_XVECTOR = "hf-xvector"
@@ -96,24 +96,12 @@ def hf_xvector_model_key(folder: str | Path) -> str:
     weights = _weights_file(path)
     assert weights is not None  # checked above
     digest = hashlib.sha256((path / SSL_CONFIG).read_bytes())
-    if not _normalizes(path):
+    if not normalizes_waveform(path, "pretrained hf-xvector"):
         digest.update(b"do_normalize: false")
     with weights.open("rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return f"pretrained:{HF_XVECTOR}:{digest.hexdigest()[:16]}"
-
-
-def _normalizes(folder: Path) -> bool:
-    """Whether the folder's feature extractor normalizes each waveform (its default: yes)."""
-    path = folder / "preprocessor_config.json"
-    if not path.is_file():
-        return True
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError, OSError) as exc:
-        raise ConfigError(f"pretrained hf-xvector: {path} is not readable JSON ({exc})") from exc
-    return bool(data.get("do_normalize", True)) if isinstance(data, dict) else True
 
 
 def _stamp(folder: Path) -> tuple[int, ...]:
@@ -171,7 +159,7 @@ def hf_xvector_embeddings(folder: str | Path, waveforms: Sequence[np.ndarray]) -
         if wave.ndim != 1 or wave.size == 0 or not np.isfinite(wave).all():
             raise ValueError(f"waveform {i}: expected a non-empty finite 1-D array")
     model = _model(str(path), _stamp(path))
-    normalize = _normalizes(path)
+    normalize = normalizes_waveform(path, "pretrained hf-xvector")
     shortest = _min_samples(model.config)
     rows = []
     with torch.inference_mode():

@@ -1,6 +1,6 @@
 """Checks of the attacker's local pretrained weights before any work starts (torch-free).
 
-Two kinds of folders can be named in ``TrainingConfig`` (issue 15; nothing is ever downloaded,
+Two kinds of folders can be named in ``TrainingConfig`` (nothing is ever downloaded,
 the operator copies the folders onto the machine):
 
 - ``pretrained_ecapa_path``: a SpeechBrain ECAPA-TDNN checkpoint folder, the layout of
@@ -43,6 +43,8 @@ SSL_WEIGHT_FILES = (
 SSL_MODEL_TYPES = ("wavlm", "wav2vec2", "hubert")
 """``config.json`` ``model_type`` values the SSL front end supports (all return every hidden
 layer with ``output_hidden_states=True`` and have a CNN ``feature_extractor``)."""
+HF_PREPROCESSOR_CONFIG = "preprocessor_config.json"
+"""A Hugging Face folder's feature-extractor settings (``do_normalize``), beside ``config.json``."""
 
 # SpeechBrain's ECAPA_TDNN defaults for the arguments a hyperparams.yaml may leave out; the
 # repository's presets build the ECAPA with these kernel sizes and dilations.
@@ -187,6 +189,25 @@ def read_ssl_config(folder: Path) -> dict[str, Any]:
             f"ssl_model_path: {folder} has no weights; expected one of {list(SSL_WEIGHT_FILES)}"
         )
     return config
+
+
+def normalizes_waveform(folder: Path, setting: str) -> bool:
+    """Whether a Hugging Face folder's feature extractor normalizes each waveform to zero mean and
+    unit variance: its ``preprocessor_config.json``'s ``do_normalize``; yes without the file or
+    the key (the feature extractors' default), so the SSL front end and the hf-xvector verifier
+    feed a model what it was trained on.
+
+    ``setting``: what named the folder (``ssl_model_path``, ``pretrained hf-xvector``), the
+    start of the ``ConfigError`` raised for a file that is not readable JSON.
+    """
+    path = folder / HF_PREPROCESSOR_CONFIG
+    if not path.is_file():
+        return True
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError, OSError) as exc:
+        raise ConfigError(f"{setting}: {path} is not readable JSON ({exc})") from exc
+    return bool(data.get("do_normalize", True)) if isinstance(data, dict) else True
 
 
 def _ecapa_input_size(cfg: TrainingConfig, ssl_config: dict[str, Any] | None) -> int | None:

@@ -31,7 +31,7 @@ from typing import Any
 
 import torch
 
-from services.attacker.local_weights import read_ssl_config
+from services.attacker.local_weights import normalizes_waveform, read_ssl_config
 from services.attacker.models import SpeakerEncoder
 from services.attacker.presets import ModelPreset
 from services.errors import ConfigError
@@ -148,17 +148,6 @@ class SSLFrontEnd(torch.nn.Module):
         }
 
 
-def _do_normalize(folder: Path) -> bool:
-    path = folder / "preprocessor_config.json"
-    if not path.is_file():
-        return True
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, OSError) as exc:
-        raise ConfigError(f"ssl_model_path: {path} is not readable JSON ({exc})") from exc
-    return bool(data.get("do_normalize", True)) if isinstance(data, dict) else True
-
-
 def load_ssl_front_end(folder: str | Path) -> SSLFrontEnd:
     """The SSL front end of a local Hugging Face model folder (CPU, train mode).
 
@@ -183,7 +172,8 @@ def load_ssl_front_end(folder: str | Path) -> SSLFrontEnd:
             f"ssl_model_path: {path} loaded as {type(model).__name__}, which has no CNN feature "
             "encoder; use a WavLM / wav2vec 2.0 / HuBERT base model folder"
         )
-    return SSLFrontEnd(model, normalize_waveform=_do_normalize(path)).train()
+    normalize = normalizes_waveform(path, "ssl_model_path")
+    return SSLFrontEnd(model, normalize_waveform=normalize).train()
 
 
 def front_end_from_record(record: dict[str, Any]) -> SSLFrontEnd:

@@ -151,7 +151,7 @@ class _Trainer:
         self.best_ver: float | None = None
         self.fingerprint = data_fingerprint(train, val)
         self.autocast_enabled = config.mixed_precision and self.device.type == "cuda"
-        # Issue 15: augmentation of the crops, drawn per (seed, epoch, step) (augmentation.py).
+        # Augmentation of the crops, drawn per (seed, epoch, step) (augmentation.py).
         self.augmenter = BatchAugmenter(config.augmentation) if config.augmentation else None
 
     def _set_labels(self) -> None:
@@ -178,7 +178,7 @@ class _Trainer:
         """The front end, recognizer, heads (started from ``transfer_checkpoint`` when given),
         optimizer and losses, seeded with ``config.seed``."""
         config = self.config
-        # Issue 15: the SSL front end is loaded first (from_pretrained may draw from the global
+        # The SSL front end is loaded first (from_pretrained may draw from the global
         # RNG), so that the seeding below gives the ECAPA and heads the same start as ever.
         self.ssl_front: SSLFrontEnd | None = None
         if config.front_end == "ssl":

@@ -234,7 +234,7 @@ class TrainingConfig(BaseModel):
         "DropChunk; services.attacker.augmentation); null = none.",
     )
 
-    # Issue 15, pretrained and SSL front ends (services.attacker.pretrained / .ssl). Every field
+    # Pretrained and SSL front ends (services.attacker.pretrained / .ssl). Every field
     # is left out of dumps at its default, so train stage keys and checkpoints of runs that do
     # not use them stay as they were.
     pretrained_ecapa_path: Path | None = Field(

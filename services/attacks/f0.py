@@ -13,14 +13,14 @@ Extraction of the missing tracks runs in a ``ProcessPoolExecutor`` (one worker p
 default); results are written to the cache by the parent process only.
 
 Numba and the pool: pYIN runs on librosa's Numba functions, compiled with ``cache=True``. Workers
-that compile them at once on a cold Numba cache race on its index files (numba issue #10128, GUFunc
-caching) and can leave mismatched files that make every later pYIN call in the installation
-segfault. So no worker ever compiles: :func:`warm_pyin` compiles (or loads) pYIN in the parent
-first, once per process and under a host-wide file lock (:mod:`services.numba_cache`), and the
-forked workers inherit the compiled code (``benchmarks/f0_numba_cache.py`` prices this against a
-per-worker cache and no cache). A worker that dies anyway (``BrokenProcessPool``) costs one
-in-process retry of the missing tracks; if that fails too, :class:`F0ExtractionError` says so in
-one line.
+that compile them at once on a cold Numba cache race on its index files (GUFunc caching,
+https://github.com/numba/numba/issues/10128) and can leave mismatched files that make every
+later pYIN call in the installation segfault. So no worker ever compiles: :func:`warm_pyin`
+compiles (or loads) pYIN in the parent first, once per process and under a host-wide file lock
+(:mod:`services.numba_cache`), and the forked workers inherit the compiled code
+(``benchmarks/f0_numba_cache.py`` prices this against a per-worker cache and no cache). A worker
+that dies anyway (``BrokenProcessPool``) costs one in-process retry of the missing tracks; if
+that fails too, :class:`F0ExtractionError` says so in one line.
 
 Histograms (Chandra et al.): voiced frames only, one bin per pYIN grid value (edges halfway between
 grid values on a log-frequency axis), normalized to sum 1.

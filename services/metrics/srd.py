@@ -1,18 +1,20 @@
 """Similarity rank disclosure (SRD; Bäckström et al. 2026, applied to anonymization by Chandra
 et al.).
 
-PROTOCOLS.md section 5 is normative (with issue 14's corrections). For every input, all N
-references are ranked by similarity; the matching reference lands on rank 1 + g with g
-non-matching references strictly more similar, and shares that place with e references exactly
-as similar (its ranks are 1 + g .. 1 + g + e). Tie rules (``TieRule``):
+PROTOCOLS.md section 5 is normative, with the corrections below (ties counted in expectation,
+fits that search the whole box, the rank-spread tolerance). For every input, all N references
+are ranked by similarity; the matching reference lands on rank 1 + g with g non-matching
+references strictly more similar, and shares that place with e references exactly as similar
+(its ranks are 1 + g .. 1 + g + e). Tie rules (``TieRule``):
 
 - ``"expected"`` (default): random tie breaking in expectation. The rank is the mid-rank
   1 + g + e / 2 and the observation adds 1 / (e + 1) to each of the ranks 1 + g .. 1 + g + e of
   the rank histogram (counts may be fractional). An anonymizer that makes all voices identical
   then discloses nothing (uniform ranks, MeanD 0 bits).
-- ``"attacker"``: the attacker's best case, rank 1 + g (the rule before issue 14). It reports
-  maximal disclosure (IdR 100 %, MeanD log2 N) for all-equal similarities; offered only to
-  reproduce the earlier numbers or to bound the disclosure from above.
+- ``"attacker"``: the attacker's best case, rank 1 + g (the rule before ties were counted in
+  expectation). It reports maximal disclosure (IdR 100 %, MeanD log2 N) for all-equal
+  similarities; offered only to reproduce the earlier numbers or to bound the disclosure from
+  above.
 
 From the rank distribution gamma_k (empirical p_k or a beta-binomial fit):
 

@@ -78,7 +78,7 @@ def config_problems(cfg: EvaluationConfig, *, engine_url: str | None = None) -> 
     problems: list[str] = []
     problems += _anonymizer_problems(cfg, engine_url)
     problems += _corpus_problems(cfg)
-    # Local pretrained / SSL weight folders (issue 15): torch-free, reads only their configs.
+    # Local pretrained / SSL weight folders: torch-free, reads only their configs.
     problems += [f"training.{p}" for p in local_weights_problems(cfg.training)]
     problems += _zoo_weight_problems(cfg)
     problems += _utility_problems(cfg)

@@ -1,4 +1,4 @@
-"""Utility beside privacy (issue 16): what an anonymizer leaves of the speech.
+"""Utility beside privacy: what an anonymizer leaves of the speech.
 
 - ``config``: the ``utility:`` block of an evaluation config (no torch import);
 - ``asr``: the CTC recognizer Unmask trains on the protocol's original speech, or a pretrained

@@ -1,4 +1,4 @@
-"""The usable-speech guard: is an anonymizer's output speech at all? (issue 16)
+"""The usable-speech guard: is an anonymizer's output speech at all?
 
 An anonymizer that outputs silence or noise defeats every attacker, so privacy metrics alone would
 rank it first. This guard flags such output from cheap signal statistics (plus, when given, the

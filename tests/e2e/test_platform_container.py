@@ -1,4 +1,4 @@
-"""A container submission end to end over HTTP with a real worker process (issue 7).
+"""A container submission end to end over HTTP with a real worker process.
 
 The example anonymizer image (examples/anonymizer-container/) is built on the Podman base image
 of the sandbox tests (tests/integration/test_containers_sandbox.py, scripts/ensure_podman.sh),

@@ -1,4 +1,4 @@
-"""HTTP gateway hardening (issue 17 items 4, 5, 7, 13): ids beyond the INTEGER columns, NUL
+"""HTTP gateway hardening: ids beyond the INTEGER columns, NUL
 characters, body and cost limits, and an OpenAPI document that says what the server answers.
 Real PostgreSQL; workers replaced by a recording dispatcher."""
 

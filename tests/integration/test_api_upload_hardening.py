@@ -1,4 +1,4 @@
-"""Streamed uploads against a real uvicorn server on loopback, with raw sockets (issue 17 item 1).
+"""Streamed uploads against a real uvicorn server on loopback, with raw sockets.
 
 Slow clients must not hold a bounded shared resource: 200 uploads that sent their headers and
 100 bytes of a 1 000 000-byte body stay open while the liveness probe and a job poll answer in

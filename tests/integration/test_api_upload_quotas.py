@@ -1,4 +1,4 @@
-"""Archive storage per team and abandoned presigned uploads (issue 17 items 3 and 9).
+"""Archive storage per team and abandoned presigned uploads.
 
 Real PostgreSQL; the local blob folder for streamed uploads, moto's S3 server for multipart ones.
 """

@@ -1,4 +1,4 @@
-"""Anonymizer containers for real, through Podman's Docker-API service (issue 7).
+"""Anonymizer containers for real, through Podman's Docker-API service.
 
 Needs root and Podman with runc: `scripts/ensure_podman.sh` (run here when the socket does not
 answer) installs it, starts `podman system service` and builds the debootstrap base image once

@@ -347,7 +347,7 @@ def test_kind_errors(tmp_path: Path) -> None:
         parse_config({"anonymizer": {"kind": "archive"}})
 
 
-# -- corrupt compressed data (issue 17 item 2) ----------------------------------------------------
+# -- corrupt compressed data -------------------------------------------------------------------
 
 
 def _overwrite(path: Path, offset: int, length: int) -> Path:

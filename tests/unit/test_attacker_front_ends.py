@@ -352,6 +352,16 @@ def test_bad_ssl_folders_are_named_before_any_work(tmp_path: Path) -> None:
         load_ssl_front_end(ssl_dir)
 
 
+def test_ssl_front_end_reads_do_normalize_and_names_its_setting(tmp_path: Path) -> None:
+    folder = save_tiny_ssl(tmp_path / "wavlm")
+    assert load_ssl_front_end(folder).normalize_waveform is True  # no preprocessor_config.json
+    (folder / "preprocessor_config.json").write_text('{"do_normalize": false}')
+    assert load_ssl_front_end(folder).normalize_waveform is False
+    (folder / "preprocessor_config.json").write_text("{not json")
+    with pytest.raises(ConfigError, match=r"^ssl_model_path: .* is not readable JSON"):
+        load_ssl_front_end(folder)
+
+
 def test_bad_ecapa_folders_and_mismatched_weights(tmp_path: Path) -> None:
     def cfg(path: Path, preset: str = "tiny") -> TrainingConfig:
         return TrainingConfig(preset=preset, device="cpu", pretrained_ecapa_path=path)  # type: ignore[arg-type]

@@ -4,6 +4,7 @@ and its seed aggregation and verdicts agree with ``unmask submit``'s."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 from pathlib import Path
 
@@ -11,9 +12,10 @@ import pytest
 
 from cli.client import Thresholds
 from cli.client import check_thresholds as cli_check_thresholds
-from cli.result_table import aggregate_rows as cli_aggregate_rows
+from cli.result_table import aggregate_attacker_rows
 from services.metrics import catalogue
 from services.vocab import SCENARIO_ORDER
+from support.fake_api import JOB_ID, PROTOCOL, SUBMISSION, job_json, polled_job
 from unmask_client import submit
 
 
@@ -24,10 +26,15 @@ def test_each_threshold_names_a_catalogued_metric_in_its_direction(
     metric = catalogue.metric(spec.metric)
     assert spec.op == (">=" if metric.higher_is_better else "<=")
     assert spec.flag.startswith("min-" if metric.higher_is_better else "max-")
-    # `unmask submit` checks the same metric under the same flag.
+    # `unmask submit` has the same flag, as a field of its thresholds.
     field = spec.flag.replace("-", "_")
-    checks = Thresholds(**{field: 1.0}).checks()
-    assert [(key, op) for _, key, op, _ in checks] == [(spec.metric, spec.op)]
+    bounds = Thresholds(**{field: 1.0}).bounds()
+    assert {flag: bound for flag, bound in bounds.items() if bound is not None} == {spec.flag: 1.0}
+
+
+def test_every_privacy_field_of_unmask_submit_is_a_threshold_flag() -> None:
+    fields = {f.name for f in dataclasses.fields(Thresholds)} - {"max_wer_increase"}
+    assert fields == {spec.flag.replace("-", "_") for spec in submit.THRESHOLD_SPECS}
 
 
 def test_utility_keys_are_the_catalogues() -> None:
@@ -58,7 +65,13 @@ ROWS = [
 
 
 def test_aggregation_and_verdicts_agree_with_unmask_submit() -> None:
-    assert submit.aggregate_rows(ROWS) == cli_aggregate_rows(ROWS)
+    # The platform's seed aggregation (catalogue.aggregate_over_seeds), each attacker of the zoo
+    # spelled into the back-end (the utility rows keep theirs).
+    platform = {
+        (scenario, backend if scenario == "utility" else f"{attacker}/{backend}"): values
+        for (attacker, scenario, backend), values in aggregate_attacker_rows(ROWS).items()
+    }
+    assert submit.aggregate_rows(ROWS) == platform
     for bounds in ({"min-eer": 25.0}, {"min-eer": 20.0, "max-srd-meand": 0.1}, {}):
         ours = submit.check_thresholds(ROWS, bounds, max_wer_increase=5.0)
         fields = {k.replace("-", "_"): v for k, v in bounds.items()}
@@ -70,6 +83,34 @@ def test_aggregation_and_verdicts_agree_with_unmask_submit() -> None:
     assert verdict.backends == ["a/cosine", "b/cosine"]  # each attacker is checked
     # b has no aggregate row: the mean of its seeds (20, 30) fails 26; a's aggregate row wins.
     assert verdict.failures == ["EER (%) [semi-informed, b/cosine] = 25 (FAIL: required >= 26)"]
+
+
+def test_unmask_submit_names_the_metrics_as_the_catalogue() -> None:
+    # The one check (unmask_client.submit), with the catalogue's labels in `unmask submit`'s lines.
+    verdict = cli_check_thresholds(ROWS, Thresholds(min_eer=26.0, max_srd_meand=0.1))
+    assert verdict.checked == ["EER % [semi-informed, a/cosine] = 31 (ok: required >= 26)"]
+    assert verdict.failures == [
+        "EER % [semi-informed, b/cosine] = 25 (FAIL: required >= 26)",
+        "SRD MeanD (bits) [semi-informed, a/cosine]: missing (required <= 0.1)",
+        "SRD MeanD (bits) [semi-informed, b/cosine]: missing (required <= 0.1)",
+    ]
+    labels = {"eer_percent": "EER %"}
+    assert submit.check_thresholds(ROWS, {"min-eer": 26.0}, labels=labels).failures == [
+        "EER % [semi-informed, b/cosine] = 25 (FAIL: required >= 26)"
+    ]
+
+
+@pytest.mark.parametrize("gate", ["cli", "client"])
+def test_the_utility_bound_is_checked_without_rows_of_the_scenario(gate: str) -> None:
+    """A WER gate on a scenario (or back-end) without rows still reads the utility rows: the
+    unusable speech of ROWS fails it, whichever command gates."""
+    if gate == "cli":
+        verdict = cli_check_thresholds(ROWS, Thresholds(max_wer_increase=5.0), scenario="none")
+    else:
+        verdict = submit.check_thresholds(ROWS, {}, scenario="none", max_wer_increase=5.0)
+    assert verdict.backends == [] and not verdict.passed
+    assert verdict.checked == ["WER increase [utility] = 4 points (ok: required <= 5)"]
+    assert verdict.failures == ["usable speech [utility]: NO (the degenerate-output guard)"]
 
 
 def test_the_table_is_plain_and_never_cuts_a_number() -> None:
@@ -103,25 +144,11 @@ def test_overrides_nest_by_dots() -> None:
     assert merged == {"training": {"epochs": 3, "lr": 0.1}, "seeds": [0, 1]}
 
 
-def _running_job(job_id: int, state: str) -> dict[str, object]:
-    stage = {
-        "id": 1, "name": "train", "position": 0, "state": state, "progress": 0.5,
-        "attempts": 1, "worker_host": "w", "heartbeat_at": None, "started_at": None,
-        "finished_at": None, "error": None, "log_tail": "",
-    }  # fmt: skip
-    return {
-        "id": job_id, "submission_id": 1, "protocol_id": 1, "state": state, "progress": 0.5,
-        "config": {}, "config_hash": "0" * 64, "team_slug": "lab", "error_message": "boom",
-        "created_at": "2026-01-01T00:00:00Z",
-        "started_at": None, "finished_at": None, "stages": [stage], "charged": True,
-        "evaluator": None, "phase": None, "cost": None,
-    }  # fmt: skip
-
-
 def _fake_api(
     monkeypatch: pytest.MonkeyPatch, state: str, *, real_create_job: bool = False
 ) -> None:
-    """``client_from_env`` answers a protocol, a submission and a job in ``state``."""
+    """``client_from_env`` answers a protocol, a submission and a job in ``state``
+    (:func:`support.fake_api.polled_job`)."""
     from types import SimpleNamespace
 
     import httpx
@@ -129,20 +156,15 @@ def _fake_api(
     from unmask_client.api_client.models import JobOut
     from unmask_client.wrapper import Client
 
-    polls = iter(range(50))
-
-    def handler(request: httpx.Request) -> httpx.Response:
-        # ``state`` for 50 polls, then failed (a wait that never ends is not waited for here).
-        now = state if next(polls, None) is not None else "failed"
-        return httpx.Response(200, json=_running_job(5, now))
+    handler = polled_job(state)
 
     def client_from_env(environ: object) -> Client:
         client = Client("http://api.test", "unm_x", transport=httpx.MockTransport(handler))
-        protocol = SimpleNamespace(id=1, name="p", version=1)
-        submission = SimpleNamespace(id=2, name="sub")
+        protocol = SimpleNamespace(**PROTOCOL)
+        submission = SimpleNamespace(**SUBMISSION)
         monkeypatch.setattr(client, "find_protocol", lambda name: protocol)
         monkeypatch.setattr(client, "submit_builtin", lambda *a, **k: submission)
-        job = JobOut.from_dict(_running_job(5, "queued"))
+        job = JobOut.from_dict(job_json(JOB_ID, "queued"))
         if not real_create_job:
             monkeypatch.setattr(client, "create_job", lambda *a, **k: job)
         return client

@@ -9,22 +9,8 @@ from typing import Any
 import httpx
 import pytest
 
+from support.fake_api import job_json
 from unmask_client import Client, UnmaskError
-
-
-def _job(job_id: int, state: str, heartbeat: str | None) -> dict[str, Any]:
-    stage = {
-        "id": 1, "name": "train", "position": 0, "state": state, "progress": 0.5,
-        "attempts": 1, "worker_host": "w", "heartbeat_at": heartbeat, "started_at": None,
-        "finished_at": None, "error": None, "log_tail": "",
-    }  # fmt: skip
-    return {
-        "id": job_id, "submission_id": 1, "protocol_id": 1, "state": state, "progress": 0.5,
-        "config": {}, "config_hash": "0" * 64, "team_slug": "lab", "error_message": None,
-        "created_at": "2026-01-01T00:00:00Z",
-        "started_at": None, "finished_at": None, "stages": [stage], "charged": True,
-        "evaluator": None, "phase": None, "cost": None,
-    }  # fmt: skip
 
 
 def _client(handler: Any) -> Client:
@@ -55,16 +41,16 @@ def test_jobs_are_paged_until_the_last_cursor() -> None:
         cursor = request.url.params.get("cursor")
         if cursor is None:
             return httpx.Response(
-                200, json={"items": [_job(3, "succeeded", None)], "next_cursor": "3"}
+                200, json={"items": [job_json(3, "succeeded")], "next_cursor": "3"}
             )
-        return httpx.Response(200, json={"items": [_job(2, "failed", None)], "next_cursor": None})
+        return httpx.Response(200, json={"items": [job_json(2, "failed")], "next_cursor": None})
 
     assert [j.id for j in _client(handler).iter_jobs(page_size=1)] == [3, 2]
 
 
 def test_wait_for_job_follows_a_slow_job_and_gives_up_on_a_stalled_one() -> None:
-    beats = iter([_job(1, "running", f"2026-01-01T00:0{i}:00Z") for i in range(5)])
-    done = _job(1, "succeeded", None)
+    beats = iter([job_json(1, "running", heartbeat=f"2026-01-01T00:0{i}:00Z") for i in range(5)])
+    done = job_json(1, "succeeded")
     now = [0.0]
 
     def slow(request: httpx.Request) -> httpx.Response:
@@ -77,7 +63,7 @@ def test_wait_for_job_follows_a_slow_job_and_gives_up_on_a_stalled_one() -> None
     assert str(job.state) == "succeeded"
 
     def stalled(request: httpx.Request) -> httpx.Response:
-        return httpx.Response(200, json=_job(1, "running", "2026-01-01T00:00:00Z"))
+        return httpx.Response(200, json=job_json(1, "running", heartbeat="2026-01-01T00:00:00Z"))
 
     now[0] = 0.0
     with pytest.raises(UnmaskError, match="job 1 stalled"):

@@ -6,30 +6,13 @@ failing although the server queued the re-runs."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import httpx
 import pytest
 from typer.testing import CliRunner
 
-Handler = Callable[[httpx.Request], httpx.Response]
-
-
-def _job(job_id: int, state: str) -> dict[str, Any]:
-    """A job as ``GET /v1/jobs/{id}`` answers it (one stage)."""
-    stage = {
-        "id": 1, "name": "train", "position": 0, "state": state, "progress": 0.5,
-        "attempts": 1, "worker_host": "w", "heartbeat_at": None, "started_at": None,
-        "finished_at": None, "error": None, "log_tail": "",
-    }  # fmt: skip
-    return {
-        "id": job_id, "submission_id": 1, "protocol_id": 1, "state": state, "progress": 0.5,
-        "config": {}, "config_hash": "0" * 64, "team_slug": "lab", "error_message": None,
-        "created_at": "2026-01-01T00:00:00Z",
-        "started_at": None, "finished_at": None, "stages": [stage], "charged": True,
-        "evaluator": None, "phase": None, "cost": None,
-    }  # fmt: skip
+from support.fake_api import Handler, job_json
 
 
 def _busy_once(answer: dict[str, Any], seen: list[str]) -> Handler:
@@ -53,7 +36,7 @@ def test_the_demo_poller_waits_out_503(monkeypatch: pytest.MonkeyPatch) -> None:
     from unmask_client import retry
 
     seen: list[str] = []
-    handler = _busy_once(_job(5, "running"), seen)
+    handler = _busy_once(job_json(5, "running"), seen)
     # The demo's client opens real connections; its inner transport is the mock here.
     monkeypatch.setattr(
         retry.httpx, "HTTPTransport", lambda *_a, **_k: httpx.MockTransport(handler)
@@ -68,7 +51,7 @@ def test_the_submit_client_waits_out_503() -> None:
     from cli.client import UnmaskClient
 
     seen: list[str] = []
-    handler = _busy_once(_job(6, "queued"), seen)
+    handler = _busy_once(job_json(6, "queued"), seen)
     with UnmaskClient("http://api.test", "unm_x", transport=httpx.MockTransport(handler)) as c:
         assert c.job(6)["state"] == "queued"
     assert seen == ["GET /v1/jobs/6", "GET /v1/jobs/6"]
@@ -78,7 +61,7 @@ def test_the_client_wrapper_waits_out_503() -> None:
     from unmask_client import Client
 
     seen: list[str] = []
-    handler = _busy_once(_job(7, "queued"), seen)
+    handler = _busy_once(job_json(7, "queued"), seen)
     with Client("http://api.test", "unm_x", transport=httpx.MockTransport(handler)) as client:
         assert client.job(7).state == "queued"
     assert seen == ["GET /v1/jobs/7", "GET /v1/jobs/7"]

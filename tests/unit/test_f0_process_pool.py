@@ -1,9 +1,9 @@
 """F0 extraction through the process pool: no cold-cache compile race, a dead worker is retried.
 
 pYIN runs on librosa's Numba functions compiled with ``cache=True``; workers compiling them at once
-on a cold cache could leave cache files that make every later pYIN call segfault (numba #10128).
-These tests run in fresh interpreters with ``NUMBA_CACHE_DIR`` pointing at an empty folder, so they
-never touch the installed package's cache.
+on a cold cache could leave cache files that make every later pYIN call segfault
+(https://github.com/numba/numba/issues/10128). These tests run in fresh interpreters with
+``NUMBA_CACHE_DIR`` pointing at an empty folder, so they never touch the installed package's cache.
 """
 
 from __future__ import annotations

@@ -79,7 +79,7 @@ def test_hand_computed_summaries_with_ties_in_the_attackers_favour() -> None:
 
 
 def test_identical_voices_disclose_nothing() -> None:
-    # Issue 14 minimal case: all similarities equal (an anonymizer that makes every voice the
+    # Minimal case (ties): all similarities equal (an anonymizer that makes every voice the
     # same). Each input is equally likely at every rank: uniform ranks, IdR 1/6, MeanD 0 bits.
     result = srd_from_similarity(np.ones((6, 6)), np.arange(6))
     empirical = result.empirical
@@ -264,7 +264,7 @@ def test_constrained_fit_is_the_best_on_its_constraint_curve() -> None:
 
 
 def test_unconstrained_fit_finds_the_interior_optimum() -> None:
-    # Issue 14 minimal case: a single start at (1, 1) drifted onto the flat binomial ridge
+    # Minimal case (fit): a single start at (1, 1) drifted onto the flat binomial ridge
     # (alpha 1e6, beta 9.1e5, log-likelihood -327.398, MeanD 1.31 bits).
     from services.metrics.srd import _log_likelihood
 
@@ -283,7 +283,7 @@ def test_unconstrained_fit_finds_the_interior_optimum() -> None:
 
 
 def test_unconstrained_fit_reaches_an_optimum_on_the_bound() -> None:
-    # Issue 14 minimal case: a binomial-like histogram; the optimum has beta on the upper
+    # Minimal case (fit): a binomial-like histogram; the optimum has beta on the upper
     # bound 1e6 (alpha about 8.48e4) and IdR 48.07 %. L-BFGS-B used to stop short of it.
     from scipy.optimize import minimize_scalar
 
@@ -304,7 +304,7 @@ def test_unconstrained_fit_reaches_an_optimum_on_the_bound() -> None:
 
 @pytest.mark.parametrize("counts", [[1, 1, 1], [3] * 8, [1] * 8])
 def test_flat_histograms_have_zero_rank_spread(counts: list[int]) -> None:
-    # Issue 14 minimal case: fits of a flat histogram land at alpha = beta = 1 +- 1e-8; their
+    # Minimal case (rank spread): fits of a flat histogram land at alpha = beta = 1 +- 1e-8; their
     # pmf must not count as above chance (it did, at 33 % to 75 % rank spread).
     n_ref = len(counts)
     result = compute_srd(np.repeat(np.arange(1, n_ref + 1), counts), n_ref)

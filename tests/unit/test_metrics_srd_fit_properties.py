@@ -20,7 +20,7 @@ from services.metrics import fit_beta_binomial, fit_beta_binomial_constrained
 from services.metrics.srd import PARAMETER_BOUNDS
 
 LOG_LOW, LOG_HIGH = np.log(PARAMETER_BOUNDS[0]), np.log(PARAMETER_BOUNDS[1])
-RELATIVE_SLACK = 1e-6  # issue 14: no fit more than 1e-6 (relative) below the dense search
+RELATIVE_SLACK = 1e-6  # no fit more than 1e-6 (relative) below the dense search
 # For histograms a fit reproduces almost exactly (log-likelihood ~ 0, e.g. all at one rank) a
 # relative slack means nothing; this floor is far below any difference between fits that matters.
 ABSOLUTE_SLACK = 1e-9
