@@ -131,7 +131,7 @@ def pyin_track(
     """Per-frame F0 (Hz) of a 16 kHz waveform; NaN on unvoiced frames (float32).
 
     ``librosa.pyin``'s output, computed by :func:`services.attacks.pyin_fast.pyin` (bit-identical,
-    about 3-7x faster; ``librosa.pyin`` itself with a librosa other than 0.11).
+    about 4-5x faster; ``librosa.pyin`` itself with a librosa other than 0.11).
     """
     # Heavy imports (librosa, Numba), deferred so that importing this module stays cheap.
     from services.attacks.pyin_fast import pyin

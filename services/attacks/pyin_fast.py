@@ -8,18 +8,19 @@ cumulative mean normalized difference (already FFT-based and vectorized over fra
 
 Here the same computations give the same floating-point numbers:
 
-- :func:`observation_probs`: the trough step for all frames at once: the troughs of every frame
-  are stacked and the Boltzmann prior is one ``scipy.stats.boltzmann.pmf`` call on the stack;
-  every elementwise operation is the one librosa performs per frame, in the same order.
+- :func:`observation_probs`: the trough step for all frames at once: the Boltzmann prior values
+  come from one ``scipy.stats.boltzmann.pmf`` call on every (rank, count) pair and are laid out
+  per trough and threshold by a compiled loop; the sum over thresholds stays one ``dot`` per
+  frame, as librosa's (one BLAS call over all frames rounds differently in the last bit).
 - :func:`viterbi_exact`: Viterbi over the same log-probabilities, skipping what cannot change the
   result. pYIN's transition matrix is banded (a pitch moves at most 4 semitones per 10 ms frame,
-  in either voicing state), and every transition outside the band has the same log-probability
-  ``c = log(0 + tiny)``. For state ``j`` the best off-band predecessor is therefore the first
-  argmax of ``value + c`` over the off-band states; when the overall first argmax ``k1`` of
-  ``value + c`` lies off ``j``'s band, that is ``k1`` itself, and only the band needs scanning;
-  otherwise (the ~26 states whose band holds ``k1``) the whole column is scanned as librosa does.
-  Ties go to the lowest state index, as ``np.argmax``; the additions are the same IEEE-754 sums,
-  so pointers, paths and F0 are bit-identical.
+  in either voicing state: 26 predecessors of 312 states at 40-800 Hz), and every transition
+  outside the band has the same log-probability ``c = log(0 + tiny)``. So the best off-band
+  predecessor of state ``j`` is the first state outside ``j``'s band in the order of
+  ``value + c`` (descending, ties by ascending index), found among the 27 best of that order,
+  kept sorted once per frame; only the band itself is scanned per state. Ties go to the lowest
+  state index, as ``np.argmax``; the additions are the same IEEE-754 sums, so pointers, paths
+  and F0 are bit-identical.
 
 The trough step reproduces librosa 0.11's ``pyin`` (0.10 framed differently); with any other
 librosa version :func:`pyin` simply calls ``librosa.pyin``. ``tests/unit/test_pyin_fast.py`` checks
@@ -83,20 +84,26 @@ def observation_probs(
     thresholds = np.linspace(0, 1, N_THRESHOLDS + 1)
     beta_cdf = scipy.stats.beta.cdf(thresholds, BETA_PARAMETERS[0], BETA_PARAMETERS[1])
     beta_probs = np.diff(beta_cdf)
-    yin_probs = np.zeros_like(yin_frames)
     troughs = _trough_probs(yin_frames, thresholds, beta_probs)
-    if troughs is not None:
+    if troughs is None:
+        lag = frame = np.zeros(0, dtype=np.intp)
+        values = np.zeros(0, dtype=yin_frames.dtype)
+    else:
         lag, frame, probs = troughs
-        yin_probs[lag, frame] = probs
+        values = probs.astype(yin_frames.dtype)  # librosa stores them in an array of that dtype
+    # librosa takes the candidates as np.nonzero of a (lag, frame) array: by lag, then frame.
+    # The order matters: two candidates of a frame can round to the same pitch bin, the last wins.
+    keep = values != 0
+    order = np.lexsort((frame[keep], lag[keep]))
+    yin_period, frame_index, values = lag[keep][order], frame[keep][order], values[keep][order]
     # From here on, librosa's code as it is (already vectorized over frames).
-    yin_period, frame_index = np.nonzero(yin_probs)
     period_candidates = min_period + yin_period
     period_candidates = period_candidates + parabolic_shifts[yin_period, frame_index]
     f0_candidates = sr / period_candidates
     bin_index = 12 * n_bins_per_semitone * np.log2(f0_candidates / fmin)
     bin_index = np.clip(np.round(bin_index), 0, n_pitch_bins).astype(int)
     obs = np.zeros((2 * n_pitch_bins, yin_frames.shape[1]))
-    obs[bin_index, frame_index] = yin_probs[yin_period, frame_index]
+    obs[bin_index, frame_index] = values
     voiced_prob = np.clip(np.sum(obs[:n_pitch_bins, :], axis=0, keepdims=True), 0, 1)
     obs[n_pitch_bins:, :] = (1 - voiced_prob) / n_pitch_bins
     return obs, voiced_prob
@@ -203,7 +210,6 @@ def _fill_prior(
 @numba.njit(cache=True, nogil=True)
 def _viterbi_banded(
     log_prob: NDArray[np.float64],
-    log_trans_t: NDArray[np.float64],
     log_p_init: NDArray[np.float64],
     band_start: NDArray[np.int64],
     band_index: NDArray[np.int64],
@@ -213,46 +219,51 @@ def _viterbi_banded(
 ) -> NDArray[np.uint16]:  # pragma: no cover - compiled
     """librosa's ``_viterbi`` (log_prob ``(n_steps, n_states)``), scanning only what can win.
 
-    ``log_trans_t[j, k]``: the log-transition ``k -> j``. ``band_index[band_start[j]:band_start[j
-    + 1]]``: the predecessors ``k`` of ``j`` with a non-zero transition, ascending (``band_value``:
-    their log-transitions); every other log-transition into ``j`` equals ``off_band``.
+    ``band_index[band_start[j]:band_start[j + 1]]``: the predecessors ``k`` of ``j`` with a
+    non-zero transition, ascending (``band_value``: their log-transitions); every other
+    log-transition into ``j`` equals ``off_band``. Per step, the ``n_top`` best states by
+    ``value + off_band`` (descending, ties by ascending index) hold every column's best
+    off-band predecessor: it is the first of them outside the column's band, and a band holds
+    fewer than ``n_top`` states.
     """
     n_steps, n_states = log_prob.shape
+    widest = 0
+    for j in range(n_states):
+        widest = max(widest, band_start[j + 1] - band_start[j])
+    n_top = min(widest + 1, n_states)
     state = np.zeros(n_steps, dtype=np.uint16)
     value = np.zeros((n_steps, n_states), dtype=np.float64)
     ptr = np.zeros((n_steps, n_states), dtype=np.uint16)
     value[0] = log_prob[0] + log_p_init
-    shifted = np.empty(n_states, dtype=np.float64)
+    top_v = np.empty(n_top, dtype=np.float64)
+    top_k = np.empty(n_top, dtype=np.int64)
     for t in range(1, n_steps):
         prev = value[t - 1]
-        k1 = 0
-        for k in range(n_states):
-            shifted[k] = prev[k] + off_band
-            if shifted[k] > shifted[k1]:
-                k1 = k
+        filled = 0
+        for k in range(n_states):  # insertion into the sorted top list, stable for ties
+            v = prev[k] + off_band
+            if filled < n_top or v > top_v[filled - 1]:
+                if filled < n_top:
+                    filled += 1
+                p = filled - 1
+                while p > 0 and top_v[p - 1] < v:
+                    top_v[p], top_k[p] = top_v[p - 1], top_k[p - 1]
+                    p -= 1
+                top_v[p], top_k[p] = v, k
         for j in range(n_states):
-            if in_band[k1, j]:  # the best off-band predecessor is unknown: scan them all
-                column = log_trans_t[j]
-                best_k = 0
-                best = prev[0] + column[0]
-                for k in range(1, n_states):
-                    v = prev[k] + column[k]
-                    if v > best:
-                        best, best_k = v, k
-            else:  # the first argmax within the band, then against k1 (ties: lower index)
-                lo, hi = band_start[j], band_start[j + 1]
-                if lo == hi:  # no predecessor with a non-zero transition
-                    ptr[t, j] = k1
-                    value[t, j] = log_prob[t, j] + shifted[k1]
-                    continue
-                best_k = band_index[lo]
-                best = prev[best_k] + band_value[lo]
-                for b in range(lo + 1, hi):
-                    v = prev[band_index[b]] + band_value[b]
-                    if v > best:
-                        best, best_k = v, band_index[b]
-                if shifted[k1] > best or (shifted[k1] == best and k1 < best_k):
-                    best, best_k = shifted[k1], k1
+            off_k = -1
+            off_v = 0.0
+            for r in range(filled):
+                if not in_band[top_k[r], j]:
+                    off_k, off_v = top_k[r], top_v[r]
+                    break
+            best_k = off_k
+            best = off_v
+            for b in range(band_start[j], band_start[j + 1]):  # first argmax within the band
+                k = band_index[b]
+                v = prev[k] + band_value[b]
+                if best_k < 0 or v > best or (v == best and k < best_k):
+                    best, best_k = v, k
             ptr[t, j] = best_k
             value[t, j] = log_prob[t, j] + best
     state[-1] = np.argmax(value[-1])
@@ -291,7 +302,6 @@ def viterbi_exact(
     return np.asarray(
         _viterbi_banded(
             np.ascontiguousarray(log_prob.T),
-            np.ascontiguousarray(log_trans.T),
             log_p_init,
             band_start,
             band_index,
