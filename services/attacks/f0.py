@@ -5,6 +5,10 @@ al.: 10 ms stride). Its pitch grid has ``resolution_semitones`` between candidat
 1/3 semitone gives 101 candidate values from 65 to 450 Hz, close to the 107 distinct integer-lag
 values Chandra et al. report, and makes pYIN's Viterbi pass (quadratic in the number of
 candidates) about 5x cheaper than librosa's default 0.1 semitone, with the same median F0.
+The computation is :mod:`services.attacks.pyin_fast`: ``librosa.pyin``'s output bit for bit (F0,
+voiced flags, voiced probabilities; tested against ``librosa.pyin``), with its per-frame trough
+loop vectorized and its Viterbi pass restricted to the transitions that can win
+(``benchmarks/f0_speed.py``).
 
 A track is the per-frame F0 in Hz with NaN on unvoiced frames (float32). Tracks are cached as
 ``<cache_dir>/f0/<params key>/<sha[:2]>/<sha>.npy`` where ``sha`` is the SHA-256 of the waveform's
@@ -124,13 +128,18 @@ def waveform_sha256(waveform: NDArray[np.floating]) -> str:
 def pyin_track(
     waveform: NDArray[np.floating], params: F0Params = F0Params()
 ) -> NDArray[np.float32]:
-    """Per-frame F0 (Hz) of a 16 kHz waveform; NaN on unvoiced frames (float32)."""
-    import librosa  # heavy import, deferred so that importing this module stays cheap
+    """Per-frame F0 (Hz) of a 16 kHz waveform; NaN on unvoiced frames (float32).
+
+    ``librosa.pyin``'s output, computed by :func:`services.attacks.pyin_fast.pyin` (bit-identical,
+    about 4-5x faster; ``librosa.pyin`` itself with a librosa other than 0.11).
+    """
+    # Heavy imports (librosa, Numba), deferred so that importing this module stays cheap.
+    from services.attacks.pyin_fast import pyin
 
     x = np.asarray(waveform, dtype=np.float32).reshape(-1)
     if x.size < params.frame_length:
         x = np.concatenate([x, np.zeros(params.frame_length - x.size, dtype=np.float32)])
-    f0, voiced, _ = librosa.pyin(
+    f0, voiced, _ = pyin(
         x,
         fmin=params.fmin_hz,
         fmax=params.fmax_hz,
