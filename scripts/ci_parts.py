@@ -3,7 +3,8 @@
 The parts are the prerequisites of the Makefile's ``test`` target, read from the Makefile (the
 one list), run in that order as ``make <part>``; the ``pytest`` part runs in two steps, the test
 suite and then ``tests/deploy`` (the deployment check, which runs only under CI, i.e. with
-``CI`` set), so the table shows what the deployment check costs. The first failing part stops
+``CI`` set), so the table shows what the deployment check costs; the suite also lists its
+slowest tests. The first failing part stops
 the run (as ``make`` does), the table still prints, and the exit status is that part's.
 
     python3 scripts/ci_parts.py            # what .ci/run does
@@ -25,6 +26,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 DEPLOY_TESTS = "tests/deploy"
+SLOWEST_SHOWN = 30
+"""The suite part lists its slowest tests (pytest ``--durations``): where CI time goes."""
 
 
 @dataclass(frozen=True)
@@ -60,7 +63,8 @@ def ci_parts(makefile: Path) -> list[Part]:
     parts: list[Part] = []
     for name in target_prerequisites(makefile):
         if name == "pytest":
-            parts.append(Part("pytest", ("pytest", f"PYTEST_ARGS=--ignore={DEPLOY_TESTS}")))
+            suite_args = f"--ignore={DEPLOY_TESTS} --durations={SLOWEST_SHOWN}"
+            parts.append(Part("pytest", ("pytest", f"PYTEST_ARGS={suite_args}")))
             parts.append(Part("deployment check", ("pytest", f"PYTEST_ARGS={DEPLOY_TESTS}")))
         else:
             parts.append(Part(name, (name,)))

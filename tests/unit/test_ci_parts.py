@@ -34,7 +34,7 @@ def test_the_parts_are_the_test_targets_prerequisites_with_the_deployment_check_
     names = [p.name for p in parts]
     assert names[:-1] == rule.group(1).split()  # the pytest part, then the deployment check
     assert names[-2:] == ["pytest", "deployment check"]
-    assert parts[-2].make_args == ("pytest", "PYTEST_ARGS=--ignore=tests/deploy")
+    assert parts[-2].make_args == ("pytest", "PYTEST_ARGS=--ignore=tests/deploy --durations=30")
     assert parts[-1].make_args == ("pytest", "PYTEST_ARGS=tests/deploy")
 
 
