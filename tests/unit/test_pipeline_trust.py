@@ -15,6 +15,8 @@ SETTINGS = Settings(
     trust_max_original_eer_percent=10.0,
     trust_max_ver_s_percent=40.0,
     trust_still_falling_ver_s_points=5.0,
+    # The last epoch's drop alone; the window's own tests set it.
+    trust_still_falling_window_epochs=2,
 )
 
 
@@ -103,6 +105,60 @@ def test_ver_s_still_falling_in_the_last_epoch_used(last: float, flagged: bool) 
     assert _codes(trust) == (["ver_s_still_falling"] if flagged else [])
     # The epoch used lies before the window: training had already turned.
     assert assess_trust(_document(history=history, best_epoch=1), SETTINGS).trustworthy
+
+
+def _falling(ver_s: list[float], window: int, points: float = 5.0) -> list[str]:
+    """The reasons of a capped run whose VER_S went through ``ver_s`` (its best epoch used)."""
+    history = [_epoch(e, v, 5.0 - 0.1 * e) for e, v in enumerate(ver_s, start=1)]
+    best = 1 + min(range(len(ver_s)), key=lambda i: (ver_s[i], -i))
+    document = _document(history=history, best_epoch=best)
+    document["training"]["anonymized-seed0"] |= {"stopped": "cap", "epochs_cap": len(ver_s)}
+    settings = SETTINGS.model_copy(
+        update={
+            "trust_still_falling_window_epochs": window,
+            "trust_still_falling_ver_s_points": points,
+        }
+    )
+    return _codes(assess_trust(document, settings))
+
+
+def test_one_lucky_epoch_on_a_plateau_is_not_a_fall_over_the_window() -> None:
+    """VER_S on a plateau moves by several points from epoch to epoch by noise alone (a small
+    validation set): the last epoch's drop can fake a fall that the window's slope averages
+    out."""
+    plateau = [60.0, 45.0, 38.0, 44.0, 40.0, 44.0, 38.0]
+    assert _falling(plateau, window=2) == ["ver_s_still_falling"]  # 44 -> 38: 6 points
+    assert _falling(plateau, window=3) == []  # 40, 44, 38: 1 point per epoch
+
+
+def test_a_steady_fall_is_still_falling_over_the_window() -> None:
+    """The eSpeak NG corpus's improvable cap-4 run (VER_S 60, 43, 26, 17 %): 9 points in its
+    last epoch, 13 per epoch over its last three."""
+    steady = [60.0, 43.0, 26.0, 17.0]
+    assert _falling(steady, window=2, points=10.0) == []
+    assert _falling(steady, window=3, points=10.0) == ["ver_s_still_falling"]
+    # The slope of the defaults' window, in the reason.
+    history = [_epoch(e, v, 5.0 - e) for e, v in enumerate(steady, start=1)]
+    document = _document(history=history, best_epoch=4)
+    document["training"]["anonymized-seed0"] |= {"stopped": "cap", "epochs_cap": 4}
+    [reason] = assess_trust(document, Settings(trust_max_ver_s_percent=40.0)).reasons
+    assert reason.value == pytest.approx(13.0) and "over its last 3 epochs (43 -> 17 %)" in (
+        reason.message
+    )
+
+
+def test_the_window_needs_the_epoch_used_and_a_finite_ver_s() -> None:
+    # Best epoch 2, before the last three: training had turned; a flat end is not a fall.
+    assert _falling([50.0, 10.0, 30.0, 20.0, 12.0], window=3) == []  # best = epoch 2 (10 %)
+    assert _falling([50.0, 30.0, 25.0, 12.0, 11.0], window=3) == ["ver_s_still_falling"]
+    assert _falling([50.0, 30.0, 12.0, 12.0, 12.0], window=3) == []
+    # An epoch without VER_S in the window: no slope, no reason.
+    history = [_epoch(1, 50.0, 5.0), _epoch(2, 30.0, 4.0), _epoch(3, 10.0, 3.0)]
+    history[1]["ver_source"] = None
+    document = _document(history=history, best_epoch=3)
+    document["training"]["anonymized-seed0"] |= {"stopped": "cap", "epochs_cap": 3}
+    settings = SETTINGS.model_copy(update={"trust_still_falling_window_epochs": 3})
+    assert assess_trust(document, settings).trustworthy
 
 
 @pytest.mark.parametrize(("final", "flagged"), [(4.9, False), (5.0, True)])
