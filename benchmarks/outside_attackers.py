@@ -38,6 +38,12 @@ precision (flagged runs that were improvable) and recall (improvable runs that w
     OMP_NUM_THREADS=1 UNMASK_NUM_THREADS=1 .venv/bin/python benchmarks/outside_attackers.py \
         --out out/outside --seeds 0 1 2 --trust-caps 2 4
 
+Each judged run's decision is re-assessed with today's code and settings (a rerun over stored
+results judges the check as it is now), and the judged runs are re-assessed under a grid of the
+still-falling test's window and bound and of the VER_S bound. ``--families baseline finetuned
+ge2e`` runs a reduced zoo (its own run names; the stages are shared), about half the CPU time,
+when the best family is known to be among them.
+
 The calibration size is 72 speakers (36 attacker-training, 24 evaluation, 12 target) x 16
 utterances per corpus, the `tiny` preset and a cap of 10 epochs; ``--smoke`` is 12 x 8 and a cap
 of 2 epochs, which says whether everything runs, not which attacker is stronger.

@@ -11,7 +11,8 @@ attacker (same init, cap 3c) or a fine-tuned one (init original, cap c or 3c) re
 semi-informed EER below the lower end of the run's 95 % bootstrap interval (without
 ``--complete``, over the alternatives that were run: the run table says how many). The trust
 check (``services.pipeline.trust``) is re-applied to each run's results.json under a grid of
-thresholds (``UNMASK_TRUST_MAX_VER_S_PERCENT`` x ``UNMASK_TRUST_STILL_FALLING_VER_S_POINTS``);
+thresholds (``UNMASK_TRUST_MAX_VER_S_PERCENT`` x ``UNMASK_TRUST_STILL_FALLING_VER_S_POINTS``, the
+still-falling test over the window in force, ``UNMASK_TRUST_STILL_FALLING_WINDOW_EPOCHS``);
 "NOT TRUSTWORTHY" is the check's positive. Printed: per run its numbers and verdict under the
 chosen thresholds (``--ver-s``, ``--falling``: today's defaults), and per threshold pair the
 check's precision (of the runs it flags, how many were improvable), recall (of the improvable
