@@ -32,8 +32,12 @@ TINY = micro_protocol_config(
     training={"batch_size": 8, "crop_seconds": 1.5},
     metrics={"bootstrap_resamples": 0},
 )
+# The demo as a person starts it from a terminal: SIGINT raises KeyboardInterrupt. A process
+# started in the background without job control (CI harnesses, `cmd &` in a script) inherits
+# SIGINT ignored, and Python keeps it ignored: the Ctrl-C test would then watch the job finish.
 SCRIPT = """
-import json, sys
+import json, signal, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)
 from pathlib import Path
 from cli.demo_platform import run_platform_demo
 from services.pipeline.config import parse_config
