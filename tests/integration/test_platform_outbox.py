@@ -84,6 +84,28 @@ def test_a_rolled_back_message_is_never_sent(any_database: Database, broker: Bro
     assert broker.received == [] and _rows(any_database) == []
 
 
+def test_a_savepoint_inside_the_transaction_neither_sends_nor_forgets_its_messages(
+    any_database: Database, broker: Broker
+) -> None:
+    """SQLAlchemy fires ``after_commit`` and ``after_rollback`` for savepoints too (a job's
+    creation runs in one). Sending at a savepoint's commit would claim rows other connections
+    cannot see yet (on SQLite: wait on the transaction's own write lock, three busy timeouts);
+    forgetting them at a savepoint's rollback would leave them to the relay. Both wait for the
+    transaction itself."""
+    started = time.monotonic()
+    with any_database.session_scope() as session:
+        add_message(session, topic=RUN_PHASE, payload={"job_id": 5, "phase": "corpus"})
+        with session.begin_nested():
+            add_message(session, topic=RUN_PHASE, payload={"job_id": 6, "phase": "corpus"})
+        assert broker.received == []  # not at the savepoint's commit
+        with pytest.raises(RuntimeError), session.begin_nested():
+            add_message(session, topic=RUN_PHASE, payload={"job_id": 7, "phase": "corpus"})
+            raise RuntimeError("the savepoint fails")
+    assert sorted(p["job_id"] for p in broker.received) == [5, 6]
+    assert time.monotonic() - started < 10.0  # no busy timeout waited out
+    assert all(row.sent_at is not None for row in _rows(any_database))
+
+
 def test_a_refused_message_is_resent_by_the_relay_after_the_delay(
     any_database: Database, broker: Broker
 ) -> None:

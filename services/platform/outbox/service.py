@@ -130,6 +130,11 @@ AFTER_COMMIT_BACKOFF_S = 0.25
 
 
 def _after_commit(session: Session) -> None:
+    if session.in_nested_transaction():
+        # A savepoint's commit (SQLAlchemy fires the hook for those too, e.g. inside a job's
+        # creation): the transaction, and the write lock SQLite gives it, is still open, so
+        # its rows are not visible to the sending connection yet. The transaction's commit sends.
+        return
     ids = session.info.pop(_SESSION_KEY, [])
     if not ids:
         return
@@ -153,6 +158,10 @@ def _after_commit(session: Session) -> None:
 
 
 def _after_rollback(session: Session) -> None:
+    if session.in_nested_transaction():
+        # A savepoint rolled back: the transaction's earlier messages stand (the claim skips
+        # the ids the savepoint took back with it).
+        return
     # The rolled-back messages were never stored (a later commit of this session finds none).
     session.info.pop(_SESSION_KEY, None)
 
