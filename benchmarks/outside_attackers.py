@@ -54,6 +54,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -477,6 +478,10 @@ def main(argv: list[str] | None = None) -> int:
         "(and the default cap), starting from the original-speech recognizer and from scratch",
     )
     args = parser.parse_args(argv)
+    if args.families is not None and "baseline" not in args.families:
+        # Bad input: one line and exit status 2, as argparse's own errors.
+        print("outside_attackers: --families must include baseline", file=sys.stderr)
+        return 2
     size = sizes(args.smoke, args.size)
     out_lines = []
     for corpus in args.corpora:

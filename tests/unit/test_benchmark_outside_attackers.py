@@ -130,3 +130,10 @@ def test_a_reduced_zoo_keeps_the_baseline_and_gets_its_own_name() -> None:
     assert reduced.name == full.name + "-zoo-baseline-finetuned"
     with pytest.raises(SystemExit, match="must include baseline"):
         bench.attackers(["finetuned"])
+
+
+def test_a_zoo_without_the_baseline_is_refused_in_one_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert _module().main(["--families", "finetuned"]) == 2
+    assert capsys.readouterr().err == "outside_attackers: --families must include baseline\n"
