@@ -144,8 +144,9 @@ def _ver_s_fall_per_epoch(
     """How fast VER_S still fell at the end of training (points per epoch, positive = falling):
     minus the least-squares slope of VER_S over the last ``window`` epochs (all of them when
     fewer). None when the window holds fewer than two epochs or one without a VER_S, or when the
-    epoch the recognizer uses lies before the window (it had already turned). Over two epochs it is the last epoch's drop; a
-    longer window averages out the epoch-to-epoch noise of VER_S on a small validation set."""
+    epoch the recognizer uses lies before the window (it had already turned). Over two epochs it
+    is the last epoch's drop; a longer window averages out the epoch-to-epoch noise of VER_S on a
+    small validation set."""
     recent = list(history[-window:])
     if len(recent) < 2 or not any(r is used for r in recent):
         return None
