@@ -19,7 +19,8 @@ import yaml
 from rich.console import Console
 
 from cli.client import UnmaskApiError, UnmaskClient, UnmaskConfigError
-from cli.submit import EXIT_BAD_INPUT, _exit_for_api_error
+from cli.submit import _exit_for_api_error
+from unmask_client.submit import EXIT_BAD_INPUT
 
 err = Console(stderr=True)
 out = Console()

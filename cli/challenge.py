@@ -7,7 +7,8 @@ import typer
 from rich.console import Console
 
 from cli.client import UnmaskApiError, UnmaskClient, UnmaskConfigError
-from cli.submit import EXIT_BAD_INPUT, EXIT_PASSED, _exit_for_api_error
+from cli.submit import _exit_for_api_error
+from unmask_client.submit import EXIT_BAD_INPUT, EXIT_PASSED
 
 err = Console(stderr=True)
 out = Console()

@@ -42,34 +42,27 @@ from cli.client import (
 from cli.result_table import rows_table
 from cli.verdict import print_verdict
 from services.vocab import HEADLINE_SCENARIOS, RunState
-
-EXIT_PASSED = 0
-EXIT_THRESHOLDS_FAILED = 1
-EXIT_BAD_INPUT = 2
-EXIT_JOB_OR_API_FAILED = 3
-
+from unmask_client.submit import (
+    EXIT_BAD_INPUT,
+    EXIT_JOB_OR_API_FAILED,
+    EXIT_PASSED,
+    EXIT_THRESHOLDS_FAILED,
+    exit_for_status,
+    parse_param,
+    require_trustworthy,
+    write_json,
+)
 
 err = Console(stderr=True)
 out = Console()
 
 
 def _parse_param(text: str) -> tuple[str, Any]:
-    key, sep, raw = text.partition("=")
-    if not sep or not key:
-        raise UnmaskConfigError(f"--param {text!r}: expected KEY=VALUE (VALUE as JSON or text)")
-
-    def finite(number: str) -> float:
-        value = float(number)
-        if not math.isfinite(value):
-            raise UnmaskConfigError(
-                f"{text!r}: {number} is not a finite number (JSON has no other)"
-            )
-        return value
-
+    """:func:`unmask_client.submit.parse_param`, its refusal as bad input."""
     try:
-        return key, json.loads(raw, parse_float=finite, parse_constant=finite)
-    except json.JSONDecodeError:
-        return key, raw
+        return parse_param(text)
+    except ValueError as exc:
+        raise UnmaskConfigError(str(exc)) from None
 
 
 def _finite_seconds(value: float) -> float:
@@ -153,9 +146,7 @@ class _ProgressPrinter:
 
 
 def _exit_for_api_error(exc: UnmaskApiError) -> int:
-    if exc.status is not None and 400 <= exc.status < 500 and exc.status not in (401, 403):
-        return EXIT_BAD_INPUT
-    return EXIT_JOB_OR_API_FAILED
+    return exit_for_status(exc.status)
 
 
 def _submit_archive(
@@ -248,20 +239,14 @@ def _gate(
     trust: Any,
     thresholds: Thresholds,
     where: tuple[str, str | None],
-    require_trustworthy: bool,
+    trustworthy_required: bool,
 ) -> Any:
     """The verdict on ``results`` for the thresholds at ``where`` (scenario, back-end or None for
-    every one), with the report's trust check when ``require_trustworthy``; prints each check."""
+    every one), with the report's trust check when ``trustworthy_required``; prints each check."""
     scenario, backend = where
     verdict = check_thresholds(results, thresholds, scenario=scenario, backend=backend)
-    if require_trustworthy:
-        trustworthy = trust.get("trustworthy") if isinstance(trust, dict) else None
-        if trustworthy is True:
-            verdict.checked.append("report trust check: passed")
-        else:
-            state = "failed" if trustworthy is False else "unknown (the report has no check)"
-            verdict.failures.append(f"report trust check: {state} (--require-trustworthy)")
-        verdict.passed = not verdict.failures
+    if trustworthy_required:
+        require_trustworthy(verdict, trust)
     for line in verdict.checked:
         out.print(f"  pass  {line}", highlight=False, markup=False, soft_wrap=True)
     for line in verdict.failures:
@@ -422,37 +407,12 @@ def submit_command(
 
 
 def _wrote_json(path: Path | None, job: dict[str, Any], results: list[Any], verdict: Any) -> bool:
-    """:func:`_write_json`; False, with one line on stderr, when the file cannot be written."""
-    try:
-        _write_json(path, job, results, verdict)
-    except OSError as exc:
-        err.print(
-            f"unmask submit: --json {path}: {exc.strerror or exc}",
-            highlight=False,
-            markup=False,
-            soft_wrap=True,
-        )
-        return False
-    return True
-
-
-def _write_json(path: Path | None, job: dict[str, Any], results: list[Any], verdict: Any) -> None:
-    if path is None:
-        return
-    document = {
-        "job": job,
-        "results": results,
-        "verdict": None
-        if verdict is None
-        else {
-            "passed": verdict.passed,
-            "scenario": verdict.scenario,
-            "backends": verdict.backends,
-            "failures": verdict.failures,
-            "checked": verdict.checked,
-        },
-    }
-    path.write_text(json.dumps(document, indent=2))
+    """:func:`unmask_client.submit.write_json`; False, with one line on stderr, when the file
+    cannot be written."""
+    problem = write_json(path, job, results, verdict)
+    if problem is not None:
+        err.print(problem, highlight=False, markup=False, soft_wrap=True)
+    return problem is None
 
 
 def run_standalone(argv: list[str] | None = None) -> int:

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import logging
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
 from pydantic import AliasChoices, Field, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+log = logging.getLogger(__name__)
 
 DEPLOYMENT_RULE = "x-deployment-rule"
 """The ``json_schema_extra`` key of a request field whose rule is a setting of the deployment
@@ -24,6 +27,16 @@ the deployment's rule in its place (``api.app.DEPLOYMENT_RULES``)."""
 
 DEPRECATED_ALLOW_PRIVATE_HOSTS_VARIABLE = "UNMASK_WEBHOOK_ALLOW_PRIVATE_HOSTS"
 """The old name of ``UNMASK_OUTBOUND_ALLOW_PRIVATE_HOSTS``, read when the new one is not set."""
+
+
+@lru_cache(maxsize=1)  # once per process: every Settings() would repeat it
+def _warn_of_the_old_allow_private_hosts_name() -> None:
+    log.warning(
+        "%s is deprecated: set UNMASK_OUTBOUND_ALLOW_PRIVATE_HOSTS instead (it governs every "
+        "outbound call; when both are set, the new name wins and the old one is ignored)",
+        DEPRECATED_ALLOW_PRIVATE_HOSTS_VARIABLE,
+    )
+
 
 DEV_TOKEN_HMAC_KEY = "dev-only-change-me"
 """The default token key: fine for the embedded demo, refused by a platform deployment."""
@@ -40,6 +53,24 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="UNMASK_", env_file=".env", extra="ignore", populate_by_name=True
     )
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """The default sources, in the default order. The deprecated variable name is looked for
+        here because only the sources know which name was set: the values they hand on are keyed
+        by the first alias whichever one was found."""
+        for source in (env_settings, dotenv_settings):
+            names = {name.lower() for name in getattr(source, "env_vars", {})}
+            if DEPRECATED_ALLOW_PRIVATE_HOSTS_VARIABLE.lower() in names:
+                _warn_of_the_old_allow_private_hosts_name()
+        return init_settings, env_settings, dotenv_settings, file_secret_settings
 
     @model_validator(mode="after")
     def _refuse_the_dev_token_key(self) -> Settings:

@@ -31,6 +31,7 @@ from unmask_client.api_client.models import JobOut, JobOutState, StageOutState, 
 from unmask_client.oidc import GitHubOidcTokenSource, OidcExchangeError, github_oidc_available
 from unmask_client.wrapper import Client, UnmaskError
 
+# The exit codes of both CI gates, this one and ``unmask submit`` (cli/submit.py reads them).
 EXIT_PASSED = 0
 EXIT_THRESHOLDS_FAILED = 1
 EXIT_BAD_INPUT = 2
@@ -204,7 +205,18 @@ def _number(value: float | None) -> str:
     return "-" if value is None else f"{value:.4g}"
 
 
-def _parse_param(text: str) -> tuple[str, Any]:
+def exit_for_status(status: int | None) -> int:
+    """The exit code for an API error of HTTP ``status`` (None: the API was not reached): bad
+    input for a 4xx other than 401/403, else the API failed."""
+    if status is not None and 400 <= status < 500 and status not in (401, 403):
+        return EXIT_BAD_INPUT
+    return EXIT_JOB_OR_API_FAILED
+
+
+def parse_param(text: str) -> tuple[str, Any]:
+    """``KEY=VALUE`` of a ``--param`` or ``--override``: VALUE as JSON (finite numbers only) or,
+    when it is not JSON, as text; ``ValueError`` without ``=`` or a key, or for a non-finite
+    number."""
     key, sep, raw = text.partition("=")
     if not sep or not key:
         raise ValueError(f"{text!r}: expected KEY=VALUE (VALUE as JSON or text)")
@@ -223,7 +235,7 @@ def _parse_param(text: str) -> tuple[str, Any]:
 
 def _merge_override(base: dict[str, Any], text: str) -> None:
     """``training.epochs=3`` merged into ``base`` as ``{"training": {"epochs": 3}}``."""
-    path, value = _parse_param(text)
+    path, value = parse_param(text)
     parts = path.split(".")
     cursor = base
     for part in parts[:-1]:
@@ -355,7 +367,7 @@ def main(
         return exc.code
     bounds = {s.flag: getattr(args, s.flag.replace("-", "_")) for s in THRESHOLD_SPECS}
     try:
-        params = dict(_parse_param(p) for p in args.param)
+        params = dict(parse_param(p) for p in args.param)
         overrides: dict[str, Any] = {}
         for text in args.override:
             _merge_override(overrides, text)
@@ -415,7 +427,8 @@ def main(
             )
             if job.state != JobOutState.SUCCEEDED:
                 print(f"job {job.id} {job.state}: {job.error_message or ''}", file=err)
-                if not _wrote_json(args.json_out, job.to_dict(), [], None, err):
+                if problem := write_json(args.json_out, job.to_dict(), [], None):
+                    print(problem, file=err)
                     return EXIT_BAD_INPUT
                 return EXIT_JOB_OR_API_FAILED
             answer = client.results(job.id)
@@ -423,9 +436,7 @@ def main(
             trust = answer.trust.to_dict()
     except (UnmaskError, OidcExchangeError) as exc:
         print(f"unmask submit: {exc}", file=err)
-        status = getattr(exc, "status", None)
-        bad_input = status is not None and 400 <= status < 500 and status not in (401, 403)
-        return EXIT_BAD_INPUT if bad_input else EXIT_JOB_OR_API_FAILED
+        return exit_for_status(getattr(exc, "status", None))
     print(f"job {job.id}: {submission.name} on {protocol.name}", file=out)
     print(format_table(results), file=out)
     verdict = check_thresholds(
@@ -436,18 +447,13 @@ def main(
         max_wer_increase=args.max_wer_increase,
     )
     if args.require_trustworthy:
-        trustworthy = trust.get("trustworthy")
-        if trustworthy is True:
-            verdict.checked.append("report trust check: passed")
-        else:
-            state = "failed" if trustworthy is False else "unknown (the report has no check)"
-            verdict.failures.append(f"report trust check: {state} (--require-trustworthy)")
-        verdict.passed = not verdict.failures
+        require_trustworthy(verdict, trust)
     for line in verdict.checked:
         print(f"  pass  {line}", file=out)
     for line in verdict.failures:
         print(f"  FAIL  {line}", file=out)
-    if not _wrote_json(args.json_out, job.to_dict(), results, verdict, err):
+    if problem := write_json(args.json_out, job.to_dict(), results, verdict):
+        print(problem, file=err)
         return EXIT_BAD_INPUT
     gated = any(b is not None for b in bounds.values()) or args.max_wer_increase is not None
     if not gated and not args.require_trustworthy:
@@ -457,27 +463,29 @@ def main(
     return EXIT_PASSED if verdict.passed else EXIT_THRESHOLDS_FAILED
 
 
-def _wrote_json(
-    path: str | None,
+def require_trustworthy(verdict: Verdict, trust: Any) -> None:
+    """``--require-trustworthy``: fail ``verdict`` unless the report's trust check (``trust``,
+    the results' ``trust`` object; anything but a mapping: no check) passed."""
+    trustworthy = trust.get("trustworthy") if isinstance(trust, Mapping) else None
+    if trustworthy is True:
+        verdict.checked.append("report trust check: passed")
+    else:
+        state = "failed" if trustworthy is False else "unknown (the report has no check)"
+        verdict.failures.append(f"report trust check: {state} (--require-trustworthy)")
+    verdict.passed = not verdict.failures
+
+
+def write_json(
+    path: str | os.PathLike[str] | None,
     job: dict[str, Any],
     results: list[Any],
     verdict: Verdict | None,
-    err: TextIO,
-) -> bool:
-    """:func:`_write_json`; False, with one line on ``err``, when the file cannot be written."""
-    try:
-        _write_json(path, job, results, verdict)
-    except OSError as exc:
-        print(f"unmask submit: --json {path}: {exc.strerror or exc}", file=err)
-        return False
-    return True
-
-
-def _write_json(
-    path: str | None, job: dict[str, Any], results: list[Any], verdict: Verdict | None
-) -> None:
+) -> str | None:
+    """``--json``: write the job, its results and the verdict (None: the job did not succeed) to
+    ``path`` (None: nothing to write). Returns None, or the one line saying why the file could
+    not be written."""
     if path is None:
-        return
+        return None
     document = {
         "job": job,
         "results": results,
@@ -491,8 +499,12 @@ def _write_json(
             "checked": verdict.checked,
         },
     }
-    with open(path, "w", encoding="utf-8") as handle:
-        json.dump(document, handle, indent=2, default=str)
+    try:
+        with open(path, "w", encoding="utf-8") as handle:
+            json.dump(document, handle, indent=2, default=str)
+    except OSError as exc:
+        return f"unmask submit: --json {path}: {exc.strerror or exc}"
+    return None
 
 
 def run() -> None:

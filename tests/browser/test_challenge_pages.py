@@ -107,6 +107,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     import uvicorn
 
     from api.app import create_app
+    from api.server import server_options
 
     folder = tmp_path_factory.mktemp("challenge-site")
     url = f"sqlite:///{folder / 'unmask.db'}"
@@ -157,7 +158,10 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    # The image's server options (``python -m api.server``), so the pages meet the same server.
+    server = uvicorn.Server(
+        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", **server_options())
+    )
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 30

@@ -248,6 +248,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     import uvicorn
 
     from api.app import create_app
+    from api.server import server_options
     from services.pipeline.config import parse_config
     from services.pipeline.evaluation import run_evaluation
 
@@ -322,7 +323,10 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     )
     app = create_app(settings, database=database, blob_store=store, senders={})
     port = _free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    # The image's server options (``python -m api.server``), so the pages meet the same server.
+    server = uvicorn.Server(
+        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", **server_options())
+    )
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 30

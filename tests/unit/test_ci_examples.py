@@ -9,7 +9,7 @@ from pathlib import Path
 import typer
 import yaml
 
-from cli.submit import EXIT_BAD_INPUT, run_standalone, submit_command
+from cli.submit import run_standalone, submit_command
 from unmask_client import submit as client_submit
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -76,5 +76,7 @@ def test_gitlab_job_uses_only_known_options() -> None:
 
 
 def test_standalone_entry_point_reports_usage_errors_with_exit_code_2() -> None:
-    assert run_standalone(["--no-such-option"]) == EXIT_BAD_INPUT
-    assert run_standalone(["--protocol", "p"]) == EXIT_BAD_INPUT  # no anonymizer given
+    assert run_standalone(["--no-such-option"]) == client_submit.EXIT_BAD_INPUT
+    assert (
+        run_standalone(["--protocol", "p"]) == client_submit.EXIT_BAD_INPUT
+    )  # no anonymizer given

@@ -208,3 +208,43 @@ def test_a_non_finite_override_exits_2_with_one_line(
     argv = ["-p", "p", "--builtin", "pitch", "--no-wait", "--override", f"training.lr={value}"]
     assert submit.main(argv, ENV, io.StringIO(), err) == 2
     assert err.getvalue().count("\n") == 1 and "training.lr" in err.getvalue()
+
+
+@pytest.mark.parametrize("text", ["oops", "=1", "lr=NaN"])
+def test_both_gates_refuse_a_bad_param_with_the_same_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], text: str
+) -> None:
+    # `unmask submit` refuses it before it needs the server (its client from the environment).
+    from cli import submit as cli_submit
+
+    monkeypatch.setenv("UNMASK_URL", "http://127.0.0.1:9")
+    monkeypatch.setenv("UNMASK_TOKEN", "t")
+    argv = ["-p", "p", "--builtin", "pitch", "--param", text]
+    assert cli_submit.run_standalone(argv) == submit.EXIT_BAD_INPUT
+    err = io.StringIO()
+    assert submit.main(argv, ENV, io.StringIO(), err) == submit.EXIT_BAD_INPUT
+    assert capsys.readouterr().err.replace("\n", "") == err.getvalue().replace("\n", "")
+
+
+@pytest.mark.parametrize(
+    ("trust", "passed", "line"),
+    [
+        ({"trustworthy": True}, True, "report trust check: passed"),
+        ({"trustworthy": False}, False, "report trust check: failed (--require-trustworthy)"),
+        (None, False, "report trust check: unknown (the report has no check) "
+         "(--require-trustworthy)"),
+    ],
+)  # fmt: skip
+def test_require_trustworthy_gates_on_the_reports_trust_check(
+    trust: object, passed: bool, line: str
+) -> None:
+    verdict = submit.Verdict(scenario="semi-informed", backends=[], passed=True)
+    submit.require_trustworthy(verdict, trust)
+    assert verdict.passed is passed
+    assert line in (verdict.checked if passed else verdict.failures)
+
+
+def test_api_errors_map_to_the_documented_exit_codes() -> None:
+    assert submit.exit_for_status(404) == submit.EXIT_BAD_INPUT
+    for status in (None, 401, 403, 500):
+        assert submit.exit_for_status(status) == submit.EXIT_JOB_OR_API_FAILED

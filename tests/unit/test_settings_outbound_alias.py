@@ -1,12 +1,15 @@
 """``UNMASK_OUTBOUND_ALLOW_PRIVATE_HOSTS`` governs every outbound call; its old name,
-``UNMASK_WEBHOOK_ALLOW_PRIVATE_HOSTS``, still works, and the new name wins when both are set."""
+``UNMASK_WEBHOOK_ALLOW_PRIVATE_HOSTS``, still works (with one warning per process that names the
+new one), and the new name wins when both are set."""
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import pytest
 
+from services import settings as settings_module
 from services.settings import DEPRECATED_ALLOW_PRIVATE_HOSTS_VARIABLE, Settings
 
 NEW = "UNMASK_OUTBOUND_ALLOW_PRIVATE_HOSTS"
@@ -49,3 +52,31 @@ def test_code_gives_it_by_its_field_name(monkeypatch: pytest.MonkeyPatch) -> Non
         monkeypatch.delenv(name, raising=False)
     settings = Settings(_env_file=None, outbound_allow_private_hosts=True)  # type: ignore[call-arg]
     assert settings.outbound_allow_private_hosts is True
+
+
+@pytest.mark.parametrize("where", ["environment", "dotenv"])
+def test_the_old_name_is_warned_of_once_naming_the_new_one(
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    tmp_path: Path,
+    where: str,
+) -> None:
+    for name in (NEW, OLD):
+        monkeypatch.delenv(name, raising=False)
+    env_file = tmp_path / ".env"
+    env_file.write_text("")
+    warn_once = settings_module._warn_of_the_old_allow_private_hosts_name
+    warn_once.cache_clear()  # an earlier test may have used the old name in this process
+    caplog.set_level(logging.WARNING, logger="services.settings")
+    Settings(_env_file=env_file)
+    assert not caplog.records  # neither name set: nothing to say
+    if where == "environment":
+        monkeypatch.setenv(OLD, "1")
+    else:
+        env_file.write_text(f"{OLD}=1\n")
+    for _ in range(3):
+        settings = Settings(_env_file=env_file)
+        assert settings.outbound_allow_private_hosts is True
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1
+    assert OLD in warnings[0] and NEW in warnings[0] and "deprecated" in warnings[0]

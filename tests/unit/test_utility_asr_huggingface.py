@@ -16,6 +16,7 @@ from transformers import (
     Wav2Vec2Processor,
 )
 
+from services.attacker.local_weights import HF_PREPROCESSOR_CONFIG
 from services.errors import ConfigError
 from services.utility.asr import check_asr_folder, load_asr
 from services.utility.config import AsrSpec
@@ -104,3 +105,17 @@ def test_bad_huggingface_folders_are_named(tmp_path: Path) -> None:
         check_asr_folder(other)
     spec = AsrSpec(source="pretrained", pretrained_path=folder)
     assert spec.pretrained_path == folder
+
+
+def test_the_feature_extractor_file_is_the_one_the_attacker_reads(tmp_path: Path) -> None:
+    """Without the feature extractor's settings the folder is refused; the file the attacker's
+    front ends read (``do_normalize``) is one the check accepts."""
+    folder = tmp_path / "w2v2"
+    save_tiny_ctc(folder)
+    settings = {"do_normalize": True, "feature_extractor_type": "Wav2Vec2FeatureExtractor"}
+    for name in (HF_PREPROCESSOR_CONFIG, "processor_config.json"):
+        (folder / name).unlink(missing_ok=True)
+    with pytest.raises(ConfigError, match=rf"{HF_PREPROCESSOR_CONFIG} or processor_config"):
+        check_asr_folder(folder)
+    (folder / HF_PREPROCESSOR_CONFIG).write_text(json.dumps(settings))
+    check_asr_folder(folder)
