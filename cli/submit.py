@@ -57,10 +57,10 @@ err = Console(stderr=True)
 out = Console()
 
 
-def _parse_param(text: str) -> tuple[str, Any]:
+def _parse_param(text: str, flag: str = "--param") -> tuple[str, Any]:
     """:func:`unmask_client.submit.parse_param`, its refusal as bad input."""
     try:
-        return parse_param(text)
+        return parse_param(text, flag)
     except ValueError as exc:
         raise UnmaskConfigError(str(exc)) from None
 
@@ -82,7 +82,7 @@ POLL_OPTION = typer.Option(
 
 def _parse_override(text: str) -> dict[str, Any]:
     """``training.epochs=3`` -> ``{"training": {"epochs": 3}}``."""
-    path, value = _parse_param(text)
+    path, value = _parse_param(text, "--override")
     result: dict[str, Any] = {}
     cursor = result
     parts = path.split(".")

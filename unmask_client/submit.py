@@ -213,18 +213,20 @@ def exit_for_status(status: int | None) -> int:
     return EXIT_JOB_OR_API_FAILED
 
 
-def parse_param(text: str) -> tuple[str, Any]:
-    """``KEY=VALUE`` of a ``--param`` or ``--override``: VALUE as JSON (finite numbers only) or,
-    when it is not JSON, as text; ``ValueError`` without ``=`` or a key, or for a non-finite
-    number."""
+def parse_param(text: str, flag: str = "--param") -> tuple[str, Any]:
+    """``KEY=VALUE`` of a ``--param`` or ``--override`` (``flag``, named in the error): VALUE as
+    JSON (finite numbers only) or, when it is not JSON, as text; ``ValueError`` without ``=`` or
+    a key, or for a non-finite number."""
     key, sep, raw = text.partition("=")
     if not sep or not key:
-        raise ValueError(f"{text!r}: expected KEY=VALUE (VALUE as JSON or text)")
+        raise ValueError(f"{flag} {text!r}: expected KEY=VALUE (VALUE as JSON or text)")
 
     def finite(number: str) -> float:
         value = float(number)
         if not math.isfinite(value):
-            raise ValueError(f"{text!r}: {number} is not a finite number (JSON has no other)")
+            raise ValueError(
+                f"{flag} {text!r}: {number} is not a finite number (JSON has no other)"
+            )
         return value
 
     try:
@@ -235,7 +237,7 @@ def parse_param(text: str) -> tuple[str, Any]:
 
 def _merge_override(base: dict[str, Any], text: str) -> None:
     """``training.epochs=3`` merged into ``base`` as ``{"training": {"epochs": 3}}``."""
-    path, value = parse_param(text)
+    path, value = parse_param(text, "--override")
     parts = path.split(".")
     cursor = base
     for part in parts[:-1]:

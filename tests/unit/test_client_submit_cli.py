@@ -223,7 +223,16 @@ def test_both_gates_refuse_a_bad_param_with_the_same_line(
     assert cli_submit.run_standalone(argv) == submit.EXIT_BAD_INPUT
     err = io.StringIO()
     assert submit.main(argv, ENV, io.StringIO(), err) == submit.EXIT_BAD_INPUT
-    assert capsys.readouterr().err.replace("\n", "") == err.getvalue().replace("\n", "")
+    line = capsys.readouterr().err.replace("\n", "")
+    assert line == err.getvalue().replace("\n", "")
+    assert f"--param {text!r}" in line  # names the flag and the value it refuses
+
+
+def test_a_bad_override_is_named_as_an_override() -> None:
+    err = io.StringIO()
+    argv = ["-p", "p", "--builtin", "pitch", "--override", "oops"]
+    assert submit.main(argv, ENV, io.StringIO(), err) == submit.EXIT_BAD_INPUT
+    assert "--override 'oops': expected KEY=VALUE" in err.getvalue()
 
 
 @pytest.mark.parametrize(
