@@ -44,7 +44,13 @@ SSL_MODEL_TYPES = ("wavlm", "wav2vec2", "hubert")
 """``config.json`` ``model_type`` values the SSL front end supports (all return every hidden
 layer with ``output_hidden_states=True`` and have a CNN ``feature_extractor``)."""
 HF_PREPROCESSOR_CONFIG = "preprocessor_config.json"
-"""A Hugging Face folder's feature-extractor settings (``do_normalize``), beside ``config.json``."""
+"""A Hugging Face folder's feature-extractor settings (``do_normalize``), beside ``config.json``
+(what transformers 4 writes)."""
+HF_PROCESSOR_CONFIG = "processor_config.json"
+"""A processor's settings, as transformers 5 writes them: the feature extractor's nested under
+``feature_extractor`` (or ``audio_processor``), read before ``preprocessor_config.json``."""
+HF_FEATURE_EXTRACTOR_FILES = (HF_PREPROCESSOR_CONFIG, HF_PROCESSOR_CONFIG)
+"""The files that may hold a Hugging Face folder's feature-extractor settings."""
 
 # SpeechBrain's ECAPA_TDNN defaults for the arguments a hyperparams.yaml may leave out; the
 # repository's presets build the ECAPA with these kernel sizes and dilations.
@@ -193,21 +199,34 @@ def read_ssl_config(folder: Path) -> dict[str, Any]:
 
 def normalizes_waveform(folder: Path, setting: str) -> bool:
     """Whether a Hugging Face folder's feature extractor normalizes each waveform to zero mean and
-    unit variance: its ``preprocessor_config.json``'s ``do_normalize``; yes without the file or
-    the key (the feature extractors' default), so the SSL front end and the hf-xvector verifier
-    feed a model what it was trained on.
+    unit variance: its ``do_normalize``; yes without it (the feature extractors' default), so the
+    SSL front end and the hf-xvector verifier feed a model what it was trained on.
+
+    The settings are read where transformers reads them: nested in ``processor_config.json``
+    (transformers 5) when that file nests them, else ``preprocessor_config.json``.
 
     ``setting``: what named the folder (``ssl_model_path``, ``pretrained hf-xvector``), the
     start of the ``ConfigError`` raised for a file that is not readable JSON.
     """
-    path = folder / HF_PREPROCESSOR_CONFIG
+    processor = _json_object(folder / HF_PROCESSOR_CONFIG, setting)
+    nested = processor.get("feature_extractor", processor.get("audio_processor"))
+    extractor = (
+        nested
+        if isinstance(nested, dict)
+        else _json_object(folder / HF_PREPROCESSOR_CONFIG, setting)
+    )
+    return bool(extractor.get("do_normalize", True))
+
+
+def _json_object(path: Path, setting: str) -> dict[str, Any]:
+    """The JSON object in ``path``; empty when the file is absent or holds no object."""
     if not path.is_file():
-        return True
+        return {}
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError, OSError) as exc:
         raise ConfigError(f"{setting}: {path} is not readable JSON ({exc})") from exc
-    return bool(data.get("do_normalize", True)) if isinstance(data, dict) else True
+    return data if isinstance(data, dict) else {}
 
 
 def _ecapa_input_size(cfg: TrainingConfig, ssl_config: dict[str, Any] | None) -> int | None:

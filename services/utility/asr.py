@@ -64,7 +64,7 @@ from speechbrain.nnet.normalization import LayerNorm
 
 from services.attacker.embeddings import resolve_device
 from services.attacker.features import mean_normalize
-from services.attacker.local_weights import HF_PREPROCESSOR_CONFIG
+from services.attacker.local_weights import HF_FEATURE_EXTRACTOR_FILES
 from services.audio import SAMPLE_RATE_HZ
 from services.errors import ConfigError, InvalidInputError
 from services.utility.asr_features import N_MELS, STACK, draw_warps, warp_features
@@ -287,10 +287,6 @@ class HuggingFaceCtcAsr(AsrModel):
 HF_CONFIG = "config.json"
 HF_WEIGHTS = ("model.safetensors", "pytorch_model.bin")
 HF_PROCESSOR_FILES = ("vocab.json",)
-HF_FEATURE_EXTRACTOR_FILES = (HF_PREPROCESSOR_CONFIG, "processor_config.json")
-"""Where the feature extractor's settings are (transformers 4 writes the first, the one the
-attacker's front ends read, :func:`services.attacker.local_weights.normalizes_waveform`; 5 the
-second)."""
 
 
 def _is_huggingface_folder(folder: Path) -> bool:

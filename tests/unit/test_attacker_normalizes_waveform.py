@@ -10,7 +10,11 @@ from pathlib import Path
 import pytest
 
 from services.attacker.hf_xvector import hf_xvector_model_key
-from services.attacker.local_weights import HF_PREPROCESSOR_CONFIG, normalizes_waveform
+from services.attacker.local_weights import (
+    HF_PREPROCESSOR_CONFIG,
+    HF_PROCESSOR_CONFIG,
+    normalizes_waveform,
+)
 from services.errors import ConfigError
 
 
@@ -53,3 +57,33 @@ def test_the_hf_xvector_key_names_its_own_setting_and_the_normalization(tmp_path
     (tmp_path / HF_PREPROCESSOR_CONFIG).write_text("{not json")
     with pytest.raises(ConfigError, match=r"^pretrained hf-xvector: .* is not readable JSON"):
         hf_xvector_model_key(tmp_path)
+
+
+# Folder layouts: transformers 4's preprocessor_config.json, transformers 5's processor_config.json
+# with the feature extractor nested, and both disagreeing (the nested one wins, as in transformers).
+LAYOUTS = {
+    "legacy": {HF_PREPROCESSOR_CONFIG: {"do_normalize": False}},
+    "nested": {HF_PROCESSOR_CONFIG: {"feature_extractor": {"do_normalize": False}}},
+    "nested audio_processor": {HF_PROCESSOR_CONFIG: {"audio_processor": {"do_normalize": False}}},
+    "both, nested wins": {
+        HF_PROCESSOR_CONFIG: {"feature_extractor": {"do_normalize": False}},
+        HF_PREPROCESSOR_CONFIG: {"do_normalize": True},
+    },
+    "flat processor file, legacy read": {
+        HF_PROCESSOR_CONFIG: {"processor_class": "Wav2Vec2Processor"},
+        HF_PREPROCESSOR_CONFIG: {"do_normalize": False},
+    },
+}
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_do_normalize_is_read_where_transformers_reads_it(tmp_path: Path, layout: str) -> None:
+    from transformers import Wav2Vec2FeatureExtractor
+
+    for name, settings in LAYOUTS[layout].items():
+        extractor = settings.get("feature_extractor", settings.get("audio_processor", settings))
+        if "do_normalize" in extractor:  # a complete extractor, as save_pretrained writes it
+            extractor.update(feature_extractor_type="Wav2Vec2FeatureExtractor", feature_size=1)
+        (tmp_path / name).write_text(json.dumps(settings))
+    loaded = Wav2Vec2FeatureExtractor.from_pretrained(tmp_path, local_files_only=True)
+    assert normalizes_waveform(tmp_path, "ssl_model_path") is bool(loaded.do_normalize) is False
