@@ -171,32 +171,50 @@ def _submit_archive(
         return client.submit_archive(name, packed, protocol_id, visibility=visibility)
 
 
+def _finite_bound(value: float | None) -> float | None:
+    """A threshold: a finite number (a NaN bound fails every comparison, so the gate would run
+    the whole job and then fail it; an infinite one checks nothing)."""
+    if value is not None and not math.isfinite(value):
+        raise typer.BadParameter(f"{value} is not a finite number")
+    return value
+
+
 # The privacy thresholds `unmask submit` gates on (each optional; ``Thresholds``).
-MIN_EER_OPTION = typer.Option(None, "--min-eer", help="Require EER % >= this.")
+MIN_EER_OPTION = typer.Option(
+    None, "--min-eer", help="Require EER % >= this.", callback=_finite_bound
+)
 MAX_SRD_MEAND_OPTION = typer.Option(
-    None, "--max-srd-meand", help="Require SRD mean disclosure (bits) <= this."
+    None,
+    "--max-srd-meand",
+    help="Require SRD mean disclosure (bits) <= this.",
+    callback=_finite_bound,
 )
 MAX_SRD_IDR_OPTION = typer.Option(
-    None, "--max-srd-idr", help="Require SRD identification rate % <= this."
+    None, "--max-srd-idr", help="Require SRD identification rate % <= this.", callback=_finite_bound
 )
-MIN_CLLR_OPTION = typer.Option(None, "--min-cllr", help="Require min Cllr (bits) >= this.")
+MIN_CLLR_OPTION = typer.Option(
+    None, "--min-cllr", help="Require min Cllr (bits) >= this.", callback=_finite_bound
+)
 MAX_LINKABILITY_OPTION = typer.Option(
-    None, "--max-linkability", help="Require linkability <= this."
+    None, "--max-linkability", help="Require linkability <= this.", callback=_finite_bound
 )
 MAX_WER_INCREASE_OPTION = typer.Option(
     None,
     "--max-wer-increase",
     help="Require the WER increase (points) <= this, and usable speech (utility).",
+    callback=_finite_bound,
 )
 MAX_LINKABILITY_TOP1_OPTION = typer.Option(
     None,
     "--max-linkability-top1",
     help="Require the legal top-1 linkability % (headline N, L) <= this.",
+    callback=_finite_bound,
 )
 MAX_SINGLING_OUT_OPTION = typer.Option(
     None,
     "--max-singling-out",
     help="Require the legal singling out % (headline N, L) <= this.",
+    callback=_finite_bound,
 )
 
 

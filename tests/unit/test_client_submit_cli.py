@@ -208,3 +208,16 @@ def test_a_non_finite_override_exits_2_with_one_line(
     argv = ["-p", "p", "--builtin", "pitch", "--no-wait", "--override", f"training.lr={value}"]
     assert submit.main(argv, ENV, io.StringIO(), err) == 2
     assert err.getvalue().count("\n") == 1 and "training.lr" in err.getvalue()
+
+
+@pytest.mark.parametrize("flag", ["--min-eer", "--max-linkability", "--max-wer-increase"])
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf"])
+def test_a_non_finite_threshold_exits_2_with_one_line(
+    monkeypatch: pytest.MonkeyPatch, flag: str, value: str
+) -> None:
+    # A NaN bound fails every comparison: the gate would run the job, then fail it (exit 1).
+    _fake_api(monkeypatch, "succeeded")
+    err = io.StringIO()
+    argv = ["-p", "p", "--builtin", "pitch", "--poll", "0", f"{flag}={value}"]
+    assert submit.main(argv, ENV, io.StringIO(), err) == 2
+    assert err.getvalue().count("\n") == 1 and flag in err.getvalue()
