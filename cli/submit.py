@@ -239,13 +239,13 @@ def _create_submission(
     source: tuple[str | None, dict[str, Any], str | None, Path | None],
     name: str | None,
     visibility: str,
-    wait_s: tuple[bool, float, float],
+    wait_s: tuple[float, float],
 ) -> dict[str, Any]:
     """The submission of the one source given: a built-in (``builtin``, ``params``), a container
-    ``image`` or an ``archive``; when waiting (``wait_s``: wait, timeout and poll in seconds) an
-    archive is waited for until the server accepted it."""
+    ``image`` or an ``archive``; an archive is waited for (``wait_s``: timeout and poll in
+    seconds) until the server accepted it, ``--no-wait`` or not: jobs need an accepted one."""
     builtin, params, image, archive = source
-    wait, timeout_s, poll_s = wait_s
+    timeout_s, poll_s = wait_s
     if builtin is not None:
         label = name or f"{builtin} {json.dumps(params, sort_keys=True)}"
         return client.submit_builtin(label, builtin, params, visibility=visibility)
@@ -253,12 +253,8 @@ def _create_submission(
         return client.submit_container(name or image, image, visibility=visibility)
     assert archive is not None
     submission = _submit_archive(client, name or archive.name, archive, protocol_id, visibility)
-    if wait:
-        err.print(f"submission {submission['id']}: validating the archive", markup=False)
-        submission = client.wait_until_accepted(
-            submission["id"], timeout_s=timeout_s, poll_s=poll_s
-        )
-    return submission
+    err.print(f"submission {submission['id']}: validating the archive", markup=False)
+    return client.wait_until_accepted(submission["id"], timeout_s=timeout_s, poll_s=poll_s)
 
 
 def _gate(
@@ -409,7 +405,7 @@ def submit_command(
         with UnmaskClient.from_env() as client:
             found = client.find_protocol(protocol)
             submission = _create_submission(
-                client, found["id"], source, name, visibility, (wait, timeout_s, poll_s)
+                client, found["id"], source, name, visibility, (timeout_s, poll_s)
             )
             job = _start_job(client, submission, found, overrides, (idempotency_key, phase))
             if not wait:

@@ -401,8 +401,8 @@ def main(
                     protocol.id,
                     visibility=visibility,
                 )
-                if args.wait:
-                    submission = client.wait_until_accepted(submission.id, poll_s=args.poll)
+                # Jobs need an accepted submission: --no-wait skips the job's wait, not this.
+                submission = client.wait_until_accepted(submission.id, poll_s=args.poll)
             job = client.create_job(
                 submission.id,
                 protocol.id,
