@@ -96,6 +96,16 @@ def test_names_are_nfkc_and_stripped_descriptions_nfc() -> None:
         check_text("\ufdfa", max_length=5)  # one character, 18 once normalized
 
 
+def test_a_name_is_stripped_of_surrounding_braille_blanks() -> None:
+    """U+2800 looks like a space: ``alice`` followed by it would be another name that looks
+    the same. Inside a name it stays (as a space does); a description keeps it."""
+    assert check_text("\u2800alice\u2800") == "alice"
+    assert check_text(" \u2800 alice \u2800\u3000") == "alice"
+    assert TypeAdapter(NameText).validate_python("alice\u2800") == "alice"
+    assert check_text("a\u2800b") == "a\u2800b"
+    assert check_text("alice\u2800", kind="prose") == "alice\u2800"
+
+
 def test_nul_keeps_its_own_message() -> None:
     with pytest.raises(ValidationError, match="NUL"):
         TypeAdapter(NameText).validate_python("a\x00b")
