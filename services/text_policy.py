@@ -24,7 +24,9 @@ they are tomorrow's characters, and a name must not depend on the Unicode versio
 that first saw it.
 
 :func:`text_pattern` is the same rule as a regular expression, for the OpenAPI document (a
-client generating values from the document makes only values the server accepts).
+client generating values from the document makes only values the server accepts): Python's
+``re`` and ECMA-262 in Unicode mode (the ``u`` or ``v`` flag, as JSON Schema's code-point
+semantics and HTML's ``pattern`` attribute have it) read it alike.
 """
 
 from __future__ import annotations
@@ -180,7 +182,10 @@ def _ranges(codes: list[int]) -> list[tuple[int, int]]:
 
 def _class_item(code: int) -> str:
     # BMP code points as \\uXXXX escapes (read alike by Python's re and ECMA-262, and no lone
-    # surrogate in the document); the others as themselves (ECMA-262 has no \\U escape).
+    # surrogate in the document); the others as themselves (ECMA-262 has no \\U escape). A range
+    # of those is a range of code points in Unicode mode only (the u or v flag): without it
+    # ECMA-262 reads two UTF-16 halves each and refuses the range as out of order, and no
+    # pattern without astral ranges could refuse the tag and private-use planes.
     return f"\\u{code:04x}" if code <= 0xFFFF else chr(code)
 
 
@@ -193,9 +198,10 @@ def _class(ranges: list[tuple[int, int]]) -> str:
 
 @cache
 def text_pattern(kind: TextKind = "name") -> str:
-    """The policy as a regular expression (Python ``re`` and ECMA-262 alike): names hold at least
-    one visible character or nothing, descriptions anything the policy lets through. Built from
-    this Python's Unicode tables on first use (a scan of every code point, about 0.1 s)."""
+    """The policy as a regular expression (Python ``re`` and ECMA-262 in Unicode mode, the ``u``
+    or ``v`` flag, alike): names hold at least one visible character or nothing, descriptions
+    anything the policy lets through. Built from this Python's Unicode tables on first use (a
+    scan of every code point, about 0.1 s)."""
     refused: list[int] = []
     blank: list[int] = []
     for code in range(0x110000):
