@@ -162,32 +162,50 @@ def _submit_archive(
         return client.submit_archive(name, packed, protocol_id, visibility=visibility)
 
 
+def _finite_bound(value: float | None) -> float | None:
+    """A threshold: a finite number (a NaN bound fails every comparison, so the gate would run
+    the whole job and then fail it; an infinite one checks nothing)."""
+    if value is not None and not math.isfinite(value):
+        raise typer.BadParameter(f"{value} is not a finite number")
+    return value
+
+
 # The privacy thresholds `unmask submit` gates on (each optional; ``Thresholds``).
-MIN_EER_OPTION = typer.Option(None, "--min-eer", help="Require EER % >= this.")
+MIN_EER_OPTION = typer.Option(
+    None, "--min-eer", help="Require EER % >= this.", callback=_finite_bound
+)
 MAX_SRD_MEAND_OPTION = typer.Option(
-    None, "--max-srd-meand", help="Require SRD mean disclosure (bits) <= this."
+    None,
+    "--max-srd-meand",
+    help="Require SRD mean disclosure (bits) <= this.",
+    callback=_finite_bound,
 )
 MAX_SRD_IDR_OPTION = typer.Option(
-    None, "--max-srd-idr", help="Require SRD identification rate % <= this."
+    None, "--max-srd-idr", help="Require SRD identification rate % <= this.", callback=_finite_bound
 )
-MIN_CLLR_OPTION = typer.Option(None, "--min-cllr", help="Require min Cllr (bits) >= this.")
+MIN_CLLR_OPTION = typer.Option(
+    None, "--min-cllr", help="Require min Cllr (bits) >= this.", callback=_finite_bound
+)
 MAX_LINKABILITY_OPTION = typer.Option(
-    None, "--max-linkability", help="Require linkability <= this."
+    None, "--max-linkability", help="Require linkability <= this.", callback=_finite_bound
 )
 MAX_WER_INCREASE_OPTION = typer.Option(
     None,
     "--max-wer-increase",
     help="Require the WER increase (points) <= this, and usable speech (utility).",
+    callback=_finite_bound,
 )
 MAX_LINKABILITY_TOP1_OPTION = typer.Option(
     None,
     "--max-linkability-top1",
     help="Require the legal top-1 linkability % (headline N, L) <= this.",
+    callback=_finite_bound,
 )
 MAX_SINGLING_OUT_OPTION = typer.Option(
     None,
     "--max-singling-out",
     help="Require the legal singling out % (headline N, L) <= this.",
+    callback=_finite_bound,
 )
 
 
@@ -212,13 +230,13 @@ def _create_submission(
     source: tuple[str | None, dict[str, Any], str | None, Path | None],
     name: str | None,
     visibility: str,
-    wait_s: tuple[bool, float, float],
+    wait_s: tuple[float, float],
 ) -> dict[str, Any]:
     """The submission of the one source given: a built-in (``builtin``, ``params``), a container
-    ``image`` or an ``archive``; when waiting (``wait_s``: wait, timeout and poll in seconds) an
-    archive is waited for until the server accepted it."""
+    ``image`` or an ``archive``; an archive is waited for (``wait_s``: timeout and poll in
+    seconds) until the server accepted it, ``--no-wait`` or not: jobs need an accepted one."""
     builtin, params, image, archive = source
-    wait, timeout_s, poll_s = wait_s
+    timeout_s, poll_s = wait_s
     if builtin is not None:
         label = name or f"{builtin} {json.dumps(params, sort_keys=True)}"
         return client.submit_builtin(label, builtin, params, visibility=visibility)
@@ -226,12 +244,8 @@ def _create_submission(
         return client.submit_container(name or image, image, visibility=visibility)
     assert archive is not None
     submission = _submit_archive(client, name or archive.name, archive, protocol_id, visibility)
-    if wait:
-        err.print(f"submission {submission['id']}: validating the archive", markup=False)
-        submission = client.wait_until_accepted(
-            submission["id"], timeout_s=timeout_s, poll_s=poll_s
-        )
-    return submission
+    err.print(f"submission {submission['id']}: validating the archive", markup=False)
+    return client.wait_until_accepted(submission["id"], timeout_s=timeout_s, poll_s=poll_s)
 
 
 def _gate(
@@ -376,7 +390,7 @@ def submit_command(
         with UnmaskClient.from_env() as client:
             found = client.find_protocol(protocol)
             submission = _create_submission(
-                client, found["id"], source, name, visibility, (wait, timeout_s, poll_s)
+                client, found["id"], source, name, visibility, (timeout_s, poll_s)
             )
             job = _start_job(client, submission, found, overrides, (idempotency_key, phase))
             if not wait:

@@ -16,14 +16,17 @@ first such character (``U+202E (RIGHT-TO-LEFT OVERRIDE)``):
 - noncharacters (U+FDD0-U+FDEF and the last two code points of every plane).
 
 A name (``kind="name"``) is stored in NFKC (full-width letters and ligatures fold into the
-letters they look like), without surrounding spaces, and must hold a character that is not a
-space (category Zs, or U+2800 BRAILLE PATTERN BLANK). A description (``kind="prose"``) is stored
-in NFC (NFKC would change its meaning: ``m²`` -> ``m2``), without surrounding spaces, and may be
-empty. Unassigned code points outside those sets are accepted: they are tomorrow's characters, and
-a name must not depend on the Unicode version of the server that first saw it.
+letters they look like), without surrounding spaces or U+2800 BRAILLE PATTERN BLANK, and must
+hold a character that is not a space (category Zs, or U+2800). A description
+(``kind="prose"``) is stored in NFC (NFKC would change its meaning: ``m²`` -> ``m2``), without
+surrounding spaces, and may be empty. Unassigned code points outside those sets are accepted:
+they are tomorrow's characters, and a name must not depend on the Unicode version of the server
+that first saw it.
 
 :func:`text_pattern` is the same rule as a regular expression, for the OpenAPI document (a
-client generating values from the document makes only values the server accepts).
+client generating values from the document makes only values the server accepts): Python's
+``re`` and ECMA-262 in Unicode mode (the ``u`` or ``v`` flag, as JSON Schema's code-point
+semantics and HTML's ``pattern`` attribute have it) read it alike.
 """
 
 from __future__ import annotations
@@ -89,6 +92,17 @@ def _is_blank(char: str) -> bool:
     return unicodedata.category(char) == "Zs" or char in BLANK_CHARACTERS
 
 
+def _strip_blanks(text: str) -> str:
+    """``text`` without surrounding spaces or blanks: ``str.strip`` keeps U+2800, which is not
+    whitespace, so ``alice`` followed by it would be a second name that looks the same."""
+    start, end = 0, len(text)
+    while start < end and (text[start].isspace() or _is_blank(text[start])):
+        start += 1
+    while end > start and (text[end - 1].isspace() or _is_blank(text[end - 1])):
+        end -= 1
+    return text[start:end]
+
+
 def refused_character(text: str) -> str | None:
     """The first character of ``text`` the policy refuses, or None."""
     if text.isascii():
@@ -118,7 +132,8 @@ def describe(char: str) -> str:
 
 
 def check_text(value: str, *, kind: TextKind = "name", max_length: int | None = None) -> str:
-    """``value`` as stored (names: NFKC; descriptions: NFC; both stripped of surrounding spaces).
+    """``value`` as stored (names: NFKC, stripped of surrounding spaces and U+2800;
+    descriptions: NFC, stripped of surrounding spaces).
 
     :class:`InvalidInputError` (a ``ValueError``; the message does not name the field, callers
     that know it add it) for a refused character, a name holding nothing but spaces, or a value
@@ -136,7 +151,7 @@ def check_text(value: str, *, kind: TextKind = "name", max_length: int | None = 
         )
     if kind == "name" and value and all(_is_blank(c) for c in normal):
         raise InvalidInputError("must hold a visible character, not only spaces")
-    normal = normal.strip()
+    normal = _strip_blanks(normal) if kind == "name" else normal.strip()
     if max_length is not None and len(normal) > max_length:
         raise InvalidInputError(
             f"{len(normal)} characters once normalized (NFKC), at most {max_length} allowed"
@@ -167,7 +182,10 @@ def _ranges(codes: list[int]) -> list[tuple[int, int]]:
 
 def _class_item(code: int) -> str:
     # BMP code points as \\uXXXX escapes (read alike by Python's re and ECMA-262, and no lone
-    # surrogate in the document); the others as themselves (ECMA-262 has no \\U escape).
+    # surrogate in the document); the others as themselves (ECMA-262 has no \\U escape). A range
+    # of those is a range of code points in Unicode mode only (the u or v flag): without it
+    # ECMA-262 reads two UTF-16 halves each and refuses the range as out of order, and no
+    # pattern without astral ranges could refuse the tag and private-use planes.
     return f"\\u{code:04x}" if code <= 0xFFFF else chr(code)
 
 
@@ -180,9 +198,10 @@ def _class(ranges: list[tuple[int, int]]) -> str:
 
 @cache
 def text_pattern(kind: TextKind = "name") -> str:
-    """The policy as a regular expression (Python ``re`` and ECMA-262 alike): names hold at least
-    one visible character or nothing, descriptions anything the policy lets through. Built from
-    this Python's Unicode tables on first use (a scan of every code point, about 0.1 s)."""
+    """The policy as a regular expression (Python ``re`` and ECMA-262 in Unicode mode, the ``u``
+    or ``v`` flag, alike): names hold at least one visible character or nothing, descriptions
+    anything the policy lets through. Built from this Python's Unicode tables on first use (a
+    scan of every code point, about 0.1 s)."""
     refused: list[int] = []
     blank: list[int] = []
     for code in range(0x110000):

@@ -293,6 +293,18 @@ def _seconds(minimum: float, *, inclusive: bool) -> Any:
     return parse
 
 
+def _finite(text: str) -> float:
+    """An argparse type for a threshold: a finite number (a NaN bound fails every comparison, so
+    the gate would run the whole job and then fail it; an infinite one checks nothing)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
+    return value
+
+
 def build_parser() -> _Parser:
     parser = _Parser(
         prog="unmask-submit",
@@ -321,9 +333,9 @@ def build_parser() -> _Parser:
     )
     for spec in THRESHOLD_SPECS:
         parser.add_argument(
-            f"--{spec.flag}", type=float, help=f"require {spec.label} {spec.op} this"
+            f"--{spec.flag}", type=_finite, help=f"require {spec.label} {spec.op} this"
         )
-    parser.add_argument("--max-wer-increase", type=float, help="WER increase (points) <= this")
+    parser.add_argument("--max-wer-increase", type=_finite, help="WER increase (points) <= this")
     parser.add_argument("--scenario", default="semi-informed", help="scenario checked")
     parser.add_argument("--backend", help="back-end checked (default: every one)")
     parser.add_argument("--json", dest="json_out", help="write job, results and verdict here")
@@ -403,8 +415,8 @@ def main(
                     protocol.id,
                     visibility=visibility,
                 )
-                if args.wait:
-                    submission = client.wait_until_accepted(submission.id, poll_s=args.poll)
+                # Jobs need an accepted submission: --no-wait skips the job's wait, not this.
+                submission = client.wait_until_accepted(submission.id, poll_s=args.poll)
             job = client.create_job(
                 submission.id,
                 protocol.id,

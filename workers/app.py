@@ -46,7 +46,7 @@ from workers.names import (
     TASK_VALIDATE_ARCHIVE,
 )
 from workers.relay import OutboxRelay, PeriodicThread
-from workers.runtime import set_node_name
+from workers.runtime import reset_after_fork, set_node_name
 from workers.senders import celery_senders
 
 log = logging.getLogger(__name__)
@@ -268,11 +268,20 @@ def _on_worker_setup(sender: str, **_: Any) -> None:
     # on the thread count).
     apply_thread_settings(get_settings())
     install_outbox_senders(app)
+
+
+def _on_worker_ready(**_: Any) -> None:
     # Embedded mode has no beat: this worker relays the outbox and reaps (EmbeddedSweeps).
+    # Started here, after the pool's start: a prefork pool forks its children after
+    # celeryd_after_setup, and a thread running at a fork may hold a lock (logging, a database
+    # pool) that then stays held in the child.
     start_embedded_sweeps()
 
 
 def _on_worker_process_init(**_: Any) -> None:
+    # A child the pool forks later (a replacement) has the parent's threads' services: drop
+    # them, their connections are the parent's.
+    reset_after_fork()
     apply_thread_settings(get_settings())
     install_outbox_senders(app)
 
@@ -283,5 +292,6 @@ def _on_beat_init(**_: Any) -> None:
 
 
 signals.celeryd_after_setup.connect(_on_worker_setup, weak=False)
+signals.worker_ready.connect(_on_worker_ready, weak=False)
 signals.worker_process_init.connect(_on_worker_process_init, weak=False)
 signals.beat_init.connect(_on_beat_init, weak=False)

@@ -46,6 +46,17 @@ def get_services() -> JobServices:
     return _services
 
 
+def reset_after_fork() -> None:
+    """In a forked pool child: forget the parent's services (built by the embedded sweeps'
+    threads: their pooled connections belong to the parent, and SQLite's must not cross a fork)
+    and a lock one of those threads may have held at the fork; the child builds its own."""
+    global _lock, _services
+    _lock = threading.Lock()
+    if _services is not None:
+        _services.database.engine.dispose(close=False)  # the parent's connections stay open
+    _services = None
+
+
 def set_services(services: JobServices | None) -> None:
     """Install ``services`` for this process (None: rebuild from settings on next use)."""
     global _services

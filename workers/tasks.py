@@ -24,6 +24,7 @@ from services.platform.jobs import (
 from services.platform.jobs.protocol_asr import (
     TransientProtocolAsrError,
     give_up_protocol_asr,
+    reap_protocol_asr,
 )
 from services.platform.jobs.protocol_asr import train_protocol_asr as train_asr_of_protocol
 from services.platform.outbox import prune_sent, relay_pass
@@ -71,11 +72,13 @@ def run_phase(self: Task, job_id: int, phase: str) -> dict[str, Any]:
 
 
 def reap() -> dict[str, Any]:
-    """One pass of the reaper (Celery beat, every ``reaper_interval_s``), then of the outbox
-    relay (a fallback for beat's relay thread); sent outbox messages older than a day go."""
+    """One pass of the reaper (Celery beat, every ``reaper_interval_s``: stages, archive uploads,
+    protocol ASR trainings past their time limit), then of the outbox relay (a fallback for
+    beat's relay thread); sent outbox messages older than a day go."""
     services = get_services()
     report = reap_stale_stages(services)
     archives = reap_archive_uploads(services)
+    protocol_asrs = reap_protocol_asr(services)
     revealed = release_due_events(services.database.engine)
     relayed = relay_pass(
         services.database.engine, retry_after_s=services.settings.outbox_resend_after_s
@@ -88,6 +91,7 @@ def reap() -> dict[str, Any]:
         "resent": report.resent,
         "archives_rejected_stuck": archives.rejected_stuck,
         "uploads_aborted": len(archives.aborted_uploads),
+        "protocol_asr_failed": protocol_asrs,
         "outbox_sent": len(relayed.sent),
         "revealed_phases": sorted(revealed),
     }

@@ -257,3 +257,56 @@ def test_api_errors_map_to_the_documented_exit_codes() -> None:
     assert submit.exit_for_status(404) == submit.EXIT_BAD_INPUT
     for status in (None, 401, 403, 500):
         assert submit.exit_for_status(status) == submit.EXIT_JOB_OR_API_FAILED
+
+
+@pytest.mark.parametrize("flag", ["--min-eer", "--max-linkability", "--max-wer-increase"])
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf"])
+def test_a_non_finite_threshold_exits_2_with_one_line(
+    monkeypatch: pytest.MonkeyPatch, flag: str, value: str
+) -> None:
+    # A NaN bound fails every comparison: the gate would run the job, then fail it (exit 1).
+    _fake_api(monkeypatch, "succeeded")
+    err = io.StringIO()
+    argv = ["-p", "p", "--builtin", "pitch", "--poll", "0", f"{flag}={value}"]
+    assert submit.main(argv, ENV, io.StringIO(), err) == 2
+    assert err.getvalue().count("\n") == 1 and flag in err.getvalue()
+
+
+def test_an_archive_with_no_wait_is_accepted_before_its_job_is_queued(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Jobs need an accepted submission (409 while validating): ``--no-wait`` skips the job's
+    wait, never the archive's validation."""
+    from types import SimpleNamespace
+
+    import httpx
+
+    from unmask_client.api_client.models import JobOut
+    from unmask_client.wrapper import Client
+
+    archive = tmp_path / "anon.tar"
+    archive.write_bytes(b"x")
+    status = {"value": "validating"}
+
+    def create_job(*args: object, **kwargs: object) -> JobOut:
+        if status["value"] != "accepted":
+            raise AssertionError("409: submission 2 is validating")
+        return JobOut.from_dict(job_json(JOB_ID, "queued"))
+
+    def wait_until_accepted(submission_id: int, **kwargs: object) -> object:
+        status["value"] = "accepted"
+        return SimpleNamespace(**SUBMISSION)
+
+    def client_from_env(environ: object) -> Client:
+        client = Client("http://api.test", "unm_x", transport=httpx.MockTransport(polled_job("x")))
+        monkeypatch.setattr(client, "find_protocol", lambda name: SimpleNamespace(**PROTOCOL))
+        monkeypatch.setattr(client, "submit_archive", lambda *a, **k: SimpleNamespace(**SUBMISSION))
+        monkeypatch.setattr(client, "wait_until_accepted", wait_until_accepted)
+        monkeypatch.setattr(client, "create_job", create_job)
+        return client
+
+    monkeypatch.setattr(submit, "client_from_env", client_from_env)
+    out = io.StringIO()
+    argv = ["-p", "p", "--archive", str(archive), "--poll", "0", "--no-wait"]
+    assert submit.main(argv, ENV, out, io.StringIO()) == 0
+    assert out.getvalue().strip() == str(JOB_ID)

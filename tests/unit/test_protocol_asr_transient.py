@@ -29,9 +29,9 @@ def _services(database: Database, tmp_path: Path) -> JobServices:
     return JobServices(database, store, Settings(data_dir=tmp_path / "data"), worker_host="w")
 
 
-def _register(database: Database) -> int:
+def _register(database: Database, name: str = "asr") -> int:
     with database.session_scope() as session:
-        protocol = protocol_records.create_protocol(session, "asr", body={"config": CONFIG})
+        protocol = protocol_records.create_protocol(session, name, body={"config": CONFIG})
         assert protocol.asr_state == "queued"
         return protocol.id
 
@@ -122,3 +122,64 @@ def test_a_lost_connection_while_recording_failed_is_retried(
         with pytest.raises(outcome):
             protocol_asr.train_protocol_asr(services, protocol_id)
     assert _state(database, protocol_id) == "failed"
+
+
+def _edit_protocol(database: Database, protocol_id: int, **values: Any) -> None:
+    with database.session_scope() as session:
+        protocol = protocol_records.get_protocol_by_id(session, protocol_id)
+        for name, value in values.items():
+            setattr(protocol, name, value)
+
+
+def test_a_config_broken_after_registration_records_failed(
+    database: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stored config the current code refuses (an upgrade, a hand-edited row) is bad input:
+    ``failed`` naming the problem, never a training left ``queued`` (never queued again)."""
+    protocol_id = _register(database)
+    broken = {**CONFIG, "utility": {"asr": {"epochs": -1, "hidden_size": 16}}}
+    _edit_protocol(database, protocol_id, body={"config": broken})
+    monkeypatch.setattr(protocol_asr, "_train", lambda *_: pytest.fail("trained"))
+    assert protocol_asr.train_protocol_asr(_services(database, tmp_path), protocol_id) == "failed"
+    with database.session_scope() as session:
+        protocol = protocol_records.get_protocol_by_id(session, protocol_id)
+        assert protocol.asr_state == "failed"
+        assert "utility.asr.epochs" in (protocol.asr_error or "")
+
+
+def test_a_training_past_its_hard_time_limit_is_recorded_failed(
+    database: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Celery kills a task at its hard time limit and acknowledges its message: no code of the
+    task records anything, so the reaper fails a training ``running`` for longer."""
+    import datetime as dt
+
+    from services.platform.jobs import stage_hard_time_limit_s
+    from services.storage.types import utc_now
+
+    services = _services(database, tmp_path)
+    limit_s = stage_hard_time_limit_s(services.settings, "utility")
+    now = utc_now()
+    killed, alive = _register(database, "killed"), _register(database, "alive")
+    _edit_protocol(
+        database,
+        killed,
+        asr_state="running",
+        asr_updated_at=now - dt.timedelta(seconds=limit_s + 1),
+    )
+    _edit_protocol(
+        database,
+        alive,
+        asr_state="running",
+        asr_updated_at=now - dt.timedelta(seconds=limit_s - 60),
+    )
+    assert protocol_asr.reap_protocol_asr(services, now=now) == [killed]
+    assert _state(database, alive) == "running"
+    from workers import tasks  # the reaper's task runs the pass
+
+    monkeypatch.setattr(tasks, "get_services", lambda: services)
+    assert tasks.reap()["protocol_asr_failed"] == []  # already recorded
+    with database.session_scope() as session:
+        protocol = protocol_records.get_protocol_by_id(session, killed)
+        assert protocol.asr_state == "failed"
+        assert "time limit" in (protocol.asr_error or "")

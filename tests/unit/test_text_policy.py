@@ -16,6 +16,7 @@ from api.schemas import LabelText, NameText, Prose, ShortText
 from services.errors import ConfigError, InvalidInputError
 from services.text_policy import (
     DEFAULT_IGNORABLE,
+    TextKind,
     check_text,
     refused_character,
     text_pattern,
@@ -96,6 +97,16 @@ def test_names_are_nfkc_and_stripped_descriptions_nfc() -> None:
         check_text("\ufdfa", max_length=5)  # one character, 18 once normalized
 
 
+def test_a_name_is_stripped_of_surrounding_braille_blanks() -> None:
+    """U+2800 looks like a space: ``alice`` followed by it would be another name that looks
+    the same. Inside a name it stays (as a space does); a description keeps it."""
+    assert check_text("\u2800alice\u2800") == "alice"
+    assert check_text(" \u2800 alice \u2800\u3000") == "alice"
+    assert TypeAdapter(NameText).validate_python("alice\u2800") == "alice"
+    assert check_text("a\u2800b") == "a\u2800b"
+    assert check_text("alice\u2800", kind="prose") == "alice\u2800"
+
+
 def test_nul_keeps_its_own_message() -> None:
     with pytest.raises(ValidationError, match="NUL"):
         TypeAdapter(NameText).validate_python("a\x00b")
@@ -161,3 +172,31 @@ def test_the_admin_cli_refuses_each_class_in_one_line(
     assert err.count("\n") == 1 and "name:" in err and named in err, err
     assert main(["admin", "create-token", "--team", "lab"]) == 2  # the refused token made no team
     assert "team 'lab' not found" in capsys.readouterr().err
+
+
+def test_the_documented_pattern_reads_alike_in_ecma_262_unicode_mode(tmp_path: Path) -> None:
+    """JSON Schema validators (code-point semantics) and HTML's ``pattern`` attribute compile the
+    pattern with the ``u`` or ``v`` flag: there it is the rule Python's ``re`` reads."""
+    import json
+    import shutil
+    import subprocess
+
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("no node to compile the pattern as ECMA-262")
+    samples = [*ACCEPTED, *ONLY_SPACES, *(r[1] for r in REFUSED), "a\U0001bca1", "a\U0010fffd"]
+    kinds: tuple[TextKind, ...] = ("name", "prose")
+    python = {k: [re.fullmatch(text_pattern(k), t) is not None for t in samples] for k in kinds}
+    data = tmp_path / "patterns.json"
+    data.write_text(json.dumps({k: text_pattern(k) for k in kinds} | {"samples": samples}))
+    script = (
+        "const d = require(process.argv[1]); const out = {};"
+        "for (const flag of ['u', 'v']) for (const k of ['name', 'prose']) {"
+        " const r = new RegExp(d[k], flag); out[k + flag] = d.samples.map(s => r.test(s)); }"
+        "console.log(JSON.stringify(out));"
+    )
+    ran = subprocess.run([node, "-e", script, str(data)], capture_output=True, text=True)
+    assert ran.returncode == 0, ran.stderr
+    ecma = json.loads(ran.stdout)
+    for kind, matches in python.items():
+        assert ecma[f"{kind}u"] == matches and ecma[f"{kind}v"] == matches, kind

@@ -38,3 +38,22 @@ def test_the_reaper_thread_runs_the_pass_every_interval_and_survives_errors(
     count = len(calls)
     time.sleep(0.2)
     assert len(calls) == count  # stopped
+
+
+def test_the_embedded_sweeps_start_after_the_pool_forked_its_children(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A prefork pool forks its children after ``celeryd_after_setup``: threads started there
+    run in the parent at the fork (a lock one holds stays held in the child, and the child
+    inherits the parent's database connections). ``worker_ready`` comes after the pool's start."""
+    from celery import signals
+
+    started: list[str] = []
+    monkeypatch.setattr(worker_app, "start_embedded_sweeps", lambda: started.append("sweeps"))
+    monkeypatch.setattr(worker_app, "install_outbox_senders", lambda *a, **k: None)
+    monkeypatch.setattr(worker_app, "apply_thread_settings", lambda *a, **k: None)
+    monkeypatch.setattr(worker_app, "set_node_name", lambda name: None)
+    signals.celeryd_after_setup.send(sender="w@host", instance=None, conf=worker_app.app.conf)
+    assert started == []
+    signals.worker_ready.send(sender=None)
+    assert started == ["sweeps"]

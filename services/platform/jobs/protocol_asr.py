@@ -5,14 +5,19 @@ store and its database claims, so one copy is trained whatever the order of jobs
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
+
+from sqlalchemy import select
 
 from services.errors import InvalidInputError
 from services.pipeline.config import EvaluationConfig
 from services.platform.jobs.host import JobServices
+from services.platform.jobs.phase_queues import stage_hard_time_limit_s
 from services.platform.protocols.asr import protocol_asr_config, set_protocol_asr_state
 from services.platform.rows import get_row
 from services.storage.models import ProtocolRecord
+from services.storage.types import utc_now
 from services.vocab import ProtocolAsrState
 
 log = logging.getLogger(__name__)
@@ -23,14 +28,20 @@ class TransientProtocolAsrError(Exception):
 
 
 def _claim(services: JobServices, protocol_id: int) -> EvaluationConfig | str:
-    """Mark the training running (one transaction); its config, or why there is nothing to do."""
+    """Mark the training running (one transaction); its config, or why there is nothing to do
+    (``failed`` when the stored config is refused, recorded so)."""
     with services.database.session_scope() as session:
         protocol = get_row(session, ProtocolRecord, protocol_id, lock=True, noun="protocol")
         if protocol.asr_state is None:
             return "skipped: the protocol trains no ASR"
         if protocol.asr_state == ProtocolAsrState.READY.value:
             return "skipped: ready"
-        cfg = protocol_asr_config(protocol)
+        try:
+            cfg = protocol_asr_config(protocol)
+        except InvalidInputError as exc:  # a stored config this code refuses (an upgrade)
+            # Failed, not left queued: a queued training is never queued again.
+            set_protocol_asr_state(protocol, ProtocolAsrState.FAILED, error=str(exc))
+            return ProtocolAsrState.FAILED.value
         if cfg is None:  # unreachable for a queued state, kept for a hand-edited row
             return "skipped: the protocol trains no ASR"
         # A duplicate delivery while another worker trains is harmless: its stage claim waits
@@ -74,6 +85,37 @@ def _record_failure(services: JobServices, protocol_id: int, error: str) -> None
 def give_up_protocol_asr(services: JobServices, protocol_id: int, reason: str) -> None:
     """Record a training whose transient errors outlasted its retries as ``failed``."""
     _finish(services, protocol_id, ProtocolAsrState.FAILED, error=reason)
+
+
+def reap_protocol_asr(services: JobServices, *, now: dt.datetime | None = None) -> list[int]:
+    """Record as ``failed`` the trainings ``running`` for longer than the task's hard time limit
+    (the utility phase's, seconds); returns their protocol ids.
+
+    Celery kills a task at its hard limit and acknowledges its message, so no code of the task
+    records the end, and a running training is never queued again: the reaper's pass does it.
+    """
+    now = now or utc_now()
+    limit_s = stage_hard_time_limit_s(services.settings, "utility")
+    cutoff = now - dt.timedelta(seconds=limit_s)
+    reaped: list[int] = []
+    with services.database.session_scope() as session:
+        stuck = session.scalars(
+            select(ProtocolRecord.id).where(
+                ProtocolRecord.asr_state == ProtocolAsrState.RUNNING.value,
+                ProtocolRecord.asr_updated_at < cutoff,
+            )
+        ).all()
+        for protocol_id in stuck:
+            protocol = get_row(session, ProtocolRecord, protocol_id, lock=True, noun="protocol")
+            updated = protocol.asr_updated_at
+            if protocol.asr_state != ProtocolAsrState.RUNNING.value or (
+                updated is not None and updated >= cutoff
+            ):
+                continue  # finished or claimed again meanwhile
+            reason = f"the training exceeded its time limit of {limit_s:.0f} s"
+            set_protocol_asr_state(protocol, ProtocolAsrState.FAILED, error=reason)
+            reaped.append(protocol_id)
+    return reaped
 
 
 def _train(services: JobServices, cfg: EvaluationConfig) -> str:
