@@ -35,7 +35,7 @@ from api.schemas import (
     ArchiveUploadOut,
     Cursor,
     DbId,
-    NameText,
+    NameQueryText,
     SubmissionCreate,
     SubmissionKind,
     SubmissionOut,
@@ -227,7 +227,7 @@ async def upload_archive(
     principal: SubmitPrincipal,
     context: ContextDep,
     request: Request,
-    name: Annotated[NameText, Query(description="Submission name.")],
+    name: Annotated[NameQueryText, Query(description="Submission name.")],
     protocol_id: Annotated[
         DbId, Query(description="The protocol whose audio the archive anonymizes.")
     ],

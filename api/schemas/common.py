@@ -136,6 +136,22 @@ NameText = Annotated[
     AfterValidator(_no_nul),
     _policy("name", 200),
 ]
+# NameText as a query parameter: the same validation, no pattern in its schema. Swagger UI (and
+# other tools) compile a parameter's pattern as `new RegExp(pattern)`, without the `u` flag, and
+# the text policy's pattern holds ranges of code points beyond U+FFFF that only Unicode mode
+# reads: "Try it out" would throw instead of sending the request. The server's 422 names a
+# refused character all the same.
+NameQueryText = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=200,
+        description="A name under the text policy (no control, format, private-use or invisible "
+        "character; stored in NFKC).",
+    ),
+    AfterValidator(_no_nul),
+    _policy("name", 200),
+]
 ShortText = Annotated[
     str,
     Field(
