@@ -261,15 +261,22 @@ def test_api_errors_map_to_the_documented_exit_codes() -> None:
 
 @pytest.mark.parametrize("flag", ["--min-eer", "--max-linkability", "--max-wer-increase"])
 @pytest.mark.parametrize("value", ["nan", "inf", "-inf"])
-def test_a_non_finite_threshold_exits_2_with_one_line(
-    monkeypatch: pytest.MonkeyPatch, flag: str, value: str
+def test_both_gates_refuse_a_non_finite_threshold_with_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], flag: str, value: str
 ) -> None:
     # A NaN bound fails every comparison: the gate would run the job, then fail it (exit 1).
+    from cli import submit as cli_submit
+
     _fake_api(monkeypatch, "succeeded")
-    err = io.StringIO()
+    monkeypatch.setenv("UNMASK_URL", "http://127.0.0.1:9")  # `unmask submit` refuses it first
+    monkeypatch.setenv("UNMASK_TOKEN", "t")
     argv = ["-p", "p", "--builtin", "pitch", "--poll", "0", f"{flag}={value}"]
-    assert submit.main(argv, ENV, io.StringIO(), err) == 2
-    assert err.getvalue().count("\n") == 1 and flag in err.getvalue()
+    assert cli_submit.run_standalone(argv) == submit.EXIT_BAD_INPUT
+    cli_err = capsys.readouterr().err
+    err = io.StringIO()
+    assert submit.main(argv, ENV, io.StringIO(), err) == submit.EXIT_BAD_INPUT
+    for line in (cli_err, err.getvalue()):
+        assert line.count("\n") == 1 and flag in line and "finite" in line
 
 
 def test_an_archive_with_no_wait_is_accepted_before_its_job_is_queued(

@@ -21,6 +21,7 @@ from services.text_policy import (
     refused_character,
     text_pattern,
 )
+from support.ecma import run_node
 
 # One sample of each class of character the policy refuses: (id, text, code point named).
 REFUSED = [
@@ -177,26 +178,15 @@ def test_the_admin_cli_refuses_each_class_in_one_line(
 def test_the_documented_pattern_reads_alike_in_ecma_262_unicode_mode(tmp_path: Path) -> None:
     """JSON Schema validators (code-point semantics) and HTML's ``pattern`` attribute compile the
     pattern with the ``u`` or ``v`` flag: there it is the rule Python's ``re`` reads."""
-    import json
-    import shutil
-    import subprocess
-
-    node = shutil.which("node")
-    if node is None:
-        pytest.skip("no node to compile the pattern as ECMA-262")
     samples = [*ACCEPTED, *ONLY_SPACES, *(r[1] for r in REFUSED), "a\U0001bca1", "a\U0010fffd"]
     kinds: tuple[TextKind, ...] = ("name", "prose")
     python = {k: [re.fullmatch(text_pattern(k), t) is not None for t in samples] for k in kinds}
-    data = tmp_path / "patterns.json"
-    data.write_text(json.dumps({k: text_pattern(k) for k in kinds} | {"samples": samples}))
     script = (
         "const d = require(process.argv[1]); const out = {};"
         "for (const flag of ['u', 'v']) for (const k of ['name', 'prose']) {"
         " const r = new RegExp(d[k], flag); out[k + flag] = d.samples.map(s => r.test(s)); }"
         "console.log(JSON.stringify(out));"
     )
-    ran = subprocess.run([node, "-e", script, str(data)], capture_output=True, text=True)
-    assert ran.returncode == 0, ran.stderr
-    ecma = json.loads(ran.stdout)
+    ecma = run_node(script, {k: text_pattern(k) for k in kinds} | {"samples": samples}, tmp_path)
     for kind, matches in python.items():
         assert ecma[f"{kind}u"] == matches and ecma[f"{kind}v"] == matches, kind
