@@ -268,6 +268,14 @@ def _on_worker_setup(sender: str, **_: Any) -> None:
     # on the thread count).
     apply_thread_settings(get_settings())
     install_outbox_senders(app)
+    global _worker_process
+    _worker_process = True
+
+
+# Whether this process is a `celery worker` (celeryd_after_setup ran): worker_ready also fires
+# for a worker embedded in another process (celery.contrib.testing's, in a test), which must not
+# start the sweeps on the environment's settings.
+_worker_process = False
 
 
 def _on_worker_ready(**_: Any) -> None:
@@ -275,7 +283,8 @@ def _on_worker_ready(**_: Any) -> None:
     # Started here, after the pool's start: a prefork pool forks its children after
     # celeryd_after_setup, and a thread running at a fork may hold a lock (logging, a database
     # pool) that then stays held in the child.
-    start_embedded_sweeps()
+    if _worker_process:
+        start_embedded_sweeps()
 
 
 def _on_worker_process_init(**_: Any) -> None:

@@ -48,12 +48,32 @@ def test_the_embedded_sweeps_start_after_the_pool_forked_its_children(
     inherits the parent's database connections). ``worker_ready`` comes after the pool's start."""
     from celery import signals
 
-    started: list[str] = []
-    monkeypatch.setattr(worker_app, "start_embedded_sweeps", lambda: started.append("sweeps"))
-    monkeypatch.setattr(worker_app, "install_outbox_senders", lambda *a, **k: None)
-    monkeypatch.setattr(worker_app, "apply_thread_settings", lambda *a, **k: None)
-    monkeypatch.setattr(worker_app, "set_node_name", lambda name: None)
+    started = _quiet_worker_setup(monkeypatch)
     signals.celeryd_after_setup.send(sender="w@host", instance=None, conf=worker_app.app.conf)
     assert started == []
     signals.worker_ready.send(sender=None)
     assert started == ["sweeps"]
+
+
+def test_a_worker_inside_another_process_starts_no_sweeps(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``worker_ready`` also fires for a worker embedded in another process (a test's
+    ``celery.contrib.testing`` worker), where no ``celeryd_after_setup`` ran: the sweeps would run
+    in that process on the environment's settings, for the rest of its life."""
+    from celery import signals
+
+    started = _quiet_worker_setup(monkeypatch)
+    signals.worker_ready.send(sender=None)
+    assert started == []
+
+
+def _quiet_worker_setup(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The worker signal handlers with their effects replaced; returns what started."""
+    started: list[str] = []
+    monkeypatch.setattr(worker_app, "_worker_process", False)  # restored after the test
+    monkeypatch.setattr(worker_app, "start_embedded_sweeps", lambda: started.append("sweeps"))
+    monkeypatch.setattr(worker_app, "install_outbox_senders", lambda *a, **k: None)
+    monkeypatch.setattr(worker_app, "apply_thread_settings", lambda *a, **k: None)
+    monkeypatch.setattr(worker_app, "set_node_name", lambda name: None)
+    return started
