@@ -6,6 +6,7 @@ The platform builds them from `Settings`; tests and the embedded demo may instal
 
 from __future__ import annotations
 
+import os
 import threading
 
 from services.platform.jobs.host import JobServices
@@ -16,6 +17,7 @@ from workers.errors import transient_errors
 
 _lock = threading.Lock()
 _services: JobServices | None = None
+_process_id = os.getpid()  # the process the state above belongs to (a forked child inherits it)
 # The Celery node name (``gpu@host``), recorded as the stages' worker_host; set at worker start.
 _node_name: str | None = None
 
@@ -49,8 +51,15 @@ def get_services() -> JobServices:
 def reset_after_fork() -> None:
     """In a forked pool child: forget the parent's services (built by the embedded sweeps'
     threads: their pooled connections belong to the parent, and SQLite's must not cross a fork)
-    and a lock one of those threads may have held at the fork; the child builds its own."""
-    global _lock, _services
+    and a lock one of those threads may have held at the fork; the child builds its own.
+
+    Nothing to do in the process the state belongs to: the solo pool sends
+    ``worker_process_init`` from the worker's own process, whose services (a test's or the
+    demo's, installed with :func:`set_services`) must stay."""
+    global _lock, _services, _process_id
+    if os.getpid() == _process_id:
+        return
+    _process_id = os.getpid()
     _lock = threading.Lock()
     if _services is not None:
         _services.database.engine.dispose(close=False)  # the parent's connections stay open

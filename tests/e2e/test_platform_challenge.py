@@ -208,8 +208,9 @@ def bumped_release(e2e_platform: Any) -> Iterator[None]:
     platform = e2e_platform
     api = platform.processes[0]
     stop_process(api)
-    for worker in platform.workers.values():
-        stop_process(worker)
+    stopped = list(platform.workers)  # whichever the session's earlier tests left running
+    for name in stopped:
+        stop_process(platform.workers[name])
     repo = str(Path(__file__).resolve().parents[2])
     saved = dict(platform.env)
     platform.env["PYTHONPATH"] = f"{_bumped_environment(platform.root)}:{repo}"
@@ -224,7 +225,8 @@ def bumped_release(e2e_platform: Any) -> Iterator[None]:
         stop_process(bumped_api)
         stop_process(platform.workers.pop("worker-bumped"))
         platform.processes[0] = platform.spawn("api", _api_command(platform))
-        platform.start_worker("worker1")
+        for name in stopped:
+            platform.start_worker(name)
         _wait_live(platform)
 
 

@@ -186,7 +186,9 @@ def test_stalled_uploads_do_not_slow_liveness_or_job_polls(
                     assert response.status_code == 200, response.text
         for name, seconds in timings.items():
             assert statistics.median(seconds) < 0.1, (name, seconds)
-            assert max(seconds) < 1.0, (name, seconds)
+            # A poll held up by the stalled uploads would wait for their 120 s read timeout;
+            # a first poll's cold path took 1.07 s beside another test process.
+            assert max(seconds) < 5.0, (name, seconds)
         # Still open: none of them was answered or dropped.
         for conn in stalled[:5]:
             conn.setblocking(False)
