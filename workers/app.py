@@ -261,21 +261,21 @@ celery = app  # `celery -A workers.app` finds either name
 # --- process start-up (Celery signals) ---------------------------------------------------------
 
 
-def _on_worker_setup(sender: str, **_: Any) -> None:
-    set_node_name(sender)
-    # A solo-pool worker runs its tasks in this process (no worker_process_init): without this
-    # it trained with torch's default threads, not UNMASK_NUM_THREADS (and CPU results depend
-    # on the thread count).
-    apply_thread_settings(get_settings())
-    install_outbox_senders(app)
-    global _worker_process
-    _worker_process = True
-
-
 # Whether this process is a `celery worker` (celeryd_after_setup ran): worker_ready also fires
 # for a worker embedded in another process (celery.contrib.testing's, in a test), which must not
 # start the sweeps on the environment's settings.
 _worker_process = False
+
+
+def _on_worker_setup(sender: str, **_: Any) -> None:
+    global _worker_process
+    set_node_name(sender)
+    # A solo-pool worker runs its tasks in this process: without this it trained with torch's
+    # default threads, not UNMASK_NUM_THREADS (CPU results depend on the thread count). Celery
+    # 5.7's solo pool also sends worker_process_init from this process; older ones did not.
+    apply_thread_settings(get_settings())
+    install_outbox_senders(app)
+    _worker_process = True
 
 
 def _on_worker_ready(**_: Any) -> None:
